@@ -1,0 +1,1 @@
+"""Resonance: a durable, hybrid-recall memory engine (WAL store, embedder, HNSW + BM25)."""
