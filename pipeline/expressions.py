@@ -1,0 +1,128 @@
+"""Jinja in the sandbox: the environment for prompts and gates, and what an expression reads.
+
+Gates (`when:`) and templates are compiled in jinja2's SandboxedEnvironment with
+StrictUndefined. The compiler reads their ASTs to find every `steps.<step>.<output>` and every
+top-level name they use, so references can be checked before anything runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jinja2 import FileSystemLoader, StrictUndefined, TemplateSyntaxError, nodes
+from jinja2.meta import find_undeclared_variables
+from jinja2.parser import Parser
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+
+CHECKED_ROOTS = frozenset({"steps", "state"})
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A static read such as `steps.<step>.<output>` or `state.<key>`, at a line."""
+
+    root: str
+    name: str
+    attr: str | None
+    lineno: int
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """What an expression or template reads; `error` is set when it does not compile."""
+
+    names: frozenset[str]
+    refs: tuple[Reference, ...]
+    error: str | None = None
+    error_line: int = 1
+    constant: Any = None
+    is_constant: bool = False
+
+
+def environment(search_path: list[Path] | None = None) -> ImmutableSandboxedEnvironment:
+    """The sandbox every prompt and gate runs in: no autoescape (prompts are not HTML)."""
+    loader = FileSystemLoader([str(p) for p in search_path]) if search_path else None
+    return ImmutableSandboxedEnvironment(
+        undefined=StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        loader=loader,
+    )
+
+
+_analysis_env: ImmutableSandboxedEnvironment | None = None
+
+
+def _env() -> ImmutableSandboxedEnvironment:
+    global _analysis_env
+    if _analysis_env is None:
+        _analysis_env = environment()
+    return _analysis_env
+
+
+def _refs(tree: nodes.Node) -> Iterator[Reference]:
+    for node in tree.find_all((nodes.Getattr, nodes.Getitem)):
+        chain: list[str] = []
+        cur: nodes.Node = node
+        while isinstance(cur, nodes.Getattr | nodes.Getitem):
+            if isinstance(cur, nodes.Getattr):
+                chain.append(cur.attr)
+            elif isinstance(cur.arg, nodes.Const) and isinstance(cur.arg.value, str):
+                chain.append(cur.arg.value)
+            else:
+                chain = []  # a computed key: nothing static to check past it
+                chain.append("\0")
+            cur = cur.node
+        if isinstance(cur, nodes.Name) and cur.name in CHECKED_ROOTS:
+            chain.reverse()
+            if chain and chain[0] != "\0":
+                attr = chain[1] if len(chain) > 1 and chain[1] != "\0" else None
+                yield Reference(cur.name, chain[0], attr, node.lineno)
+
+
+def _dedupe(refs: Iterator[Reference]) -> tuple[Reference, ...]:
+    # `steps.a.b` also yields its prefix `steps.a`; drop a bare prefix when a longer read exists
+    unique = set(refs)
+    longer = {(r.root, r.name, r.lineno) for r in unique if r.attr is not None}
+    kept = [r for r in unique if r.attr is not None or (r.root, r.name, r.lineno) not in longer]
+    return tuple(sorted(kept, key=lambda r: (r.lineno, r.root, r.name, r.attr or "")))
+
+
+def analyse_expression(text: str) -> Analysis:
+    """Parse a gate expression such as `steps.check.result and turn.number > 1`."""
+    env = _env()
+    try:
+        parser = Parser(env, text, state="variable")
+        expr = parser.parse_expression()
+        if parser.stream.current.type != "eof":
+            token = parser.stream.current
+            raise TemplateSyntaxError(f"unexpected '{token.value}' after the expression", token.lineno)
+        env.compile_expression(text)
+    except TemplateSyntaxError as exc:
+        return Analysis(frozenset(), (), error=exc.message or str(exc), error_line=exc.lineno or 1)
+    template = nodes.Template([nodes.Output([expr])]).set_environment(env)
+    names = frozenset(find_undeclared_variables(template))
+    constant, is_constant = None, False
+    if not names:
+        try:
+            constant, is_constant = expr.as_const(), True
+        except nodes.Impossible:
+            pass
+    return Analysis(names, _dedupe(_refs(expr)), constant=constant, is_constant=is_constant)
+
+
+def analyse_template(text: str) -> Analysis:
+    """Parse a whole template and list what it reads."""
+    env = _env()
+    try:
+        tree = env.parse(text)
+        env.compile(tree)
+    except TemplateSyntaxError as exc:
+        return Analysis(frozenset(), (), error=exc.message or str(exc), error_line=exc.lineno or 1)
+    return Analysis(frozenset(find_undeclared_variables(tree)), _dedupe(_refs(tree)))

@@ -1,0 +1,29 @@
+"""internal_monologue: the soul thinks to itself before it speaks (never shown to the user)."""
+
+from __future__ import annotations
+
+from soul.stepkind import Attribute, Output, Section, StepKind
+
+MONOLOGUE_VERBS = (
+    "thought", "mused", "pondered", "wondered", "considered",
+    "reflected", "entertained", "recalled", "noticed", "weighed",
+)
+
+
+class InternalMonologue(StepKind):
+    name = "internal_monologue"
+    description = "A private thought about the message, before replying; never shown to the user."
+    inputs = ("soul", "input", "state", "user_model", "memory", "chetana")
+    outputs = (
+        Output("text", "text", "the thought"),
+        Output("verb", "choice", "how it was thought: " + ", ".join(MONOLOGUE_VERBS)),
+    )
+    sections = (
+        Section(
+            "internal_monologue",
+            "text",
+            attributes=(Attribute("verb", "verb", MONOLOGUE_VERBS),),
+            description="your private thoughts, in one to three sentences; the user never sees them",
+        ),
+    )
+    template = "internal_monologue.j2"

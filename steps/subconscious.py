@@ -1,0 +1,60 @@
+"""The AgentCSD layers: the subconscious (mood & criteria, S_loud) and the internal dialog."""
+
+from __future__ import annotations
+
+from soul.stepkind import Output, Section, StepKind
+
+
+class MoodAndCriteria(StepKind):
+    name = "mood_and_criteria"
+    description = "The subconscious sets the current mood and the criteria the conscious layer follows."
+    inputs = ("soul", "input", "memory", "state")
+    outputs = (
+        Output("mood", "text", "the current mood"),
+        Output("criteria", "text", "the criteria for the conscious layer"),
+    )
+    sections = (
+        Section("mood", "mood", description="the mood, in a few words"),
+        Section("criteria", "criteria", description="the criteria the conscious mind should follow now"),
+    )
+    template = "mood_and_criteria.j2"
+    effects = ("mood",)
+
+
+class SLoud(StepKind):
+    name = "s_loud"
+    description = "The subconscious speaks up: loud impulses, quiet notes, and the S_loud trigger."
+    inputs = ("soul", "input", "memory")
+    outputs = (
+        Output("loud", "text", "an impulse that reaches the conscious layer"),
+        Output("quiet", "text", "notes kept in the subconscious"),
+        Output("trigger", "bool", "true to start a spontaneous turn"),
+    )
+    sections = (
+        Section("S_loud", "loud", required=False, description="an impulse for the conscious mind, or empty"),
+        Section("S_quiet", "quiet", required=False, description="quiet subconscious notes"),
+        Section("trigger", "trigger", type="bool", description="true if the impulse should be acted on now"),
+    )
+    template = "s_loud.j2"
+    effects = ("impulses",)
+
+
+class InternalDialog(StepKind):
+    name = "internal_dialog"
+    description = "The conscious layer: loud output reaches the user, quiet output stays inside."
+    streamable = True
+    inputs = ("soul", "input", "memory", "state")
+    outputs = (
+        Output("loud", "text", "what reaches the user (empty: nothing)"),
+        Output("quiet", "text", "private reasoning"),
+    )
+    sections = (
+        Section("ID_quiet", "quiet", required=False, description="your private reasoning"),
+        Section(
+            "ID_loud",
+            "loud",
+            required=False,
+            description="what you say to the user, or [NO_EXTERNAL_OUTPUT] to stay silent",
+        ),
+    )
+    template = "internal_dialog.j2"

@@ -1,0 +1,18 @@
+"""summary: a short summary of the conversation so far (kept in working memory)."""
+
+from __future__ import annotations
+
+from soul.stepkind import Output, Section, StepKind, param, params_schema
+
+
+class Summary(StepKind):
+    name = "summary"
+    description = "Summarises the conversation so far into the `summary` working-memory region."
+    inputs = ("soul", "input", "memory", "params")
+    outputs = (Output("text", "text", "the summary"),)
+    sections = (Section("summary", "text", description="a summary of the conversation so far"),)
+    template = "summary.j2"
+    params = params_schema(
+        max_words=param({"type": "integer", "minimum": 10, "maximum": 2000, "default": 150}, "length limit"),
+    )
+    effects = ("memory",)
