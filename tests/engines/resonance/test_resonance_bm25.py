@@ -1,0 +1,194 @@
+"""BM25: the numba kernels against plain-numpy references, and BM25Index's behaviour."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba")
+
+from soul.engines.resonance.bm25 import BM25Index, BM25Params
+from soul.engines.resonance.errors import ConfigError
+from soul.engines.resonance.kernels import bm25_accumulate, csr_merge, topk_sorted
+from soul.engines.resonance.text import TextConfig, light_stem, tokenize
+
+K1, B = 1.2, 0.75
+
+
+def _random_csr(rng: np.random.Generator, n_docs: int, n_terms: int):
+    """A random corpus as (doc → {term: tf}) and its CSR by term."""
+    docs = []
+    for _ in range(n_docs):
+        terms = rng.choice(n_terms, size=rng.integers(1, 12), replace=False)
+        docs.append({int(t): int(rng.integers(1, 4)) for t in terms})
+    offsets = np.zeros(n_terms + 1, np.int64)
+    post_docs, post_tf = [], []
+    for t in range(n_terms):
+        for d, tfs in enumerate(docs):
+            if t in tfs:
+                post_docs.append(d)
+                post_tf.append(tfs[t])
+        offsets[t + 1] = len(post_docs)
+    doc_len = np.array([sum(x.values()) for x in docs], np.float32)
+    return docs, offsets, np.array(post_docs, np.int32), np.array(post_tf, np.float32), doc_len
+
+
+def _reference_scores(docs, alive, q_terms, q_weights, avgdl):
+    """Plain-Python BM25 (Lucene form) over the doc → {term: tf} maps."""
+    out = np.zeros(len(docs))
+    for d, tfs in enumerate(docs):
+        if not alive[d]:
+            continue
+        dl = sum(tfs.values())
+        for t, w in zip(q_terms, q_weights, strict=True):
+            tf = tfs.get(int(t), 0)
+            if tf:
+                out[d] += w * tf / (tf + K1 * (1 - B + B * dl / avgdl))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_accumulate_matches_reference(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    docs, offsets, pdocs, ptf, dl = _random_csr(rng, 200, 40)
+    alive = (rng.random(200) > 0.1).astype(np.uint8)
+    q_terms = rng.choice(45, size=5, replace=False).astype(np.int32)  # some beyond the CSR
+    q_weights = rng.random(5).astype(np.float32) + 0.1
+    avgdl = float(dl.mean())
+    scores = np.zeros(200, np.float32)
+    matched = np.zeros(200, np.float32)
+    touched = np.empty(200, np.int32)
+    n = bm25_accumulate(offsets, pdocs, ptf, dl, alive, q_terms, q_weights, np.float32(K1),
+                        np.float32(B), np.float32(avgdl), scores, matched, touched, 0)
+    ref = _reference_scores(docs, alive, q_terms, q_weights, avgdl)
+    np.testing.assert_allclose(scores, ref, rtol=1e-5, atol=1e-6)
+    ref_matched = [
+        sum(w for t, w in zip(q_terms, q_weights, strict=True) if int(t) in tfs) if alive[d]
+        else 0.0
+        for d, tfs in enumerate(docs)
+    ]
+    np.testing.assert_allclose(matched, ref_matched, rtol=1e-5)
+    assert sorted(touched[:n].tolist()) == np.flatnonzero(ref > 0).tolist()
+
+
+@pytest.mark.parametrize(("n", "k"), [(0, 5), (1, 5), (7, 3), (500, 10), (500, 500), (64, 0)])
+def test_topk_sorted_matches_argsort(n: int, k: int) -> None:
+    rng = np.random.default_rng(n + k)
+    scores = np.round(rng.random(1000), 2).astype(np.float32)  # rounding forces ties
+    cand = rng.choice(1000, size=n, replace=False).astype(np.int32)
+    out_s = np.empty(k, np.int32)
+    out_v = np.empty(k, np.float32)
+    m = topk_sorted(scores, cand, n, k, out_s, out_v)
+    # reference: score descending, then slot ascending
+    ref = sorted(cand.tolist(), key=lambda d: (-scores[d], d))[:k]
+    assert m == min(n, k)
+    assert out_s[:m].tolist() == ref
+    np.testing.assert_array_equal(out_v[:m], scores[ref])
+
+
+def test_csr_merge_matches_rebuild() -> None:
+    rng = np.random.default_rng(3)
+    _, offsets, pdocs, ptf, _ = _random_csr(rng, 100, 30)
+    alive = (rng.random(130) > 0.2).astype(np.uint8)
+    # 30 more docs (slots 100..129) with terms up to 34
+    add_t, add_d, add_f = [], [], []
+    for d in range(100, 130):
+        for t in rng.choice(35, size=3, replace=False):
+            add_t.append(t)
+            add_d.append(d)
+            add_f.append(float(rng.integers(1, 3)))
+    off, md, mf = csr_merge(offsets, pdocs, ptf, np.array(add_t, np.int32),
+                            np.array(add_d, np.int32), np.array(add_f, np.float32), 35, alive)
+    postings = {}
+    for t in range(30):
+        for p in range(offsets[t], offsets[t + 1]):
+            postings.setdefault(t, []).append((int(pdocs[p]), float(ptf[p])))
+    for t, d, f in zip(add_t, add_d, add_f, strict=True):
+        postings.setdefault(int(t), []).append((d, f))
+    assert off.shape[0] == 36
+    for t in range(35):
+        expect = sorted((d, f) for d, f in postings.get(t, []) if alive[d])
+        got = list(zip(md[off[t]:off[t + 1]].tolist(), mf[off[t]:off[t + 1]].tolist(),
+                       strict=True))
+        assert got == expect
+
+
+def _reference_index(corpus: dict[int, str], query: str) -> dict[int, float]:
+    """BM25 from scratch over token lists, as a pure-Python oracle for BM25Index."""
+    toks = {i: tokenize(t) for i, t in corpus.items()}
+    n = len(toks)
+    avgdl = sum(len(t) for t in toks.values()) / n
+    df = Counter(w for t in toks.values() for w in set(t))
+    out = {}
+    for i, t in toks.items():
+        tf = Counter(t)
+        s = 0.0
+        for w, c in Counter(tokenize(query)).items():
+            if tf[w]:
+                idf = math.log(1 + (n - df[w] + 0.5) / (df[w] + 0.5))
+                s += c * idf * tf[w] / (tf[w] + K1 * (1 - B + B * len(t) / avgdl))
+        if s > 0:
+            out[i] = s
+    return out
+
+
+WORDS = "cat dog bird fish runs ran running swims flew park river tree house red blue".split()  # noqa: SIM905
+
+
+@pytest.mark.parametrize("merge_every", [1, 7, 10_000])
+def test_index_matches_reference_through_adds_and_removes(merge_every: int) -> None:
+    rng = np.random.default_rng(merge_every)
+    idx = BM25Index(BM25Params(merge_every=merge_every))
+    corpus: dict[int, str] = {}
+    for step in range(120):
+        doc_id = int(rng.integers(0, 80))
+        if step % 9 == 8 and corpus:
+            victim = int(rng.choice(list(corpus)))
+            assert idx.remove(victim)
+            del corpus[victim]
+        else:
+            text = " ".join(rng.choice(WORDS, size=int(rng.integers(1, 9))))
+            idx.add(doc_id, text)  # re-adding an id replaces it
+            corpus[doc_id] = text
+        if step % 10 == 0:
+            query = " ".join(rng.choice(WORDS, size=3))
+            ref = _reference_index(corpus, query)
+            ids, scores = idx.top_k(query, 1000)
+            assert dict(zip(ids.tolist(), scores.tolist(), strict=True)) == pytest.approx(ref)
+            assert list(scores) == sorted(scores, reverse=True)
+    assert len(idx) == len(corpus)
+
+
+def test_search_extra_ids_and_coverage() -> None:
+    idx = BM25Index()
+    idx.add_many([10, 20, 30], ["red fish swims", "blue bird flew", "red bird"])
+    res = idx.search("red bird", 2, [30, 99, 10])
+    assert res.ids[0] == 30 and res.ids.shape == (2,)
+    np.testing.assert_allclose(res.extra_scores, idx.scores_for("red bird", [30, 99, 10]))
+    assert res.extra_scores[1] == 0.0
+    # doc 30 holds both query terms → coverage 1; doc 10 only "red" (same df as "bird")
+    np.testing.assert_allclose(res.extra_coverage, [1.0, 0.0, 0.5], rtol=1e-6)
+    np.testing.assert_allclose(res.coverage[0], 1.0, rtol=1e-6)
+    assert idx.top_k("zebra", 5)[0].size == 0
+    assert idx.top_k("", 5)[0].size == 0
+
+
+def test_empty_index_and_bad_input() -> None:
+    idx = BM25Index()
+    assert idx.top_k("anything", 3)[0].size == 0
+    assert not idx.remove(1)
+    with pytest.raises(ConfigError):
+        idx.add_many([1, 2], ["only one"])
+    with pytest.raises(ConfigError):
+        BM25Params(b=2.0)
+
+
+def test_stemming_and_stop_words() -> None:
+    assert tokenize("The cats were running to the parks!") == ["cat", "run", "park"]
+    assert light_stem("hiking") == "hike"
+    assert light_stem("parties") == light_stem("party") == "parti"
+    assert tokenize("The Cats", TextConfig(stem=False, stop_words=frozenset())) == ["the", "cats"]
+    assert tokenize("snake_case 2023") == ["snake", "case", "2023"]
