@@ -1,0 +1,170 @@
+"""The `soul` command: validate, graph, explain, new, list, schema.
+
+Exit codes: 0 success; 1 the blueprint is invalid; 2 usage errors (bad arguments, no such
+file or soul). A SoulError prints as one line (`--debug` shows the traceback); anything else is
+a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from soul.errors import BlueprintInvalid, BlueprintNotFound, BlueprintTooLarge, SoulError
+
+EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+
+
+def _print_diagnostics(diagnostics: Sequence[object], stream: object = None) -> None:
+    out = stream or sys.stderr
+    for d in diagnostics:
+        print(d.format_with_source(), file=out)  # type: ignore[attr-defined]
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from soul.validate import validate
+
+    worst = EXIT_OK
+    for target in args.blueprints:
+        try:
+            checked = validate(target)
+        except (BlueprintNotFound, BlueprintTooLarge) as exc:
+            print(f"soul: error: {exc}", file=sys.stderr)
+            worst = max(worst, EXIT_USAGE)
+            continue
+        _print_diagnostics(checked.diagnostics)
+        errors, warnings = len(checked.errors), len(checked.warnings)
+        name = checked.blueprint.file if checked.blueprint else target
+        if errors:
+            print(f"{name}: invalid — {errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}", file=sys.stderr)
+            worst = max(worst, EXIT_INVALID)
+        elif not args.quiet:
+            suffix = f" ({warnings} warning{'s' * (warnings != 1)})" if warnings else ""
+            print(f"{name}: valid{suffix}")
+    return worst
+
+
+def _compile(target: str) -> object:
+    from soul.plan import compile_blueprint
+
+    return compile_blueprint(target)
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    from soul.drawing import draw
+
+    print(draw(_compile(args.blueprint), args.format), end="")  # type: ignore[arg-type]
+    return EXIT_OK
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from soul.explain import explain, render
+
+    plan = _compile(args.blueprint)
+    print(render(plan, args.message, explain(plan, args.message, user=args.user)), end="")  # type: ignore[arg-type]
+    return EXIT_OK
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    if args.kinds:
+        from soul.registry import default_registry
+
+        for kind in default_registry():
+            tag = "llm" if kind.llm else "   "
+            print(f"{kind.name:20} {tag}  {kind.description}")
+        return EXIT_OK
+    from soul.blueprint import builtin_names
+    from soul.validate import validate
+
+    for name in builtin_names():
+        checked = validate(name)
+        description = checked.blueprint.description if checked.blueprint else "(invalid)"
+        print(f"{name:12} {description}")
+    return EXIT_OK
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from soul.schema import schema_text
+
+    print(schema_text(), end="")
+    return EXIT_OK
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    from soul.scaffold import scaffold
+
+    for path in scaffold(args.name, Path(args.dir)):
+        print(f"created {path}")
+    print(f"next: soul validate {Path(args.dir) / (args.name + '.yaml')}")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="soul",
+        description="Write an LLM agent's soul as a YAML blueprint; validate, draw and explain it.",
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = sub.add_parser("validate", help="check blueprints; print every error as FILE:LINE:COL", description="Check blueprint files or built-in souls. Exit 0 valid, 1 invalid, 2 usage error.")
+    p.add_argument("blueprints", nargs="+", metavar="PATH_OR_NAME")
+    p.add_argument("-q", "--quiet", action="store_true", help="print nothing for valid blueprints")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("graph", help="draw the compiled graph with its model calls", description="Print the compiled plan: layers, model calls (fused or chained), gates.")
+    p.add_argument("blueprint", metavar="PATH_OR_NAME")
+    p.add_argument("--format", "-f", choices=("text", "mermaid", "dot"), default="text")
+    p.set_defaults(func=cmd_graph)
+
+    p = sub.add_parser("explain", help="dry-run the first turn: every prompt, with token counts", description="Show the exact prompt of every model call of the first turn, with token counts. No model is called.")
+    p.add_argument("blueprint", metavar="PATH_OR_NAME")
+    p.add_argument("-m", "--message", required=True, help="the user's first message")
+    p.add_argument("--user", default="user", help="the user's name (default: user)")
+    p.set_defaults(func=cmd_explain)
+
+    p = sub.add_parser("new", help="scaffold a blueprint and persona, valid as written", description="Create NAME.yaml and NAME.md in a folder.")
+    p.add_argument("name", help="the soul's name (lowercase letters, digits, _ and -)")
+    p.add_argument("--dir", default=".", help="where to create the files (default: here)")
+    p.set_defaults(func=cmd_new)
+
+    p = sub.add_parser("list", help="list the built-in souls (or step kinds)", description="List the built-in souls, or with --kinds the step kinds.")
+    p.add_argument("--kinds", action="store_true", help="list step kinds instead")
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("schema", help="print the blueprint JSON Schema", description="Print the JSON Schema (draft 2020-12) of blueprints, for editors.")
+    p.set_defaults(func=cmd_schema)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `soul` command."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except BlueprintInvalid as exc:
+        if args.debug:
+            raise
+        _print_diagnostics(exc.diagnostics)
+        errors = sum(1 for d in exc.diagnostics if d.severity == "error")
+        print(f"soul: error: the blueprint has {errors} error{'s' * (errors != 1)}", file=sys.stderr)
+        return EXIT_INVALID
+    except (BlueprintNotFound, BlueprintTooLarge) as exc:
+        if args.debug:
+            raise
+        print(f"soul: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except SoulError as exc:
+        if args.debug:
+            raise
+        print(f"soul: error: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    except BrokenPipeError:  # `soul schema | head`
+        return EXIT_OK
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
