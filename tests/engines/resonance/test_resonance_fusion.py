@@ -1,0 +1,109 @@
+"""Fusion: the documented formula, RRF, components, and HybridSearcher's candidate signals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from soul.engines.resonance.errors import ConfigError
+from soul.engines.resonance.fusion import Candidates, FusionConfig, fuse, rank_single
+
+
+def _cands(cos, hub, bm25, cov, srank=None, krank=None) -> Candidates:
+    n = len(cos)
+    return Candidates(
+        ids=np.arange(100, 100 + n, dtype=np.int64),
+        cosine=np.asarray(cos, np.float32), hub=np.asarray(hub, np.float32),
+        bm25=np.asarray(bm25, np.float32), coverage=np.asarray(cov, np.float32),
+        semantic_rank=np.asarray(srank or [-1] * n, np.int32),
+        keyword_rank=np.asarray(krank or [-1] * n, np.int32),
+    )
+
+
+def test_weighted_formula_by_hand() -> None:
+    c = _cands(cos=[0.8, 0.5, np.nan], hub=[0.5, 0.1, np.nan], bm25=[2.0, 4.0, 1.0],
+               cov=[1.0, 0.5, 1.0])
+    tag = np.array([0.0, 1.0, 0.0])
+    conf = np.array([1.0, 0.5, 0.0])
+    hits = fuse(c, 3, tag=tag, confidence=conf)
+    # sem = clip(cos − 0.3·hub); kw = bm25/4 · (0.5 + 0.5·cov)
+    expect = {
+        100: (0.6 * (0.8 - 0.15) + 0.4 * 0.5 * 1.0) * 1.0,
+        101: (0.6 * (0.5 - 0.03) + 0.4 * 1.0 * 0.75 + 0.05) * 0.75,
+        102: (0.6 * 0.0 + 0.4 * 0.25 * 1.0) * 0.5,
+    }
+    assert {h.id: h.score for h in hits} == pytest.approx(expect, rel=1e-5)
+    assert [h.id for h in hits] == sorted(expect, key=lambda i: -expect[i])
+    top = next(h for h in hits if h.id == 101)
+    assert top.components.semantic == pytest.approx(0.47, rel=1e-5)
+    assert top.components.keyword == pytest.approx(0.75, rel=1e-5)
+    assert top.components.tag == 1.0 and top.components.confidence == 0.5
+    assert top.components.bm25 == 4.0 and top.components.cosine == pytest.approx(0.5)
+    missing = next(h for h in hits if h.id == 102).components
+    assert missing.cosine is None and missing.hub is None
+    assert set(missing.as_dict()) >= {"semantic", "keyword", "tag", "confidence"}
+
+
+def test_plain_seed_formula_when_corrections_are_off() -> None:
+    cfg = FusionConfig(hub_penalty=0.0, coverage_floor=1.0)
+    c = _cands(cos=[0.9, 0.2], hub=[0.9, 0.9], bm25=[0.0, 3.0], cov=[0.0, 0.1])
+    hits = fuse(c, 2, cfg)
+    assert {h.id: h.score for h in hits} == pytest.approx({100: 0.54, 101: 0.12 + 0.4})
+
+
+def test_rrf() -> None:
+    c = _cands(cos=[0.9, 0.8, 0.1], hub=[0, 0, 0], bm25=[0, 5, 6], cov=[0, 1, 1],
+               srank=[1, 2, -1], krank=[-1, 2, 1])
+    hits = fuse(c, 3, FusionConfig(method="rrf"))
+    scores = {h.id: h.score for h in hits}
+    assert scores == pytest.approx({100: 1 / 61, 101: 2 / 62, 102: 1 / 61})
+    assert hits[0].id == 101
+    assert hits[1].id == 100  # tie with 102 broken by id
+
+
+def test_single_signal_modes_and_edge_cases() -> None:
+    c = _cands(cos=[0.1, 0.9, np.nan], hub=[0, 0, 0], bm25=[3.0, 0.0, 1.0], cov=[1, 0, 1])
+    assert [h.id for h in rank_single(c, 5, "semantic")] == [101, 100]
+    assert [h.id for h in rank_single(c, 5, "keyword")] == [100, 102]
+    assert fuse(c, 0) == [] and fuse(_cands([], [], [], []), 3) == []
+    with pytest.raises(ConfigError):
+        FusionConfig(method="max")  # type: ignore[arg-type]
+
+
+def test_hybrid_searcher_computes_every_signal_exactly() -> None:
+    pytest.importorskip("numba")
+    pytest.importorskip("hnswlib")
+    from soul.engines.resonance.bm25 import BM25Index
+    from soul.engines.resonance.hybrid import HybridSearcher
+    from soul.engines.resonance.index import VectorIndex
+
+    rng = np.random.default_rng(0)
+    words = "apple banana cherry river mountain ocean piano violin guitar".split()  # noqa: SIM905
+    texts = [" ".join(rng.choice(words, size=4)) for _ in range(300)]
+    vecs = rng.normal(size=(300, 16)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    bm, vx = BM25Index(), VectorIndex(16)
+    bm.add_many(range(300), texts)
+    vx.add(range(300), vecs)
+    searcher = HybridSearcher(bm, vx, FusionConfig(depth=20))
+    q = vecs[5] + 0.1 * rng.normal(size=16).astype(np.float32)
+    cands = searcher.candidates("piano river", q, "hybrid", 20)
+    assert len(set(cands.ids.tolist())) == len(cands) >= 20
+    qn = q / np.linalg.norm(q)
+    np.testing.assert_allclose(cands.cosine, vecs[cands.ids] @ qn, atol=1e-5)
+    np.testing.assert_allclose(cands.bm25, bm.scores_for("piano river", cands.ids), rtol=1e-6)
+    center = vecs.sum(0) / np.linalg.norm(vecs.sum(0))
+    np.testing.assert_allclose(cands.hub, vecs[cands.ids] @ center, atol=1e-5)
+    hits = searcher.search("piano river", q, 10)
+    assert len(hits) == 10 and hits[0].id == 5
+    assert all(h.components.bm25 == pytest.approx(float(bm.scores_for("piano river", [h.id])[0]))
+               for h in hits)
+    kw = searcher.search("piano river", None, 5, mode="keyword")
+    assert [h.id for h in kw] == bm.top_k("piano river", 5)[0].tolist()
+    sem = searcher.search("", q, 3, mode="semantic")
+    assert [h.id for h in sem] == vx.search(q, 3)[0].tolist()
+    # no vector: hybrid degrades to keyword signals; allow() filters candidates
+    assert searcher.search("piano river", None, 3)[0].components.cosine is None
+    odd = searcher.search("piano river", q, 10, allow=lambda ids: ids % 2 == 1)
+    assert odd and all(h.id % 2 == 1 for h in odd)
+    with pytest.raises(ConfigError):
+        searcher.search("x", q, 3, mode="fuzzy")  # type: ignore[arg-type]

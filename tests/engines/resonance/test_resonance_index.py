@@ -1,0 +1,118 @@
+"""VectorIndex: HNSW search vs brute force, growth, removal, persistence and staleness."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("hnswlib")
+
+from soul.engines.resonance.errors import ConfigError, IndexError_, IndexStale
+from soul.engines.resonance.index import IndexParams, VectorIndex
+
+
+def _unit(rng: np.random.Generator, n: int, dim: int = 32) -> np.ndarray:
+    v = rng.normal(size=(n, dim)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def test_search_matches_brute_force_and_grows() -> None:
+    rng = np.random.default_rng(0)
+    vecs = _unit(rng, 3000)
+    idx = VectorIndex(32, IndexParams(initial_capacity=100))
+    for start in range(0, 3000, 500):  # several resizes
+        idx.add(np.arange(start, start + 500), vecs[start : start + 500])
+    assert len(idx) == 3000
+    queries = _unit(rng, 50)
+    hits = 0
+    for q in queries:
+        ids, sims = idx.search(q, 10)
+        truth = np.argsort(-(vecs @ q))[:10]
+        hits += len(set(ids.tolist()) & set(truth.tolist()))
+        np.testing.assert_allclose(sims, vecs[ids] @ q, atol=1e-5)
+        assert np.all(np.diff(sims) <= 1e-6)
+    assert hits / 500 >= 0.95
+
+
+def test_remove_readd_and_k_larger_than_size() -> None:
+    rng = np.random.default_rng(1)
+    vecs = _unit(rng, 20)
+    idx = VectorIndex(32)
+    idx.add(range(20), vecs)
+    assert idx.remove(3) and not idx.remove(3)
+    ids, _ = idx.search(vecs[3], 100)  # k > live count: clamps
+    assert 3 not in ids.tolist() and len(ids) == 19
+    idx.add([3], vecs[3:4])
+    assert idx.search(vecs[3], 1)[0].tolist() == [3]
+    assert len(idx) == 20 and 3 in idx
+
+
+def test_replace_updates_vector_and_centroid() -> None:
+    rng = np.random.default_rng(2)
+    vecs = _unit(rng, 10)
+    idx = VectorIndex(32)
+    idx.add(range(10), vecs)
+    idx.add([0], vecs[1:2])  # id 0 now holds vector 1
+    np.testing.assert_allclose(idx.similarities(vecs[1], [0, 1]), [1.0, 1.0], atol=1e-5)
+    expect = vecs[1:].sum(0) + vecs[1]
+    np.testing.assert_allclose(idx.centroid(), expect / np.linalg.norm(expect), atol=1e-5)
+    idx.remove(5)
+    expect = expect - vecs[5]
+    cos, hub = idx.signals(vecs[2], [2, 5, 77])
+    assert np.isnan(cos[1]) and np.isnan(cos[2]) and cos[0] == pytest.approx(1.0, abs=1e-5)
+    assert hub[0] == pytest.approx(vecs[2] @ expect / np.linalg.norm(expect), abs=1e-5)
+
+
+def test_refuses_zero_vectors_and_bad_shapes() -> None:
+    idx = VectorIndex(4)
+    with pytest.raises(IndexError_):
+        idx.add([1], np.zeros((1, 4), np.float32))
+    with pytest.raises(ConfigError):
+        idx.add([1, 2], np.ones((1, 4), np.float32))
+    with pytest.raises(ConfigError):
+        IndexParams(M=1)
+    assert idx.search(np.ones(4), 5)[0].size == 0
+
+
+def test_save_load_roundtrip_and_staleness(tmp_path) -> None:
+    rng = np.random.default_rng(3)
+    vecs = _unit(rng, 200)
+    idx = VectorIndex(32, IndexParams(ef=80))
+    idx.add(range(200), vecs)
+    idx.remove(7)
+    path = tmp_path / "vectors.hnsw"
+    meta = idx.save(path, last_seq=42)
+    assert meta.count == 199 and meta.last_seq == 42
+    assert VectorIndex.read_meta(path) == meta
+    loaded = VectorIndex.load(path, expect_seq=42, expect_count=199)
+    assert len(loaded) == 199 and 7 not in loaded
+    assert loaded.params.ef == 80
+    q = vecs[11]
+    assert loaded.search(q, 5)[0].tolist() == idx.search(q, 5)[0].tolist()
+    np.testing.assert_allclose(loaded.centroid(), idx.centroid(), atol=1e-6)
+    loaded.add([7], vecs[7:8])  # a removed id can come back after a load
+    assert 7 in loaded
+    with pytest.raises(IndexStale, match="seq 42"):
+        VectorIndex.load(path, expect_seq=43)
+    with pytest.raises(IndexStale):
+        VectorIndex.load(path, expect_count=200)
+
+
+def test_torn_or_missing_files_are_stale(tmp_path) -> None:
+    idx = VectorIndex(8)
+    idx.add([1, 2], _unit(np.random.default_rng(4), 2, 8))
+    path = tmp_path / "v.hnsw"
+    with pytest.raises(IndexStale):
+        VectorIndex.load(path)
+    idx.save(path, last_seq=1)
+    with open(path, "ab") as fh:  # the index file changed after its meta: torn pair
+        fh.write(b"\0")
+    assert VectorIndex.read_meta(path) is None
+    with pytest.raises(IndexStale):
+        VectorIndex.load(path)
+    idx.save(path, last_seq=1)
+    meta_path = tmp_path / "v.hnsw.meta.json"
+    meta_path.write_text(json.dumps({"garbage": True}))
+    assert VectorIndex.read_meta(path) is None
