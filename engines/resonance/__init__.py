@@ -15,6 +15,7 @@ from .errors import (
     StoreError,
     UnknownMemory,
 )
+from .field import Field, FieldConfig, Hit
 from .memory import DECAY_RATES, Confidence, Kind, Memory, Tier
 from .recovery import Issue, RecoveryReport
 from .store import CheckReport, Store
@@ -27,6 +28,9 @@ __all__ = [
     "CorruptSegment",
     "EmbedderError",
     "EmbedderUnavailable",
+    "Field",
+    "FieldConfig",
+    "Hit",
     "IndexError_",
     "IndexStale",
     "Issue",

@@ -1,0 +1,440 @@
+"""The Field: the resonance engine's front door — remember, recall, forget, strengthen.
+
+A Field composes the durable `Store` (every change logged before it is applied), an embedder,
+and the recall indexes (`VectorIndex` over hnswlib, `BM25Index`, fused by `HybridSearcher`).
+Row numbers of the store are the indexes' int ids. The indexes trail the store: new rows are
+added to them in chunks when a recall or a duplicate check needs them, so writing stays at
+store speed; rows not yet indexed are compared by brute force (at most `tail_limit` of them).
+
+Needs from the embedder/index side (all present as of this writing): `Embedder.default()`,
+`.dim`, `.embed(texts) -> Embeddings(vectors, ok)`; `VectorIndex(dim, IndexParams)` with
+add/remove/search/save/load/read_meta; `BM25Index` add_many/remove; `HybridSearcher.search`
+with tag_of/confidence_of/allow callables returning `FusedHit`s with `Components.as_dict()`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import zlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from .errors import ConfigError, IndexStale, QualityGateRefused, StoreClosed
+from .field_ingest import Ingest, Item
+from .memory import DAY, DECAY_RATES, Confidence, Kind, Memory, Tier, tier_of
+from .store import CheckReport, Store
+
+__all__ = ["Field", "FieldConfig", "Hit"]
+
+log = logging.getLogger("soul.engines.resonance")
+
+Mode = Literal["hybrid", "semantic", "keyword"]
+_STORE_KEYS = ("durability", "segment_bytes", "sync_interval", "compact_after", "keep_snapshots")
+_RATES = np.array([DECAY_RATES[Kind(i)] for i in range(len(Kind))])
+
+
+@dataclass(frozen=True)
+class FieldConfig:
+    """Options of a Field besides the store's (durability, segment_bytes, sync_interval,
+    compact_after, keep_snapshots) and the fusion's (semantic_weight, method, ...)."""
+
+    dedup_threshold: float | None = 0.95  # cosine at which remember() merges; None: never
+    touch_on_recall: bool = True  # log an access for every recalled memory
+    tail_limit: int = 4096  # rows compared by brute force before the vector index catches up
+    batch_size: int = 512  # remember_many: items embedded and logged per step
+    M: int = 16
+    ef_construction: int = 200
+    ef: int = 64
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One recalled memory with its score and the per-signal components behind it."""
+
+    id: str
+    text: str
+    score: float
+    kind: str
+    tags: tuple[str, ...]
+    meta: dict[str, Any] = field(default_factory=dict)
+    components: dict[str, Any] = field(default_factory=dict)
+
+
+def _split_config(config: Mapping[str, Any]) -> tuple[dict, FieldConfig, Any]:
+    from .fusion import FusionConfig
+
+    store = {k: v for k, v in config.items() if k in _STORE_KEYS}
+    own_names = {f.name for f in fields(FieldConfig)}
+    fusion_names = {f.name for f in fields(FusionConfig)}
+    unknown = set(config) - set(_STORE_KEYS) - own_names - fusion_names
+    if unknown:
+        known = ", ".join(sorted({*_STORE_KEYS, *own_names, *fusion_names}))
+        raise ConfigError(f"unknown Field option(s) {', '.join(sorted(unknown))}; known: {known}")
+    own = FieldConfig(**{k: v for k, v in config.items() if k in own_names})
+    fusion = FusionConfig(**{k: v for k, v in config.items() if k in fusion_names})
+    return store, own, fusion
+
+
+class Field:
+    """A memory field on disk. Open with ``Field.open(path)``; use as a context manager."""
+
+    def __init__(self, path: str | Path, embedder: Any = None, **config: Any) -> None:
+        store_cfg, self.config, self._fusion = _split_config(config)
+        self.path = Path(path)
+        self.store = Store(self.path, **store_cfg)
+        self._embedder = embedder
+        self._lock = threading.RLock()
+        self._vindex: Any = None  # VectorIndex once needed
+        self._v_upto = 0  # rows below this were offered to the vector index
+        self._kindex: Any = None  # BM25Index once needed
+        self._k_upto = 0
+        self._ingest = Ingest(self)
+        for issue in self.store.report.issues:
+            log.warning("resonance field %s: %s", self.path, issue)
+
+    @classmethod
+    def open(cls, path: str | Path, embedder: Any = None, **config: Any) -> Field:
+        """Open (creating if needed) the field at ``path``.
+
+        ``embedder``: any object with ``dim`` and ``embed(texts)``; None loads
+        ``Embedder.default()`` the first time a text must be embedded. ``config``: store options
+        (durability="fsync"|"batch"|"os", segment_bytes, sync_interval, compact_after,
+        keep_snapshots), `FieldConfig` options, and fusion options (method, semantic_weight,
+        keyword_weight, tag_weight, rrf_k, depth, ...).
+        """
+        return cls(path, embedder, **config)
+
+    @staticmethod
+    def check(path: str | Path) -> CheckReport:
+        """Verify every segment's and snapshot's CRCs at ``path`` without changing anything."""
+        return Store.check(path)
+
+    def __enter__(self) -> Field:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- embedding -------------------------------------------------------------------------
+
+    @property
+    def embedder(self) -> Any:
+        """The embedder, loading the default one on first use."""
+        if self._embedder is None:
+            from .embedder import Embedder
+
+            self._embedder = Embedder.default()
+        return self._embedder
+
+    def embed(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(unit vectors (n, dim) float32, ok mask): rows not ok are zero fallbacks."""
+        if not texts:
+            return np.zeros((0, self.store.state.dim or 0), np.float32), np.zeros(0, bool)
+        out = self.embedder.embed(list(texts))
+        vectors = np.asarray(getattr(out, "vectors", out), dtype=np.float32)
+        ok = getattr(out, "ok", None)
+        ok = np.linalg.norm(vectors, axis=1) > 0 if ok is None else np.asarray(ok, bool)
+        return unit_rows(vectors), ok
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def remember(
+        self, text: str, *, kind: str | Kind = "episode", tags: Iterable[str] = (),
+        realm: str | None = None, source: str | None = None, confidence: float | None = None,
+        meta: Mapping[str, Any] | None = None, embedding: np.ndarray | None = None,
+    ) -> str:
+        """Store ``text`` as a memory and return its id.
+
+        The quality gate refuses text shorter than 10 characters (``QualityGateRefused``); a
+        near-duplicate (cosine ≥ ``dedup_threshold``, or the same text) is merged into the
+        existing memory as a reinforcement and that memory's id is returned.
+        """
+        item = Item.build({"text": text, "kind": kind, "tags": tags, "realm": realm,
+                           "source": source, "confidence": confidence, "meta": meta,
+                           "embedding": embedding})
+        if item.refused:
+            raise QualityGateRefused(item.refused)
+        [memory_id] = self._ingest.run([item])
+        assert memory_id is not None
+        return memory_id
+
+    def remember_many(
+        self, items: Iterable[str | Mapping[str, Any]],
+        progress: Callable[[int, int], None] | None = None,
+    ) -> list[str | None]:
+        """Remember many items (strings, or dicts with ``text`` and remember()'s keywords,
+        ``embedding`` included); batched embedding and logging. Returns ids in order, None
+        where the quality gate refused an item (the reason is logged). ``progress(done,
+        total)`` is called after each batch."""
+        return self._ingest.remember_many(items, progress)
+
+    def forget(self, memory_id: str) -> None:
+        """Remove a memory (its content and vector are cleared from the store)."""
+        with self._lock:
+            self._ingest.forgetting(self.store.state.row_of(memory_id))
+            row = self.store.forget(memory_id)
+            if self._vindex is not None and row < self._v_upto:
+                self._vindex.remove(row)
+            if self._kindex is not None and row < self._k_upto:
+                self._kindex.remove(row)
+
+    def strengthen(self, memory_id: str) -> Confidence:
+        """Observe positive evidence for a memory; return its new confidence."""
+        return self._observe(memory_id, 1.0)
+
+    def weaken(self, memory_id: str) -> Confidence:
+        """Observe negative evidence for a memory; return its new confidence."""
+        return self._observe(memory_id, 0.0)
+
+    def _observe(self, memory_id: str, value: float) -> Confidence:
+        with self._lock:
+            self.store.observe(memory_id, value)
+            st = self.store.state
+            row = st.row_of(memory_id)
+            return Confidence(st.mu[row], st.var[row], st.n[row])
+
+    def reembed_pending(self, batch: int = 64) -> int:
+        """Re-embed memories stored with a zero fallback vector; return how many now have a
+        real one (the others stay pending)."""
+        done = 0
+        st = self.store.state
+        rows = st.pending_rows()
+        for start in range(0, len(rows), batch):
+            chunk = rows[start : start + batch]
+            vectors, ok = self.embed([st.text[r] for r in chunk])
+            with self._lock:
+                for row, vec, good in zip(chunk, vectors, ok, strict=True):
+                    if good and st.is_alive(row):
+                        self.store.reembed(st.ids[row], vec)
+                        if self._vindex is not None and row < self._v_upto:
+                            self._vindex.add([row], vec[None, :])
+                        done += 1
+        return done
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def get(self, memory_id: str) -> Memory:
+        """The memory with this id (``UnknownMemory`` if there is none)."""
+        st = self.store.state
+        return st.memory(st.row_of(memory_id))
+
+    def __len__(self) -> int:
+        return len(self.store.state)
+
+    def __contains__(self, memory_id: object) -> bool:
+        row = self.store.state.rows.get(memory_id)  # type: ignore[arg-type]
+        return row is not None and self.store.state.is_alive(row)
+
+    def recall(
+        self, query: str, k: int = 10, *, mode: Mode = "hybrid",
+        tags: Iterable[str] | None = None,
+    ) -> list[Hit]:
+        """The ``k`` memories most relevant to ``query``, best first.
+
+        ``mode``: "hybrid" (fused), "semantic" (cosine) or "keyword" (BM25). ``tags`` boost
+        memories carrying them (weight ``tag_weight``); they do not filter.
+        """
+        from .hybrid import HybridSearcher
+
+        if self.store.closed:
+            raise StoreClosed("the field is closed")
+        if mode not in ("hybrid", "semantic", "keyword"):
+            raise ConfigError(f"recall mode must be hybrid, semantic or keyword, not {mode!r}")
+        if k <= 0 or len(self.store.state) == 0:
+            return []
+        vector = None
+        if mode != "keyword":
+            vectors, ok = self.embed([query])
+            vector = vectors[0] if ok[0] else None
+            if vector is None:
+                log.warning("query embedding failed: recall falls back to keywords")
+        with self._lock:
+            kindex = self._keyword_index()
+            vindex = self._vector_index() if vector is not None else None
+        searcher = HybridSearcher(kindex, vindex, self._fusion)
+        wanted = frozenset(tags or ())
+        st = self.store.state
+        now = time.time()
+
+        def tag_of(ids: np.ndarray) -> np.ndarray:
+            if not wanted:
+                return np.zeros(len(ids), np.float32)
+            return np.array([len(wanted.intersection(st.tags[i])) / len(wanted) for i in ids],
+                            np.float32)
+
+        def confidence_of(ids: np.ndarray) -> np.ndarray:
+            return self._confidence(ids, now)
+
+        def allow(ids: np.ndarray) -> np.ndarray:
+            return np.array([st.is_alive(i) for i in ids], bool)
+
+        fused = searcher.search(query, vector, k, mode=mode, tag_of=tag_of,
+                                confidence_of=confidence_of, allow=allow)
+        hits = [
+            Hit(st.ids[h.id], st.text[h.id], float(h.score), Kind(st.kind[h.id]).label,
+                st.tags[h.id], st.meta_at(h.id), h.components.as_dict())
+            for h in fused
+        ]
+        if hits and self.config.touch_on_recall:
+            self.store.access([h.id for h in hits])
+        return hits
+
+    def _confidence(self, rows: np.ndarray, now: float) -> np.ndarray:
+        st = self.store.state
+        rows = np.asarray(rows, np.int64)
+        mu = np.array([st.mu[i] for i in rows])
+        idle = np.array([now - st.last_active[i] for i in rows]) / DAY
+        rate = _RATES[np.array([st.kind[i] for i in rows], np.int64)]
+        return (mu * np.exp(-rate * np.maximum(idle, 0.0))).astype(np.float32)
+
+    # -- indexes ---------------------------------------------------------------------------
+
+    def _stamp(self) -> int:
+        # Identifies the set of applied log entries (and so the row numbering) of this state.
+        st = self.store.state
+        key = repr((st.n_rows, sorted(st.covered.items()))).encode()
+        return zlib.crc32(key)
+
+    def _indexable(self, start: int, stop: int) -> np.ndarray:
+        flags = np.frombuffer(bytes(self.store.state.flags[start:stop]), np.uint8)
+        return np.flatnonzero(flags == 0) + start  # alive and with a real vector
+
+    def _vector_index(self) -> Any:
+        """The vector index, loaded or built, caught up with every row (call under the lock)."""
+        from .index import IndexParams, VectorIndex
+
+        st = self.store.state
+        if self._vindex is None:
+            params = IndexParams(M=self.config.M, ef_construction=self.config.ef_construction,
+                                 ef=self.config.ef)
+            path = self.path / "index" / "vectors.hnsw"
+            rows = self._indexable(0, st.n_rows)
+            try:
+                self._vindex = VectorIndex.load(path, expect_seq=self._stamp(),
+                                                expect_count=len(rows), params=params)
+                self._v_upto = st.n_rows
+            except IndexStale as exc:
+                if path.exists():
+                    log.info("rebuilding the vector index: %s", exc)
+                self._vindex = VectorIndex(st.dim or self.embedder.dim, params)
+                self._v_upto = 0
+        if self._v_upto < st.n_rows:
+            stop = st.n_rows
+            rows = self._indexable(self._v_upto, stop)
+            for s in range(0, len(rows), 20_000):
+                part = rows[s : s + 20_000]
+                self._vindex.add(part, st.vectors[part])
+            self._v_upto = stop
+        return self._vindex
+
+    def _keyword_index(self) -> Any:
+        """The BM25 index, caught up with every row (call under the lock)."""
+        from .bm25 import BM25Index
+
+        st = self.store.state
+        if self._kindex is None:
+            self._kindex = BM25Index()
+            self._k_upto = 0
+        if self._k_upto < st.n_rows:
+            stop = st.n_rows
+            alive = [r for r in range(self._k_upto, stop) if st.is_alive(r)]
+            self._kindex.add_many(alive, [st.text[r] for r in alive])
+            self._k_upto = stop
+        return self._kindex
+
+    def nearest(self, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(best cosine, its row) among stored memories for each unit vector (-1 when none)."""
+        st = self.store.state
+        m = vectors.shape[0]
+        best = np.full(m, -2.0, np.float32)
+        best_row = np.full(m, -1, np.int64)
+        with self._lock:
+            if st.n_rows - self._v_upto > self.config.tail_limit:
+                self._vector_index()
+            if self._vindex is not None and len(self._vindex):
+                for j in range(m):
+                    ids, sims = self._vindex.search(vectors[j], 1)
+                    if len(ids):
+                        best[j], best_row[j] = sims[0], ids[0]
+            tail = self._indexable(self._v_upto, st.n_rows)
+            if len(tail):
+                sims = st.vectors[tail] @ vectors.T  # stored vectors are unit length
+                arg = sims.argmax(axis=0)
+                top = sims[arg, np.arange(m)]
+                better = top > best
+                best[better], best_row[better] = top[better], tail[arg[better]]
+        return best, best_row
+
+    # -- housekeeping ----------------------------------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        """Counts by kind and tier, log and snapshot sizes, recovery and index facts."""
+        st = self.store.state
+        now = time.time()
+        flags = np.frombuffer(bytes(st.flags), np.uint8)
+        alive = np.flatnonzero((flags & 2) == 0)
+        kinds = np.bincount(np.frombuffer(bytes(st.kind), np.uint8)[alive], minlength=len(Kind))
+        tiers = {t.value: 0 for t in Tier}
+        if len(alive):
+            conf = self._confidence(alive, now)
+            idle = (now - np.frombuffer(st.last_active, np.float64)[alive]) / DAY
+            for c, d in zip(conf.tolist(), idle.tolist(), strict=True):
+                tiers[tier_of(d, c).value] += 1
+        wal = list((self.path / "wal").glob("*.seg"))
+        rep = self.store.report
+        emb_stats = getattr(self._embedder, "stats", None)
+        return {
+            "path": str(self.path),
+            "memories": len(st),
+            "rows": st.n_rows,
+            "forgotten": st.n_rows - len(st),
+            "pending_embeddings": len(st.pending_rows()),
+            "dim": st.dim,
+            "kinds": {Kind(i).label: int(c) for i, c in enumerate(kinds) if c},
+            "tiers": tiers,
+            "durability": self.store.writer.durability,
+            "writer": self.store.writer.instance,
+            "segments": len(wal),
+            "wal_bytes": sum(p.stat().st_size for p in wal),
+            "snapshot": str(self.store.snapshot) if self.store.snapshot else None,
+            "recovery": {"replayed": rep.replayed, "seconds": round(rep.seconds, 4),
+                         "issues": [str(i) for i in rep.issues]},
+            "vector_index": len(self._vindex) if self._vindex is not None else None,
+            "keyword_index": len(self._kindex) if self._kindex is not None else None,
+            "embedder": emb_stats() if callable(emb_stats) else None,
+        }
+
+    def sync(self) -> None:
+        """Make every change so far durable, whatever the durability mode."""
+        self.store.sync()
+
+    def compact(self) -> Path:
+        """Snapshot the store now (recovery then replays only what follows)."""
+        return self.store.compact()
+
+    def close(self) -> None:
+        """Save the vector index if it is current, compact if due, close the log."""
+        with self._lock:
+            if self.store.closed:
+                return
+            if self._vindex is not None and self._v_upto == self.store.state.n_rows:
+                (self.path / "index").mkdir(exist_ok=True)
+                try:
+                    self._vindex.save(self.path / "index" / "vectors.hnsw",
+                                      last_seq=self._stamp())
+                except (OSError, RuntimeError) as exc:  # it is rebuilt next time: not fatal
+                    log.warning("could not save the vector index: %s", exc)
+            self.store.close()
+
+
+def unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (zero rows stay zero)."""
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
