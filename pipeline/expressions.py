@@ -7,6 +7,7 @@ top-level name they use, so references can be checked before anything runs.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +17,6 @@ from jinja2 import FileSystemLoader, StrictUndefined, TemplateSyntaxError, nodes
 from jinja2.meta import find_undeclared_variables
 from jinja2.parser import Parser
 from jinja2.sandbox import ImmutableSandboxedEnvironment
-
 
 CHECKED_ROOTS = frozenset({"steps", "state"})
 
@@ -110,11 +110,9 @@ def analyse_expression(text: str) -> Analysis:
     names = frozenset(find_undeclared_variables(template))
     constant, is_constant = None, False
     if not names:
-        try:
+        with contextlib.suppress(nodes.Impossible):
             constant, is_constant = expr.as_const(), True
-        except nodes.Impossible:
-            pass
-    return Analysis(names, _dedupe(_refs(expr)), constant=constant, is_constant=is_constant)
+    return Analysis(names, _dedupe(_refs(template)), constant=constant, is_constant=is_constant)
 
 
 def analyse_template(text: str) -> Analysis:

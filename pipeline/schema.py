@@ -103,9 +103,10 @@ def _diagnose(error: Any, source: SourceMap, base: KeyPath = ()) -> list[Diagnos
     if kind == "required":
         missing = error.message.split("'")[1] if "'" in error.message else error.message
         return [source.diagnostic(path, f"{_where(path)}missing required key '{missing}'", key=True)]
-    if kind == "propertyNames":
+    if "propertyNames" in error.absolute_schema_path and isinstance(value, str):
+        # jsonschema reports a bad key as a `pattern` error on the object holding it
         name = value
-        pattern = error.validator_value.get("pattern", "") if isinstance(error.validator_value, dict) else ""
+        pattern = error.validator_value if kind == "pattern" else ""
         return [
             source.diagnostic(
                 (*path, name),

@@ -196,6 +196,9 @@ def load_yaml(text: str, file: str) -> Loaded:
         return Loaded(None, source, [source.diagnostic((), f"invalid YAML: {exc}")])
     if len(nodes) > 1:
         at = _pos(nodes[1].start_mark)
+        # point at the `---` that opened the second document, when there is one
+        marker = next((i for i in range(at.line - 1, 0, -1) if lines[i - 1].startswith("---")), None)
+        at = Position(marker, 1) if marker else at
         return Loaded(
             None, source, [source.diagnostic((), "more than one YAML document", hint="a blueprint is one document; remove '---'", at=at)]
         )

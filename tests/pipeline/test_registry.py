@@ -1,0 +1,119 @@
+"""The step-kind registry: built-ins, declarations, and plugins through entry points."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import soul.registry as registry_module
+from soul.errors import RegistryError
+from soul.registry import ENTRY_POINT_GROUP, Registry, default_registry
+from soul.stepkind import Output, Section, StepKind
+
+BUILTINS = {
+    "internal_monologue", "external_dialogue", "user_model_check", "user_model_update",
+    "soul_state_check", "soul_state_update", "decision", "brainstorm", "summary", "mental_query",
+    "memory.recall", "memory.store", "chetana.context", "mood_and_criteria", "s_loud",
+    "internal_dialog", "fixy",
+}
+
+
+def test_every_built_in_kind_is_registered() -> None:
+    assert set(default_registry().names()) == BUILTINS
+
+
+def test_built_in_declarations_are_complete() -> None:
+    for kind in default_registry():
+        assert kind.check_declaration() == [], kind.name
+        assert kind.outputs, kind.name
+        if kind.llm:
+            from importlib.resources import files
+
+            assert kind.template and files("soul.templates").joinpath(kind.template).is_file(), kind.name
+
+
+def test_the_reply_kinds_stream_and_checks_are_booleans() -> None:
+    reg = default_registry()
+    assert reg.get("external_dialogue").streamable  # type: ignore[union-attr]
+    assert not reg.get("user_model_check").streamable  # type: ignore[union-attr]
+    assert reg.get("user_model_check").sections[0].type == "bool"  # type: ignore[union-attr]
+    verb = reg.get("external_dialogue").sections[0].attributes[0]  # type: ignore[union-attr]
+    assert "pointed out" in verb.values and "corrected" in verb.values
+
+
+class Echo(StepKind):
+    name = "echo"
+    description = "Repeats the input."
+    outputs = (Output("text", "text", "the echo"),)
+    sections = (Section("echo", "text"),)
+
+
+def test_registering_twice_under_one_name_is_refused() -> None:
+    reg = Registry()
+    reg.register(Echo)
+    reg.register(Echo)  # the same class again is harmless
+
+    class Other(Echo):
+        pass
+
+    with pytest.raises(RegistryError, match="registered twice"):
+        reg.register(Other)
+
+
+def test_a_malformed_declaration_is_refused() -> None:
+    class Broken(StepKind):
+        name = "broken"
+        description = "No sections."
+        outputs = (Output("text", "text", "x"),)
+
+    with pytest.raises(RegistryError, match="at least one XML section"):
+        Registry().register(Broken)
+
+
+def test_a_third_party_kind_arrives_through_the_entry_point_group(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    site = tmp_path / "site"
+    (site / "soul_plugin_demo.py").parent.mkdir(parents=True)
+    (site / "soul_plugin_demo.py").write_text(textwrap.dedent('''
+        from soul.stepkind import Output, Section, StepKind
+
+        class Haiku(StepKind):
+            name = "haiku"
+            description = "Answers in a haiku."
+            outputs = (Output("text", "text", "the haiku"),)
+            sections = (Section("haiku", "text"),)
+            template = None
+
+        def register(registry):
+            registry.register(Haiku)
+    '''))
+    info = site / "soul_plugin_demo-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: soul-plugin-demo\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\ndemo = soul_plugin_demo:register\n")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setattr(registry_module, "_default", None)
+    try:
+        reg = default_registry()
+        assert "haiku" in reg
+        assert set(reg.names()) >= BUILTINS
+    finally:
+        registry_module._default = None
+        sys.modules.pop("soul_plugin_demo", None)
+
+
+def test_a_failing_plugin_is_reported_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    site = tmp_path / "site"
+    info = site / "soul_bad-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: soul-bad\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\nbad = soul_bad_missing:register\n")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setattr(registry_module, "_default", None)
+    try:
+        with pytest.raises(RegistryError, match="the step plugin 'bad'"):
+            default_registry()
+    finally:
+        registry_module._default = None
