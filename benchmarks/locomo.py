@@ -17,6 +17,7 @@ so reruns cost seconds; the cache holds vectors only, never the data.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import math
@@ -150,8 +151,11 @@ def bm25s_system(conv: Conversation, k1: float = 1.2) -> Retriever:
     return run
 
 
-def engine_systems(conv: Conversation, embedder: Any) -> dict[str, Retriever]:
-    """keyword / semantic / hybrid / rrf through HybridSearcher (no store)."""
+def engine_systems(
+    conv: Conversation, embedder: Any, ablation: bool = False
+) -> dict[str, Retriever]:
+    """keyword / semantic / hybrid / rrf through HybridSearcher (no store); with `ablation`,
+    also the fusion variants of docs/memory.md."""
     from soul.engines.resonance.bm25 import BM25Index
     from soul.engines.resonance.fusion import FusionConfig
     from soul.engines.resonance.hybrid import HybridSearcher
@@ -166,6 +170,12 @@ def engine_systems(conv: Conversation, embedder: Any) -> dict[str, Retriever]:
     vx.add(ids[res.ok], res.vectors[res.ok])
     weighted = HybridSearcher(bm, vx)
     rrf = HybridSearcher(bm, vx, FusionConfig(method="rrf"))
+    variants = {
+        "hybrid min-max (seed formula)": FusionConfig(normalisation="minmax"),
+        "hybrid no hub correction": FusionConfig(hub_penalty=0.0),
+        "hybrid no coverage": FusionConfig(coverage_floor=1.0),
+        "hybrid neither": FusionConfig(hub_penalty=0.0, coverage_floor=1.0),
+    } if ablation else {}
     dia = [d for d, _ in conv.turns]
 
     def system(searcher: HybridSearcher, mode: str) -> Retriever:
@@ -174,19 +184,27 @@ def engine_systems(conv: Conversation, embedder: Any) -> dict[str, Retriever]:
             return [dia[h.id] for h in searcher.search(q, vec, 10, mode=mode)]
         return run
 
-    return {"keyword": system(weighted, "keyword"), "semantic": system(weighted, "semantic"),
-            "hybrid": system(weighted, "hybrid"), "hybrid rrf": system(rrf, "hybrid")}
+    out = {"keyword": system(weighted, "keyword"), "semantic": system(weighted, "semantic"),
+           "hybrid": system(weighted, "hybrid"), "hybrid rrf": system(rrf, "hybrid")}
+    for name, cfg in variants.items():
+        out[name] = system(HybridSearcher(bm, vx, cfg), "hybrid")
+    return out
 
 
 def field_systems(conv: Conversation, embedder: Any, root: Path) -> dict[str, Retriever]:
-    """keyword / semantic / hybrid (+ rrf if configurable) through Field, as the eval does."""
-    from soul.engines.resonance import Field
+    """keyword / semantic / hybrid (+ RRF) through Field, exactly as the hidden eval does:
+    one `remember(text, meta={"dia_id": ...})` per turn, `recall(q, k=10, mode=...)`."""
+    from soul.engines.resonance import Field, QualityGateRefused
 
-    fields = {}
     out: dict[str, Retriever] = {}
-    field = Field.open(root / conv.sample_id, embedder=embedder)
-    fields["default"] = field
-    field.remember_many([{"text": t, "meta": {"dia_id": d}} for d, t in conv.turns])
+    fields = {
+        "default": Field.open(root / conv.sample_id, embedder=embedder),
+        "rrf": Field.open(root / f"{conv.sample_id}-rrf", embedder=embedder, method="rrf"),
+    }
+    for field in fields.values():
+        for dia_id, text in conv.turns:
+            with contextlib.suppress(QualityGateRefused):  # too short: absent from all modes
+                field.remember(text, meta={"dia_id": dia_id})
 
     def system(f: Any, mode: str) -> Retriever:
         def run(q: str) -> list[str]:
@@ -194,8 +212,15 @@ def field_systems(conv: Conversation, embedder: Any, root: Path) -> dict[str, Re
         return run
 
     for mode in ("keyword", "semantic", "hybrid"):
-        out[mode] = system(field, mode)
-    out["_close"] = lambda _q: [f.close() for f in fields.values()] and []  # type: ignore
+        out[mode] = system(fields["default"], mode)
+    out["hybrid rrf"] = system(fields["rrf"], "hybrid")
+
+    def close(_q: str) -> list[str]:
+        for f in fields.values():
+            f.close()
+        return []
+
+    out["_close"] = close
     return out
 
 
@@ -207,6 +232,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--via", choices=("auto", "field", "engine"), default="auto")
     ap.add_argument("--limit", type=int, default=0, help="first N conversations only")
     ap.add_argument("--json", action="store_true", help="print the results as JSON too")
+    ap.add_argument("--ablation", action="store_true",
+                    help="with --via engine: also the fusion variants")
     args = ap.parse_args(argv)
     if not args.data.exists():
         print(f"no data at {args.data} (see shared/data/README.md)", file=sys.stderr)
@@ -233,7 +260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if via == "field":
                 systems.update(field_systems(conv, embedder, Path(tmp)))
             else:
-                systems.update(engine_systems(conv, embedder))
+                systems.update(engine_systems(conv, embedder, args.ablation))
             closer = systems.pop("_close", None)
             for name, run in systems.items():
                 rows = [score(run(q), ev) for q, ev, _ in conv.questions]

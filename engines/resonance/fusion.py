@@ -18,8 +18,8 @@ Weighted (the default), the seed's formula with our per-signal normalisation:
 
 The candidates C are the union of the semantic top-`depth` and the keyword top-`depth`, with
 every signal computed exactly for each (a keyword hit's cosine and a semantic hit's BM25 are
-looked up, never taken as 0). Measured on LoCoMo (docs/memory.md, "Fusion"): min-max
-scaling of both signals gains +5 R@10 over keyword-only, these choices +7.
+looked up, never taken as 0). Measured on LoCoMo dev (docs/memory.md, "Fusion"): min-max
+scaling of both signals gains +3.9 R@10 over keyword-only, these choices +7.2.
 
 RRF (`method="rrf"`): relevance = Σ_s 1/(60 + rank_s) over the signals that ranked the
 candidate (ranks from 1), times the same confidence factor; tags add 0.05·tag/60.
@@ -51,10 +51,16 @@ class FusionConfig:
     coverage_floor: float = 0.5  # kw = bm25/max · (floor + (1 − floor)·coverage)
     rrf_k: int = 60
     depth: int = 100  # candidates taken from each of the semantic and keyword lists
+    # "calibrated": the formulas above; "minmax": both signals min-max scaled over the
+    # candidates (the common baseline, kept for comparison: 3.3 R@10 points lower on LoCoMo)
+    normalisation: Literal["calibrated", "minmax"] = "calibrated"
 
     def __post_init__(self) -> None:
         if self.method not in ("weighted", "rrf"):
             raise ConfigError(f"fusion method must be 'weighted' or 'rrf', not {self.method!r}")
+        if self.normalisation not in ("calibrated", "minmax"):
+            raise ConfigError(f"normalisation must be 'calibrated' or 'minmax', "
+                              f"not {self.normalisation!r}")
         if not 0.0 <= self.coverage_floor <= 1.0 or self.rrf_k < 1 or self.depth < 1:
             raise ConfigError(f"invalid fusion config: {self}")
 
@@ -107,6 +113,8 @@ class FusedHit:
 def _normalise(cands: Candidates, cfg: FusionConfig) -> tuple[np.ndarray, np.ndarray]:
     """The sem and kw signals of the weighted formula (see the module docstring)."""
     cos = np.nan_to_num(cands.cosine.astype(np.float64), nan=0.0)
+    if cfg.normalisation == "minmax":
+        return _minmax(cos), _minmax(cands.bm25.astype(np.float64))
     hub = np.nan_to_num(cands.hub.astype(np.float64), nan=0.0)
     sem = np.clip(cos - cfg.hub_penalty * hub, 0.0, 1.0)
     bm25 = cands.bm25.astype(np.float64)
@@ -115,6 +123,11 @@ def _normalise(cands: Candidates, cfg: FusionConfig) -> tuple[np.ndarray, np.nda
     floor = cfg.coverage_floor
     kw *= floor + (1.0 - floor) * np.clip(cands.coverage.astype(np.float64), 0.0, 1.0)
     return sem, kw
+
+
+def _minmax(x: np.ndarray) -> np.ndarray:
+    lo, hi = (float(x.min()), float(x.max())) if x.size else (0.0, 0.0)
+    return (x - lo) / (hi - lo) if hi > lo else np.zeros_like(x)
 
 
 def fuse(
