@@ -20,18 +20,45 @@ from .memory import DECAY_RATES, Confidence, Kind, Memory, Tier
 from .recovery import Issue, RecoveryReport
 from .store import CheckReport, Store
 
+# The embedder, the indexes and fusion load onnxruntime, hnswlib or numba: they are exported
+# lazily, so importing the engine (or opening a Field for writing) does not pay for them.
+_LAZY = {
+    "BM25Index": ".bm25",
+    "Embedder": ".embedder",
+    "EmbedderConfig": ".embedder",
+    "FusionConfig": ".fusion",
+    "HybridSearcher": ".hybrid",
+    "IndexParams": ".index",
+    "VectorIndex": ".index",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        from importlib import import_module
+
+        return getattr(import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "DECAY_RATES",
+    "BM25Index",
     "CheckReport",
     "Confidence",
     "ConfigError",
     "CorruptSegment",
+    "Embedder",
+    "EmbedderConfig",
     "EmbedderError",
     "EmbedderUnavailable",
     "Field",
     "FieldConfig",
+    "FusionConfig",
     "Hit",
+    "HybridSearcher",
     "IndexError_",
+    "IndexParams",
     "IndexStale",
     "Issue",
     "Kind",
@@ -46,4 +73,5 @@ __all__ = [
     "StoreError",
     "Tier",
     "UnknownMemory",
+    "VectorIndex",
 ]

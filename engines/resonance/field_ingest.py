@@ -161,6 +161,7 @@ class Ingest:
             rows: list[ops.Row] = []
             new_pos: list[int] = []  # positions in `items` of the new memories
             new_keys: dict[str, int] = {}  # their text keys -> position
+            accepted = np.zeros(len(items), bool)  # new, with a real vector: merge targets
             merges: list[str] = []
             now = time.time()
             for j, item in enumerate(items):
@@ -172,8 +173,8 @@ class Ingest:
                     if best[j] >= threshold:
                         target = int(best_row[j])
                     else:
-                        earlier = [p for p in new_pos if ok[p] and inner[j, p] >= threshold]
-                        if earlier:
+                        earlier = np.flatnonzero(accepted & (inner[j] >= threshold))
+                        if len(earlier):
                             ids.append(ids[earlier[0]])
                             merges.append(ids[earlier[0]])  # type: ignore[arg-type]
                             continue
@@ -193,6 +194,7 @@ class Ingest:
                                     item.text, item.tags, item.realm, item.source, item.meta))
                 new_pos.append(j)
                 new_keys[key] = j
+                accepted[j] = ok[j]
                 ids.append(memory_id)
             if not rows:
                 added = []
