@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -94,8 +95,9 @@ def _dedupe(refs: Iterator[Reference]) -> tuple[Reference, ...]:
     return tuple(sorted(kept, key=lambda r: (r.lineno, r.root, r.name, r.attr or "")))
 
 
+@lru_cache(maxsize=4096)
 def analyse_expression(text: str) -> Analysis:
-    """Parse a gate expression such as `steps.check.result and turn.number > 1`."""
+    """Parse a gate expression such as `steps.check.result and turn.number > 1` (cached)."""
     env = _env()
     try:
         parser = Parser(env, text, state="variable")
@@ -103,11 +105,11 @@ def analyse_expression(text: str) -> Analysis:
         if parser.stream.current.type != "eof":
             token = parser.stream.current
             raise TemplateSyntaxError(f"unexpected '{token.value}' after the expression", token.lineno)
-        env.compile_expression(text)
     except TemplateSyntaxError as exc:
         return Analysis(frozenset(), (), error=exc.message or str(exc), error_line=exc.lineno or 1)
     template = nodes.Template([nodes.Output([expr])]).set_environment(env)
-    names = frozenset(find_undeclared_variables(template))
+    # an expression declares nothing, so every loaded Name is a read of the context
+    names = frozenset(n.name for n in template.find_all(nodes.Name) if n.ctx == "load")
     constant, is_constant = None, False
     if not names:
         with contextlib.suppress(nodes.Impossible):

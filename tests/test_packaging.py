@@ -1,0 +1,66 @@
+"""Packaging: every package is listed, the public surface is what the docs say, and a wheel
+installed into a fresh venv works from any directory."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tomllib
+import venv
+from pathlib import Path
+
+import pytest
+
+import soul
+
+ROOT = Path(__file__).resolve().parents[1]
+FOLDERS = {"soul": "pipeline", "soul.steps": "steps", "soul.engines": "engines", "soul.templates": "templates", "soul.schemas": "schemas", "soul.blueprints": "blueprints"}
+
+
+def test_every_folder_with_an_init_is_a_listed_package() -> None:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    listed = set(config["tool"]["setuptools"]["packages"])
+    assert config["tool"]["setuptools"]["package-dir"] == FOLDERS
+    found = set()
+    for package, folder in FOLDERS.items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT / folder)
+            found.add(".".join([package, *rel.parts]) if rel.parts else package)
+    assert found == listed
+
+
+def test_the_public_names_are_the_documented_ones() -> None:
+    readme = (ROOT / "docs" / "embedding.md").read_text()
+    documented = {line.split("`")[1] for line in readme.splitlines() if line.startswith("- `soul.")}
+    assert {f"soul.{name}" for name in soul.__all__ if name != "__version__"} == documented
+    for name in soul.__all__:
+        assert getattr(soul, name) is not None
+
+
+@pytest.mark.slow
+def test_a_wheel_in_a_fresh_venv_works_from_any_directory(tmp_path: Path) -> None:
+    dist = tmp_path / "dist"
+    subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(ROOT)], check=True, capture_output=True)
+    (wheel,) = dist.glob("soulgraph-*.whl")
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=True)
+    bin_dir = env_dir / "bin"
+    subprocess.run([str(bin_dir / "python"), "-m", "pip", "install", "-q", str(wheel)], check=True, capture_output=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
+
+    def soul_cmd(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(bin_dir / "soul"), *args], cwd=elsewhere, env=env, capture_output=True, text=True, check=False)
+
+    assert soul_cmd("validate", "claudius", "samantha").returncode == 0
+    graph = soul_cmd("graph", "claudius")
+    assert graph.returncode == 0 and "fused call 1 [local]" in graph.stdout
+    explain = soul_cmd("explain", "claudius", "-m", "Hello")
+    assert explain.returncode == 0 and "prompt tokens in all" in explain.stdout
+    assert soul_cmd("schema").stdout.startswith("{")
+    assert soul_cmd("new", "x").returncode == 0
+    assert soul_cmd("validate", "x.yaml").returncode == 0
+    bad = soul_cmd("validate", "nope.yaml")
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
