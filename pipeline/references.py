@@ -54,6 +54,9 @@ def _problems(
             out.append((ref.lineno, f"{who} reads steps.{ref.name}, but there is no step '{ref.name}'", did_you_mean(ref.name, known)))
             continue
         rules.read_steps.add(("turn" if ref.name in scope.outer_steps else scope.kind, ref.name))
+        if ref.name == owner:
+            out.append((ref.lineno, f"{who} reads its own output steps.{ref.name}", "a gate is decided before its step runs; read an upstream step"))
+            continue
         if ref.name not in visible:
             out.append((ref.lineno, f"{who} reads steps.{ref.name}, but '{ref.name}' is not upstream of it", f"add '{ref.name}' to its `after`"))
             continue

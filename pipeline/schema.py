@@ -141,6 +141,12 @@ def _diagnose(error: Any, source: SourceMap, base: KeyPath = ()) -> list[Diagnos
         return [
             source.diagnostic(path, f"{_where(path)}{value!r} is not a valid value", hint=_pattern_hint(error.validator_value))
         ]
+    if kind == "minItems" and isinstance(value, list):
+        n = error.validator_value
+        return [source.diagnostic(path, f"{_where(path)}needs at least {n} item{'s' * (n != 1)}, got {len(value)}")]
+    if kind == "uniqueItems" and isinstance(value, list):
+        dupes = sorted({str(v) for v in value if value.count(v) > 1})
+        return [source.diagnostic(path, f"{_where(path)}lists {', '.join(dupes)} more than once")]
     if kind == "minProperties" and path and path[-1] == "steps":
         return [source.diagnostic(path, f"{_where(path)}needs at least one step", key=True)]
     return [source.diagnostic(path, f"{_where(path)}{error.message}")]

@@ -186,6 +186,8 @@ def load_yaml(text: str, file: str) -> Loaded:
         nodes = list(yaml.compose_all(text, Loader=_Loader))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
+        if exc.context_mark and exc.problem and "end of stream" in exc.problem:
+            mark = exc.context_mark  # an unclosed quote or bracket: show where it opened
         at = _pos(mark) if mark else Position(1, 1)
         problem = exc.problem or exc.context or "invalid YAML"
         message = f"invalid YAML: {problem}"
