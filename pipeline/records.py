@@ -1,0 +1,106 @@
+"""Records: the plain data a turn produces and the session store keeps.
+
+The runtime builds a `Commit` from a finished turn; the store applies it in one transaction.
+Everything here is frozen and JSON-friendly, so commits can be logged, traced and compared.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Layer = Literal["external", "internal", "subconscious", "system"]
+
+
+@dataclass(frozen=True)
+class MessageRecord:
+    """One line of the conversation as stored: who/which layer, which tag, what was said."""
+
+    layer: Layer  # external: what the user and the soul said aloud; internal: thoughts, checks
+    tag: str  # user | external_dialogue | internal_monologue | user_model_check | ...
+    content: str
+    step: str | None = None  # the step that produced it (None for the user's message)
+    verb: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MemoryEntry:
+    """A working-memory entry (the Claudius seed's thread entries)."""
+
+    region: str
+    entry_type: str  # internalMonologue | externalDialog | mentalQuery | userMessage | ...
+    content: str
+    verb: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class UserModelChange:
+    """A new version of the markdown user model, with the note on what changed."""
+
+    text: str
+    note: str
+    step: str | None = None
+
+
+@dataclass(frozen=True)
+class Commit:
+    """Everything one turn changes, applied atomically by the store.
+
+    `base_turn` is the session's turn count the turn started from: the store refuses a commit
+    whose base is stale (another process committed a turn meanwhile), so two writers can never
+    interleave half-turns.
+    """
+
+    session_id: str
+    base_turn: int
+    messages: tuple[MessageRecord, ...] = ()
+    state: dict[str, Any] | None = None  # the full new state (None: unchanged)
+    user_model: UserModelChange | None = None
+    memory: tuple[MemoryEntry, ...] = ()
+    chetana: dict[str, Any] | None = None  # the serialised Chetana controller (None: unchanged)
+    trace: dict[str, Any] = field(default_factory=dict)  # the turn's trace, JSON-safe
+    kind: Literal["message", "spontaneous", "subprocess"] = "message"
+
+    @property
+    def turn(self) -> int:
+        """The turn number this commit creates (subprocess commits do not advance it)."""
+        return self.base_turn if self.kind == "subprocess" else self.base_turn + 1
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """A session as listed."""
+
+    id: str
+    soul: str
+    user: str
+    turns: int
+    created: float
+    updated: float
+    blueprint: str = ""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What a turn starts from: the session's stores as of its last commit."""
+
+    session: SessionInfo
+    state: dict[str, Any]
+    user_model: str
+    user_model_version: int
+    memory: tuple[MemoryEntry, ...]
+    recent: tuple[MessageRecord, ...]  # the last messages, oldest first
+    chetana: dict[str, Any] | None
+    last_user_model_check: bool | None  # the Samantha-Dreams gate: None before any check
+
+
+@dataclass(frozen=True)
+class UserModelVersion:
+    version: int
+    text: str
+    note: str
+    session_id: str | None
+    turn: int | None
+    created: float
