@@ -1,0 +1,444 @@
+"""Atma-Darshana (self-model): per-tool mastery with Wilson intervals and trends,
+calibration of predicted against actual success, learning velocity, a behavioural style
+fingerprint, known limitations and a short self-assessment."""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from .config import (
+    SYSTEM_MAX_CALIBRATION_WINDOW,
+    SYSTEM_MAX_LIMITATIONS,
+    ChetanaConfig,
+    CognitivePriors,
+    resolve_config,
+    resolve_priors,
+)
+from .errors import InputError, StateError
+from .events import SELF_UPDATED, EventCallback
+from .mastery import (
+    TREND_LOOKBACK,
+    TREND_THRESHOLD,
+    TRENDS,
+    ToolMastery,
+    ToolRecord,
+    calibration_label,
+    velocity_label,
+    wilson_interval,
+)
+from .state import (
+    check_bool,
+    check_float,
+    check_map,
+    check_str,
+    read_float,
+    read_int,
+    read_list,
+    read_map,
+    read_str,
+)
+
+__all__ = [
+    "CALIBRATION_CAP",
+    "FAILURE_STREAK_LIMIT",
+    "AtmaDarshana",
+    "SelfModel",
+]
+
+FAILURE_STREAK_LIMIT = 3  # consecutive failures that make a tool a known limitation
+# The original divides by a zero actual success rate and reports Infinity, which JSON cannot
+# hold; a ratio this high already means "overconfident", so it is the ceiling.
+CALIBRATION_CAP = 10.0
+CONTEXT_LOSS = "Context loss detected — may lose track of earlier conversation"
+
+
+class SelfModel(NamedTuple):
+    """A snapshot of the whole self-model."""
+
+    tool_mastery: dict[str, ToolMastery]
+    known_limitations: list[str]
+    calibration: float
+    learning_velocity: float
+    style_fingerprint: dict[str, float]
+
+
+class AtmaDarshana:
+    """The self-model: records every tool result and keeps statistics about itself.
+
+    Fires `self_updated` after every recorded tool result (as the original does).
+    """
+
+    __slots__ = (
+        "_assessment",
+        "_assessment_key",
+        "_assessment_text",
+        "_cal",
+        "_cal_sum_actual",
+        "_cal_sum_predicted",
+        "_calls_this_turn",
+        "_recovery_count",
+        "_recovery_total",
+        "_tools",
+        "_total_calls",
+        "_turns",
+        "calibration",
+        "config",
+        "known_limitations",
+        "learning_velocity",
+        "on_event",
+        "priors",
+        "style_fingerprint",
+    )
+
+    def __init__(
+        self,
+        config: ChetanaConfig | Mapping[str, Any] | None = None,
+        on_event: EventCallback | None = None,
+        priors: CognitivePriors | Mapping[str, Any] | None = None,
+    ) -> None:
+        self.config = resolve_config(config)
+        self.priors = resolve_priors(priors)
+        self.on_event = on_event
+        self._tools: dict[str, ToolRecord] = {}
+        self.known_limitations: list[str] = []
+        self.calibration = 1.0
+        self.learning_velocity = 0.0
+        self.style_fingerprint: dict[str, float] = {
+            "exploration_vs_exploitation": 0.5,
+            "tool_density": 0.0,
+            "error_recovery_speed": 1.0,
+        }
+        window = min(self.config.calibration_window, SYSTEM_MAX_CALIBRATION_WINDOW)
+        self._cal: deque[tuple[float, bool]] = deque(maxlen=window)
+        self._cal_sum_predicted = 0.0
+        self._cal_sum_actual = 0
+        self._total_calls = 0
+        self._turns = 0  # completed turns (end_turn calls)
+        self._calls_this_turn = 0
+        self._recovery_total = 0  # calls between a failure and the recovering success
+        self._recovery_count = 0
+        self._assessment: str | None = None  # valid until the next change
+        self._assessment_text: str | None = None  # last built text and what it printed
+        self._assessment_key: tuple[Any, ...] = ()
+
+    # --- recording ---------------------------------------------------------------------
+
+    def success_rate(self, tool: str) -> float | None:
+        """The tool's current success rate, or None if it was never used."""
+        record = self._tools.get(tool)
+        return record.rate if record is not None else None
+
+    def record_tool_result(
+        self, tool: str, success: bool, latency_ms: float, predicted_success: float | None = None
+    ) -> None:
+        """Record one tool execution: mastery, Wilson interval, trend, calibration (when a
+        prediction is given), failure streak, recovery, learning velocity and style."""
+        if (
+            isinstance(latency_ms, bool)
+            or not isinstance(latency_ms, int | float)
+            or not 0.0 <= latency_ms < math.inf
+        ):
+            raise InputError(f"latency_ms must be a finite number >= 0, got {latency_ms!r}")
+        self._total_calls += 1
+        self._calls_this_turn += 1
+        call = self._total_calls
+        record = self._tools.get(tool)
+        if record is None:
+            record = self._tools[tool] = ToolRecord(call)
+
+        record.total += 1
+        if success:
+            record.successes += 1
+        rate = record.rate = record.successes / record.total
+        record.avg_latency += (latency_ms - record.avg_latency) / record.total
+        record.ci = wilson_interval(record.total, rate)
+
+        history = record.history
+        history.append(rate)
+        if len(history) > TREND_LOOKBACK:
+            delta = rate - history[0]  # the rate TREND_LOOKBACK invocations ago
+            trend = (
+                "improving"
+                if delta > TREND_THRESHOLD
+                else "declining"
+                if delta < -TREND_THRESHOLD
+                else "stable"
+            )
+            if trend == "improving" and record.trend != "improving":
+                record.last_improved = call
+            record.trend = trend
+
+        if predicted_success is not None:
+            self._record_calibration(predicted_success, success)
+
+        if success:
+            record.streak = 0
+            if record.error_at >= 0:
+                self._recovery_total += call - record.error_at
+                self._recovery_count += 1
+                record.error_at = -1
+        else:
+            record.streak += 1
+            record.error_at = call
+            # Once per streak: the original re-added "N consecutive failures" for every N >= 3.
+            if record.streak == FAILURE_STREAK_LIMIT:
+                self.add_limitation(
+                    f"Tool {tool} unreliable: {FAILURE_STREAK_LIMIT} consecutive failures"
+                )
+
+        self._recompute_velocity()
+        self._recompute_style()
+        self._assessment = None
+        if self.on_event is not None:
+            self.on_event(
+                SELF_UPDATED,
+                {
+                    "tool": tool,
+                    "calibration": self.calibration,
+                    "velocity": self.learning_velocity,
+                    "top_tool": self.top_tool(),
+                },
+            )
+
+    def _record_calibration(self, predicted: float, actual: bool) -> None:
+        if (
+            isinstance(predicted, bool)
+            or not isinstance(predicted, int | float)
+            or predicted != predicted
+        ):
+            raise InputError(f"predicted_success must be a number in [0, 1], got {predicted!r}")
+        predicted = min(1.0, max(0.0, float(predicted)))
+        window = self._cal
+        if len(window) == window.maxlen:
+            old_predicted, old_actual = window[0]
+            self._cal_sum_predicted -= old_predicted
+            self._cal_sum_actual -= old_actual
+        window.append((predicted, actual))
+        self._cal_sum_predicted += predicted
+        self._cal_sum_actual += actual
+        self.calibration = self._calibration_ratio()
+
+    def _calibration_ratio(self) -> float:
+        predicted, actual = self._cal_sum_predicted, self._cal_sum_actual
+        if actual == 0:
+            # No success in the window: predicting failure was right, predicting success is
+            # overconfidence, capped instead of the original's Infinity.
+            return 1.0 if predicted <= 1e-12 else CALIBRATION_CAP
+        return min(CALIBRATION_CAP, max(0.0, predicted) / actual)  # mean/mean = sum/sum
+
+    def _recompute_velocity(self) -> None:
+        # Only tools with TREND_LOOKBACK calls of history take part, on both sides of the
+        # difference (the original averaged all tools now against only those tools then).
+        now = then = 0.0
+        count = 0
+        for record in self._tools.values():
+            if len(record.history) > TREND_LOOKBACK:
+                now += record.rate
+                then += record.history[0]
+                count += 1
+        self.learning_velocity = (now - then) / count / TREND_LOOKBACK if count else 0.0
+
+    def _recompute_style(self) -> None:
+        fp = self.style_fingerprint
+        calls = self._total_calls
+        if calls:
+            fp["exploration_vs_exploitation"] = min(1.0, len(self._tools) / calls)
+            # Real turns, counting the one in progress (the original counted tool calls as
+            # turns, so tool_density was always 0.5).
+            turns = self._turns + (1 if self._calls_this_turn else 0)
+            if turns:
+                fp["tool_density"] = 1.0 - 1.0 / (1.0 + calls / turns)
+        if self._recovery_count:
+            fp["error_recovery_speed"] = 1.0 / (1.0 + self._recovery_total / self._recovery_count)
+
+    def end_turn(self) -> None:
+        """A turn ended: tool density is tools per real turn, so the turn count moves here."""
+        self._turns += 1
+        self._calls_this_turn = 0
+        self._recompute_style()
+
+    # --- limitations -------------------------------------------------------------------
+
+    def add_limitation(self, limitation: str) -> None:
+        """Remember a limitation once; past the cap the oldest is forgotten."""
+        if limitation in self.known_limitations:
+            return
+        self.known_limitations.append(limitation)
+        cap = min(self.config.max_limitations, SYSTEM_MAX_LIMITATIONS)
+        if len(self.known_limitations) > cap:
+            del self.known_limitations[: len(self.known_limitations) - cap]
+        self._assessment = None
+
+    def mark_tool_disabled(self, tool: str, reason: str) -> None:
+        """The host disabled a tool: "Tool <tool> unreliable: <reason>"."""
+        self.add_limitation(f"Tool {tool} unreliable: {reason}")
+
+    def mark_context_recovery(self) -> None:
+        """The host had to recover lost context: a standing limitation."""
+        self.add_limitation(CONTEXT_LOSS)
+
+    # --- reading -----------------------------------------------------------------------
+
+    def top_tool(self) -> str | None:
+        """The tool with the highest success rate (first used wins a tie), or None."""
+        best, best_rate = None, -1.0
+        for name, record in self._tools.items():
+            if record.rate > best_rate:
+                best, best_rate = name, record.rate
+        return best
+
+    def mastery(self) -> dict[str, ToolMastery]:
+        """Snapshots of every tool's mastery, in order of first use."""
+        return {name: record.snapshot() for name, record in self._tools.items()}
+
+    def ranked_tools(self, n: int | None = None) -> list[tuple[str, ToolMastery]]:
+        """Tools by success rate, highest first (ties: first used first)."""
+        ranked = sorted(self._tools.items(), key=lambda item: item[1].rate, reverse=True)
+        return [(name, record.snapshot()) for name, record in ranked[:n]]
+
+    def get_model(self) -> SelfModel:
+        """A snapshot of the whole self-model."""
+        return SelfModel(
+            self.mastery(),
+            list(self.known_limitations),
+            self.calibration,
+            self.learning_velocity,
+            dict(self.style_fingerprint),
+        )
+
+    @property
+    def calibration_tolerance(self) -> float:
+        """Half-width of the well-calibrated band (0.3 unless self-awareness is tuned)."""
+        return self.priors.calibration_tolerance
+
+    def get_self_assessment(self) -> str:
+        """A summary under 200 characters for a system prompt: calibration, velocity, the
+        strongest tools, the weakest tool under 70 % and how many limitations are known."""
+        if self._assessment is not None:
+            return self._assessment
+        cal, vel = self.calibration, self.learning_velocity
+        ranked = sorted(self._tools.items(), key=lambda item: item[1].rate, reverse=True)
+        strong = [(n, round(r.rate * 100)) for n, r in ranked[:3]]
+        weak = [(n, round(r.rate * 100)) for n, r in ranked if r.rate < 0.7 and r.total > 0][-1:]
+        count = len(self.known_limitations)
+        # The text changes far less often than the numbers behind it: rebuild it only when
+        # what it prints changes.
+        key = (f"{cal:.2f}", f"{vel:+.3f}", strong, weak, count)
+        if key == self._assessment_key and self._assessment_text is not None:
+            self._assessment = self._assessment_text
+            return self._assessment_text
+        text = (
+            f"{calibration_label(cal, self.calibration_tolerance)} ({key[0]}), "
+            f"{velocity_label(vel)} (v:{key[1]})."
+        )
+        if strong:
+            text += " Strong: " + ", ".join(f"{n} ({pct}%)" for n, pct in strong) + "."
+        if weak:
+            text += f" Weak: {weak[0][0]} ({weak[0][1]}%)."
+        if count:
+            text += f" {count} limitation{'s' if count > 1 else ''} noted."
+        if len(text) >= 200:
+            text = text[:196] + "..."
+        self._assessment = self._assessment_text = text
+        self._assessment_key = key
+        return text
+
+    # --- persistence -------------------------------------------------------------------
+
+    def serialize(self) -> dict[str, Any]:
+        """The self-model plus what it needs to continue exactly where it stopped (rate
+        histories, streaks, the calibration window), as a JSON-safe dict."""
+        return {
+            "tool_mastery": {
+                name: {
+                    "success_rate": r.rate,
+                    "avg_latency": r.avg_latency,
+                    "confidence_interval": list(r.ci),
+                    "last_improved": r.last_improved,
+                    "trend": r.trend,
+                    "total_invocations": r.total,
+                    "successes": r.successes,
+                    "rate_history": list(r.history),
+                    "failure_streak": r.streak,
+                    "error_at": r.error_at,
+                }
+                for name, r in self._tools.items()
+            },
+            "known_limitations": list(self.known_limitations),
+            "calibration": self.calibration,
+            "learning_velocity": self.learning_velocity,
+            "style_fingerprint": dict(self.style_fingerprint),
+            "calibration_history": [[p, a] for p, a in self._cal],
+            "calibration_sum": self._cal_sum_predicted,
+            "total_calls": self._total_calls,
+            "turns": self._turns,
+            "calls_this_turn": self._calls_this_turn,
+            "recovery_total": self._recovery_total,
+            "recovery_count": self._recovery_count,
+        }
+
+    @classmethod
+    def deserialize(
+        cls,
+        state: Mapping[str, Any],
+        config: ChetanaConfig | Mapping[str, Any] | None = None,
+        on_event: EventCallback | None = None,
+        priors: CognitivePriors | Mapping[str, Any] | None = None,
+        path: str = "self_model",
+    ) -> AtmaDarshana:
+        """Restore from `serialize()` output. Only the original's fields are required; the
+        rest default as the original would rebuild them."""
+        check_map(state, path)
+        atma = cls(config, on_event, priors)
+        for name, data in read_map(state, "tool_mastery", path).items():
+            where = f"{path}.tool_mastery.{check_str(name, f'{path}.tool_mastery key')}"
+            check_map(data, where)
+            total = read_int(data, "total_invocations", where)
+            successes = read_int(data, "successes", where)
+            if successes > total:
+                raise StateError(
+                    f"{where}.successes ({successes}) exceeds total_invocations ({total})"
+                )
+            record = ToolRecord(read_int(data, "last_improved", where, default=0))
+            record.total, record.successes = total, successes
+            record.rate = successes / total if total else 0.0
+            record.avg_latency = read_float(data, "avg_latency", where, 0.0, math.inf)
+            record.ci = wilson_interval(total, record.rate)
+            record.trend = read_str(data, "trend", where, TRENDS)
+            default_history = [record.rate] * min(total, TREND_LOOKBACK + 1)
+            history = read_list(data, "rate_history", where, default=default_history)
+            record.history.extend(
+                check_float(h, f"{where}.rate_history[]", 0.0, 1.0) for h in history
+            )
+            record.streak = read_int(data, "failure_streak", where, default=0)
+            record.error_at = read_int(data, "error_at", where, lo=-1, default=-1)
+            atma._tools[name] = record
+        for i, limitation in enumerate(read_list(state, "known_limitations", path)):
+            atma.known_limitations.append(check_str(limitation, f"{path}.known_limitations[{i}]"))
+        atma.calibration = read_float(state, "calibration", path, 0.0, CALIBRATION_CAP)
+        atma.learning_velocity = read_float(state, "learning_velocity", path, -1.0, 1.0)
+        for key, value in read_map(state, "style_fingerprint", path).items():
+            atma.style_fingerprint[check_str(key, f"{path}.style_fingerprint key")] = check_float(
+                value, f"{path}.style_fingerprint.{key}", 0.0, 1.0
+            )
+        for i, pair in enumerate(read_list(state, "calibration_history", path, default=[])):
+            where = f"{path}.calibration_history[{i}]"
+            if not isinstance(pair, list | tuple) or len(pair) != 2:
+                raise StateError(f"{where} must be a [predicted, actual] pair")
+            atma._cal.append((check_float(pair[0], where, 0.0, 1.0), check_bool(pair[1], where)))
+        exact = math.fsum(p for p, _ in atma._cal)
+        stored = read_float(state, "calibration_sum", path, 0.0, math.inf, default=exact)
+        # The running sum carries the live instance's rounding; keep it unless it is not a
+        # sum of this window at all (a hand-edited state).
+        atma._cal_sum_predicted = stored if abs(stored - exact) < 1e-6 else exact
+        atma._cal_sum_actual = sum(a for _, a in atma._cal)
+        total_calls = sum(r.total for r in atma._tools.values())
+        atma._total_calls = read_int(state, "total_calls", path, default=total_calls)
+        atma._turns = read_int(state, "turns", path, default=0)
+        atma._calls_this_turn = read_int(state, "calls_this_turn", path, default=0)
+        atma._recovery_total = read_int(state, "recovery_total", path, default=0)
+        atma._recovery_count = read_int(state, "recovery_count", path, default=0)
+        return atma

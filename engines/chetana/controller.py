@@ -1,0 +1,275 @@
+"""The Chetana controller: runs the four subsystems through a turn (before_turn, tool
+results, after_turn) and hands the agent a `ChetanaContext` to steer by."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .atma import AtmaDarshana
+from .bhava import Affect, Bhava
+from .config import ChetanaConfig, CognitivePriors, resolve_config, resolve_priors
+from .dhyana import Dhyana, Focus
+from .errors import InputError, StateError
+from .events import EventCallback
+from .report import CognitiveReport, build_report
+from .sankalpa import Intention, Sankalpa
+from .state import check_map, read_int, read_list, read_map
+
+__all__ = ["STATE_VERSION", "ChetanaContext", "ChetanaController"]
+
+STATE_VERSION = 1
+SUCCESS_PERFORMANCE = 0.8  # tool-attention performance the original passes for a success
+FAILURE_PERFORMANCE = 0.2
+
+STEER_FRUSTRATED = "Consider a simpler approach — frustration is high"
+STEER_CONFIDENT = "High confidence — can proceed autonomously"
+STEER_OVERCONFIDENT = "May be overconfident — verify assumptions"
+STEER_UNDERCONFIDENT = "Underconfident — trust your capabilities more"
+
+
+@dataclass(frozen=True, slots=True)
+class ChetanaContext:
+    """What `before_turn` gives the agent: the state it should steer by this turn."""
+
+    affect: Affect  # valence, arousal, confidence, frustration
+    focus: Focus  # top concepts, tool attention, most salient messages
+    self_assessment: str  # under 200 characters
+    intentions: list[Intention] = field(default_factory=list)  # active ones, oldest first
+    steering: list[str] = field(default_factory=list)  # suggestions, possibly none
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-safe data (for a trace, a log or a template that wants dicts)."""
+        return {
+            "affect": self.affect._asdict(),
+            "focus": {
+                "concepts": [{"concept": c.name, "weight": c.weight} for c in self.focus.concepts],
+                "tools": [{"tool": t.name, "weight": t.weight} for t in self.focus.tools],
+                "messages": list(self.focus.messages),
+            },
+            "self_assessment": self.self_assessment,
+            "intentions": [
+                {**i._asdict(), "evidence": list(i.evidence), "subgoals": list(i.subgoals)}
+                for i in self.intentions
+            ],
+            "steering": list(self.steering),
+        }
+
+
+def _check_latency(latency_ms: Any) -> None:
+    if (
+        isinstance(latency_ms, bool)
+        or not isinstance(latency_ms, int | float)
+        or not (0.0 <= latency_ms < math.inf)
+    ):
+        raise InputError(f"latency_ms must be a finite number >= 0, got {latency_ms!r}")
+
+
+class ChetanaController:
+    """Orchestrates Bhava, Dhyana, Atma-Darshana and Sankalpa.
+
+    Per turn: `before_turn(text)` (intentions, concepts, the turn's message) returns a
+    `ChetanaContext`; `after_tool_execution(...)` once per tool or step result; `after_turn()`
+    decays affect, refreshes salience and ages the goals. State round-trips through
+    `serialize()` / `ChetanaController.deserialize(...)` as plain JSON.
+    """
+
+    __slots__ = ("_on_event", "_turn", "atma", "bhava", "config", "dhyana", "priors", "sankalpa")
+
+    def __init__(
+        self,
+        config: ChetanaConfig | Mapping[str, Any] | None = None,
+        on_event: EventCallback | None = None,
+        priors: CognitivePriors | Mapping[str, Any] | None = None,
+    ) -> None:
+        self.config = resolve_config(config)
+        self.priors = resolve_priors(priors)
+        self._on_event = on_event
+        self._turn = 0  # completed turns
+        self.bhava = Bhava(self.config, on_event, self.priors)
+        self.dhyana = Dhyana(self.config, on_event)
+        self.atma = AtmaDarshana(self.config, on_event, self.priors)
+        self.sankalpa = Sankalpa(self.config, on_event, self.priors)
+
+    @property
+    def on_event(self) -> EventCallback | None:
+        """The event callback; setting it rewires all four subsystems."""
+        return self._on_event
+
+    @on_event.setter
+    def on_event(self, callback: EventCallback | None) -> None:
+        self._on_event = callback
+        for system in (self.bhava, self.dhyana, self.atma, self.sankalpa):
+            system.on_event = callback
+
+    @property
+    def turn(self) -> int:
+        """How many turns have completed (`after_turn` calls)."""
+        return self._turn
+
+    # --- the turn ----------------------------------------------------------------------
+
+    def before_turn(self, text: str | None = None, *, correction: bool = False) -> ChetanaContext:
+        """Take in the user's message: extract intentions, track concepts, register the
+        message for salience (flagged when the host detected a user correction), and return
+        the context to steer this turn by."""
+        if text is not None and not isinstance(text, str):
+            raise InputError(f"text must be a string or None, got {type(text).__name__}")
+        if self.config.enabled:
+            if text:
+                self.sankalpa.extract_from_message(text)
+                self.dhyana.track_concepts(text)
+            self.dhyana.add_message(f"turn-{self._turn}", False, correction)
+        return self.context()
+
+    def context(self) -> ChetanaContext:
+        """The current context, without taking in a message."""
+        affect = self.bhava.state
+        intentions = self.sankalpa.get_active_intentions()
+        return ChetanaContext(
+            affect,
+            self.dhyana.focus(),
+            self.atma.get_self_assessment(),
+            intentions,
+            self._steering(affect, intentions),
+        )
+
+    def _steering(self, affect: Affect, intentions: list[Intention]) -> list[str]:
+        cfg = self.config
+        suggestions = []
+        if affect.frustration >= cfg.frustration_alert_threshold:
+            suggestions.append(STEER_FRUSTRATED)
+        if affect.confidence >= cfg.confidence_autonomy_threshold:
+            suggestions.append(STEER_CONFIDENT)
+        half = self.sankalpa.patience / 2
+        for intention in intentions:
+            if intention.stale_turns > half:
+                suggestions.append(f"Goal '{intention.goal}' may be stalling — refocus?")
+        calibration = self.atma.calibration
+        tolerance = self.priors.calibration_tolerance
+        if calibration > 1.0 + tolerance:
+            suggestions.append(STEER_OVERCONFIDENT)
+        if calibration < 1.0 - tolerance:
+            suggestions.append(STEER_UNDERCONFIDENT)
+        return suggestions
+
+    def after_tool_execution(
+        self,
+        tool: str,
+        success: bool,
+        latency_ms: float,
+        content: str | None,
+        correction: bool = False,
+    ) -> None:
+        """Report one tool (or step) result to all four subsystems, in the original's order:
+        affect, attention, self-model, intentions."""
+        if not isinstance(tool, str):
+            raise InputError(f"tool must be a string, got {type(tool).__name__}")
+        if content is not None and not isinstance(content, str):
+            raise InputError(f"content must be a string or None, got {type(content).__name__}")
+        _check_latency(latency_ms)  # before any change: a bad call leaves no trace
+        if not self.config.enabled:
+            return
+        success = bool(success)
+        # The prediction is the tool's success rate before this call (the original passed
+        # none, so its calibration never moved from 1.0).
+        predicted = self.atma.success_rate(tool)
+        self.bhava.on_tool_result(tool, not success, correction)
+        self.dhyana.on_tool_used(
+            tool, success, SUCCESS_PERFORMANCE if success else FAILURE_PERFORMANCE
+        )
+        if not success or correction:
+            self.dhyana.flag_latest_message(error=not success, correction=correction)
+        self.atma.record_tool_result(tool, success, latency_ms, predicted)
+        self.sankalpa.on_tool_result(tool, content or "")
+
+    def after_turn(self) -> None:
+        """Close the turn: affect decays, salience refreshes, goals age, the turn counts."""
+        if not self.config.enabled:
+            return
+        self.bhava.decay_turn()
+        self.dhyana.refresh_salience()
+        self.sankalpa.end_turn()
+        self.atma.end_turn()
+        self._turn += 1
+
+    # --- external signals --------------------------------------------------------------
+
+    def on_sub_agent_spawn(self) -> None:
+        """A sub-agent was spawned: arousal rises."""
+        if self.config.enabled:
+            self.bhava.on_sub_agent_spawn()
+
+    def update_confidence(self, value: float) -> None:
+        """Set confidence from an external success rate (clamped to [0, 1])."""
+        if self.config.enabled:
+            self.bhava.update_confidence(value)
+
+    def mark_tool_disabled(self, tool: str, reason: str) -> None:
+        """The host disabled a tool; it becomes a known limitation."""
+        if self.config.enabled:
+            self.atma.mark_tool_disabled(tool, reason)
+
+    def mark_context_recovery(self) -> None:
+        """The host recovered lost context; a known limitation."""
+        if self.config.enabled:
+            self.atma.mark_context_recovery()
+
+    def achieve(self, intention_id: str) -> bool:
+        """Mark an intention achieved; False if there is no such intention."""
+        return self.sankalpa.achieve(intention_id)
+
+    def focus_window(self) -> list[str]:
+        """Ids of the most salient turn messages ("turn-<n>"), highest first."""
+        return self.dhyana.get_focus_window()
+
+    # --- inspection and persistence ----------------------------------------------------
+
+    def cognitive_report(self) -> CognitiveReport:
+        """Everything `soul chetana` shows, as a frozen report (`to_dict()`, `render()`)."""
+        return build_report(self.bhava, self.dhyana, self.atma, self.sankalpa)
+
+    def serialize(self) -> dict[str, Any]:
+        """The whole state as JSON-safe data (no NaN or Infinity); message salience is
+        ephemeral and the self-model is left out when `self_model_persistence` is off."""
+        return {
+            "version": STATE_VERSION,
+            "turn": self._turn,
+            "affect": self.bhava.serialize(),
+            "attention": self.dhyana.serialize(),
+            "self_model": self.atma.serialize() if self.config.self_model_persistence else None,
+            "intentions": self.sankalpa.serialize(),
+        }
+
+    @classmethod
+    def deserialize(
+        cls,
+        state: Mapping[str, Any],
+        config: ChetanaConfig | Mapping[str, Any] | None = None,
+        on_event: EventCallback | None = None,
+        priors: CognitivePriors | Mapping[str, Any] | None = None,
+    ) -> ChetanaController:
+        """Restore a controller from `serialize()` output (after a JSON round trip or not).
+        Raises `StateError` naming the path of the first bad value."""
+        check_map(state, "state")
+        version = read_int(state, "version", "state", lo=1, default=STATE_VERSION)
+        if version > STATE_VERSION:
+            raise StateError(
+                f"state.version is {version}, newer than this engine's {STATE_VERSION}; "
+                "upgrade soulgraph to read it"
+            )
+        controller = cls(config, on_event, priors)
+        cfg, pri = controller.config, controller.priors
+        controller._turn = read_int(state, "turn", "state", default=0)
+        controller.bhava = Bhava.deserialize(read_map(state, "affect", "state"), cfg, on_event, pri)
+        controller.dhyana = Dhyana.deserialize(read_map(state, "attention", "state"), cfg, on_event)
+        self_model = state.get("self_model")
+        if self_model is not None:
+            controller.atma = AtmaDarshana.deserialize(self_model, cfg, on_event, pri)
+        intentions = read_list(state, "intentions", "state")
+        controller.sankalpa = Sankalpa.deserialize(
+            intentions, cfg, on_event, pri, turn=controller._turn
+        )
+        return controller

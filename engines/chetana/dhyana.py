@@ -1,0 +1,420 @@
+"""Dhyana (attention): salience of recent messages, weights of the concepts the user talks
+about and of the tools the agent uses, and the focus drawn from them."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from functools import lru_cache, partial
+from operator import itemgetter
+from typing import Any, NamedTuple
+
+from .config import SYSTEM_MAX_FOCUS_WINDOW, ChetanaConfig, resolve_config
+from .events import ATTENTION_SHIFTED, EventCallback
+from .state import check_float, check_map, check_str, read_list, read_map
+
+__all__ = [
+    "CONCEPT_DECAY_PER_REFRESH",
+    "CONCEPT_MENTION_INCREMENT",
+    "CONCEPT_STOP_WORDS",
+    "ERROR_ADJACENCY_RADIUS",
+    "FOCUS_SIZE",
+    "MAX_CONCEPTS",
+    "MIN_CONCEPT_LENGTH",
+    "SHIFT_TOP_K",
+    "AttentionWeights",
+    "Dhyana",
+    "Focus",
+    "Weighted",
+    "extract_concepts",
+]
+
+ERROR_ADJACENCY_RADIUS = 2  # messages within this distance of an error are boosted
+MAX_SALIENCE = 2.0
+MIN_CONCEPT_LENGTH = 4
+CONCEPT_MENTION_INCREMENT = 0.1
+CONCEPT_DECAY_PER_REFRESH = 0.05
+MAX_CONCEPTS = 100
+TOOL_BASE_ATTENTION = 0.5
+TOOL_SUCCESS_FACTOR = 0.1  # a success adds performance * 0.1
+TOOL_FAILURE_PENALTY = 0.05
+FOCUS_SIZE = 10  # concepts and tools shown in a Focus
+SHIFT_TOP_K = 5  # attention has shifted when more than half of these top concepts changed
+# Messages kept for salience, as a multiple of the focus window. The original kept every
+# message forever and rescored all of them each turn; past 2K an unboosted message weighs
+# under e^-4 of the newest at the default lambda and can no longer enter the window.
+MESSAGE_HISTORY_FACTOR = 2
+
+# fmt: off
+CONCEPT_STOP_WORDS: frozenset[str] = frozenset((
+    "the", "this", "that", "with", "from", "have", "been", "will", "would", "could", "should",
+    "their", "there", "about", "which", "when", "then", "them", "than", "into", "each", "also",
+    "some", "more", "very", "just", "only", "like", "make", "does", "what", "your",
+))
+# fmt: on
+
+# Removing every character that is neither [a-z0-9] nor whitespace before splitting equals
+# the original's per-word strip, in one regex pass.
+_NON_WORD = re.compile(r"[^a-z0-9\s]+")
+_ASCII_NON_WORD = {
+    c: None
+    for c in range(128)
+    if not (chr(c).isspace() or "a" <= chr(c) <= "z" or chr(c).isdigit())
+}
+
+
+def extract_concepts(text: str) -> list[str]:
+    """The distinct concept keywords of a text, in order of first appearance: lowercase,
+    stripped of non-[a-z0-9] characters, at least 4 characters, not a stop word."""
+    lower = text.lower()
+    # translate() is the fast path for ASCII; the regex also removes non-ASCII letters.
+    stripped = lower.translate(_ASCII_NON_WORD) if lower.isascii() else _NON_WORD.sub("", lower)
+    keys = dict.fromkeys([w for w in stripped.split() if len(w) >= MIN_CONCEPT_LENGTH])
+    for stop in CONCEPT_STOP_WORDS.intersection(keys):
+        del keys[stop]
+    return list(keys)
+
+
+class Weighted(NamedTuple):
+    """A name with its weight (a concept's focus or a tool's attention)."""
+
+    name: str
+    weight: float
+
+
+# Builds a Weighted from a (name, weight) pair in C, skipping NamedTuple's Python __new__.
+_weighted = partial(tuple.__new__, Weighted)
+
+
+class AttentionWeights(NamedTuple):
+    """Copies of the three attention maps."""
+
+    messages: dict[str, float]
+    concepts: dict[str, float]
+    tools: dict[str, float]
+
+
+@dataclass(frozen=True, slots=True)
+class Focus:
+    """What attention rests on: the top concepts and tools (highest first) and the ids of
+    the most salient messages. `"auth" in focus` asks whether a concept is in focus."""
+
+    concepts: tuple[Weighted, ...] = ()
+    tools: tuple[Weighted, ...] = ()
+    messages: tuple[str, ...] = ()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The focused concepts' names, highest weight first."""
+        return tuple(c.name for c in self.concepts)
+
+    def __contains__(self, concept: object) -> bool:
+        return any(c.name == concept for c in self.concepts)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+    def __len__(self) -> int:
+        return len(self.concepts)
+
+    def __str__(self) -> str:
+        return ", ".join(f"{name} ({weight:.2f})" for name, weight in self.concepts)
+
+
+def _ranked(weights: dict[str, float]) -> list[tuple[str, float]]:
+    # Highest first; sorted() is stable, so ties keep insertion (first-mention) order.
+    return sorted(weights.items(), key=itemgetter(1), reverse=True)
+
+
+@lru_cache(maxsize=32)
+def _recency_tables(lam: float, size: int) -> tuple[list[float], list[float]]:
+    """exp(-lambda * age) and the half-rate exp(-lambda/2 * age) for ages 0..size-1, so a
+    refresh is a slice instead of one exp() per message."""
+    full = [math.exp(-lam * age) for age in range(size)]
+    half = [math.exp(-lam * 0.5 * age) for age in range(size)]
+    return full, half
+
+
+class Dhyana:
+    """The attention filter.
+
+    Messages: a new one starts at salience 1 (+ the correction boost), an error boosts its
+    two previous neighbours at once; `refresh_salience` rescores every message as
+    exp(-lambda*age) + error boost (if a message within 2 is an error) + correction boost *
+    exp(-lambda/2*age), clamped to [0, 2], then decays every concept by 0.05.
+    Concepts: each distinct keyword of a text gains 0.1 (cap 1), at most 100 are kept.
+    Tools: start at 0.5, gain performance*0.1 on success, lose 0.05 on failure.
+    Fires `attention_shifted` when more than half of the top 5 concepts are replaced.
+    """
+
+    __slots__ = (
+        "_announced",
+        "_corr",
+        "_err",
+        "_ids",
+        "_n_corr",
+        "_near",
+        "_sal",
+        "_tools_top",
+        "_top",
+        "concepts",
+        "config",
+        "on_event",
+        "tools",
+    )
+
+    def __init__(
+        self,
+        config: ChetanaConfig | Mapping[str, Any] | None = None,
+        on_event: EventCallback | None = None,
+    ) -> None:
+        self.config = resolve_config(config)
+        self.on_event = on_event
+        self.concepts: dict[str, float] = {}  # read it freely; change it through the methods
+        self.tools: dict[str, float] = {}
+        self._ids: list[str] = []
+        self._sal: list[float] = []
+        self._err: list[bool] = []
+        self._corr: list[bool] = []
+        self._near: list[bool] = []  # another message within the radius carries an error
+        self._n_corr = 0  # corrections among the kept messages
+        self._top: list[tuple[str, float]] | None = None  # cached top concepts
+        self._tools_top: list[tuple[str, float]] | None = None
+        self._announced: tuple[str, ...] = ()  # top concepts last reported as a shift
+
+    @property
+    def focus_size(self) -> int:
+        """K of the focus window: the configured size, within the system ceiling."""
+        return min(self.config.attention_focus_window, SYSTEM_MAX_FOCUS_WINDOW)
+
+    # --- messages ----------------------------------------------------------------------
+
+    def add_message(
+        self, message_id: str, has_error: bool = False, is_correction: bool = False
+    ) -> None:
+        """Register a message: salience 1 (+ correction boost, cap 2); an error boosts the
+        (up to two) messages before it immediately."""
+        ids = self._ids
+        if len(ids) >= MESSAGE_HISTORY_FACTOR * self.focus_size:
+            self._drop_oldest(len(ids) - MESSAGE_HISTORY_FACTOR * self.focus_size + 1)
+        err = self._err
+        last = len(ids)
+        ids.append(message_id)
+        if is_correction:
+            self._sal.append(min(1.0 + self.config.attention_correction_boost, MAX_SALIENCE))
+            self._n_corr += 1
+        else:
+            self._sal.append(1.0)
+        self._corr.append(bool(is_correction))
+        self._near.append((last >= 1 and err[last - 1]) or (last >= 2 and err[last - 2]))
+        err.append(False)
+        if has_error:
+            self._flag_error(last)
+
+    def _drop_oldest(self, drop: int) -> None:
+        lost_error = True in self._err[:drop]
+        self._n_corr -= sum(self._corr[:drop])
+        del self._ids[:drop], self._sal[:drop], self._err[:drop], self._corr[:drop]
+        del self._near[:drop]
+        if lost_error:  # the first messages may have lost their error neighbour
+            for i in range(min(ERROR_ADJACENCY_RADIUS, len(self._ids))):
+                self._near[i] = self._error_within_radius(i)
+
+    def flag_latest_message(self, *, error: bool = False, correction: bool = False) -> None:
+        """Mark the newest message as error-bearing or a correction after it was added (the
+        controller learns this from tool results during the turn); the boosts apply now."""
+        if not self._ids:
+            return
+        last = len(self._ids) - 1
+        if error and not self._err[last]:
+            self._flag_error(last)
+        if correction and not self._corr[last]:
+            self._corr[last] = True
+            self._n_corr += 1
+            boosted = self._sal[last] + self.config.attention_correction_boost
+            self._sal[last] = min(boosted, MAX_SALIENCE)
+
+    def _error_within_radius(self, index: int) -> bool:
+        err = self._err
+        lo = max(0, index - ERROR_ADJACENCY_RADIUS)
+        hi = min(len(err), index + ERROR_ADJACENCY_RADIUS + 1)
+        return any(err[j] for j in range(lo, hi) if j != index)
+
+    def _flag_error(self, index: int) -> None:
+        # Error adjacency is kept per message as it changes, so a refresh needs no search.
+        self._err[index] = True
+        near = self._near
+        for j in range(
+            max(0, index - ERROR_ADJACENCY_RADIUS),
+            min(len(near), index + ERROR_ADJACENCY_RADIUS + 1),
+        ):
+            if j != index:
+                near[j] = True
+        boost = self.config.attention_error_boost
+        sal = self._sal
+        for j in range(max(0, index - ERROR_ADJACENCY_RADIUS), index):
+            sal[j] = min(sal[j] + boost, MAX_SALIENCE)
+
+    def get_focus_window(self) -> list[str]:
+        """Ids of the K most salient messages, highest first (ties: older first)."""
+        sal = self._sal
+        order = sorted(range(len(sal)), key=sal.__getitem__, reverse=True)
+        ids = self._ids
+        return [ids[i] for i in order[: self.focus_size]]
+
+    def refresh_salience(self) -> None:
+        """End of turn: rescore every message by recency, error adjacency and correction
+        stickiness, then decay every concept by 0.05 (dropping those that reach 0)."""
+        n = len(self._ids)
+        if n:
+            cfg = self.config
+            full, half = _recency_tables(
+                cfg.attention_recency_lambda, MESSAGE_HISTORY_FACTOR * SYSTEM_MAX_FOCUS_WINDOW
+            )
+            sal = full[n - 1 :: -1]  # index i has age n-1-i
+            boost = cfg.attention_error_boost
+            if True in self._near:
+                sal = [s + boost if near else s for s, near in zip(sal, self._near, strict=True)]
+            if self._n_corr:
+                boost = cfg.attention_correction_boost
+                for i, flagged in enumerate(self._corr):
+                    if flagged:
+                        sal[i] += boost * half[n - 1 - i]
+            if self._n_corr or cfg.attention_error_boost > MAX_SALIENCE - 1.0:
+                sal = [s if s < MAX_SALIENCE else MAX_SALIENCE for s in sal]
+            self._sal = sal
+
+        concepts = self.concepts
+        if concepts:
+            step = CONCEPT_DECAY_PER_REFRESH
+            kept = {k: w - step for k, w in concepts.items() if w > step}
+            if len(kept) != len(concepts):
+                self.concepts = kept
+                self._top = None
+                if any(name not in kept for name in self._announced):
+                    self._check_shift()
+            else:
+                self.concepts = kept
+                if self._top is not None:  # a uniform decay keeps the ranking
+                    self._top = [(k, w - step) for k, w in self._top]
+
+    # --- concepts and tools ------------------------------------------------------------
+
+    def track_concepts(self, text: str) -> None:
+        """Each distinct keyword of `text` gains 0.1 (cap 1); past 100 concepts the lowest
+        are evicted. May fire `attention_shifted`."""
+        # extract_concepts() and the weight update fused into one pass over the words.
+        lower = text.lower()
+        stripped = lower.translate(_ASCII_NON_WORD) if lower.isascii() else _NON_WORD.sub("", lower)
+        concepts = self.concepts
+        get = concepts.get
+        seen: set[str] = set()
+        stop = CONCEPT_STOP_WORDS
+        for word in stripped.split():
+            if len(word) >= MIN_CONCEPT_LENGTH and word not in seen and word not in stop:
+                seen.add(word)
+                weight = get(word, 0.0) + CONCEPT_MENTION_INCREMENT
+                concepts[word] = weight if weight < 1.0 else 1.0
+        if not seen:
+            return
+        if len(concepts) > MAX_CONCEPTS:
+            lowest = sorted(concepts.items(), key=itemgetter(1))[: len(concepts) - MAX_CONCEPTS]
+            for word, _ in lowest:
+                del concepts[word]
+        self._top = None
+        self._check_shift()
+
+    def top_concepts(self, n: int = FOCUS_SIZE) -> list[Weighted]:
+        """The n heaviest concepts, highest first (ties: first mentioned first)."""
+        if n <= FOCUS_SIZE:
+            if self._top is None:
+                self._top = _ranked(self.concepts)[:FOCUS_SIZE]
+            return list(map(_weighted, self._top[:n]))
+        return list(map(_weighted, _ranked(self.concepts)[:n]))
+
+    def _check_shift(self) -> None:
+        if self._top is None:
+            self._top = _ranked(self.concepts)[:FOCUS_SIZE]
+        top = tuple(k for k, _ in self._top[:SHIFT_TOP_K])
+        announced = self._announced
+        if not top:
+            self._announced = ()
+            return
+        kept = len(set(top).intersection(announced))
+        if 2 * kept < max(len(top), len(announced)):
+            self._announced = top
+            if self.on_event is not None:
+                self.on_event(
+                    ATTENTION_SHIFTED, {"concepts": list(top), "previous": list(announced)}
+                )
+
+    def on_tool_used(self, tool: str, success: bool, performance: float = 0.8) -> None:
+        """A tool ran: success adds performance*0.1, failure takes 0.05; kept in [0, 1]."""
+        current = self.tools.get(tool, TOOL_BASE_ATTENTION)
+        weight = (
+            current + performance * TOOL_SUCCESS_FACTOR
+            if success
+            else current - TOOL_FAILURE_PENALTY
+        )
+        self.tools[tool] = 0.0 if weight < 0.0 else 1.0 if weight > 1.0 else weight
+        self._tools_top = None
+
+    def top_tools(self, n: int = FOCUS_SIZE) -> list[Weighted]:
+        """The n tools with the most attention, highest first."""
+        if self._tools_top is None or n > FOCUS_SIZE:
+            ranked = sorted(self.tools.items(), key=itemgetter(1), reverse=True)
+            if n > FOCUS_SIZE:
+                return list(map(_weighted, ranked[:n]))
+            self._tools_top = ranked[:FOCUS_SIZE]
+        return list(map(_weighted, self._tools_top[:n]))
+
+    def focus(self, with_messages: bool = True) -> Focus:
+        """The current focus: top concepts, top tools and (optionally) the focus window."""
+        if self._top is None:
+            self._top = _ranked(self.concepts)[:FOCUS_SIZE]
+        if self._tools_top is None:
+            self.top_tools()
+        return Focus(
+            tuple(map(_weighted, self._top)),
+            tuple(map(_weighted, self._tools_top or ())),
+            tuple(self.get_focus_window()) if with_messages else (),
+        )
+
+    def get_weights(self) -> AttentionWeights:
+        """Copies of the message, concept and tool weight maps."""
+        return AttentionWeights(
+            dict(zip(self._ids, self._sal, strict=True)), dict(self.concepts), dict(self.tools)
+        )
+
+    # --- persistence -------------------------------------------------------------------
+
+    def serialize(self) -> dict[str, Any]:
+        """Concept and tool weights (message salience is ephemeral, as in the original) and
+        the last announced top concepts, as a JSON-safe dict."""
+        return {
+            "concepts": dict(self.concepts),
+            "tools": dict(self.tools),
+            "announced": list(self._announced),
+        }
+
+    @classmethod
+    def deserialize(
+        cls,
+        state: Mapping[str, Any],
+        config: ChetanaConfig | Mapping[str, Any] | None = None,
+        on_event: EventCallback | None = None,
+        path: str = "attention",
+    ) -> Dhyana:
+        """Restore from `serialize()` output."""
+        check_map(state, path)
+        dhyana = cls(config, on_event)
+        for key, target in (("concepts", dhyana.concepts), ("tools", dhyana.tools)):
+            weights = read_map(state, key, path)
+            for name, weight in weights.items():
+                check_str(name, f"{path}.{key} key")
+                target[name] = check_float(weight, f"{path}.{key}.{name}", 0.0, 1.0)
+        announced = read_list(state, "announced", path, default=[])
+        dhyana._announced = tuple(check_str(a, f"{path}.announced[]") for a in announced)
+        return dhyana

@@ -1,0 +1,109 @@
+"""Per-tool mastery for Atma-Darshana: the Wilson interval, trend constants, calibration
+and velocity labels, and the record kept for each tool with its immutable snapshot."""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import NamedTuple
+
+__all__ = [
+    "SLIGHT_MISCALIBRATION",
+    "TRENDS",
+    "TREND_LOOKBACK",
+    "TREND_THRESHOLD",
+    "WILSON_Z",
+    "ToolMastery",
+    "ToolRecord",
+    "calibration_label",
+    "velocity_label",
+    "wilson_interval",
+]
+
+WILSON_Z = 1.96  # 95 % interval
+TREND_LOOKBACK = 10  # invocations between the compared success rates
+TREND_THRESHOLD = 0.05
+SLIGHT_MISCALIBRATION = 0.1  # |calibration - 1| beyond this earns a "slightly" label
+TRENDS = ("improving", "stable", "declining")
+
+
+def wilson_interval(n: int, p: float) -> tuple[float, float]:
+    """Wilson score interval (z = 1.96) for p successes-rate over n trials; [0, 1] at n = 0."""
+    if n <= 0:
+        return (0.0, 1.0)
+    z2 = WILSON_Z * WILSON_Z
+    denom = 1.0 + z2 / n
+    centre = p + z2 / (2 * n)
+    spread = WILSON_Z * math.sqrt(p * (1.0 - p) / n + z2 / (4 * n * n))
+    return (max(0.0, (centre - spread) / denom), min(1.0, (centre + spread) / denom))
+
+
+def calibration_label(calibration: float, tolerance: float = 0.3) -> str:
+    """Name a calibration ratio: within 1 ± 0.1 well-calibrated, beyond 1 ± tolerance
+    over/underconfident, between them "slightly" so."""
+    if calibration > 1.0 + tolerance:
+        return "overconfident"
+    if calibration > 1.0 + SLIGHT_MISCALIBRATION:
+        return "slightly overconfident"
+    if calibration < 1.0 - tolerance:
+        return "underconfident"
+    if calibration < 1.0 - SLIGHT_MISCALIBRATION:
+        return "slightly underconfident"
+    return "well-calibrated"
+
+
+def velocity_label(velocity: float) -> str:
+    """improving / declining / steady, with a dead band of 0.001 per call."""
+    return "improving" if velocity > 0.001 else "declining" if velocity < -0.001 else "steady"
+
+
+class ToolMastery(NamedTuple):
+    """A snapshot of what the agent knows about one tool."""
+
+    success_rate: float
+    avg_latency: float  # ms
+    confidence_interval: tuple[float, float]  # Wilson 95 %
+    last_improved: int  # tool-call number at which the trend last turned "improving"
+    trend: str  # improving | stable | declining
+    total_invocations: int
+    successes: int
+
+
+class ToolRecord:
+    """Mutable per-tool statistics (snapshots are built only when someone asks)."""
+
+    __slots__ = (
+        "avg_latency",
+        "ci",
+        "error_at",
+        "history",
+        "last_improved",
+        "rate",
+        "streak",
+        "successes",
+        "total",
+        "trend",
+    )
+
+    def __init__(self, created_at: int) -> None:
+        self.total = 0
+        self.successes = 0
+        self.rate = 0.0
+        self.avg_latency = 0.0
+        self.ci = (0.0, 1.0)
+        self.trend = "stable"
+        self.last_improved = created_at
+        self.history: deque[float] = deque(maxlen=TREND_LOOKBACK + 1)  # success rates
+        self.streak = 0  # consecutive failures
+        self.error_at = -1  # call number of the last failure not yet recovered from
+
+    def snapshot(self) -> ToolMastery:
+        return ToolMastery(
+            self.rate,
+            self.avg_latency,
+            self.ci,
+            self.last_improved,
+            self.trend,
+            self.total,
+            self.successes,
+        )
