@@ -1,0 +1,189 @@
+"""Schema migrations of the session database: named, ordered functions, each recorded once.
+
+The pattern is simonw/llm's `migrations.py`: `@migration` appends a function to `MIGRATIONS`;
+`migrate()` runs the ones whose name is not yet in the `migrations` table. A migration never
+changes once released; a schema change is a new function at the end of the list.
+
+Each migration runs with its record in one `BEGIN IMMEDIATE` transaction, so two processes
+opening a fresh home at once cannot both apply it, and a crash leaves it either done or not.
+(`executescript` is never used: it commits whatever transaction is open.)
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable
+
+Migration = Callable[[sqlite3.Connection], None]
+
+MIGRATIONS: list[Migration] = []
+
+
+def migration(fn: Migration) -> Migration:
+    """Register `fn` as the next migration; its `__name__` is what gets recorded."""
+    if any(m.__name__ == fn.__name__ for m in MIGRATIONS):
+        raise ValueError(f"migration {fn.__name__} is registered twice")
+    MIGRATIONS.append(fn)
+    return fn
+
+
+def applied(conn: sqlite3.Connection) -> list[str]:
+    """Names of the migrations recorded in this database, in the order they were applied."""
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'migrations'"
+    ).fetchone()
+    if not exists:
+        return []
+    return [r[0] for r in conn.execute("SELECT name FROM migrations ORDER BY rowid")]
+
+
+def migrate(conn: sqlite3.Connection) -> list[str]:
+    """Apply every pending migration; the names applied now (empty when up to date).
+
+    `conn` must be in autocommit mode (`isolation_level=None`): the transactions are ours.
+    """
+    if conn.isolation_level is not None:
+        raise ValueError("migrate() needs a connection opened with isolation_level=None")
+    # Cheap read first: an up-to-date database (the usual case) takes no write lock.
+    if set(applied(conn)) >= {m.__name__ for m in MIGRATIONS}:
+        return []
+    done: list[str] = []
+    for fn in MIGRATIONS:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied REAL NOT NULL)"
+            )
+            # Checked inside the write lock: another process may have applied it meanwhile.
+            if conn.execute("SELECT 1 FROM migrations WHERE name = ?", (fn.__name__,)).fetchone():
+                conn.execute("COMMIT")
+                continue
+            fn(conn)
+            conn.execute(
+                "INSERT INTO migrations (name, applied) VALUES (?, ?)", (fn.__name__, time.time())
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        done.append(fn.__name__)
+    return done
+
+
+def _run(conn: sqlite3.Connection, *statements: str) -> None:
+    for statement in statements:
+        conn.execute(statement)
+
+
+@migration
+def m001_initial(conn: sqlite3.Connection) -> None:
+    """Sessions, the commit log, messages, state, user models, working memory, traces, Chetana.
+
+    Names follow AgentCSD where they fit (sessions.status, messages.layer/tag, the
+    mood_and_criteria and context_summaries tables), with `turn` for its `cycle_number` and
+    `time` (epoch seconds, REAL) for its `created_at`. Every per-session table cascades from
+    `sessions`, except `user_models`: those belong to (soul, user) and outlive sessions.
+    """
+    _run(
+        conn,
+        """CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,
+            soul TEXT NOT NULL,
+            user TEXT NOT NULL,
+            blueprint TEXT NOT NULL DEFAULT '',
+            status TEXT NOT NULL DEFAULT 'active',
+            turns INTEGER NOT NULL DEFAULT 0,
+            logged_commit INTEGER NOT NULL DEFAULT 0,
+            created REAL NOT NULL,
+            updated REAL NOT NULL
+        )""",
+        "CREATE INDEX sessions_soul ON sessions(soul, created)",
+        # One row per applied Commit: the unit the JSONL logs are mirrored by. AUTOINCREMENT so
+        # ids only ever grow, which the logs' cursor (sessions.logged_commit) relies on.
+        """CREATE TABLE commits (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            turn INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            time REAL NOT NULL,
+            meta TEXT NOT NULL DEFAULT '{}'
+        )""",
+        "CREATE INDEX commits_session ON commits(session_id)",
+        """CREATE TABLE messages (
+            id INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            commit_id INTEGER NOT NULL,
+            turn INTEGER NOT NULL,
+            layer TEXT NOT NULL,
+            tag TEXT NOT NULL,
+            step TEXT,
+            verb TEXT,
+            content TEXT NOT NULL,
+            meta TEXT NOT NULL DEFAULT '{}',
+            time REAL NOT NULL
+        )""",
+        "CREATE INDEX messages_session ON messages(session_id)",
+        # The Samantha-Dreams gate asks for the latest user_model_check of a session.
+        "CREATE INDEX messages_session_tag ON messages(session_id, tag)",
+        """CREATE TABLE state (
+            session_id TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+            json TEXT NOT NULL
+        )""",
+        """CREATE TABLE user_models (
+            soul TEXT NOT NULL,
+            user TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            note TEXT NOT NULL DEFAULT '',
+            session_id TEXT,
+            turn INTEGER,
+            created REAL NOT NULL,
+            PRIMARY KEY (soul, user, version)
+        )""",
+        # The Claudius seed's working memory (thread -> session_id), with Open Souls regions.
+        """CREATE TABLE working_memory (
+            id INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            commit_id INTEGER NOT NULL,
+            turn INTEGER NOT NULL,
+            region TEXT NOT NULL,
+            entry_type TEXT NOT NULL,
+            content TEXT NOT NULL,
+            verb TEXT,
+            meta TEXT NOT NULL DEFAULT '{}',
+            time REAL NOT NULL
+        )""",
+        "CREATE INDEX working_memory_session ON working_memory(session_id)",
+        """CREATE TABLE traces (
+            commit_id INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            turn INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            json TEXT NOT NULL
+        )""",
+        "CREATE INDEX traces_session ON traces(session_id, turn)",
+        """CREATE TABLE chetana (
+            session_id TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+            json TEXT NOT NULL
+        )""",
+        """CREATE TABLE mood_and_criteria (
+            id INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            mood TEXT NOT NULL,
+            criteria TEXT NOT NULL,
+            turn INTEGER NOT NULL,
+            time REAL NOT NULL
+        )""",
+        "CREATE INDEX mood_and_criteria_session ON mood_and_criteria(session_id, time)",
+        """CREATE TABLE context_summaries (
+            id INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            layer TEXT NOT NULL,
+            summary TEXT NOT NULL,
+            turn_from INTEGER NOT NULL,
+            turn_to INTEGER NOT NULL,
+            time REAL NOT NULL
+        )""",
+        "CREATE INDEX context_summaries_session ON context_summaries(session_id, layer)",
+    )

@@ -1,0 +1,189 @@
+"""Migrations: named, ordered, recorded once; the exact schema on an in-memory database."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+
+import pytest
+
+from soul import migrations
+from soul.migrations import MIGRATIONS, applied, migrate
+
+# table -> [(column, declared type)] in order; a schema change must update this on purpose.
+EXPECTED = {
+    "migrations": [("name", "TEXT"), ("applied", "REAL")],
+    "sessions": [
+        ("id", "TEXT"),
+        ("soul", "TEXT"),
+        ("user", "TEXT"),
+        ("blueprint", "TEXT"),
+        ("status", "TEXT"),
+        ("turns", "INTEGER"),
+        ("logged_commit", "INTEGER"),
+        ("created", "REAL"),
+        ("updated", "REAL"),
+    ],
+    "commits": [
+        ("id", "INTEGER"),
+        ("session_id", "TEXT"),
+        ("turn", "INTEGER"),
+        ("kind", "TEXT"),
+        ("time", "REAL"),
+        ("meta", "TEXT"),
+    ],
+    "messages": [
+        ("id", "INTEGER"),
+        ("session_id", "TEXT"),
+        ("commit_id", "INTEGER"),
+        ("turn", "INTEGER"),
+        ("layer", "TEXT"),
+        ("tag", "TEXT"),
+        ("step", "TEXT"),
+        ("verb", "TEXT"),
+        ("content", "TEXT"),
+        ("meta", "TEXT"),
+        ("time", "REAL"),
+    ],
+    "state": [("session_id", "TEXT"), ("json", "TEXT")],
+    "user_models": [
+        ("soul", "TEXT"),
+        ("user", "TEXT"),
+        ("version", "INTEGER"),
+        ("text", "TEXT"),
+        ("note", "TEXT"),
+        ("session_id", "TEXT"),
+        ("turn", "INTEGER"),
+        ("created", "REAL"),
+    ],
+    "working_memory": [
+        ("id", "INTEGER"),
+        ("session_id", "TEXT"),
+        ("commit_id", "INTEGER"),
+        ("turn", "INTEGER"),
+        ("region", "TEXT"),
+        ("entry_type", "TEXT"),
+        ("content", "TEXT"),
+        ("verb", "TEXT"),
+        ("meta", "TEXT"),
+        ("time", "REAL"),
+    ],
+    "traces": [
+        ("commit_id", "INTEGER"),
+        ("session_id", "TEXT"),
+        ("turn", "INTEGER"),
+        ("kind", "TEXT"),
+        ("json", "TEXT"),
+    ],
+    "chetana": [("session_id", "TEXT"), ("json", "TEXT")],
+    "mood_and_criteria": [
+        ("id", "INTEGER"),
+        ("session_id", "TEXT"),
+        ("mood", "TEXT"),
+        ("criteria", "TEXT"),
+        ("turn", "INTEGER"),
+        ("time", "REAL"),
+    ],
+    "context_summaries": [
+        ("id", "INTEGER"),
+        ("session_id", "TEXT"),
+        ("layer", "TEXT"),
+        ("summary", "TEXT"),
+        ("turn_from", "INTEGER"),
+        ("turn_to", "INTEGER"),
+        ("time", "REAL"),
+    ],
+}
+
+
+@pytest.fixture
+def db() -> Iterator[sqlite3.Connection]:
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    yield conn
+    conn.close()
+
+
+def tables(conn: sqlite3.Connection) -> dict[str, list[tuple[str, str]]]:
+    names = [
+        r[0]
+        for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+        )
+    ]
+    return {
+        name: [(c[1], c[2]) for c in conn.execute(f"PRAGMA table_info({name})")]
+        for name in names
+    }
+
+
+def test_exact_columns_of_every_table(db: sqlite3.Connection) -> None:
+    migrate(db)
+    assert tables(db) == EXPECTED
+
+
+def test_each_migration_recorded_once_in_order(db: sqlite3.Connection) -> None:
+    names = [m.__name__ for m in MIGRATIONS]
+    assert migrate(db) == names
+    assert applied(db) == names
+    assert migrate(db) == []  # up to date: nothing runs again
+    assert db.execute("SELECT count(*) FROM migrations").fetchone()[0] == len(names)
+
+
+def test_migration_names_are_ordered_and_unique() -> None:
+    names = [m.__name__ for m in MIGRATIONS]
+    assert names == sorted(names)
+    assert len(set(names)) == len(names)
+    assert all(n.startswith("m") and n[1:4].isdigit() for n in names)
+
+
+def test_registering_a_name_twice_is_refused() -> None:
+    with pytest.raises(ValueError, match="twice"):
+        migrations.migration(MIGRATIONS[0])
+
+
+def test_a_later_migration_runs_alone_on_an_existing_database(
+    db: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    migrate(db)
+
+    def m999_add_column(conn: sqlite3.Connection) -> None:
+        conn.execute("ALTER TABLE sessions ADD COLUMN extra TEXT")
+
+    monkeypatch.setattr(migrations, "MIGRATIONS", [*MIGRATIONS, m999_add_column])
+    assert migrate(db) == ["m999_add_column"]
+    assert ("extra", "TEXT") in tables(db)["sessions"]
+    assert migrate(db) == []
+
+
+def test_a_failing_migration_leaves_no_trace(
+    db: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    migrate(db)
+
+    def m999_broken(conn: sqlite3.Connection) -> None:
+        conn.execute("CREATE TABLE half (x)")
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(migrations, "MIGRATIONS", [*MIGRATIONS, m999_broken])
+    with pytest.raises(RuntimeError):
+        migrate(db)
+    assert "half" not in tables(db)
+    assert "m999_broken" not in applied(db)
+    assert not db.in_transaction
+
+
+def test_needs_an_autocommit_connection() -> None:
+    conn = sqlite3.connect(":memory:")
+    with pytest.raises(ValueError, match="isolation_level=None"):
+        migrate(conn)
+    conn.close()
+
+
+def test_two_connections_on_one_file_apply_once(tmp_path) -> None:
+    first = sqlite3.connect(tmp_path / "x.db", isolation_level=None)
+    second = sqlite3.connect(tmp_path / "x.db", isolation_level=None)
+    assert migrate(first)
+    assert migrate(second) == []
+    assert applied(second) == [m.__name__ for m in MIGRATIONS]
+    first.close()
+    second.close()
