@@ -5,6 +5,8 @@ The front door:
     import soul
     checked = soul.validate("claudius")        # every diagnostic, never raises for bad input
     plan = soul.compile("path/to/soul.yaml")   # Blueprint -> Graph -> Plan, or BlueprintInvalid
+    claudius = soul.load("claudius")           # a runnable Soul
+    reply = claudius.session(user="ada").turn_sync("Hello").reply
 
 Names are imported lazily so `import soul` stays cheap.
 """
@@ -17,6 +19,17 @@ from typing import Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
+    "load": "soul.souls",
+    "Soul": "soul.souls",
+    "Session": "soul.session",
+    "TurnResult": "soul.events",
+    "Trace": "soul.events",
+    "ScriptedProvider": "soul.providers.scripted",
+    "Provider": "soul.providers.base",
+    "RunError": "soul.errors",
+    "StepError": "soul.errors",
+    "ParseError": "soul.errors",
+    "ProviderError": "soul.errors",
     "validate": "soul.validate",
     "load_valid": "soul.validate",
     "Checked": "soul.validate",

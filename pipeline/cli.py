@@ -1,4 +1,4 @@
-"""The `soul` command: validate, graph, explain, new, list, schema.
+"""The `soul` command: validate, graph, explain, new, list, schema, run, sessions, user-model.
 
 Exit codes: 0 success; 1 the blueprint is invalid; 2 usage errors (bad arguments, no such
 file or soul). A SoulError prints as one line (`--debug` shows the traceback); anything else is
@@ -85,6 +85,12 @@ def cmd_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    from soul.repl import run_command  # asyncio and rich load only for `soul run`
+
+    return run_command(args)
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     from soul.schema import schema_text
 
@@ -104,7 +110,7 @@ def cmd_new(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="soul",
-        description="Write an LLM agent's soul as a YAML blueprint; validate, draw and explain it.",
+        description="Write an LLM agent's soul as a YAML blueprint; validate, draw, explain and run it.",
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -133,6 +139,21 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("list", help="list the built-in souls (or step kinds)", description="List the built-in souls, or with --kinds the step kinds.")
     p.add_argument("--kinds", action="store_true", help="list step kinds instead")
     p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("run", help="talk to a soul (REPL, or once with -m)", description="Talk to a soul: a streamed REPL, or one message with -m.")
+    p.add_argument("blueprint", metavar="NAME_OR_PATH")
+    p.add_argument("-m", "--message", help="answer this one message and exit")
+    p.add_argument("--session", help="resume a stored session (id or unique prefix)")
+    p.add_argument("--user", default="user", help="who is talking (user models are kept per user)")
+    p.add_argument("--json", action="store_true", help="with -m: print the turn result as JSON")
+    p.add_argument("--show-thoughts", action="store_true", help="show the internal monologue and checks")
+    p.add_argument("--model", help="use this model for every step (overrides the blueprint and SOUL_MODEL)")
+    p.add_argument("--script", metavar="FILE", help="scripted replies: a YAML/JSON list of raw model replies, one per call")
+    p.set_defaults(func=cmd_run)
+
+    from soul.sessions_cli import add_parsers as add_session_parsers
+
+    add_session_parsers(sub)
 
     p = sub.add_parser("schema", help="print the blueprint JSON Schema", description="Print the JSON Schema (draft 2020-12) of blueprints, for editors.")
     p.set_defaults(func=cmd_schema)

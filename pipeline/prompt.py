@@ -111,7 +111,8 @@ class PromptBuilder:
         bp = self.blueprint
         return {
             "soul": {"name": bp.name, "title": bp.name.replace("_", " ").replace("-", " ").title(), "description": bp.description, "persona": self.persona, "state_spec": bp.state},
-            "input": {"text": ctx.text, "user": ctx.user, "kind": ctx.kind},
+            # templates and gates never see the raw user text: it could otherwise become structure
+            "input": {"text": escape_untrusted(ctx.text), "user": ctx.user, "kind": ctx.kind},
             "turn": {"number": ctx.number, "first": ctx.number == 1},
             "state": dict(ctx.state),
             "user_model": ctx.user_model,

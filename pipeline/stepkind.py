@@ -9,8 +9,14 @@ describes and (later) parses.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from soul.records import Layer, MemoryEntry, MessageRecord, UserModelChange
+
+if TYPE_CHECKING:
+    from soul.blueprint import StateVar
 
 OutputType = Literal["text", "bool", "list", "mapping", "markdown", "choice", "any"]
 Effect = Literal["state", "user_model", "memory", "mood", "impulses"]
@@ -60,8 +66,30 @@ class Section:
     description: str = ""
 
 
+@dataclass(frozen=True)
+class Changes:
+    """What a step's outputs change, returned to the runtime (a step never writes a store)."""
+
+    messages: tuple[MessageRecord, ...] = ()
+    state: Mapping[str, Any] | None = None  # new values of declared state keys
+    user_model: UserModelChange | None = None
+    memory: tuple[MemoryEntry, ...] = ()
+    reply: str | None = None  # text that reaches the user
+    flags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ChangeContext:
+    """What `StepKind.changes` may consult: the declared state and its current values."""
+
+    state_spec: Mapping[str, StateVar] = field(default_factory=dict)
+    state: Mapping[str, Any] = field(default_factory=dict)
+
+
 class StepKind:
     """Base of every step kind; subclasses set the class attributes below."""
+
+    layer: ClassVar[Layer] = "internal"
 
     name: ClassVar[str]
     description: ClassVar[str]
@@ -73,6 +101,26 @@ class StepKind:
     template: ClassVar[str | None] = None
     params: ClassVar[dict[str, Any]] = {"type": "object", "additionalProperties": False}
     effects: ClassVar[tuple[Effect, ...]] = ()
+
+    @classmethod
+    def changes(cls, step: str, outputs: Mapping[str, Any], context: ChangeContext) -> Changes:
+        """The records a run of this step leaves; by default one message of its first section."""
+        if not cls.sections:
+            return Changes()
+        first = cls.sections[0]
+        value = outputs.get(first.output)
+        if value is None:
+            return Changes()
+        if isinstance(value, list):
+            content = "\n".join(f"- {v}" for v in value)
+        elif isinstance(value, dict):
+            content = "\n".join(f"{k}: {v}" for k, v in value.items())
+        else:
+            content = str(value)
+        meta = {k: v for k, v in outputs.items() if k not in (first.output, "verb") and v is not None}
+        if isinstance(value, bool):
+            meta["result"] = value
+        return Changes(messages=(MessageRecord(cls.layer, first.tag, content, step, outputs.get("verb"), meta),))
 
     @classmethod
     def output_names(cls) -> tuple[str, ...]:

@@ -2,7 +2,21 @@
 
 from __future__ import annotations
 
-from soul.stepkind import Attribute, Output, Section, StepKind, param, params_schema
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from soul.records import MemoryEntry
+from soul.stepkind import (
+    Attribute,
+    ChangeContext,
+    Changes,
+    Output,
+    Section,
+    StepKind,
+    param,
+    params_schema,
+)
 
 
 class Decision(StepKind):
@@ -65,6 +79,14 @@ class MentalQuery(StepKind):
         Section("mental_query", "result", type="bool", description="true or false"),
     )
     template = "mental_query.j2"
+
+    @classmethod
+    def changes(cls, step: str, outputs: Mapping[str, Any], context: ChangeContext) -> Changes:
+        base = super().changes(step, outputs, context)
+        if outputs.get("result") is None:
+            return base
+        entry = MemoryEntry("default", "mentalQuery", step, meta={"result": outputs["result"]})
+        return replace(base, memory=(entry,))
     params = params_schema(
         ("query",),
         query=param({"type": "string", "minLength": 1}, "the statement to judge true or false"),

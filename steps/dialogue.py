@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from soul.stepkind import Attribute, Output, Section, StepKind
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from soul.records import MemoryEntry
+from soul.stepkind import Attribute, ChangeContext, Changes, Output, Section, StepKind
 
 DIALOGUE_VERBS = (
     "said", "explained", "offered", "suggested", "noted", "observed", "replied",
@@ -28,3 +33,13 @@ class ExternalDialogue(StepKind):
         ),
     )
     template = "external_dialogue.j2"
+    layer = "external"
+
+    @classmethod
+    def changes(cls, step: str, outputs: Mapping[str, Any], context: ChangeContext) -> Changes:
+        base = super().changes(step, outputs, context)
+        text = outputs.get("text")
+        if text is None:
+            return base
+        entry = MemoryEntry("default", "externalDialog", text, outputs.get("verb"))
+        return replace(base, memory=(entry,), reply=text)

@@ -22,6 +22,7 @@ class Fixy(StepKind):
         Section("fixy", "text", description="your intervention, 2-4 sentences, at most 150 words"),
     )
     template = "fixy.j2"
+    layer = "external"
     params = params_schema(
         window=param({"type": "integer", "minimum": 2, "maximum": 50, "default": 10}, "turns to look at"),
         min_turn=param({"type": "integer", "minimum": 1, "default": 3}, "never intervene before this turn"),

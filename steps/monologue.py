@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from soul.stepkind import Attribute, Output, Section, StepKind
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from soul.records import MemoryEntry
+from soul.stepkind import Attribute, ChangeContext, Changes, Output, Section, StepKind
 
 MONOLOGUE_VERBS = (
     "thought", "mused", "pondered", "wondered", "considered",
@@ -27,3 +32,11 @@ class InternalMonologue(StepKind):
         ),
     )
     template = "internal_monologue.j2"
+
+    @classmethod
+    def changes(cls, step: str, outputs: Mapping[str, Any], context: ChangeContext) -> Changes:
+        base = super().changes(step, outputs, context)
+        if outputs.get("text") is None:
+            return base
+        entry = MemoryEntry("default", "internalMonologue", outputs["text"], outputs.get("verb"))
+        return replace(base, memory=(entry,))

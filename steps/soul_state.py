@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from soul.stepkind import Output, Section, StepKind
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from soul.records import MessageRecord
+from soul.stepkind import ChangeContext, Changes, Output, Section, StepKind
+
+if TYPE_CHECKING:
+    from soul.blueprint import StateVar
 
 
 class SoulStateCheck(StepKind):
@@ -36,3 +43,47 @@ class SoulStateUpdate(StepKind):
     )
     template = "soul_state_update.j2"
     effects = ("state",)
+
+    @classmethod
+    def changes(cls, step: str, outputs: Mapping[str, Any], context: ChangeContext) -> Changes:
+        updates: dict[str, Any] = {}
+        flags: list[str] = []
+        for key, raw in (outputs.get("updates") or {}).items():
+            var = context.state_spec.get(key)
+            if var is None:
+                flags.append(f"state key '{key}' is not declared (ignored)")
+                continue
+            value, problem = coerce(var, str(raw).strip())
+            if problem:
+                flags.append(problem)
+            else:
+                updates[key] = value
+        lines = "\n".join(f"{k}: {v}" for k, v in updates.items())
+        messages = (MessageRecord("internal", "soul_state_update", lines, step),) if updates else ()
+        return Changes(messages=messages, state=updates or None, flags=tuple(flags))
+
+
+def coerce(var: StateVar, text: str) -> tuple[Any, str | None]:
+    """A model's `key: value` text as the declared type, or a problem."""
+    try:
+        if var.type == "integer":
+            return int(text), None
+        if var.type == "number":
+            return float(text), None
+        if var.type == "boolean":
+            from soul.outputs import parse_bool
+
+            value = parse_bool(text)
+            if value is None:
+                raise ValueError(text)
+            return value, None
+        if var.type in ("list", "mapping"):
+            return None, f"state key '{var.name}' ({var.type}) cannot be set from text"
+    except ValueError:
+        return None, f"state key '{var.name}': {text!r} is not a {var.type}"
+    if var.values and text not in var.values:
+        match = next((v for v in var.values if v.lower() == text.lower()), None)
+        if match is None:
+            return None, f"state key '{var.name}': {text!r} is not one of {', '.join(var.values)}"
+        text = match
+    return text, None

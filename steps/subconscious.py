@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from soul.stepkind import Output, Section, StepKind
+from collections.abc import Mapping
+from typing import Any
+
+from soul.records import MessageRecord
+from soul.stepkind import ChangeContext, Changes, Output, Section, StepKind
+
+SILENCE = "[NO_EXTERNAL_OUTPUT]"
 
 
 class MoodAndCriteria(StepKind):
@@ -19,6 +25,7 @@ class MoodAndCriteria(StepKind):
     )
     template = "mood_and_criteria.j2"
     effects = ("mood",)
+    layer = "subconscious"
 
 
 class SLoud(StepKind):
@@ -37,6 +44,7 @@ class SLoud(StepKind):
     )
     template = "s_loud.j2"
     effects = ("impulses",)
+    layer = "subconscious"
 
 
 class InternalDialog(StepKind):
@@ -58,3 +66,15 @@ class InternalDialog(StepKind):
         ),
     )
     template = "internal_dialog.j2"
+
+    @classmethod
+    def changes(cls, step: str, outputs: Mapping[str, Any], context: ChangeContext) -> Changes:
+        messages = []
+        quiet, loud = outputs.get("quiet"), (outputs.get("loud") or "").strip()
+        if quiet:
+            messages.append(MessageRecord("internal", "ID_quiet", quiet, step))
+        # AgentCSD: an empty or [NO_EXTERNAL_OUTPUT] loud part means nothing reaches the user
+        speaks = bool(loud) and loud != SILENCE
+        if speaks:
+            messages.append(MessageRecord("external", "ID_loud", loud, step))
+        return Changes(messages=tuple(messages), reply=loud if speaks else None)

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from soul.stepkind import Output, Section, StepKind, param, params_schema
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from soul.records import MemoryEntry
+from soul.stepkind import ChangeContext, Changes, Output, Section, StepKind, param, params_schema
 
 
 class Summary(StepKind):
@@ -16,3 +21,10 @@ class Summary(StepKind):
         max_words=param({"type": "integer", "minimum": 10, "maximum": 2000, "default": 150}, "length limit"),
     )
     effects = ("memory",)
+
+    @classmethod
+    def changes(cls, step: str, outputs: Mapping[str, Any], context: ChangeContext) -> Changes:
+        base = super().changes(step, outputs, context)
+        if not outputs.get("text"):
+            return base
+        return replace(base, memory=(MemoryEntry("summary", "summary", outputs["text"]),))

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from soul.stepkind import Output, Section, StepKind
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from soul.records import MemoryEntry, MessageRecord, UserModelChange
+from soul.stepkind import ChangeContext, Changes, Output, Section, StepKind
 
 USER_MODEL_SECTIONS = (
     "Persona", "Speaking Style", "Conversational Context", "Worldview",
@@ -25,6 +30,14 @@ class UserModelCheck(StepKind):
     )
     template = "user_model_check.j2"
 
+    @classmethod
+    def changes(cls, step: str, outputs: Mapping[str, Any], context: ChangeContext) -> Changes:
+        base = super().changes(step, outputs, context)
+        if outputs.get("result") is None:
+            return base
+        entry = MemoryEntry("default", "mentalQuery", "Should the user model be updated?", meta={"result": outputs["result"]})
+        return replace(base, memory=(entry,))
+
 
 class UserModelUpdate(StepKind):
     name = "user_model_update"
@@ -46,3 +59,12 @@ class UserModelUpdate(StepKind):
     )
     template = "user_model_update.j2"
     effects = ("user_model",)
+
+    @classmethod
+    def changes(cls, step: str, outputs: Mapping[str, Any], context: ChangeContext) -> Changes:
+        model = (outputs.get("model") or "").strip()
+        if not model:
+            return Changes(flags=("user_model_update was empty; the user model is unchanged",))
+        note = (outputs.get("change_note") or "").strip() or "updated"
+        message = MessageRecord("internal", "model_change_note", note, step)
+        return Changes(messages=(message,), user_model=UserModelChange(model, note, step))

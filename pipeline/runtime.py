@@ -1,0 +1,188 @@
+"""Running a turn: a Plan + a session snapshot + an input → a TurnResult and a Commit.
+
+Units run layer by layer; the units of a layer run concurrently (asyncio). Before a unit, its
+steps' `every` and before-phase `when` gates decide which steps it asks for; after a fused
+call, after-phase gates decide whether a step's changes apply. Nothing is written here: the
+turn's changes are gathered into one `Commit` that the session store applies atomically.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from soul.calls import run_call
+from soul.errors import StepError
+from soul.events import StepFinished, StepStarted, StepTrace, Trace
+from soul.gates import every_open
+from soul.plan import ScopePlan, Unit
+from soul.prompt import CallStep, TurnContext
+from soul.records import Commit, MemoryEntry, MessageRecord, Snapshot, UserModelChange
+from soul.stepkind import ChangeContext, Changes
+
+if TYPE_CHECKING:
+    from soul.souls import Soul
+
+
+@dataclass
+class TurnState:
+    """What accumulates while a turn runs (private to one turn)."""
+
+    ctx: TurnContext
+    outputs: dict[str, dict[str, Any]]
+    steps: list[StepTrace] = field(default_factory=list)
+    calls: list[Any] = field(default_factory=list)
+    changes: dict[str, Changes] = field(default_factory=dict)
+    provider_s: float = 0.0
+
+
+def _memory_regions(entries: tuple[MemoryEntry, ...]) -> dict[str, list[str]]:
+    regions: dict[str, list[str]] = {}
+    for entry in entries:
+        regions.setdefault(entry.region, []).append(entry.content)
+    return regions
+
+
+def context_for(soul: Soul, snapshot: Snapshot, text: str, kind: str) -> TurnContext:
+    """The TurnContext a turn starts from."""
+    bp = soul.blueprint
+    number = snapshot.session.turns + 1
+    state = {k: v.default for k, v in bp.state.items()} | {k: v for k, v in snapshot.state.items() if k in bp.state}
+    # Samantha-Dreams: the user model goes in on the first turn, then only after a true check
+    inject = snapshot.session.turns == 0 or snapshot.last_user_model_check is True
+    return TurnContext(
+        text=text,
+        user=snapshot.session.user,
+        kind=kind,
+        number=number,
+        state=state,
+        user_model=snapshot.user_model,
+        inject_user_model=inject,
+        memory=_memory_regions(snapshot.memory),
+    )
+
+
+class ScopeRunner:
+    """Runs the units of one scope (the turn, or a subprocess) against a TurnState."""
+
+    def __init__(self, soul: Soul, scope: ScopePlan, steps: Mapping[str, Any], emit: Callable[[Any], None] | None) -> None:
+        self.soul = soul
+        self.scope = scope
+        self.blueprint_steps = steps
+        self.emit = emit
+
+    def _emit(self, event: Any) -> None:
+        if self.emit is not None:
+            self.emit(event)
+
+    def variables(self, ts: TurnState, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        return self.soul.builder.variables(replace(ts.ctx, steps=ts.outputs), params)
+
+    async def run(self, ts: TurnState) -> None:
+        units = {u.index: u for u in self.scope.units}
+        for layer in self.scope.layers:
+            await asyncio.gather(*(self.run_unit(units[i], ts) for i in layer))
+
+    async def run_unit(self, unit: Unit, ts: TurnState) -> None:
+        planned = self.scope.steps
+        active = []
+        for name in unit.steps:
+            gate = planned[name].gate
+            if not every_open(gate, ts.ctx.number):
+                ts.steps.append(StepTrace(name, planned[name].kind, "skipped", {}, gate=gate.describe() if gate else None))
+                continue
+            if gate and gate.when and gate.phase == "before" and not self.soul.gates.when_open(name, gate.when, self.variables(ts)):
+                ts.steps.append(StepTrace(name, planned[name].kind, "gated", {}, gate=gate.describe()))
+                continue
+            active.append(name)
+        if not active:
+            return
+        if not unit.is_call:
+            for name in active:
+                kind = self.soul.registry.get(planned[name].kind)
+                raise StepError(f"step '{name}': the {kind.name if kind else '?'} step kind makes no model call and cannot run yet (its engine arrives with a later issue)")
+        await self.run_llm_unit(unit, active, ts)
+
+    async def run_llm_unit(self, unit: Unit, active: list[str], ts: TurnState) -> None:
+        soul = self.soul
+        call_steps = []
+        for name in active:
+            step = self.blueprint_steps[name]
+            kind = soul.registry.get(step.uses)
+            assert kind is not None
+            call_steps.append(CallStep(name, kind, step.params, step.template))
+            self._emit(StepStarted(name, kind.name))
+        ctx = replace(ts.ctx, steps={n: o for n, o in ts.outputs.items() if any(v is not None for v in o.values())})
+        messages = soul.builder.build(call_steps, ctx)
+        model = unit.model or soul.blueprint.model
+        provider, spec, options = soul.provider_for(model)
+        stream_steps = [n for n in active if self.scope.steps[n].stream]
+        attempts = 1 + max(self.scope.steps[n].retry.attempts for n in active)
+        def gated_off(name: str, parses: dict[str, Any]) -> bool:
+            gate = self.scope.steps[name].gate
+            if not (gate and gate.when and gate.phase == "after"):
+                return False
+            trial = {**ts.outputs, **{n: p.outputs for n, p in parses.items()}}
+            return not soul.gates.when_open(name, gate.when, soul.builder.variables(replace(ts.ctx, steps=trial)))
+
+        started = time.perf_counter()
+        outcome = await run_call(
+            provider, spec, options, call_steps, messages,
+            unit=unit.index, stream_steps=stream_steps, emit=self.emit, attempts=attempts, gated_off=gated_off,
+        )
+        ts.provider_s += time.perf_counter() - started
+        ts.calls.append(outcome.trace)
+        change_ctx = ChangeContext(soul.blueprint.state, ts.ctx.state)
+        for step in call_steps:
+            parse = outcome.parses[step.name]
+            ts.outputs[step.name] = parse.outputs
+            planned = self.scope.steps[step.name]
+            gate = planned.gate
+            status = "fallback" if step.name in outcome.fallbacks else ("failed" if parse.missing else "ran")
+            if gate and gate.when and gate.phase == "after" and not soul.gates.when_open(step.name, gate.when, self.variables(ts)):
+                status = "gated"
+            flags = list(parse.flags) + [f"missing <{t}>" for t in parse.missing]
+            if status in ("ran", "fallback"):
+                changes = step.kind.changes(step.name, parse.outputs, change_ctx)
+                ts.changes[step.name] = changes
+                flags += list(changes.flags)
+                if changes.state:
+                    ts.ctx = replace(ts.ctx, state={**ts.ctx.state, **changes.state})
+            ts.steps.append(StepTrace(step.name, step.kind.name, status, dict(parse.outputs), tuple(flags), gate.describe() if gate else None))
+            self._emit(StepFinished(step.name, dict(parse.outputs), status in ("ran", "fallback")))
+
+
+def build_commit(soul: Soul, snapshot: Snapshot, ts: TurnState, order: list[str], kind: str, trace: Trace) -> tuple[Commit, str]:
+    """The turn's Commit and its reply, from the accumulated changes in plan order."""
+    messages: list[MessageRecord] = []
+    memory: list[MemoryEntry] = []
+    if kind == "message":
+        messages.append(MessageRecord("external", "user", ts.ctx.text, meta={"user": ts.ctx.user}))
+        memory.append(MemoryEntry("default", "userMessage", ts.ctx.text))
+    state_changed = False
+    user_model: UserModelChange | None = None
+    reply_parts: list[str] = []
+    for name in order:
+        changes = ts.changes.get(name)
+        if changes is None:
+            continue
+        messages.extend(changes.messages)
+        memory.extend(changes.memory)
+        state_changed = state_changed or bool(changes.state)
+        user_model = changes.user_model or user_model
+        if changes.reply:
+            reply_parts.append(changes.reply)
+    commit = Commit(
+        session_id=snapshot.session.id,
+        base_turn=snapshot.session.turns,
+        messages=tuple(messages),
+        state=dict(ts.ctx.state) if state_changed else None,
+        user_model=user_model,
+        memory=tuple(memory),
+        trace=trace.to_dict(),
+        kind=kind,  # type: ignore[arg-type]
+    )
+    return commit, "\n\n".join(reply_parts)

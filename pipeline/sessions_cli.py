@@ -1,0 +1,107 @@
+"""`soul sessions list|show|export|delete` and `soul user-model show|history|diff|revert`."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import time
+from typing import Any
+
+from soul.errors import SoulError
+
+
+def _store() -> Any:
+    from soul.store import SessionStore
+
+    return SessionStore.open()
+
+
+def _when(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
+
+
+def sessions_command(args: argparse.Namespace) -> int:
+    with _store() as store:
+        if args.action == "list":
+            rows = store.sessions(args.soul)
+            if not rows:
+                print("no sessions yet — start one with: soul run claudius")
+            for s in rows:
+                print(f"{s.id}  {s.soul:12} {s.user:12} {s.turns:4} turns  {_when(s.updated)}")
+            return 0
+        if not args.id:
+            raise SoulError(f"soul sessions {args.action} needs a session id (see: soul sessions list)")
+        info = store.find_session(args.id)
+        if args.action == "show":
+            print(f"session {info.id} · soul {info.soul} · user {info.user} · {info.turns} turns")
+            for turn, record, _ in store.messages(info.id, layer=None if args.all else "external"):
+                who = info.user if record.tag == "user" else (info.soul if record.layer == "external" else f"  ({record.tag})")
+                print(f"[{turn}] {who}: {record.content}")
+            return 0
+        if args.action == "export":
+            print(json.dumps(store.export_session(info.id), ensure_ascii=False, indent=2))
+            return 0
+        if args.action == "delete":
+            store.delete_session(info.id)
+            print(f"deleted session {info.id}")
+            return 0
+    raise SoulError(f"unknown action {args.action}")  # pragma: no cover - argparse restricts it
+
+
+def user_model_command(args: argparse.Namespace) -> int:
+    with _store() as store:
+        if args.action == "show":
+            current = store.user_model(args.soul, args.user)
+            if current is None:
+                print(f"{args.soul} knows nothing about {args.user} yet")
+            else:
+                print(f"# version {current.version} · {current.note}\n{current.text}")
+            return 0
+        history = store.user_model_history(args.soul, args.user)
+        if args.action == "history":
+            if not history:
+                print(f"{args.soul} knows nothing about {args.user} yet")
+            for v in history:
+                where = f" · session {v.session_id[:8]} turn {v.turn}" if v.session_id else ""
+                print(f"v{v.version}  {_when(v.created)}{where}  {v.note}")
+            return 0
+        versions = {v.version: v for v in history}
+        if args.action == "diff":
+            if not history:
+                raise SoulError(f"{args.soul} has no user model of {args.user} to diff")
+            new = args.to or history[-1].version
+            old = args.since if args.since is not None else new - 1
+            a = versions.get(old)
+            b = versions.get(new)
+            if b is None or (a is None and old != 0):
+                raise SoulError(f"no version {old if a is None else new}; versions: {', '.join(map(str, versions))}")
+            before = a.text.splitlines(keepends=True) if a else []
+            diff = difflib.unified_diff(before, b.text.splitlines(keepends=True), f"v{old}", f"v{new}")
+            print("".join(diff), end="")
+            return 0
+        if args.action == "revert":
+            if args.version not in versions:
+                raise SoulError(f"no version {args.version}; versions: {', '.join(map(str, versions)) or '(none)'}")
+            v = store.revert_user_model(args.soul, args.user, args.version, note=f"reverted to v{args.version}")
+            print(f"user model of {args.user} is now v{v.version} (a copy of v{args.version})")
+            return 0
+    raise SoulError(f"unknown action {args.action}")  # pragma: no cover
+
+
+def add_parsers(sub: Any) -> None:
+    p = sub.add_parser("sessions", help="list, show, export or delete stored sessions", description="Stored sessions under $SOUL_HOME.")
+    p.add_argument("action", choices=("list", "show", "export", "delete"))
+    p.add_argument("id", nargs="?", help="session id or unique prefix")
+    p.add_argument("--soul", help="list only this soul's sessions")
+    p.add_argument("--all", action="store_true", help="show: include thoughts and checks")
+    p.set_defaults(func=sessions_command)
+
+    p = sub.add_parser("user-model", help="show, history, diff or revert a user model", description="The markdown user model a soul keeps of each user, with its versions.")
+    p.add_argument("action", choices=("show", "history", "diff", "revert"))
+    p.add_argument("soul", help="the soul's name")
+    p.add_argument("--user", default="user", help="whose model (default: user)")
+    p.add_argument("--since", type=int, help="diff: from this version (default: the one before)")
+    p.add_argument("--to", type=int, help="diff: to this version (default: the latest)")
+    p.add_argument("--version", type=int, help="revert: the version to restore")
+    p.set_defaults(func=user_model_command)

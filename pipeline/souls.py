@@ -1,0 +1,118 @@
+"""The front door for running souls: `soul.load()` → `Soul` → `Session`.
+
+A Soul is a compiled blueprint with its prompt builder, gate evaluator and model providers.
+A Session is one conversation with one user, stored under the data home; its turns run
+through `soul.runtime` and commit through the session store, all or nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from soul.blueprint import Blueprint
+from soul.gates import GateEvaluator
+from soul.plan import Plan, compile_blueprint
+from soul.prompt import PromptBuilder
+from soul.providers.base import Provider
+from soul.registry import Registry, default_registry
+
+
+class Soul:
+    """A compiled soul, ready to talk. Create with `soul.load()`."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        *,
+        registry: Registry | None = None,
+        model: str | None = None,
+        provider: Provider | None = None,
+        home: Path | None = None,
+    ) -> None:
+        self.plan = plan
+        self.blueprint: Blueprint = plan.blueprint
+        self.registry = registry or default_registry()
+        self.builder = PromptBuilder(self.blueprint)
+        self.gates = GateEvaluator(self.builder.env)
+        self.model_override = model
+        self._provider_override = provider
+        self._providers: dict[str, Provider] = {}
+        self.home = home
+        self._store: Any = None
+
+    @property
+    def name(self) -> str:
+        return self.blueprint.name
+
+    @property
+    def store(self) -> Any:
+        """The session store under the data home (opened on first use)."""
+        if self._store is None:
+            from soul.store import SessionStore
+
+            self._store = SessionStore.open(self.home)
+        return self._store
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    def __enter__(self) -> Soul:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def provider_for(self, model: str) -> tuple[Provider, str, dict[str, Any]]:
+        """The provider, provider spec and options for a model slot name or spec."""
+        slot = self.blueprint.models.get(model)
+        spec, options = (slot.provider, dict(slot.options)) if slot else (model, {})
+        if self._provider_override is not None:
+            return self._provider_override, spec, options
+        if self.model_override:
+            spec = self.model_override
+        provider = self._providers.get(spec)
+        if provider is None:
+            from soul.providers import resolve
+
+            provider = resolve(spec, options)
+            self._providers[spec] = provider
+        return provider, spec, options
+
+    def session(self, id: str | None = None, user: str = "user") -> Any:
+        """A new session with `user`, or the stored session `id` (a unique prefix will do)."""
+        from soul.session import Session
+
+        if id is None:
+            state = {k: v.default for k, v in self.blueprint.state.items()}
+            info = self.store.create_session(self.name, user, blueprint=self.blueprint.file, initial_state=state)
+        else:
+            info = self.store.find_session(id)
+            if info.soul != self.name:
+                from soul.errors import RunError
+
+                raise RunError(f"session {info.id} belongs to soul '{info.soul}', not '{self.name}'")
+        return Session(self, info)
+
+
+def load(
+    name_or_path: str | Path | Blueprint,
+    *,
+    model: str | None = None,
+    provider: Provider | None = None,
+    home: str | Path | None = None,
+    registry: Registry | None = None,
+) -> Soul:
+    """Compile a blueprint (path, built-in name, or Blueprint) into a runnable Soul.
+
+    `model` overrides every step's model (like `soul run --model`, or `SOUL_MODEL`); `provider`
+    passes a Provider object directly (e.g. a ScriptedProvider in tests); `home` overrides the
+    data home (`$SOUL_HOME`, default `~/.soul`).
+    """
+    import os
+
+    plan = compile_blueprint(name_or_path, registry)
+    model = model or os.environ.get("SOUL_MODEL") or None
+    return Soul(plan, registry=registry, model=model, provider=provider, home=Path(home) if home else None)

@@ -1,0 +1,232 @@
+"""Turns: fused and chained calls, gates, parallel layers, re-ask, fallback, resume."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from souls import SAMANTHA_LEARNS, SAMANTHA_TURN, claudius_reply
+
+import soul
+from soul.calls import FALLBACK_REPLY
+from soul.errors import ProviderError, RunError
+from soul.providers.base import Chunk, Completion, Provider, Request, Usage
+from soul.providers.scripted import ScriptedProvider, ScriptExhausted
+
+
+def claudius(replies: list[str], home: Path) -> tuple[soul.Soul, ScriptedProvider]:
+    provider = ScriptedProvider(replies)
+    return soul.load("claudius", provider=provider, home=home), provider
+
+
+def test_a_fused_turn_makes_one_call_and_splits_it_per_step(soul_home: Path) -> None:
+    s, provider = claudius([claudius_reply()], soul_home)
+    result = s.session(user="ada").turn_sync("Hi, I'm Ada. I build compilers.")
+    assert provider.calls == 1
+    assert result.reply == "Hello, Ada. Compilers, then — a noble way to suffer."
+    assert result.steps["think"]["verb"] == "pondered"
+    assert result.steps["user_check"]["result"] is True
+    assert result.turn == 1
+    assert [c.steps for c in result.trace.calls] == [("think", "reply", "user_check", "user_update")]
+
+
+def test_a_true_check_updates_the_versioned_user_model(soul_home: Path) -> None:
+    s, _ = claudius([claudius_reply()], soul_home)
+    s.session(user="ada").turn_sync("I build compilers.")
+    model = s.store.user_model("claudius", "ada")
+    assert model is not None and model.text.startswith("# Ada") and model.note == "Learned that Ada builds compilers."
+
+
+def test_a_false_check_gates_the_update_after_the_call(soul_home: Path) -> None:
+    s, _ = claudius([claudius_reply(check="false")], soul_home)
+    result = s.session(user="ada").turn_sync("Nice weather.")
+    assert s.store.user_model("claudius", "ada") is None
+    statuses = {st.step: st.status for st in result.trace.steps}
+    assert statuses["user_update"] == "gated"
+
+
+def test_every_3_asks_for_soul_state_only_on_the_third_turn(soul_home: Path) -> None:
+    replies = [claudius_reply(check="false"), claudius_reply(check="false"), claudius_reply(check="false", state="currentTopic: compilers\nemotionalState: engaged\nbogus: 1")]
+    s, provider = claudius(replies, soul_home)
+    session = s.session(user="ada")
+    for text in ("one", "two", "three"):
+        session.turn_sync(text)
+    systems = [r.messages[0].content for r in provider.requests]
+    assert ["<soul_state_check>" in m for m in systems] == [False, False, True]
+    snap = s.store.snapshot(session.id)
+    assert snap.state["currentTopic"] == "compilers" and snap.state["emotionalState"] == "engaged"
+    assert "bogus" not in snap.state
+    # the new state shows in the next prompt, keys at their default omitted
+    assert "## Soul State" not in systems[0]
+
+
+def test_the_user_model_is_injected_on_the_first_turn_and_after_a_true_check(soul_home: Path) -> None:
+    no_state = "<soul_state_check>false</soul_state_check>"  # turn 3 asks for it; the update is gated off
+    replies = [claudius_reply(check="false"), claudius_reply(check="true"), claudius_reply(check="false") + no_state]
+    s, provider = claudius(replies, soul_home)
+    session = s.session(user="ada")
+    for text in ("one", "two", "three"):
+        session.turn_sync(text)
+    systems = [r.messages[0].content for r in provider.requests]
+    assert ["## User Model" in m for m in systems] == [True, False, True]
+
+
+def test_a_session_resumes_by_id_prefix(soul_home: Path) -> None:
+    s, _ = claudius([claudius_reply(), claudius_reply(check="false")], soul_home)
+    first = s.session(user="ada")
+    first.turn_sync("hello")
+    again = s.session(first.id[:8])
+    result = again.turn_sync("again")
+    assert result.turn == 2 and again.id == first.id
+
+
+def test_a_chained_turn_makes_one_call_per_step_and_the_subprocess_learns(soul_home: Path) -> None:
+    provider = ScriptedProvider(SAMANTHA_TURN + SAMANTHA_LEARNS)
+    s = soul.load("samantha", provider=provider, home=soul_home)
+    result = s.session(user="bo").turn_sync("I'm Bo, I write compilers.")
+    assert provider.calls == 5
+    assert result.steps["decide"]["choice"] == "ask a question"
+    assert result.reply == "Hi! What are you working on these days?"
+    # the decision call saw the monologue; the reply call saw both
+    assert "A new person!" in provider.requests[1].messages[0].content
+    assert "ask a question" in provider.requests[2].messages[0].content
+    model = s.store.user_model("samantha", "bo")
+    assert model is not None and "Compilers." in model.text
+
+
+def test_retry_reasks_with_the_parse_error_and_keeps_the_good_reply(soul_home: Path) -> None:
+    s, provider = claudius(["I am just prose, no sections.", claudius_reply(check="false")], soul_home)
+    result = s.session().turn_sync("hi")
+    assert provider.calls == 2
+    assert result.reply.startswith("Hello, Ada")
+    second = provider.requests[1].messages
+    assert second[-2].role == "assistant" and second[-2].content == "I am just prose, no sections."
+    assert "<external_dialogue>" in second[-1].content and "missing" in second[-1].content
+    assert result.trace.calls[0].attempts == 2
+
+
+def test_after_the_retries_the_reply_falls_back_to_the_raw_text(soul_home: Path) -> None:
+    s, provider = claudius(["Just <b>prose</b> here.", "Still prose."], soul_home)
+    result = s.session().turn_sync("hi")
+    assert provider.calls == 2
+    assert result.reply == "Still prose."
+    assert {st.step: st.status for st in result.trace.steps}["reply"] == "fallback"
+
+
+def test_an_empty_reply_falls_back_to_the_seed_line(soul_home: Path) -> None:
+    s, _ = claudius(["", "   "], soul_home)
+    assert s.session().turn_sync("hi").reply == FALLBACK_REPLY
+
+
+def test_running_out_of_scripted_replies_is_a_clear_error_and_stores_nothing(soul_home: Path) -> None:
+    s, _ = claudius([], soul_home)
+    session = s.session()
+    with pytest.raises(ScriptExhausted, match="ran out: <list> has 0 replies"):
+        session.turn_sync("hi")
+    assert s.store.session(session.id).turns == 0
+    assert s.store.messages(session.id) == []
+
+
+class SlowProvider(Provider):
+    """A real provider object whose calls take time, recording when each ran."""
+
+    name = "slow"
+
+    def __init__(self, replies: dict[str, str], delay: float) -> None:
+        self.replies = replies
+        self.delay = delay
+        self.spans: list[tuple[float, float]] = []
+
+    async def complete(self, request: Request) -> Completion:
+        start = time.perf_counter()
+        await asyncio.sleep(self.delay)
+        self.spans.append((start, time.perf_counter()))
+        tag = request.tags[0]
+        return Completion(self.replies[tag], Usage())
+
+
+def test_independent_units_of_a_layer_run_concurrently(write_blueprint, soul_home: Path) -> None:  # type: ignore[no-untyped-def]
+    path = write_blueprint(
+        "soul: fan\nversion: 1\nmode: chained\nsteps:\n"
+        "  a: {uses: mental_query, with: {query: a?}}\n"
+        "  b: {uses: mental_query, with: {query: b?}}\n"
+        "  c: {uses: mental_query, with: {query: c?}}\n"
+        "  reply: {uses: external_dialogue, after: [a, b, c]}\n"
+    )
+    provider = SlowProvider({"mental_query": "<mental_query>true</mental_query>", "external_dialogue": "<external_dialogue>ok</external_dialogue>"}, 0.2)
+    s = soul.load(path, provider=provider, home=soul_home)
+    started = time.perf_counter()
+    result = s.session().turn_sync("go")
+    elapsed = time.perf_counter() - started
+    assert result.reply == "ok"
+    fan = sorted(provider.spans)[:3]
+    assert max(start for start, _ in fan) < min(end for _, end in fan)  # all three overlapped
+    assert elapsed < 0.2 * 4 - 0.1
+
+
+class FailingProvider(Provider):
+    name = "failing"
+
+    async def complete(self, request: Request) -> Completion:
+        raise ProviderError("the model is down")
+
+    async def stream(self, request: Request) -> AsyncIterator[Chunk]:
+        raise ProviderError("the model is down")
+        yield Chunk("")  # pragma: no cover
+
+
+def test_a_provider_failure_leaves_the_session_as_it_was(soul_home: Path) -> None:
+    good, _ = claudius([claudius_reply()], soul_home)
+    session = good.session(user="ada")
+    session.turn_sync("hello")
+    before = good.store.snapshot(session.id)
+    bad = soul.load("claudius", provider=FailingProvider(), home=soul_home)
+    with pytest.raises(ProviderError, match="the model is down"):
+        bad.session(session.id).turn_sync("again")
+    after = bad.store.snapshot(session.id)
+    assert after == before
+
+
+def test_turn_sync_inside_a_running_loop_says_to_await(soul_home: Path) -> None:
+    s, _ = claudius([claudius_reply()], soul_home)
+    session = s.session()
+
+    async def inside() -> None:
+        with pytest.raises(RunError, match=r"use `await session\.turn"):
+            session.turn_sync("hi")
+        result = await session.turn("hi")
+        assert result.reply.startswith("Hello")
+
+    asyncio.run(inside())
+
+
+def test_the_next_input_cancels_a_running_subprocess_and_it_writes_nothing(soul_home: Path) -> None:
+    class Gate(Provider):
+        """Answers the turn's steps; the subprocess's question hangs until cancelled."""
+
+        name = "gate"
+
+        def __init__(self) -> None:
+            self.replies = list(SAMANTHA_TURN) * 2
+
+        async def complete(self, request: Request) -> Completion:
+            if "mental_query" in request.tags:
+                await asyncio.sleep(30)
+            return Completion(self.replies.pop(0), Usage())
+
+    provider = Gate()
+    s = soul.load("samantha", provider=provider, home=soul_home)
+    session = s.session(user="bo")
+
+    async def talk() -> None:
+        await session.turn("first")
+        await asyncio.sleep(0.05)
+        assert session._background is not None and not session._background.done()
+        await session.turn("second")  # cancels the hanging subprocess
+
+    asyncio.run(talk())
+    assert s.store.user_model("samantha", "bo") is None
+    assert s.store.session(session.id).turns == 2
