@@ -193,3 +193,24 @@ def test_partial_failure_flags_only_failed_rows(fake) -> None:
     res = emb.embed(["a b c d", "a", "b", "c d e f g"])
     assert res.ok.tolist() == [False, True, True, False]
     assert emb.breaker.state == "closed"
+
+
+def test_engine_import_loads_no_heavy_module() -> None:
+    """`import soul.engines.resonance` (and the fusion/text modules) must not pull numba,
+    onnxruntime, hnswlib or tokenizers: souls without memory never pay for them."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, soul.engines.resonance, soul.engines.resonance.fusion, "
+        "soul.engines.resonance.text, soul.engines.resonance.embedder, "
+        "soul.engines.resonance.index\n"
+        "heavy = [m for m in ('numba', 'onnxruntime', 'hnswlib', 'tokenizers') "
+        "if m in sys.modules]\n"
+        "print(','.join(heavy))"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, check=True, timeout=60)
+    assert out.stdout.strip() == ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from soul.engines.resonance.errors import ConfigError
 from soul.engines.resonance.fusion import Candidates, FusionConfig, fuse, rank_single
 
