@@ -55,6 +55,14 @@ CALIBRATION_CAP = 10.0
 CONTEXT_LOSS = "Context loss detected — may lose track of earlier conversation"
 
 
+def _is_number(value: object) -> bool:
+    # The exact-type test is the fast path; bool is an int but never a latency.
+    kind = type(value)
+    if kind is float or kind is int:
+        return True
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 class SelfModel(NamedTuple):
     """A snapshot of the whole self-model."""
 
@@ -136,12 +144,15 @@ class AtmaDarshana:
     ) -> None:
         """Record one tool execution: mastery, Wilson interval, trend, calibration (when a
         prediction is given), failure streak, recovery, learning velocity and style."""
-        if (
-            isinstance(latency_ms, bool)
-            or not isinstance(latency_ms, int | float)
-            or not 0.0 <= latency_ms < math.inf
-        ):
+        if not _is_number(latency_ms) or not 0.0 <= latency_ms < math.inf:
             raise InputError(f"latency_ms must be a finite number >= 0, got {latency_ms!r}")
+        # Checked before any change, so a bad call leaves no trace.
+        if predicted_success is not None and (
+            not _is_number(predicted_success) or predicted_success != predicted_success
+        ):
+            raise InputError(
+                f"predicted_success must be a number in [0, 1], got {predicted_success!r}"
+            )
         self._total_calls += 1
         self._calls_this_turn += 1
         call = self._total_calls
@@ -204,13 +215,7 @@ class AtmaDarshana:
             )
 
     def _record_calibration(self, predicted: float, actual: bool) -> None:
-        if (
-            isinstance(predicted, bool)
-            or not isinstance(predicted, int | float)
-            or predicted != predicted
-        ):
-            raise InputError(f"predicted_success must be a number in [0, 1], got {predicted!r}")
-        predicted = min(1.0, max(0.0, float(predicted)))
+        predicted = 0.0 if predicted < 0.0 else 1.0 if predicted > 1.0 else float(predicted)
         window = self._cal
         if len(window) == window.maxlen:
             old_predicted, old_actual = window[0]

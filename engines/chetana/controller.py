@@ -59,11 +59,11 @@ class ChetanaContext:
 
 
 def _check_latency(latency_ms: Any) -> None:
-    if (
-        isinstance(latency_ms, bool)
-        or not isinstance(latency_ms, int | float)
-        or not (0.0 <= latency_ms < math.inf)
-    ):
+    kind = type(latency_ms)
+    exact = kind is float or kind is int  # the fast path; bool is an int but not a latency
+    if not exact and (isinstance(latency_ms, bool) or not isinstance(latency_ms, int | float)):
+        raise InputError(f"latency_ms must be a finite number >= 0, got {latency_ms!r}")
+    if not 0.0 <= latency_ms < math.inf:
         raise InputError(f"latency_ms must be a finite number >= 0, got {latency_ms!r}")
 
 
@@ -165,9 +165,9 @@ class ChetanaController:
     ) -> None:
         """Report one tool (or step) result to all four subsystems, in the original's order:
         affect, attention, self-model, intentions."""
-        if not isinstance(tool, str):
+        if type(tool) is not str and not isinstance(tool, str):
             raise InputError(f"tool must be a string, got {type(tool).__name__}")
-        if content is not None and not isinstance(content, str):
+        if content is not None and type(content) is not str and not isinstance(content, str):
             raise InputError(f"content must be a string or None, got {type(content).__name__}")
         _check_latency(latency_ms)  # before any change: a bad call leaves no trace
         if not self.config.enabled:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from operator import itemgetter
 from typing import Any, NamedTuple
@@ -103,7 +103,17 @@ class Focus:
 
     concepts: tuple[Weighted, ...] = ()
     tools: tuple[Weighted, ...] = ()
-    messages: tuple[str, ...] = ()
+    # (message ids, their saliences, K) at the time of the snapshot: the window is ranked
+    # only if someone reads `messages`, which most turns nobody does.
+    _window: tuple[tuple[str, ...], tuple[float, ...], int] = field(
+        default=((), (), 0), repr=False, compare=False
+    )
+
+    @property
+    def messages(self) -> tuple[str, ...]:
+        """Ids of the K most salient messages, highest first (ties: older first)."""
+        ids, saliences, k = self._window
+        return tuple(ids[i] for i in _focus_order(saliences)[:k])
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -121,6 +131,11 @@ class Focus:
 
     def __str__(self) -> str:
         return ", ".join(f"{name} ({weight:.2f})" for name, weight in self.concepts)
+
+
+def _focus_order(saliences: list[float] | tuple[float, ...]) -> list[int]:
+    # Indices by salience, highest first; the stable sort keeps older messages first on ties.
+    return sorted(range(len(saliences)), key=saliences.__getitem__, reverse=True)
 
 
 def _ranked(weights: dict[str, float]) -> list[tuple[str, float]]:
@@ -153,6 +168,7 @@ class Dhyana:
         "_announced",
         "_corr",
         "_err",
+        "_history",
         "_ids",
         "_n_corr",
         "_near",
@@ -180,6 +196,7 @@ class Dhyana:
         self._corr: list[bool] = []
         self._near: list[bool] = []  # another message within the radius carries an error
         self._n_corr = 0  # corrections among the kept messages
+        self._history = MESSAGE_HISTORY_FACTOR * self.focus_size  # messages kept
         self._top: list[tuple[str, float]] | None = None  # cached top concepts
         self._tools_top: list[tuple[str, float]] | None = None
         self._announced: tuple[str, ...] = ()  # top concepts last reported as a shift
@@ -197,8 +214,9 @@ class Dhyana:
         """Register a message: salience 1 (+ correction boost, cap 2); an error boosts the
         (up to two) messages before it immediately."""
         ids = self._ids
-        if len(ids) >= MESSAGE_HISTORY_FACTOR * self.focus_size:
-            self._drop_oldest(len(ids) - MESSAGE_HISTORY_FACTOR * self.focus_size + 1)
+        cap = self._history
+        if len(ids) >= cap:
+            self._drop_oldest(len(ids) - cap + 1)
         err = self._err
         last = len(ids)
         ids.append(message_id)
@@ -259,10 +277,8 @@ class Dhyana:
 
     def get_focus_window(self) -> list[str]:
         """Ids of the K most salient messages, highest first (ties: older first)."""
-        sal = self._sal
-        order = sorted(range(len(sal)), key=sal.__getitem__, reverse=True)
         ids = self._ids
-        return [ids[i] for i in order[: self.focus_size]]
+        return [ids[i] for i in _focus_order(self._sal)[: self.focus_size]]
 
     def refresh_salience(self) -> None:
         """End of turn: rescore every message by recency, error adjacency and correction
@@ -376,10 +392,11 @@ class Dhyana:
             self._top = _ranked(self.concepts)[:FOCUS_SIZE]
         if self._tools_top is None:
             self.top_tools()
+        window = (
+            (tuple(self._ids), tuple(self._sal), self.focus_size) if with_messages else ((), (), 0)
+        )
         return Focus(
-            tuple(map(_weighted, self._top)),
-            tuple(map(_weighted, self._tools_top or ())),
-            tuple(self.get_focus_window()) if with_messages else (),
+            tuple(map(_weighted, self._top)), tuple(map(_weighted, self._tools_top or ())), window
         )
 
     def get_weights(self) -> AttentionWeights:

@@ -53,6 +53,14 @@ _INTENT = re.compile(
     "|".join(f"({re.escape(p).replace(chr(39), '[’' + chr(39) + ']')})" for p in INTENT_PATTERNS),
     re.IGNORECASE,
 )
+# A word every phrase contains (whole, at a word start), to rule messages out cheaply.
+# fmt: off
+_KEY_WORDS = frozenset((
+    "want", "let", "goal", "need", "fix", "add", "implement", "create", "build", "write",
+    "remove", "delete", "update", "change", "make", "refactor",
+))
+# fmt: on
+_PUNCT_TO_SPACE = {c: " " for c in range(128) if not chr(c).isalnum()}
 _GOAL_END = re.compile(r"[.!?,]")
 _AND = re.compile(r"\s+and\s+", re.IGNORECASE)
 _KEYWORD_SPLIT = re.compile(r"[^a-z0-9]+")
@@ -116,6 +124,10 @@ def extract_goals(message: str) -> list[str]:
     at "and", whitespace collapsed."""
     found: list[tuple[int, int, str]] = []
     lower = message.lower()
+    # Most messages carry no intent phrase: a phrase at a word start leaves its key word
+    # whole once punctuation becomes space, so no key word means no goal.
+    if lower.isascii() and _KEY_WORDS.isdisjoint(lower.translate(_PUNCT_TO_SPACE).split()):
+        return []
     probe = lower  # where word boundaries are checked
     if len(lower) == len(message):
         hits = []

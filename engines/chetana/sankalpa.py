@@ -90,7 +90,7 @@ class _Goal:
         self.progress = 0.0
         self.created_turn = turn
         self.last_advanced_turn = turn
-        self.evidence: list[str] = []
+        self.evidence: tuple[str, ...] = ()  # a tuple: snapshots share it without copying
         self.subgoals: list[str] = []
         self.stale_turns = 0
         self.mention_count = 1
@@ -114,7 +114,7 @@ class _Goal:
                 self.progress,
                 self.created_turn,
                 self.last_advanced_turn,
-                tuple(self.evidence),
+                self.evidence,
                 tuple(self.subgoals),
                 self.stale_turns,
                 self.mention_count,
@@ -268,20 +268,22 @@ class Sankalpa:
         hits = index.keys() & set(words(content))
         if not hits:
             return
-        matched: dict[_Goal, set[str]] = {}
+        matched: dict[_Goal, int] = {}  # goal -> word forms found
         for form in hits:
             for goal in index[form]:
-                matched.setdefault(goal, set()).add(goal.forms[form])
+                matched[goal] = matched.get(goal, 0) + 1
         cap = min(self.config.max_evidence_per_intention, SYSTEM_MAX_EVIDENCE)
-        for goal, bases in matched.items():  # goals are independent: order cannot matter
+        for goal, count in matched.items():  # goals are independent: order cannot matter
             # Goals with a single keyword need that one (the original's fixed 2 meant a goal
-            # like "fix the tests" could never progress).
-            if len(bases) >= goal.needed:
+            # like "fix the tests" could never progress). "test" and "tests" are one keyword.
+            if count >= goal.needed and (
+                count == 1 or len({goal.forms[f] for f in hits if f in goal.forms}) >= goal.needed
+            ):
                 goal.progress = min(1.0, round(goal.progress + PROGRESS_INCREMENT, 10))
                 goal.last_advanced_turn = self._turn
                 goal.stale_turns = 0
                 if len(goal.evidence) < cap:
-                    goal.evidence.append(tool)
+                    goal.evidence += (tool,)
 
     def end_turn(self) -> None:
         """A turn passed: goals without progress grow stale, then pause, then are abandoned."""
@@ -360,9 +362,9 @@ class Sankalpa:
             goal.progress = read_float(data, "progress", where, 0.0, 1.0)
             goal.created_turn = read_int(data, "created_turn", where, default=0)
             goal.last_advanced_turn = read_int(data, "last_advanced_turn", where, default=0)
-            goal.evidence = [
+            goal.evidence = tuple(
                 check_str(e, f"{where}.evidence[]") for e in read_list(data, "evidence", where)
-            ]
+            )
             goal.subgoals = [
                 check_str(s, f"{where}.subgoals[]")
                 for s in read_list(data, "subgoals", where, default=[])

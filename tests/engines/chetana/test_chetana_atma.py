@@ -329,3 +329,11 @@ def test_an_original_style_state_restores_with_rebuilt_histories():
     restored = AtmaDarshana.deserialize(state)
     assert restored.get_model().tool_mastery["grep"].successes == 2
     assert restored.get_model().tool_mastery["grep"].confidence_interval == wilson_interval(2, 1.0)
+
+
+def test_a_bad_prediction_is_rejected_before_any_change():
+    atma = AtmaDarshana()
+    for bad in (math.nan, "0.5", True):
+        with pytest.raises(InputError):
+            atma.record_tool_result("grep", True, 5, bad)
+    assert atma.get_model().tool_mastery == {}

@@ -326,3 +326,16 @@ def test_deserialize_rejects_bad_intentions_with_their_path():
         Sankalpa.deserialize([{**state[0], "status": "dreaming"}])
     with pytest.raises(StateError, match="appears twice"):
         Sankalpa.deserialize(state + state)
+
+
+def test_a_keyword_and_its_plural_count_once():
+    sankalpa = Sankalpa()
+    sankalpa.extract_from_message("we need to add integration tests")
+    sankalpa.on_tool_result("bash", "test tests")  # one keyword twice, not two keywords
+    assert sankalpa.get_active_intentions()[0].progress == 0.0
+
+
+def test_phrases_joined_to_a_word_by_punctuation_still_count():
+    assert extract_goals("x-fix the bug") == ["bug"]
+    assert extract_goals("(implement caching)") == ["caching)"]
+    assert extract_goals("nothing to see here") == []
