@@ -111,8 +111,7 @@ def tables(conn: sqlite3.Connection) -> dict[str, list[tuple[str, str]]]:
         )
     ]
     return {
-        name: [(c[1], c[2]) for c in conn.execute(f"PRAGMA table_info({name})")]
-        for name in names
+        name: [(c[1], c[2]) for c in conn.execute(f"PRAGMA table_info({name})")] for name in names
     }
 
 

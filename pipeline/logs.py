@@ -1,0 +1,226 @@
+"""The JSONL mirror of a session, in AgentCSD's layout: one folder per session, one file per layer.
+
+    logs/<session>/external_dialog.jsonl    layer "external"
+                   internal_dialog.jsonl    layer "internal"
+                   subconscious.jsonl       layer "subconscious"
+                   mood_and_criteria.jsonl  messages tagged "mood_and_criteria" (any layer)
+                   events.jsonl             layer "system", and one "commit" line per commit
+
+One JSON object per line: commit, turn, time, tag, step, verb, content, meta. `commit` is the
+id of the database commit the line came from; it is what makes repair exact.
+
+The database is the truth; the logs are written after its transaction commits. A writer holds
+the folder's lock (`.lock`, flock) and marks the lock file dirty while it appends; the store
+advances its cursor (`sessions.logged_commit`) and then clears the mark. If a process dies in
+between, the next writer sees the mark and truncates every file back to the last line at or
+below the cursor before rewriting the missing commits: nothing lost, nothing duplicated.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+try:  # POSIX; elsewhere the lock is a no-op and only one writer per home is safe.
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None  # type: ignore[assignment]
+
+LOG_FILES = ("external_dialog", "internal_dialog", "subconscious", "mood_and_criteria", "events")
+LAYER_FILES: Mapping[str, str] = {
+    "external": "external_dialog",
+    "internal": "internal_dialog",
+    "subconscious": "subconscious",
+    "system": "events",
+}
+LOCK_NAME = ".lock"
+
+
+@dataclass(frozen=True)
+class LogLine:
+    """One line to append: which file, and the JSON object (whose "commit" orders it)."""
+
+    file: str
+    data: Mapping[str, Any]
+
+    @property
+    def commit(self) -> int:
+        return int(self.data["commit"])
+
+
+def file_for(layer: str, tag: str) -> str:
+    """The log file (without `.jsonl`) a message of this layer and tag goes to."""
+    if tag == "mood_and_criteria":
+        return "mood_and_criteria"
+    return LAYER_FILES.get(layer, "events")
+
+
+def line(
+    commit: int,
+    turn: int,
+    time: float,
+    tag: str,
+    content: str,
+    *,
+    step: str | None = None,
+    verb: str | None = None,
+    meta: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The JSON object of one log line (the key order is the file's column order)."""
+    return {
+        "commit": commit,
+        "turn": turn,
+        "time": time,
+        "tag": tag,
+        "step": step,
+        "verb": verb,
+        "content": content,
+        "meta": dict(meta or {}),
+    }
+
+
+def encode(data: Mapping[str, Any]) -> str:
+    """One JSONL line, newline included (UTF-8 text, not \\u escapes, so the logs read well)."""
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def commit_lines(
+    commit: int, turn: int, time: float, event: Mapping[str, Any], messages: Sequence[Any]
+) -> list[LogLine]:
+    """The lines of one commit: its messages in order, then its "commit" event.
+
+    `messages` are `MessageRecord`s (anything with layer, tag, content, step, verb, meta).
+    """
+    out = [
+        LogLine(
+            file_for(m.layer, m.tag),
+            line(commit, turn, time, m.tag, m.content, step=m.step, verb=m.verb, meta=m.meta),
+        )
+        for m in messages
+    ]
+    out.append(LogLine("events", line(commit, turn, time, "commit", event["kind"], meta=event)))
+    return out
+
+
+def pending_lines(
+    conn: sqlite3.Connection, session_id: str, cursor: int
+) -> tuple[list[LogLine], int]:
+    """Rebuild from the database the lines of a session's commits after `cursor`.
+
+    Returns the lines and the last commit id they cover (`cursor` if there are none). The
+    lines are exactly what `commit_lines` wrote at commit time, so a repaired log reads as if
+    nothing had happened.
+    """
+    conn.execute("BEGIN")  # one read snapshot: commits and their messages agree
+    try:
+        commits = conn.execute(
+            "SELECT id, turn, time, meta FROM commits WHERE session_id = ? AND id > ? ORDER BY id",
+            (session_id, cursor),
+        ).fetchall()
+        rows = conn.execute(
+            "SELECT commit_id, layer, tag, content, step, verb, meta FROM messages"
+            " WHERE session_id = ? AND commit_id > ? ORDER BY id",
+            (session_id, cursor),
+        ).fetchall()
+    finally:
+        conn.execute("COMMIT")
+    by_commit: dict[int, list[SimpleNamespace]] = {}
+    for cid, layer, tag, content, step, verb, meta in rows:
+        by_commit.setdefault(cid, []).append(
+            SimpleNamespace(
+                layer=layer, tag=tag, content=content, step=step, verb=verb, meta=json.loads(meta)
+            )
+        )
+    lines: list[LogLine] = []
+    for cid, turn, at, meta in commits:
+        lines += commit_lines(cid, turn, at, json.loads(meta), by_commit.get(cid, []))
+    return lines, (commits[-1][0] if commits else cursor)
+
+
+class Writer:
+    """The locked writer of one session's folder; use as a context manager (see `locked`)."""
+
+    def __init__(self, folder: Path, lock: Any) -> None:
+        self.folder = folder
+        self._lock = lock
+        # A non-empty lock file means a writer died between appending and advancing the cursor.
+        self.dirty = os.fstat(lock.fileno()).st_size > 0
+
+    def mark_dirty(self) -> None:
+        """Record that appends are under way (cleared by `mark_clean` once the cursor moved)."""
+        if not self.dirty:
+            os.pwrite(self._lock.fileno(), b"1", 0)
+            self.dirty = True
+
+    def mark_clean(self) -> None:
+        if self.dirty:
+            os.ftruncate(self._lock.fileno(), 0)
+            self.dirty = False
+
+    def truncate_after(self, cursor: int) -> None:
+        """Cut every file back to its last complete line with commit <= cursor."""
+        for name in LOG_FILES:
+            _truncate_after(self.folder / f"{name}.jsonl", cursor)
+
+    def append(self, lines: Sequence[LogLine]) -> None:
+        """Append lines to their files, one write per file."""
+        chunks: dict[str, list[str]] = {}
+        for entry in lines:
+            chunks.setdefault(entry.file, []).append(encode(entry.data))
+        for name, parts in chunks.items():
+            with open(self.folder / f"{name}.jsonl", "a", encoding="utf-8") as f:
+                f.write("".join(parts))
+
+
+@contextlib.contextmanager
+def locked(folder: Path) -> Iterator[Writer]:
+    """Hold the session folder's lock (created with the folder on demand)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / LOCK_NAME, "a+b") as lock:
+        if fcntl is not None:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        try:
+            yield Writer(folder, lock)
+        finally:
+            if fcntl is not None:
+                fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+
+
+def _truncate_after(path: Path, cursor: int) -> None:
+    # Lines are appended in commit order, so the lines to drop form a tail: stop at the first
+    # line that is incomplete, unreadable, or from a commit past the cursor.
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return
+    keep = 0
+    while keep < len(data):
+        end = data.find(b"\n", keep)
+        if end < 0:
+            break
+        try:
+            commit = int(json.loads(data[keep:end])["commit"])
+        except (ValueError, KeyError, TypeError):
+            break
+        if commit > cursor:
+            break
+        keep = end + 1
+    if keep < len(data):
+        with open(path, "r+b") as f:
+            f.truncate(keep)
+
+
+def read(folder: Path, name: str) -> list[dict[str, Any]]:
+    """The lines of one log file as objects (empty if the file does not exist)."""
+    path = folder / f"{name}.jsonl"
+    if not path.exists():
+        return []
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(text) for text in f if text.strip()]

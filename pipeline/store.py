@@ -1,0 +1,696 @@
+"""The session store: SQLite (WAL) under the data home, with the JSONL mirror beside it.
+
+A turn's `Commit` is applied in one `BEGIN IMMEDIATE` transaction, compare-and-set on the
+session's turn count: all of it or none of it, and never two writers' half-turns interleaved.
+The JSONL logs are written after the transaction commits and repaired from the database if a
+process dies in between (see `soul.logs`).
+
+Several processes may use one home at once: WAL lets readers run beside the writer, the busy
+timeout queues writers, and a busy error that still escapes is retried with backoff.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import shutil
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from soul import home as soul_home
+from soul import logs
+from soul.errors import SoulError
+from soul.migrations import migrate
+from soul.records import (
+    Commit,
+    MemoryEntry,
+    MessageRecord,
+    SessionInfo,
+    Snapshot,
+    UserModelVersion,
+)
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+BUSY_TIMEOUT_MS = 10_000
+RETRY_SECONDS = 60.0  # overall patience for a write that keeps meeting SQLITE_BUSY
+COMMIT_KINDS = ("message", "spontaneous", "subprocess")
+
+
+class StoreError(SoulError):
+    """The session store refused or failed an operation."""
+
+
+class SessionNotFound(StoreError):
+    """No session has that id (or no unique one has that prefix)."""
+
+
+class StaleTurn(StoreError):
+    """The commit's base turn is not the session's turn count: another writer got there first."""
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _is_busy(error: sqlite3.OperationalError) -> bool:
+    code = getattr(error, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(error) or "busy" in str(error)  # pragma: no cover
+
+
+class SessionStore:
+    """Sessions, messages, state, user models, working memory and traces of one data home."""
+
+    def __init__(self, conn: sqlite3.Connection, home: Path) -> None:
+        """Use `SessionStore.open()`; this wraps an already configured connection."""
+        self._conn = conn
+        self.home = home
+        # One connection per store; the lock lets the runtime commit from a worker thread.
+        self._lock = threading.RLock()
+
+    # -- opening ---------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, home: Path | None = None) -> SessionStore:
+        """Open (creating if needed) `home/soul.db`: WAL, busy timeout, foreign keys, migrated.
+
+        Logs left behind by a process that died after a commit are repaired here.
+        """
+        root = soul_home.resolve(home)
+        conn = sqlite3.connect(
+            soul_home.db_path(root),
+            isolation_level=None,  # autocommit: every transaction is explicit
+            check_same_thread=False,
+            timeout=BUSY_TIMEOUT_MS / 1000,
+        )
+        try:
+            _retry(lambda: _configure(conn))
+            _retry(lambda: migrate(conn))
+            store = cls(conn, root)
+            store.repair_logs()
+        except BaseException:
+            conn.close()
+            raise
+        return store
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> SessionStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The underlying connection (for inspection and tests; write through the methods)."""
+        return self._conn
+
+    # -- transactions ----------------------------------------------------------------------
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        # One read transaction: WAL gives it a consistent view while writers carry on.
+        with self._lock:
+            self._conn.execute("BEGIN")
+            try:
+                yield self._conn
+            finally:
+                self._conn.execute("COMMIT")
+
+    def _write(self, body: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `body` in one BEGIN IMMEDIATE transaction, retried whole on SQLITE_BUSY."""
+
+        def attempt() -> T:
+            with self._lock:
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    result = body(self._conn)
+                    self._conn.execute("COMMIT")
+                except BaseException:
+                    # Also on KeyboardInterrupt: the turn leaves no trace.
+                    if self._conn.in_transaction:
+                        self._conn.execute("ROLLBACK")
+                    raise
+                return result
+
+        return _retry(attempt)
+
+    # -- sessions --------------------------------------------------------------------------
+
+    def create_session(
+        self,
+        soul: str,
+        user: str,
+        *,
+        blueprint: str = "",
+        initial_state: dict[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> SessionInfo:
+        """A new session of `soul` with `user`, at turn 0, with `initial_state` if given."""
+        sid = session_id or uuid.uuid4().hex
+        if not soul_home.valid_session_id(sid):
+            raise StoreError(
+                f"invalid session id {sid!r}: use letters, digits, '_' and '-' (at most 64)"
+            )
+        now = time.time()
+        state = _dumps(initial_state) if initial_state is not None else None
+
+        def body(conn: sqlite3.Connection) -> None:
+            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchone():
+                raise StoreError(f"session {sid} already exists")
+            conn.execute(
+                "INSERT INTO sessions (id, soul, user, blueprint, created, updated)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (sid, soul, user, blueprint, now, now),
+            )
+            if state is not None:
+                conn.execute("INSERT INTO state (session_id, json) VALUES (?, ?)", (sid, state))
+
+        self._write(body)
+        return SessionInfo(sid, soul, user, 0, now, now, blueprint)
+
+    def session(self, session_id: str) -> SessionInfo:
+        """The session with exactly this id; SessionNotFound if there is none."""
+        with self._lock:
+            row = self._conn.execute(
+                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+        if row is None:
+            raise SessionNotFound(f"no session {session_id!r}")
+        return session_info(row)
+
+    def find_session(self, prefix: str) -> SessionInfo:
+        """The one session whose id starts with `prefix` (an exact id always wins), like git."""
+        if not prefix or not soul_home.valid_session_id(prefix):
+            raise SessionNotFound(f"no session {prefix!r}")
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1 OR id GLOB ?1 || '*'"
+                " ORDER BY created DESC LIMIT 11",
+                (prefix,),
+            ).fetchall()
+        exact = [r for r in rows if r[0] == prefix]
+        if exact or len(rows) == 1:
+            return session_info((exact or rows)[0])
+        if not rows:
+            raise SessionNotFound(f"no session starts with {prefix!r}")
+        listed = "\n".join(f"  {r[0]}  {r[1]} with {r[2]}" for r in rows[:10])
+        more = "\n  ..." if len(rows) > 10 else ""
+        raise SessionNotFound(
+            f"session prefix {prefix!r} is ambiguous; candidates:\n{listed}{more}\n"
+            "give more characters of the id"
+        )
+
+    def sessions(self, soul: str | None = None) -> list[SessionInfo]:
+        """All sessions (of one soul if given), newest first."""
+        query = f"SELECT {SESSION_COLUMNS} FROM sessions"
+        args: tuple[Any, ...] = ()
+        if soul is not None:
+            query += " WHERE soul = ?"
+            args = (soul,)
+        with self._lock:
+            rows = self._conn.execute(query + " ORDER BY created DESC, rowid DESC", args)
+            return [session_info(r) for r in rows]
+
+    def delete_session(self, session_id: str) -> None:
+        """Delete a session with everything of its own and its logs; user models are kept."""
+
+        def body(conn: sqlite3.Connection) -> int:
+            # Every per-session table cascades from sessions (foreign_keys is on).
+            return conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount
+
+        if not self._write(body):
+            raise SessionNotFound(f"no session {session_id!r}")
+        if soul_home.valid_session_id(session_id):
+            shutil.rmtree(soul_home.session_logs_dir(session_id, self.home), ignore_errors=True)
+
+    # -- reading a session -----------------------------------------------------------------
+
+    def snapshot(
+        self, session_id: str, *, recent: int = 20, ttl_hours: float | None = None
+    ) -> Snapshot:
+        """What the next turn starts from, read in one consistent transaction.
+
+        `ttl_hours` drops working-memory entries older than that (and deletes them afterwards,
+        lazily: the seed's 72-hour thread TTL).
+        """
+        cutoff = time.time() - ttl_hours * 3600 if ttl_hours is not None else None
+        with self._read() as conn:
+            row = conn.execute(
+                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            if row is None:
+                raise SessionNotFound(f"no session {session_id!r}")
+            info = session_info(row)
+            state = conn.execute("SELECT json FROM state WHERE session_id = ?", (session_id,))
+            state_row = state.fetchone()
+            chetana_row = conn.execute(
+                "SELECT json FROM chetana WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            model = conn.execute(
+                "SELECT version, text FROM user_models WHERE soul = ? AND user = ?"
+                " ORDER BY version DESC LIMIT 1",
+                (info.soul, info.user),
+            ).fetchone()
+            memory_rows = conn.execute(
+                "SELECT region, entry_type, content, verb, meta, time FROM working_memory"
+                " WHERE session_id = ? ORDER BY id",
+                (session_id,),
+            ).fetchall()
+            recent_rows = (
+                conn.execute(
+                    "SELECT layer, tag, content, step, verb, meta FROM messages"
+                    " WHERE session_id = ? ORDER BY id DESC LIMIT ?",
+                    (session_id, recent),
+                ).fetchall()
+                if recent > 0
+                else []
+            )
+            check = conn.execute(
+                "SELECT content, meta FROM messages WHERE session_id = ? AND tag = ?"
+                " ORDER BY id DESC LIMIT 1",
+                (session_id, "user_model_check"),
+            ).fetchone()
+        memory = tuple(
+            MemoryEntry(region, entry_type, content, verb, json.loads(meta))
+            for region, entry_type, content, verb, meta, at in memory_rows
+            if cutoff is None or at >= cutoff
+        )
+        if len(memory) < len(memory_rows):
+            self._expire_memory(session_id, cutoff)  # type: ignore[arg-type]
+        return Snapshot(
+            session=info,
+            state=json.loads(state_row[0]) if state_row else {},
+            user_model=model[1] if model else "",
+            user_model_version=model[0] if model else 0,
+            memory=memory,
+            recent=tuple(message_record(*r) for r in reversed(recent_rows)),
+            chetana=json.loads(chetana_row[0]) if chetana_row else None,
+            last_user_model_check=_check_result(check),
+        )
+
+    def _expire_memory(self, session_id: str, cutoff: float) -> None:
+        self._write(
+            lambda conn: conn.execute(
+                "DELETE FROM working_memory WHERE session_id = ? AND time < ?",
+                (session_id, cutoff),
+            )
+        )
+
+    def messages(
+        self, session_id: str, *, layer: str | None = None
+    ) -> list[tuple[int, MessageRecord, float]]:
+        """Every message of a session, oldest first, as (turn, record, time)."""
+        query = (
+            "SELECT turn, layer, tag, content, step, verb, meta, time FROM messages"
+            " WHERE session_id = ?"
+        )
+        args: tuple[Any, ...] = (session_id,)
+        if layer is not None:
+            query += " AND layer = ?"
+            args += (layer,)
+        with self._read() as conn:
+            self._require(conn, session_id)
+            rows = conn.execute(query + " ORDER BY id", args).fetchall()
+        return [(r[0], message_record(*r[1:7]), r[7]) for r in rows]
+
+    def trace(self, session_id: str, turn: int) -> dict[str, Any]:
+        """The trace of the commit that made `turn` (its first commit at that turn)."""
+        with self._read() as conn:
+            self._require(conn, session_id)
+            row = conn.execute(
+                "SELECT json FROM traces WHERE session_id = ? AND turn = ?"
+                " ORDER BY commit_id LIMIT 1",
+                (session_id, turn),
+            ).fetchone()
+        if row is None:
+            raise StoreError(f"session {session_id} has no trace for turn {turn}")
+        return json.loads(row[0])
+
+    def traces(self, session_id: str) -> list[dict[str, Any]]:
+        """Every trace of a session in commit order: {"commit", "turn", "kind", "trace"}."""
+        with self._read() as conn:
+            self._require(conn, session_id)
+            rows = conn.execute(
+                "SELECT commit_id, turn, kind, json FROM traces WHERE session_id = ?"
+                " ORDER BY commit_id",
+                (session_id,),
+            ).fetchall()
+        return [{"commit": c, "turn": t, "kind": k, "trace": json.loads(j)} for c, t, k, j in rows]
+
+    @staticmethod
+    def _require(conn: sqlite3.Connection, session_id: str) -> None:
+        if not conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
+            raise SessionNotFound(f"no session {session_id!r}")
+
+    # -- committing a turn -----------------------------------------------------------------
+
+    def commit(self, commit: Commit) -> int:
+        """Apply a turn's changes in one transaction; the session's new turn number.
+
+        Refused with StaleTurn unless the session's turn count equals `commit.base_turn`
+        (subprocess commits keep the count but check it all the same). The JSONL logs are
+        appended after the transaction, from the same data.
+        """
+        if commit.kind not in COMMIT_KINDS:
+            raise StoreError(f"unknown commit kind {commit.kind!r}")
+        now = time.time()
+        turn = commit.turn
+        # Serialised before the transaction: a value that is not JSON fails without a lock held.
+        state = _dumps(commit.state) if commit.state is not None else None
+        chetana = _dumps(commit.chetana) if commit.chetana is not None else None
+        trace = _dumps(commit.trace)
+        metas = [_dumps(m.meta) for m in commit.messages]
+        memory = [_dumps(m.meta) for m in commit.memory]
+
+        def body(conn: sqlite3.Connection) -> tuple[int, int, dict[str, Any]]:
+            row = conn.execute(
+                "SELECT turns, soul, user FROM sessions WHERE id = ?", (commit.session_id,)
+            ).fetchone()
+            if row is None:
+                raise SessionNotFound(f"no session {commit.session_id!r}")
+            turns, soul, user = row
+            if turns != commit.base_turn:
+                raise StaleTurn(
+                    f"session {commit.session_id} is at turn {turns}, not {commit.base_turn}:"
+                    " another turn was committed meanwhile"
+                )
+            version = None
+            if commit.user_model is not None:
+                latest = conn.execute(
+                    "SELECT max(version) FROM user_models WHERE soul = ? AND user = ?",
+                    (soul, user),
+                ).fetchone()[0]
+                version = (latest or 0) + 1
+            event = {
+                "kind": commit.kind,
+                "messages": len(commit.messages),
+                "memory": len(commit.memory),
+                "state": state is not None,
+                "chetana": chetana is not None,
+                "user_model_version": version,
+            }
+            cid = conn.execute(
+                "INSERT INTO commits (session_id, turn, kind, time, meta) VALUES (?, ?, ?, ?, ?)",
+                (commit.session_id, turn, commit.kind, now, _dumps(event)),
+            ).lastrowid
+            assert cid is not None
+            sid = commit.session_id
+            conn.executemany(
+                "INSERT INTO messages (session_id, commit_id, turn, layer, tag, step, verb,"
+                " content, meta, time) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (sid, cid, turn, m.layer, m.tag, m.step, m.verb, m.content, meta, now)
+                    for m, meta in zip(commit.messages, metas, strict=True)
+                ],
+            )
+            if state is not None:
+                conn.execute(
+                    "INSERT OR REPLACE INTO state (session_id, json) VALUES (?, ?)", (sid, state)
+                )
+            if commit.user_model is not None:
+                conn.execute(
+                    "INSERT INTO user_models (soul, user, version, text, note, session_id, turn,"
+                    " created) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        soul,
+                        user,
+                        version,
+                        commit.user_model.text,
+                        commit.user_model.note,
+                        sid,
+                        turn,
+                        now,
+                    ),
+                )
+            conn.executemany(
+                "INSERT INTO working_memory (session_id, commit_id, turn, region, entry_type,"
+                " content, verb, meta, time) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (sid, cid, turn, m.region, m.entry_type, m.content, m.verb, meta, now)
+                    for m, meta in zip(commit.memory, memory, strict=True)
+                ],
+            )
+            if chetana is not None:
+                conn.execute(
+                    "INSERT OR REPLACE INTO chetana (session_id, json) VALUES (?, ?)",
+                    (sid, chetana),
+                )
+            conn.execute(
+                "INSERT INTO traces (commit_id, session_id, turn, kind, json)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (cid, sid, turn, commit.kind, trace),
+            )
+            conn.execute(
+                "UPDATE sessions SET turns = ?, updated = ? WHERE id = ?", (turn, now, sid)
+            )
+            previous = conn.execute(
+                "SELECT coalesce(max(id), 0) FROM commits WHERE session_id = ? AND id < ?",
+                (sid, cid),
+            ).fetchone()[0]
+            return previous, cid, event
+
+        previous, cid, event = self._write(body)
+        lines = logs.commit_lines(cid, turn, now, event, commit.messages)
+        try:
+            self._mirror(commit.session_id, _Just(previous, cid, lines))
+        except OSError as error:
+            # The turn is committed; the mirror catches up on the next commit or open.
+            log.warning("session %s: logs not written yet (%s)", commit.session_id, error)
+        return turn
+
+    # -- the JSONL mirror ------------------------------------------------------------------
+
+    def repair_logs(self, session_id: str | None = None) -> list[str]:
+        """Write the log lines of commits not yet mirrored (after a crash); the sessions fixed."""
+        query = (
+            "SELECT id FROM sessions s WHERE logged_commit <"
+            " (SELECT coalesce(max(c.id), 0) FROM commits c WHERE c.session_id = s.id)"
+        )
+        with self._lock:
+            if session_id is None:
+                ids = [r[0] for r in self._conn.execute(query)]
+            else:
+                ids = [r[0] for r in self._conn.execute(query + " AND id = ?", (session_id,))]
+        for sid in ids:
+            self._mirror(sid)
+        return ids
+
+    def _mirror(self, session_id: str, just: _Just | None = None) -> None:
+        # Under the folder lock, so two processes never write the same commit twice.
+        folder = soul_home.session_logs_dir(session_id, self.home)
+        with logs.locked(folder) as writer, self._lock:
+            row = self._conn.execute(
+                "SELECT logged_commit FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            if row is None:  # deleted meanwhile
+                return
+            cursor = row[0]
+            if writer.dirty:
+                writer.truncate_after(cursor)
+            if just is not None and just.previous == cursor:
+                # The usual case: everything before this commit is mirrored; no re-read.
+                lines, upto = just.lines, just.commit
+            else:
+                lines, upto = logs.pending_lines(self._conn, session_id, cursor)
+            if upto > cursor:
+                writer.mark_dirty()
+                writer.append(lines)
+                self._write(
+                    lambda conn: conn.execute(
+                        "UPDATE sessions SET logged_commit = ? WHERE id = ? AND logged_commit < ?",
+                        (upto, session_id, upto),
+                    )
+                )
+            writer.mark_clean()
+
+    # -- user models, per (soul, user) ------------------------------------------------------
+
+    def user_model(self, soul: str, user: str) -> UserModelVersion | None:
+        """The latest version of the user model, or None before the first update."""
+        with self._lock:
+            row = self._conn.execute(
+                f"SELECT {VERSION_COLUMNS} FROM user_models WHERE soul = ? AND user = ?"
+                " ORDER BY version DESC LIMIT 1",
+                (soul, user),
+            ).fetchone()
+        return UserModelVersion(*row) if row else None
+
+    def user_model_history(self, soul: str, user: str) -> list[UserModelVersion]:
+        """Every version, oldest first."""
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT {VERSION_COLUMNS} FROM user_models WHERE soul = ? AND user = ?"
+                " ORDER BY version",
+                (soul, user),
+            ).fetchall()
+        return [UserModelVersion(*r) for r in rows]
+
+    def revert_user_model(
+        self, soul: str, user: str, version: int, note: str = ""
+    ) -> UserModelVersion:
+        """Write a new version whose text is that of `version` (history is never rewritten)."""
+        now = time.time()
+        note = note or f"reverted to version {version}"
+
+        def body(conn: sqlite3.Connection) -> UserModelVersion:
+            old = conn.execute(
+                "SELECT text FROM user_models WHERE soul = ? AND user = ? AND version = ?",
+                (soul, user, version),
+            ).fetchone()
+            if old is None:
+                raise StoreError(
+                    f"the user model of {user!r} with {soul!r} has no version {version}"
+                )
+            latest = conn.execute(
+                "SELECT max(version) FROM user_models WHERE soul = ? AND user = ?", (soul, user)
+            ).fetchone()[0]
+            new = UserModelVersion(latest + 1, old[0], note, None, None, now)
+            conn.execute(
+                "INSERT INTO user_models (soul, user, version, text, note, session_id, turn,"
+                " created) VALUES (?, ?, ?, ?, ?, NULL, NULL, ?)",
+                (soul, user, new.version, new.text, note, now),
+            )
+            return new
+
+        return self._write(body)
+
+    # -- export ------------------------------------------------------------------------------
+
+    def export_session(self, session_id: str) -> dict[str, Any]:
+        """The whole session as JSON-safe data: for `soul sessions export` and backups."""
+        with self._read() as conn:
+            row = conn.execute(
+                f"SELECT {SESSION_COLUMNS}, status FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            if row is None:
+                raise SessionNotFound(f"no session {session_id!r}")
+            info = session_info(row[:-1])
+
+            def one(query: str) -> Any:
+                found = conn.execute(query, (session_id,)).fetchone()
+                return json.loads(found[0]) if found else None
+
+            state = one("SELECT json FROM state WHERE session_id = ?")
+            chetana = one("SELECT json FROM chetana WHERE session_id = ?")
+            messages = conn.execute(
+                "SELECT turn, time, layer, tag, step, verb, content, meta FROM messages"
+                " WHERE session_id = ? ORDER BY id",
+                (session_id,),
+            ).fetchall()
+            memory = conn.execute(
+                "SELECT turn, time, region, entry_type, verb, content, meta FROM working_memory"
+                " WHERE session_id = ? ORDER BY id",
+                (session_id,),
+            ).fetchall()
+            traces = conn.execute(
+                "SELECT commit_id, turn, kind, json FROM traces WHERE session_id = ?"
+                " ORDER BY commit_id",
+                (session_id,),
+            ).fetchall()
+            history = conn.execute(
+                f"SELECT {VERSION_COLUMNS} FROM user_models WHERE soul = ? AND user = ?"
+                " ORDER BY version",
+                (info.soul, info.user),
+            ).fetchall()
+        keys = ("turn", "time", "layer", "tag", "step", "verb", "content")
+        return {
+            "session": {**asdict(info), "status": row[-1]},
+            "state": state or {},
+            "chetana": chetana,
+            "user_model": asdict(UserModelVersion(*history[-1])) if history else None,
+            "user_model_history": [asdict(UserModelVersion(*h)) for h in history],
+            "messages": [
+                {**dict(zip(keys, m, strict=False)), "meta": json.loads(m[7])} for m in messages
+            ],
+            "memory": [
+                {
+                    **dict(
+                        zip(
+                            ("turn", "time", "region", "entry_type", "verb", "content"),
+                            m,
+                            strict=False,
+                        )
+                    ),
+                    "meta": json.loads(m[6]),
+                }
+                for m in memory
+            ],
+            "traces": [
+                {"commit": c, "turn": t, "kind": k, "trace": json.loads(j)} for c, t, k, j in traces
+            ],
+        }
+
+
+@dataclass(frozen=True)
+class _Just:
+    """The commit just made, so its log lines need not be read back from the database."""
+
+    previous: int  # the session's commit before it (0 for none)
+    commit: int
+    lines: list[logs.LogLine]
+
+
+SESSION_COLUMNS = "id, soul, user, turns, created, updated, blueprint"
+VERSION_COLUMNS = "version, text, note, session_id, turn, created"
+
+
+def session_info(row: tuple[Any, ...]) -> SessionInfo:
+    return SessionInfo(*row)
+
+
+def message_record(
+    layer: Any, tag: str, content: str, step: str | None, verb: str | None, meta: str
+) -> MessageRecord:
+    return MessageRecord(layer, tag, content, step, verb, json.loads(meta))
+
+
+def _check_result(row: tuple[str, str] | None) -> bool | None:
+    # The runtime stores the parsed boolean as meta {"result": bool}; the text is the fallback.
+    if row is None:
+        return None
+    content, meta = row
+    result = json.loads(meta).get("result")
+    if isinstance(result, bool):
+        return result
+    return content.strip().lower() in ("true", "yes", "1")
+
+
+def _configure(conn: sqlite3.Connection) -> None:
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+    if mode.lower() != "wal":
+        raise StoreError(f"could not switch the session database to WAL (got {mode})")
+    # NORMAL in WAL: a commit is atomic and consistent; only the last ones may be lost on power
+    # failure (never corrupted), which is what keeps a commit well under a millisecond.
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA foreign_keys = ON")
+
+
+def _retry(fn: Callable[[], T]) -> T:
+    """Call `fn`, retrying with jittered exponential backoff while SQLite reports busy."""
+    deadline = time.monotonic() + RETRY_SECONDS
+    delay = 0.002
+    while True:
+        try:
+            return fn()
+        except sqlite3.OperationalError as error:
+            if not _is_busy(error) or time.monotonic() > deadline:
+                raise
+        time.sleep(delay * (0.5 + random.random()))
+        delay = min(delay * 2, 0.25)

@@ -1,0 +1,485 @@
+"""The session store: sessions, commits, snapshots, user models, export, resume, all-or-nothing."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from soul import logs
+from soul.errors import SoulError
+from soul.home import session_logs_dir, soul_home
+from soul.records import Commit, MemoryEntry, MessageRecord, UserModelChange
+from soul.store import SessionNotFound, SessionStore, StaleTurn, StoreError
+
+
+@pytest.fixture
+def store() -> Iterator[SessionStore]:
+    with SessionStore.open() as opened:
+        yield opened
+
+
+def turn_commit(session_id: str, base: int, n: int = 0, **changes: Any) -> Commit:
+    """A typical turn: the user's message, a thought, the reply, a user-model check."""
+    messages = (
+        MessageRecord("external", "user", f"hello {n}"),
+        MessageRecord("internal", "internal_monologue", f"thinking {n}", "think", "pondered"),
+        MessageRecord("external", "external_dialogue", f"reply {n}", "reply", "said"),
+        MessageRecord(
+            "internal", "user_model_check", "false", "check", meta={"result": n % 2 == 1}
+        ),
+    )
+    return Commit(
+        session_id,
+        base,
+        messages=messages,
+        state=changes.pop("state", {"currentTopic": f"topic {n}"}),
+        trace=changes.pop("trace", {"turn": n, "steps": ["think", "reply"]}),
+        **changes,
+    )
+
+
+# -- opening --------------------------------------------------------------------------------
+
+
+def test_open_uses_the_soul_home_with_wal_and_foreign_keys(store: SessionStore) -> None:
+    assert store.home == soul_home()
+    assert (soul_home() / "soul.db").exists()
+    conn = store.connection
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+    assert conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 5000
+
+
+def test_open_an_explicit_home(tmp_path: Path) -> None:
+    with SessionStore.open(tmp_path / "elsewhere") as other:
+        other.create_session("claudius", "ann")
+    assert (tmp_path / "elsewhere" / "soul.db").exists()
+
+
+def test_errors_are_soul_errors() -> None:
+    assert issubclass(StoreError, SoulError)
+    assert issubclass(SessionNotFound, StoreError)
+    assert issubclass(StaleTurn, StoreError)
+
+
+# -- sessions -------------------------------------------------------------------------------
+
+
+def test_create_and_get_a_session(store: SessionStore) -> None:
+    info = store.create_session("claudius", "ann", blueprint="/b/soul.yaml", initial_state={"a": 1})
+    assert (info.soul, info.user, info.turns, info.blueprint) == (
+        "claudius",
+        "ann",
+        0,
+        "/b/soul.yaml",
+    )
+    assert store.session(info.id) == info
+    assert store.snapshot(info.id).state == {"a": 1}
+
+
+def test_session_ids_given_and_refused(store: SessionStore) -> None:
+    assert store.create_session("s", "u", session_id="my-session_1").id == "my-session_1"
+    with pytest.raises(StoreError, match="already exists"):
+        store.create_session("s", "u", session_id="my-session_1")
+    for bad in ("../escape", "a/b", "", "x" * 65, "spa ce"):
+        with pytest.raises(StoreError, match="invalid session id"):
+            store.create_session("s", "u", session_id=bad or "-")
+
+
+def test_unknown_session(store: SessionStore) -> None:
+    with pytest.raises(SessionNotFound, match="no session 'nope'"):
+        store.session("nope")
+    for call in (store.snapshot, store.messages, store.export_session, store.delete_session):
+        with pytest.raises(SessionNotFound):
+            call("nope")
+    with pytest.raises(SessionNotFound):
+        store.commit(turn_commit("nope", 0))
+
+
+def test_find_session_by_prefix_like_git(store: SessionStore) -> None:
+    store.create_session("s", "u", session_id="abc123")
+    store.create_session("s", "u", session_id="abd456")
+    store.create_session("s", "u", session_id="ab")
+    assert store.find_session("abc").id == "abc123"
+    assert store.find_session("ab").id == "ab"  # an exact id wins over longer ones
+    with pytest.raises(SessionNotFound) as ambiguous:
+        store.find_session("a")
+    assert "ambiguous" in str(ambiguous.value)
+    assert "abc123" in str(ambiguous.value) and "abd456" in str(ambiguous.value)
+    with pytest.raises(SessionNotFound, match="no session starts with 'zz'"):
+        store.find_session("zz")
+    with pytest.raises(SessionNotFound):
+        store.find_session("")
+    with pytest.raises(SessionNotFound):
+        store.find_session("a*")  # GLOB characters are not ids
+
+
+def test_sessions_newest_first_and_by_soul(store: SessionStore) -> None:
+    ids = [store.create_session(s, "u").id for s in ("claudius", "samantha", "claudius")]
+    assert [s.id for s in store.sessions()] == ids[::-1]
+    assert [s.id for s in store.sessions("claudius")] == [ids[2], ids[0]]
+    assert store.sessions("nobody") == []
+
+
+def test_delete_session_keeps_user_models(store: SessionStore) -> None:
+    info = store.create_session("claudius", "ann")
+    store.commit(
+        turn_commit(
+            info.id,
+            0,
+            user_model=UserModelChange("# Ann", "first"),
+            memory=(MemoryEntry("core", "note", "x"),),
+            chetana={"b": 1},
+        )
+    )
+    assert session_logs_dir(info.id).exists()
+    store.delete_session(info.id)
+    with pytest.raises(SessionNotFound):
+        store.session(info.id)
+    assert not session_logs_dir(info.id).exists()
+    conn = store.connection
+    for table in ("messages", "state", "working_memory", "traces", "chetana", "commits"):
+        assert conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0, table
+    assert store.user_model("claudius", "ann").text == "# Ann"  # type: ignore[union-attr]
+    with pytest.raises(SessionNotFound):
+        store.delete_session(info.id)
+
+
+# -- commits --------------------------------------------------------------------------------
+
+
+def test_commit_advances_the_turn_and_stores_everything(store: SessionStore) -> None:
+    info = store.create_session("claudius", "ann")
+    before = time.time()
+    assert store.commit(turn_commit(info.id, 0, 0, chetana={"bhava": [0.1]})) == 1
+    assert store.commit(turn_commit(info.id, 1, 1)) == 2
+    assert store.session(info.id).turns == 2
+    assert store.session(info.id).updated >= before
+    rows = store.messages(info.id)
+    assert [(t, m.tag) for t, m, _ in rows][:4] == [
+        (1, "user"),
+        (1, "internal_monologue"),
+        (1, "external_dialogue"),
+        (1, "user_model_check"),
+    ]
+    assert {t for t, _, _ in rows} == {1, 2}
+    assert all(at >= before for _, _, at in rows)
+    assert [m.content for _, m, _ in store.messages(info.id, layer="external")] == [
+        "hello 0",
+        "reply 0",
+        "hello 1",
+        "reply 1",
+    ]
+    assert rows[1][1] == MessageRecord(
+        "internal", "internal_monologue", "thinking 0", "think", "pondered"
+    )
+    assert store.trace(info.id, 2) == {"turn": 1, "steps": ["think", "reply"]}
+    snap = store.snapshot(info.id)
+    assert snap.state == {"currentTopic": "topic 1"}
+    assert snap.chetana == {"bhava": [0.1]}
+
+
+def test_stale_base_turn_is_refused(store: SessionStore) -> None:
+    info = store.create_session("claudius", "ann")
+    store.commit(turn_commit(info.id, 0))
+    with pytest.raises(StaleTurn, match="at turn 1, not 0"):
+        store.commit(turn_commit(info.id, 0))
+    with pytest.raises(StaleTurn):
+        store.commit(turn_commit(info.id, 5))
+    assert store.session(info.id).turns == 1
+    assert len(store.messages(info.id)) == 4
+
+
+def test_subprocess_commits_keep_the_turn_but_check_it(store: SessionStore) -> None:
+    info = store.create_session("claudius", "ann")
+    store.commit(turn_commit(info.id, 0))
+    sub = Commit(
+        info.id,
+        1,
+        messages=(MessageRecord("internal", "summary", "s", "sum"),),
+        memory=(MemoryEntry("summary", "summary", "s"),),
+        kind="subprocess",
+        trace={"sub": True},
+    )
+    assert store.commit(sub) == 1
+    assert store.session(info.id).turns == 1
+    assert store.messages(info.id)[-1][0] == 1
+    assert store.trace(info.id, 1) == {"turn": 0, "steps": ["think", "reply"]}  # the turn's own
+    assert [t["kind"] for t in store.traces(info.id)] == ["message", "subprocess"]
+    with pytest.raises(StaleTurn):
+        store.commit(Commit(info.id, 0, kind="subprocess"))
+    assert store.commit(turn_commit(info.id, 1)) == 2
+    with pytest.raises(StaleTurn):  # a subprocess of turn 1 after turn 2 began: dropped
+        store.commit(sub)
+
+
+def test_spontaneous_and_unknown_kinds(store: SessionStore) -> None:
+    info = store.create_session("claudius", "ann")
+    assert store.commit(Commit(info.id, 0, kind="spontaneous")) == 1
+    with pytest.raises(StoreError, match="unknown commit kind"):
+        store.commit(Commit(info.id, 1, kind="bogus"))  # type: ignore[arg-type]
+
+
+def test_state_none_keeps_the_state(store: SessionStore) -> None:
+    info = store.create_session("claudius", "ann", initial_state={"k": 1})
+    store.commit(Commit(info.id, 0))
+    assert store.snapshot(info.id).state == {"k": 1}
+
+
+def test_trace_missing_turn(store: SessionStore) -> None:
+    info = store.create_session("claudius", "ann")
+    with pytest.raises(StoreError, match="no trace for turn 3"):
+        store.trace(info.id, 3)
+
+
+# -- snapshots ------------------------------------------------------------------------------
+
+
+def test_fresh_snapshot(store: SessionStore) -> None:
+    info = store.create_session("claudius", "ann")
+    snap = store.snapshot(info.id)
+    assert snap.session == info
+    assert (snap.state, snap.user_model, snap.user_model_version) == ({}, "", 0)
+    assert (snap.memory, snap.recent, snap.chetana) == ((), (), None)
+    assert snap.last_user_model_check is None
+
+
+def test_recent_window_oldest_first(store: SessionStore) -> None:
+    info = store.create_session("claudius", "ann")
+    for n in range(3):
+        store.commit(turn_commit(info.id, n, n))
+    recent = store.snapshot(info.id, recent=5).recent
+    assert [m.content for m in recent] == ["false", "hello 2", "thinking 2", "reply 2", "false"]
+    assert recent[-1].tag == "user_model_check"
+    assert store.snapshot(info.id, recent=0).recent == ()
+    assert len(store.snapshot(info.id).recent) == 12
+
+
+def test_samantha_dreams_gate_reads_the_latest_check(store: SessionStore) -> None:
+    info = store.create_session("claudius", "ann")
+    store.commit(turn_commit(info.id, 0, 0))  # result False
+    assert store.snapshot(info.id).last_user_model_check is False
+    store.commit(turn_commit(info.id, 1, 1))  # result True
+    assert store.snapshot(info.id).last_user_model_check is True
+    # A turn without a check leaves the last one standing.
+    store.commit(Commit(info.id, 2, messages=(MessageRecord("external", "user", "x"),)))
+    assert store.snapshot(info.id).last_user_model_check is True
+    # No boolean in meta: the text decides.
+    check = MessageRecord("internal", "user_model_check", " No ", "check")
+    store.commit(Commit(info.id, 3, messages=(check,)))
+    assert store.snapshot(info.id).last_user_model_check is False
+
+
+def test_working_memory_in_order_with_lazy_ttl(store: SessionStore) -> None:
+    info = store.create_session("claudius", "ann")
+    old = (MemoryEntry("default", "userMessage", "old", None, {"n": 1}),)
+    store.commit(Commit(info.id, 0, memory=old))
+    store.connection.execute("UPDATE working_memory SET time = time - 100 * 3600")
+    new = (MemoryEntry("core", "internalMonologue", "new", "thought"),)
+    store.commit(Commit(info.id, 1, memory=new))
+    assert store.snapshot(info.id).memory == old + new
+    assert store.snapshot(info.id, ttl_hours=200).memory == old + new
+    assert store.snapshot(info.id, ttl_hours=72).memory == new
+    # ... and the expired entry is gone for good.
+    assert store.snapshot(info.id).memory == new
+
+
+# -- user models ----------------------------------------------------------------------------
+
+
+def test_user_model_versions_history_and_revert(store: SessionStore) -> None:
+    info = store.create_session("claudius", "ann")
+    assert store.user_model("claudius", "ann") is None
+    assert store.user_model_history("claudius", "ann") == []
+    store.commit(turn_commit(info.id, 0, user_model=UserModelChange("# v1", "met Ann")))
+    store.commit(turn_commit(info.id, 1))
+    store.commit(turn_commit(info.id, 2, user_model=UserModelChange("# v2", "likes jazz")))
+    latest = store.user_model("claudius", "ann")
+    assert latest is not None
+    assert (latest.version, latest.text, latest.note, latest.session_id, latest.turn) == (
+        2,
+        "# v2",
+        "likes jazz",
+        info.id,
+        3,
+    )
+    snap = store.snapshot(info.id)
+    assert (snap.user_model, snap.user_model_version) == ("# v2", 2)
+    reverted = store.revert_user_model("claudius", "ann", 1)
+    assert (reverted.version, reverted.text, reverted.note) == (3, "# v1", "reverted to version 1")
+    assert [v.version for v in store.user_model_history("claudius", "ann")] == [1, 2, 3]
+    assert store.user_model_history("claudius", "ann")[-1] == reverted
+    assert store.revert_user_model("claudius", "ann", 2, "undo").note == "undo"
+    with pytest.raises(StoreError, match="no version 9"):
+        store.revert_user_model("claudius", "ann", 9)
+
+
+def test_user_models_are_per_soul_and_user_across_sessions(store: SessionStore) -> None:
+    first = store.create_session("claudius", "ann")
+    store.commit(Commit(first.id, 0, user_model=UserModelChange("# Ann", "n")))
+    second = store.create_session("claudius", "ann")
+    assert store.snapshot(second.id).user_model == "# Ann"
+    store.commit(Commit(second.id, 0, user_model=UserModelChange("# Ann 2", "n")))
+    assert store.snapshot(first.id).user_model_version == 2
+    assert store.snapshot(store.create_session("claudius", "bob").id).user_model == ""
+    assert store.snapshot(store.create_session("samantha", "ann").id).user_model == ""
+
+
+# -- export and resume ----------------------------------------------------------------------
+
+
+def test_export_is_json_safe_and_complete(store: SessionStore) -> None:
+    info = store.create_session("claudius", "ann", initial_state={"k": 0})
+    store.commit(
+        turn_commit(
+            info.id,
+            0,
+            user_model=UserModelChange("# Ann", "n"),
+            memory=(MemoryEntry("core", "note", "m", meta={"x": 1}),),
+        )
+    )
+    data = json.loads(json.dumps(store.export_session(info.id)))
+    assert data["session"]["id"] == info.id and data["session"]["status"] == "active"
+    assert data["session"]["turns"] == 1
+    assert data["state"] == {"currentTopic": "topic 0"}
+    assert data["user_model"]["text"] == "# Ann" and len(data["user_model_history"]) == 1
+    assert [m["tag"] for m in data["messages"]][:2] == ["user", "internal_monologue"]
+    assert data["messages"][3]["meta"] == {"result": False}
+    assert data["memory"][0]["content"] == "m" and data["memory"][0]["meta"] == {"x": 1}
+    assert data["traces"][0]["trace"] == {"turn": 0, "steps": ["think", "reply"]}
+
+
+def test_resume_after_reopening() -> None:
+    with SessionStore.open() as first:
+        info = first.create_session("claudius", "ann")
+        first.commit(turn_commit(info.id, 0, memory=(MemoryEntry("core", "n", "m"),)))
+        before = first.snapshot(info.id)
+    with SessionStore.open() as second:
+        resumed = second.find_session(info.id[:8])
+        assert second.snapshot(resumed.id) == before
+        assert second.commit(turn_commit(resumed.id, before.session.turns)) == 2
+
+
+# -- all or nothing -------------------------------------------------------------------------
+
+
+class FailingConnection:
+    """A connection proxy that raises when a statement starting with `prefix` is executed."""
+
+    def __init__(self, conn: Any, prefix: str, error: BaseException) -> None:
+        self._conn, self._prefix, self._error = conn, prefix, error
+
+    def _check(self, sql: str) -> None:
+        if sql.lstrip().startswith(self._prefix):
+            raise self._error
+
+    def execute(self, sql: str, *args: Any) -> Any:
+        self._check(sql)
+        return self._conn.execute(sql, *args)
+
+    def executemany(self, sql: str, *args: Any) -> Any:
+        self._check(sql)
+        return self._conn.executemany(sql, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+
+FAILURE_POINTS = [
+    "SELECT turns",
+    "SELECT max(version)",
+    "INSERT INTO commits",
+    "INSERT INTO messages",
+    "INSERT OR REPLACE INTO state",
+    "INSERT INTO user_models",
+    "INSERT INTO working_memory",
+    "INSERT OR REPLACE INTO chetana",
+    "INSERT INTO traces",
+    "UPDATE sessions SET turns",
+    "SELECT coalesce(max(id), 0) FROM commits",
+    "COMMIT",
+]
+
+
+def everything(store: SessionStore, session_id: str) -> tuple[Any, ...]:
+    """All there is to see of a session: snapshot, export, raw rows, log bytes."""
+    folder = session_logs_dir(session_id)
+    files = {p.name: p.read_bytes() for p in sorted(folder.glob("*"))} if folder.exists() else {}
+    conn = store.connection
+    counts = {
+        t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+        for t in ("commits", "messages", "user_models", "working_memory", "traces", "chetana")
+    }
+    return store.snapshot(session_id), store.export_session(session_id), counts, files
+
+
+@pytest.mark.parametrize("point", FAILURE_POINTS)
+@pytest.mark.parametrize("error", [RuntimeError("injected"), KeyboardInterrupt()])
+def test_a_failure_anywhere_in_commit_leaves_the_session_as_it_was(
+    store: SessionStore, point: str, error: BaseException
+) -> None:
+    info = store.create_session("claudius", "ann", initial_state={"k": 0})
+    store.commit(turn_commit(info.id, 0, 0, user_model=UserModelChange("# v1", "n")))
+    before = everything(store, info.id)
+    real = store._conn
+    store._conn = FailingConnection(real, point, error)  # type: ignore[assignment]
+    big = turn_commit(
+        info.id,
+        1,
+        1,
+        user_model=UserModelChange("# v2", "changed"),
+        memory=(MemoryEntry("core", "n", "m"),),
+        chetana={"c": 2},
+    )
+    with pytest.raises(type(error)):
+        store.commit(big)
+    store._conn = real  # type: ignore[assignment]
+    assert not real.in_transaction
+    assert everything(store, info.id) == before
+    # ... and the same commit then goes through.
+    assert store.commit(big) == 2
+
+
+def test_unserialisable_data_fails_before_any_write(store: SessionStore) -> None:
+    info = store.create_session("claudius", "ann")
+    before = everything(store, info.id)
+    with pytest.raises(TypeError):
+        store.commit(Commit(info.id, 0, state={"x": object()}))
+    with pytest.raises(TypeError):
+        store.commit(
+            Commit(info.id, 0, messages=(MessageRecord("internal", "t", "c", meta={"x": {1, 2}}),))
+        )
+    assert everything(store, info.id) == before
+
+
+# -- the JSONL mirror -----------------------------------------------------------------------
+
+
+def test_logs_per_layer_one_object_per_message(store: SessionStore) -> None:
+    info = store.create_session("claudius", "ann")
+    store.commit(turn_commit(info.id, 0, 0))
+    folder = session_logs_dir(info.id)
+    external = logs.read(folder, "external_dialog")
+    assert [(x["turn"], x["tag"], x["content"]) for x in external] == [
+        (1, "user", "hello 0"),
+        (1, "external_dialogue", "reply 0"),
+    ]
+    assert set(external[1]) == {"commit", "turn", "time", "tag", "step", "verb", "content", "meta"}
+    assert external[1]["verb"] == "said" and external[1]["step"] == "reply"
+    internal = logs.read(folder, "internal_dialog")
+    assert [x["tag"] for x in internal] == ["internal_monologue", "user_model_check"]
+    assert internal[1]["meta"] == {"result": False}
+    events = logs.read(folder, "events")
+    assert events[-1]["tag"] == "commit" and events[-1]["meta"]["kind"] == "message"
+    assert (
+        store.connection.execute(
+            "SELECT logged_commit FROM sessions WHERE id = ?", (info.id,)
+        ).fetchone()[0]
+        == events[-1]["commit"]
+    )
