@@ -1,0 +1,188 @@
+"""The JSONL mirror: layout, and exact repair after a process dies between DB and logs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from soul import logs
+from soul.home import session_logs_dir
+from soul.records import Commit, MessageRecord
+from soul.store import SessionStore
+
+
+def test_layer_and_tag_to_file() -> None:
+    assert logs.file_for("external", "user") == "external_dialog"
+    assert logs.file_for("internal", "internal_monologue") == "internal_dialog"
+    assert logs.file_for("subconscious", "s_loud") == "subconscious"
+    assert logs.file_for("system", "spontaneous") == "events"
+    assert logs.file_for("subconscious", "mood_and_criteria") == "mood_and_criteria"
+    assert set(logs.LAYER_FILES.values()) <= set(logs.LOG_FILES)
+
+
+def test_line_format_and_encoding() -> None:
+    data = logs.line(3, 2, 1.5, "user", "héllo\n", meta={"a": [1]})
+    assert list(data) == ["commit", "turn", "time", "tag", "step", "verb", "content", "meta"]
+    text = logs.encode(data)
+    assert text.endswith("\n") and text.count("\n") == 1 and "héllo" in text
+    assert json.loads(text) == data
+
+
+def test_truncate_after_drops_the_tail_and_partial_lines(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    good = "".join(logs.encode(logs.line(c, c, 0.0, "t", "x")) for c in (1, 2, 3))
+    path.write_text(good + '{"commit": 4, "tu')
+    with logs.locked(tmp_path) as writer:
+        writer.truncate_after(3)
+        assert path.read_text() == good
+        writer.truncate_after(1)
+        assert [x["commit"] for x in logs.read(tmp_path, "events")] == [1]
+        writer.truncate_after(0)
+    assert path.read_text() == ""
+
+
+def test_dirty_mark_survives_the_writer(tmp_path: Path) -> None:
+    with logs.locked(tmp_path) as writer:
+        assert not writer.dirty
+        writer.mark_dirty()
+    with logs.locked(tmp_path) as writer:
+        assert writer.dirty  # a writer that did not finish leaves its mark
+        writer.mark_clean()
+    with logs.locked(tmp_path) as writer:
+        assert not writer.dirty
+
+
+def expected_logs(store: SessionStore, session_id: str) -> dict[str, str]:
+    """What the files must hold: every commit's lines, rebuilt from the database."""
+    lines, _ = logs.pending_lines(store.connection, session_id, 0)
+    return {
+        name: "".join(logs.encode(x.data) for x in lines if x.file == name)
+        for name in logs.LOG_FILES
+    }
+
+
+def actual_logs(session_id: str) -> dict[str, str]:
+    folder = session_logs_dir(session_id)
+    return {
+        name: (folder / f"{name}.jsonl").read_text() if (folder / f"{name}.jsonl").exists() else ""
+        for name in logs.LOG_FILES
+    }
+
+
+def a_turn(session_id: str, base: int) -> Commit:
+    return Commit(
+        session_id,
+        base,
+        messages=(
+            MessageRecord("external", "user", f"message {base}"),
+            MessageRecord("internal", "internal_monologue", f"thought {base}", "t", "mused"),
+            MessageRecord("external", "external_dialogue", f"reply {base}", "r", "said"),
+            MessageRecord("subconscious", "mood_and_criteria", "calm", "m"),
+        ),
+        trace={"n": base},
+    )
+
+
+# Each crash point: what to patch in the child so it dies (os._exit, no cleanup) right there.
+CRASHES = {
+    "before the logs": "SessionStore._mirror = lambda *a, **k: os._exit(3)",
+    "mid-append": textwrap.dedent(
+        """
+        def append(self, lines):
+            name = lines[0].file
+            with open(self.folder / f"{name}.jsonl", "a") as f:
+                f.write(logs.encode(lines[0].data))
+                f.write(logs.encode(lines[1].data)[:17])  # half a line
+            os._exit(3)
+        logs.Writer.append = append
+        """
+    ),
+    "after the append, before the cursor": textwrap.dedent(
+        """
+        original = logs.Writer.append
+        def append(self, lines):
+            original(self, lines)
+            os._exit(3)
+        logs.Writer.append = append
+        """
+    ),
+    "after the cursor, before clearing the mark": (
+        "logs.Writer.mark_clean = lambda self: os._exit(3)"
+    ),
+}
+
+CHILD = """
+import os, sys
+from soul import logs
+from soul.records import Commit, MessageRecord
+from soul.store import SessionStore
+{patch}
+store = SessionStore.open()
+session_id, base = sys.argv[1], int(sys.argv[2])
+store.commit(Commit(session_id, base, messages=(
+    MessageRecord("external", "user", f"message {{base}}"),
+    MessageRecord("internal", "internal_monologue", f"thought {{base}}", "t", "mused"),
+    MessageRecord("external", "external_dialogue", f"reply {{base}}", "r", "said"),
+    MessageRecord("subconscious", "mood_and_criteria", "calm", "m"),
+), trace={{"n": base}}))
+sys.exit(0)
+"""
+
+
+def commit_and_die(patch: str, session_id: str, base: int) -> None:
+    script = CHILD.format(patch=patch)
+    done = subprocess.run(
+        [sys.executable, "-c", script, session_id, str(base)],
+        env=os.environ.copy(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 3, done.stderr
+
+
+@pytest.mark.parametrize("crash", list(CRASHES))
+@pytest.mark.parametrize("repair_by", ["open", "next commit"])
+def test_a_crash_between_db_and_logs_is_repaired_exactly(
+    crash: str, repair_by: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with SessionStore.open() as store:
+        info = store.create_session("claudius", "ann")
+        store.commit(a_turn(info.id, 0))
+        store.commit(a_turn(info.id, 1))
+    commit_and_die(CRASHES[crash], info.id, 2)
+    if repair_by == "next commit":  # so only the commit path can repair
+        monkeypatch.setattr(SessionStore, "repair_logs", lambda self, session_id=None: [])
+    with SessionStore.open() as store:
+        assert store.session(info.id).turns == 3  # the turn is in, whatever the logs say
+        if repair_by == "open":
+            assert actual_logs(info.id) == expected_logs(store, info.id)
+        store.commit(a_turn(info.id, 3))
+        assert actual_logs(info.id) == expected_logs(store, info.id)
+        contents = [x["content"] for x in logs.read(session_logs_dir(info.id), "external_dialog")]
+        assert len(contents) == len(set(contents)) == 8  # nothing twice, nothing lost
+        assert len(logs.read(session_logs_dir(info.id), "mood_and_criteria")) == 4
+
+
+def test_a_failing_log_write_does_not_fail_the_committed_turn(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    with SessionStore.open() as store:
+        info = store.create_session("claudius", "ann")
+
+        def full_disk(self: logs.Writer, lines: object) -> None:
+            raise OSError(28, "No space left on device")
+
+        with monkeypatch.context() as patched:
+            patched.setattr(logs.Writer, "append", full_disk)
+            assert store.commit(a_turn(info.id, 0)) == 1
+        assert "logs not written yet" in caplog.text
+        assert store.repair_logs() == [info.id]
+        assert actual_logs(info.id) == expected_logs(store, info.id)
+        assert store.repair_logs() == []
