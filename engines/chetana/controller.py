@@ -76,7 +76,17 @@ class ChetanaController:
     `serialize()` / `ChetanaController.deserialize(...)` as plain JSON.
     """
 
-    __slots__ = ("_on_event", "_turn", "atma", "bhava", "config", "dhyana", "priors", "sankalpa")
+    __slots__ = (
+        "_on_event",
+        "_tolerance",
+        "_turn",
+        "atma",
+        "bhava",
+        "config",
+        "dhyana",
+        "priors",
+        "sankalpa",
+    )
 
     def __init__(
         self,
@@ -88,6 +98,7 @@ class ChetanaController:
         self.priors = resolve_priors(priors)
         self._on_event = on_event
         self._turn = 0  # completed turns
+        self._tolerance = self.priors.calibration_tolerance
         self.bhava = Bhava(self.config, on_event, self.priors)
         self.dhyana = Dhyana(self.config, on_event)
         self.atma = AtmaDarshana(self.config, on_event, self.priors)
@@ -144,11 +155,13 @@ class ChetanaController:
         if affect.confidence >= cfg.confidence_autonomy_threshold:
             suggestions.append(STEER_CONFIDENT)
         half = self.sankalpa.patience / 2
-        for intention in intentions:
-            if intention.stale_turns > half:
-                suggestions.append(f"Goal '{intention.goal}' may be stalling — refocus?")
+        suggestions.extend(
+            f"Goal '{i.goal}' may be stalling — refocus?"
+            for i in intentions
+            if i.stale_turns > half
+        )
         calibration = self.atma.calibration
-        tolerance = self.priors.calibration_tolerance
+        tolerance = self._tolerance
         if calibration > 1.0 + tolerance:
             suggestions.append(STEER_OVERCONFIDENT)
         if calibration < 1.0 - tolerance:

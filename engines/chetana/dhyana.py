@@ -58,11 +58,16 @@ CONCEPT_STOP_WORDS: frozenset[str] = frozenset((
 # Removing every character that is neither [a-z0-9] nor whitespace before splitting equals
 # the original's per-word strip, in one regex pass.
 _NON_WORD = re.compile(r"[^a-z0-9\s]+")
-_ASCII_NON_WORD = {
-    c: None
-    for c in range(128)
-    if not (chr(c).isspace() or "a" <= chr(c) <= "z" or chr(c).isdigit())
-}
+# The ASCII bytes the regex above removes; bytes.translate is ~10x faster than str.translate.
+_ASCII_NON_WORD = bytes(
+    c for c in range(128) if not (chr(c).isspace() or "a" <= chr(c) <= "z" or chr(c).isdigit())
+)
+
+
+def _strip(lower: str) -> str:
+    if lower.isascii():
+        return lower.encode("ascii").translate(None, _ASCII_NON_WORD).decode("ascii")
+    return _NON_WORD.sub("", lower)
 
 
 def extract_concepts(text: str) -> list[str]:
@@ -70,7 +75,7 @@ def extract_concepts(text: str) -> list[str]:
     stripped of non-[a-z0-9] characters, at least 4 characters, not a stop word."""
     lower = text.lower()
     # translate() is the fast path for ASCII; the regex also removes non-ASCII letters.
-    stripped = lower.translate(_ASCII_NON_WORD) if lower.isascii() else _NON_WORD.sub("", lower)
+    stripped = _strip(lower)
     keys = dict.fromkeys([w for w in stripped.split() if len(w) >= MIN_CONCEPT_LENGTH])
     for stop in CONCEPT_STOP_WORDS.intersection(keys):
         del keys[stop]
@@ -233,7 +238,8 @@ class Dhyana:
 
     def _drop_oldest(self, drop: int) -> None:
         lost_error = True in self._err[:drop]
-        self._n_corr -= sum(self._corr[:drop])
+        if self._n_corr:
+            self._n_corr -= sum(self._corr[:drop])
         del self._ids[:drop], self._sal[:drop], self._err[:drop], self._corr[:drop]
         del self._near[:drop]
         if lost_error:  # the first messages may have lost their error neighbour
@@ -256,9 +262,13 @@ class Dhyana:
 
     def _error_within_radius(self, index: int) -> bool:
         err = self._err
-        lo = max(0, index - ERROR_ADJACENCY_RADIUS)
-        hi = min(len(err), index + ERROR_ADJACENCY_RADIUS + 1)
-        return any(err[j] for j in range(lo, hi) if j != index)
+        for j in range(
+            max(0, index - ERROR_ADJACENCY_RADIUS),
+            min(len(err), index + ERROR_ADJACENCY_RADIUS + 1),
+        ):
+            if err[j] and j != index:
+                return True
+        return False
 
     def _flag_error(self, index: int) -> None:
         # Error adjacency is kept per message as it changes, so a refresh needs no search.
@@ -323,7 +333,7 @@ class Dhyana:
         are evicted. May fire `attention_shifted`."""
         # extract_concepts() and the weight update fused into one pass over the words.
         lower = text.lower()
-        stripped = lower.translate(_ASCII_NON_WORD) if lower.isascii() else _NON_WORD.sub("", lower)
+        stripped = _strip(lower)
         concepts = self.concepts
         get = concepts.get
         seen: set[str] = set()

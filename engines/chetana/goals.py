@@ -60,7 +60,7 @@ _KEY_WORDS = frozenset((
     "remove", "delete", "update", "change", "make", "refactor",
 ))
 # fmt: on
-_PUNCT_TO_SPACE = {c: " " for c in range(128) if not chr(c).isalnum()}
+_PUNCT_TO_SPACE = bytes(c if chr(c).isalnum() else 32 for c in range(256))  # for bytes.translate
 _GOAL_END = re.compile(r"[.!?,]")
 _AND = re.compile(r"\s+and\s+", re.IGNORECASE)
 _KEYWORD_SPLIT = re.compile(r"[^a-z0-9]+")
@@ -69,7 +69,10 @@ _TOKEN = re.compile(r"[a-z0-9]+")
 
 def words(text: str) -> list[str]:
     """The lowercase [a-z0-9]+ words of a text (tool results are matched word by word)."""
-    return _TOKEN.findall(text.lower())
+    lower = text.lower()
+    if lower.isascii():  # same words, several times faster than the regex
+        return lower.encode("ascii").translate(_PUNCT_TO_SPACE).decode("ascii").split()
+    return _TOKEN.findall(lower)
 
 
 def fnv1a_32(text: str) -> int:
@@ -126,7 +129,9 @@ def extract_goals(message: str) -> list[str]:
     lower = message.lower()
     # Most messages carry no intent phrase: a phrase at a word start leaves its key word
     # whole once punctuation becomes space, so no key word means no goal.
-    if lower.isascii() and _KEY_WORDS.isdisjoint(lower.translate(_PUNCT_TO_SPACE).split()):
+    if lower.isascii() and _KEY_WORDS.isdisjoint(
+        lower.encode("ascii").translate(_PUNCT_TO_SPACE).decode("ascii").split()
+    ):
         return []
     probe = lower  # where word boundaries are checked
     if len(lower) == len(message):

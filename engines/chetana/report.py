@@ -83,6 +83,15 @@ class CognitiveReport:
             "achieved": self.achieved,
         }
 
+    def __getitem__(self, key: str) -> Any:
+        """`report["affect"]["valence"]`: the JSON form's sections, then the fields by name."""
+        data = self.to_dict()
+        if key in data:
+            return data[key]
+        if key in self.__dataclass_fields__:
+            return getattr(self, key)
+        raise KeyError(key)
+
     def render(self) -> str:
         """The report as the seed's `/chetana` text: bars, focus, mastery, intentions."""
         a = self.affect

@@ -133,7 +133,7 @@ class Sankalpa:
     Fires `goal_created` and, on a real status or priority change, `goal_changed`.
     """
 
-    __slots__ = ("_forms", "_goals", "_turn", "config", "on_event", "priors")
+    __slots__ = ("_forms", "_goals", "_patience", "_turn", "config", "on_event", "priors")
 
     def __init__(
         self,
@@ -146,12 +146,13 @@ class Sankalpa:
         self.on_event = on_event
         self._goals: dict[str, _Goal] = {}
         self._turn = 0
+        self._patience = self.priors.patience(self.config.goal_abandonment_threshold)
         self._forms: dict[str, list[_Goal]] | None = None  # word forms of active goals
 
     @property
     def patience(self) -> int:
         """Turns without progress before an active goal is paused (abandoned at twice)."""
-        return self.priors.patience(self.config.goal_abandonment_threshold)
+        return self._patience
 
     # --- reading -----------------------------------------------------------------------
 

@@ -43,3 +43,16 @@ def test_render_shows_bars_focus_mastery_and_intentions():
 def test_render_of_a_fresh_controller_says_there_is_nothing_yet():
     text = ChetanaController().cognitive_report().render()
     assert "(nothing yet)" in text and "(no open intentions)" in text
+
+
+def test_the_report_can_be_read_like_a_dict_too():
+    report = busy_controller().cognitive_report()
+    assert report["affect"]["valence"] == report.affect.valence
+    assert report["calibration"] == report.calibration
+    assert report["achieved"] == 1
+    try:
+        report["nope"]
+    except KeyError:
+        pass
+    else:  # pragma: no cover
+        raise AssertionError("an unknown key must raise KeyError")
