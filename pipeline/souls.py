@@ -81,6 +81,14 @@ class Soul:
             self._providers[spec] = provider
         return provider, spec, options
 
+    def check_providers(self) -> None:
+        """Resolve every model the plan calls now, so a missing provider fails before a turn."""
+        scopes = [self.plan.turn, *self.plan.subprocesses.values(), *self.plan.processes.values()]
+        for scope in scopes:
+            for unit in scope.units:
+                if unit.model:
+                    self.provider_for(unit.model)
+
     def session(self, id: str | None = None, user: str = "user") -> Any:
         """A new session with `user`, or the stored session `id` (a unique prefix will do)."""
         from soul.session import Session
@@ -115,4 +123,6 @@ def load(
 
     plan = compile_blueprint(name_or_path, registry)
     model = model or os.environ.get("SOUL_MODEL") or None
-    return Soul(plan, registry=registry, model=model, provider=provider, home=Path(home) if home else None)
+    soul = Soul(plan, registry=registry, model=model, provider=provider, home=Path(home) if home else None)
+    soul.check_providers()
+    return soul
