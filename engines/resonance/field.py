@@ -265,7 +265,7 @@ class Field:
         def tag_of(ids: np.ndarray) -> np.ndarray:
             if not wanted:
                 return np.zeros(len(ids), np.float32)
-            return np.array([len(wanted.intersection(st.tags[i])) / len(wanted) for i in ids],
+            return np.array([len(wanted.intersection(st.tags_at(i))) / len(wanted) for i in ids],
                             np.float32)
 
         def confidence_of(ids: np.ndarray) -> np.ndarray:
@@ -278,7 +278,7 @@ class Field:
                                 confidence_of=confidence_of, allow=allow)
         hits = [
             Hit(st.ids[h.id], st.text[h.id], float(h.score), Kind(st.kind[h.id]).label,
-                st.tags[h.id], st.meta_at(h.id), h.components.as_dict())
+                st.tags_at(h.id), st.meta_at(h.id), h.components.as_dict())
             for h in fused
         ]
         if hits and self.config.touch_on_recall:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import secrets
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -60,8 +61,10 @@ class Item:
         text = item.get("text")
         if not isinstance(text, str):
             raise ConfigError(f"an item needs a 'text' string, got {type(text).__name__}")
+        text = text.replace("\x00", "")  # NUL separates values in the log: never content
         tags = item.get("tags") or ()
-        tags = (tags,) if isinstance(tags, str) else tuple(str(t) for t in tags)
+        tags = (tags,) if isinstance(tags, str) else tuple(tags)
+        tags = tuple(t for t in (re.sub(r"[\x00\x1f]", "", str(t)).strip() for t in tags) if t)
         meta = item.get("meta")
         try:
             meta_json = json.dumps(dict(meta), ensure_ascii=False) if meta else None

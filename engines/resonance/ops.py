@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 import struct
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+
+from .errors import ConfigError
 
 __all__ = [
     "ACCESS",
@@ -24,6 +25,7 @@ __all__ = [
     "OBSERVE",
     "OP_NAMES",
     "REEMBED",
+    "Batch",
     "Row",
     "decode_access",
     "decode_add",
@@ -54,9 +56,10 @@ FLAG_DELETED = 2
 _ADD = struct.Struct("<BBdddIHHIHHHI")
 _TS = struct.Struct("<d")
 _OBSERVE = struct.Struct("<dd")
-_BATCH = struct.Struct("<IHI")
+_BATCH = struct.Struct("<IHIIII")  # n, dim, byte lengths of ids, text, tags, extra
 _REEMBED = struct.Struct("<HH")
 TAG_SEP = "\x1f"  # ASCII unit separator: never typed in a tag
+SEP = "\x00"  # between the values of a column in ADD_BATCH and snapshots
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +105,7 @@ def decode_add_fields(payload: memoryview) -> tuple[tuple, memoryview]:
     raw = bytes(payload[p:end])
     q = li + lt
     text = raw[li:q].decode()
-    tags = tuple(raw[q : q + lg].decode().split(TAG_SEP)) if lg else ()
+    tags = raw[q : q + lg].decode()  # joined: split only when someone reads them
     q += lg
     realm = source = meta = None
     if lr | ls | lm:
@@ -118,32 +121,84 @@ def decode_add_fields(payload: memoryview) -> tuple[tuple, memoryview]:
 def decode_add(payload: memoryview) -> tuple[Row, memoryview]:
     """(row, raw float32 vector bytes) of an ADD payload."""
     fields, vec = decode_add_fields(payload)
-    return Row(*fields), vec
+    tags = tuple(fields[8].split(TAG_SEP)) if fields[8] else ()
+    return Row(*fields[:8], tags, *fields[9:]), vec
+
+
+def _joined(values: list[str], what: str) -> bytes:
+    if any(SEP in v for v in values):
+        raise ConfigError(f"a {what} contains a NUL character, which the log reserves")
+    return SEP.join(values).encode()
 
 
 def encode_add_batch(rows: list[Row], vectors: np.ndarray) -> bytes:
-    """Payload of ADD_BATCH: many memories as JSON columns plus one float32 block."""
-    cols: dict[str, list[Any]] = {
-        "id": [r.id for r in rows], "kind": [r.kind for r in rows],
-        "flags": [r.flags for r in rows], "created": [r.created for r in rows],
-        "mu": [r.mu for r in rows], "var": [r.var for r in rows], "n": [r.n for r in rows],
-        "text": [r.text for r in rows], "tags": [list(r.tags) for r in rows],
-        "realm": [r.realm for r in rows], "source": [r.source for r in rows],
-        "meta": [r.meta for r in rows],
-    }
-    doc = json.dumps(cols, ensure_ascii=False, separators=(",", ":")).encode()
+    """Payload of ADD_BATCH: many memories as columns plus one float32 block.
+
+    ids, texts and tags are NUL-joined UTF-8 (one split decodes a column, far faster than
+    JSON); realm/source/meta are a JSON document, empty when all are None; the numeric
+    columns are raw arrays.
+    """
+    n = len(rows)
     block = np.ascontiguousarray(vectors, dtype="<f4")
-    return b"".join((_BATCH.pack(len(rows), block.shape[1], len(doc)), doc, block.tobytes()))
+    ids = _joined([r.id for r in rows], "id")
+    text = _joined([r.text for r in rows], "text")
+    tags = _joined([TAG_SEP.join(r.tags) for r in rows], "tag")
+    extra = [r.realm for r in rows], [r.source for r in rows], [r.meta for r in rows]
+    extra_b = b"" if not any(any(col) for col in extra) else json.dumps(
+        extra, ensure_ascii=False, separators=(",", ":")).encode()
+    numeric = b"".join((
+        bytes(r.kind for r in rows), bytes(r.flags for r in rows),
+        np.array([r.created for r in rows], "<f8").tobytes(),
+        np.array([r.mu for r in rows], "<f8").tobytes(),
+        np.array([r.var for r in rows], "<f8").tobytes(),
+        np.array([r.n for r in rows], "<u4").tobytes(),
+    ))
+    head = _BATCH.pack(n, block.shape[1], len(ids), len(text), len(tags), len(extra_b))
+    return b"".join((head, ids, text, tags, extra_b, numeric, block.tobytes()))
 
 
-def decode_add_batch(payload: memoryview) -> tuple[dict[str, list[Any]], np.ndarray]:
-    """(columns, float32 vectors of shape (n, dim)) of an ADD_BATCH payload."""
-    n, dim, ldoc = _BATCH.unpack_from(payload)
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """The decoded columns of an ADD_BATCH (numeric columns still raw bytes)."""
+
+    ids: list[str]
+    text: list[str]
+    tags: list[str]  # TAG_SEP-joined per memory
+    realm: list[str | None]
+    source: list[str | None]
+    meta: list[str | None]
+    kind: bytes
+    flags: bytes
+    created: bytes  # <f8
+    mu: bytes  # <f8
+    var: bytes  # <f8
+    n: bytes  # <u4
+    vectors: np.ndarray  # (n, dim) float32, a read-only view of the payload
+
+
+def decode_add_batch(payload: memoryview) -> Batch:
+    """The columns of an ADD_BATCH payload."""
+    n, dim, li, lt, lg, le = _BATCH.unpack_from(payload)
     p = _BATCH.size
-    cols = json.loads(bytes(payload[p : p + ldoc]))
-    p += ldoc
+    ids = bytes(payload[p : p + li]).decode().split(SEP) if n else []
+    p += li
+    text = bytes(payload[p : p + lt]).decode().split(SEP) if n else []
+    p += lt
+    tags = bytes(payload[p : p + lg]).decode().split(SEP) if n else []
+    p += lg
+    if le:
+        realm, source, meta = json.loads(bytes(payload[p : p + le]))
+    else:
+        realm = source = meta = [None] * n
+    p += le
+    cols = []
+    for width in (1, 1, 8, 8, 8, 4):
+        cols.append(bytes(payload[p : p + n * width]))
+        p += n * width
     vectors = np.frombuffer(payload[p : p + n * dim * 4], dtype="<f4").reshape(n, dim)
-    return cols, vectors
+    if not (len(ids) == len(text) == len(tags) == len(realm) == n):
+        raise ValueError(f"ADD_BATCH columns disagree with its count {n}")
+    return Batch(ids, text, tags, realm, source, meta, *cols, vectors)
 
 
 def encode_forget(memory_id: str, ts: float) -> bytes:

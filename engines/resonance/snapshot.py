@@ -2,7 +2,7 @@
 
 File ``snapshots/snap_{hlc:020d}_{instance}.snap``: an 8-byte magic, then sections, each
 ``length u64 | crc32 u32 | bytes``: a JSON header (format, dim, rows, the per-writer seq it
-covers), a JSON document of the string columns, then the numeric columns and the vectors as
+covers), ids, texts and tags NUL-joined, a JSON document of realm/source/meta/accesses, then the numeric columns and the vectors as
 raw little-endian arrays. Written to a temporary name, fsynced, renamed: a crash leaves either
 the old snapshot or the new one, never half of one.
 """
@@ -10,6 +10,7 @@ the old snapshot or the new one, never half of one.
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import struct
 import zlib
@@ -19,7 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from .errors import CorruptSegment
-from .state import State
+from .ops import SEP
+from .recovery import map_file
+from .state import State, alloc_vectors
 
 __all__ = ["SNAPSHOT_MAGIC", "list_snapshots", "read_snapshot", "write_snapshot"]
 
@@ -48,14 +51,15 @@ def write_snapshot(state: State, snap_dir: Path, instance: str, hlc: int) -> Pat
         "format": 1, "dim": state.dim, "rows": n, "alive": state.alive,
         "covered": state.covered, "max_hlc": state.max_hlc,
     }
-    strings = {
-        "id": state.ids, "text": state.text, "tags": state.tags, "realm": state.realm,
-        "source": state.source, "meta": state.meta,
+    others = {
+        "realm": state.realm, "source": state.source, "meta": state.meta,
         "accessed": {str(k): v for k, v in state.accessed.items()},
     }
     sections: list[bytes | memoryview] = [
         json.dumps(header).encode(),
-        json.dumps(strings, ensure_ascii=False, separators=(",", ":")).encode(),
+        SEP.join(state.ids).encode(), SEP.join(state.text).encode(),
+        SEP.join(state.tags).encode(),
+        json.dumps(others, ensure_ascii=False, separators=(",", ":")).encode(),
     ]
     for name, _, dtype in _NUMERIC:
         sections.append(np.asarray(getattr(state, name), dtype=dtype).tobytes())
@@ -78,7 +82,7 @@ def write_snapshot(state: State, snap_dir: Path, instance: str, hlc: int) -> Pat
     return path
 
 
-def _sections(path: Path, raw: bytes) -> list[memoryview]:
+def _sections(path: Path, raw: bytes | mmap.mmap) -> list[memoryview]:
     buf = memoryview(raw)
     if raw[:8] != SNAPSHOT_MAGIC:
         raise CorruptSegment(path, 0, "bad snapshot magic")
@@ -95,28 +99,29 @@ def _sections(path: Path, raw: bytes) -> list[memoryview]:
             raise CorruptSegment(path, off, "section CRC32 mismatch")
         out.append(data)
         off = start + length
-    if len(out) != 3 + len(_NUMERIC):
-        raise CorruptSegment(path, off, f"{len(out)} sections, expected {3 + len(_NUMERIC)}")
+    if len(out) != 6 + len(_NUMERIC):
+        raise CorruptSegment(path, off, f"{len(out)} sections, expected {6 + len(_NUMERIC)}")
     return out
 
 
 def read_snapshot(path: Path) -> State:
     """Load a snapshot; CorruptSegment if any section fails its check."""
-    sections = _sections(path, path.read_bytes())
+    sections = _sections(path, map_file(path))
     try:
         header = json.loads(bytes(sections[0]))
-        strings = json.loads(bytes(sections[1]))
+        others = json.loads(bytes(sections[4]))
+        ids, text, tags = (bytes(s).decode().split(SEP) for s in sections[1:4])
     except ValueError as exc:
-        raise CorruptSegment(path, 8, f"unreadable JSON section: {exc}") from exc
+        raise CorruptSegment(path, 8, f"unreadable string section: {exc}") from exc
     n, dim = header["rows"], header["dim"]
+    if n == 0:
+        ids = text = tags = []
     state = State(dim)
-    state.ids = strings["id"]
-    state.rows = {mid: i for i, mid in enumerate(state.ids)}
-    state.text = strings["text"]
-    state.tags = [tuple(t) for t in strings["tags"]]
-    state.realm, state.source, state.meta = strings["realm"], strings["source"], strings["meta"]
-    state.accessed = {int(k): v for k, v in strings["accessed"].items()}
-    for (name, typecode, _), data in zip(_NUMERIC, sections[2:-1], strict=True):
+    state.ids, state.text, state.tags = ids, text, tags
+    state.rows = dict(zip(ids, range(n), strict=True))
+    state.realm, state.source, state.meta = others["realm"], others["source"], others["meta"]
+    state.accessed = {int(k): v for k, v in others["accessed"].items()}
+    for (name, typecode, _), data in zip(_NUMERIC, sections[5:-1], strict=True):
         if typecode is None:
             setattr(state, name, bytearray(data))
         else:
@@ -125,7 +130,7 @@ def read_snapshot(path: Path) -> State:
             setattr(state, name, column)
     if dim:
         vectors = np.frombuffer(sections[-1], dtype="<f4").reshape(n, dim)
-        state._vectors = np.empty((max(n, 1024), dim), dtype=np.float32)
+        state._vectors = alloc_vectors(max(n, 1024), dim)
         state._vectors[:n] = vectors
     state.covered = {k: int(v) for k, v in header["covered"].items()}
     state.max_hlc = int(header["max_hlc"])

@@ -9,6 +9,7 @@ leaves a tombstone row (content and vector cleared) so indexes keyed by row stay
 from __future__ import annotations
 
 import json
+import mmap
 from array import array
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -22,6 +23,22 @@ from .memory import Confidence, Kind, Memory
 __all__ = ["ACCESS_HISTORY", "State"]
 
 ACCESS_HISTORY = 16  # access times kept per memory (the count is kept in full)
+_POPULATE_BYTES = 32 << 20
+
+
+def alloc_vectors(rows: int, dim: int) -> np.ndarray:
+    """An uninitialised (rows, dim) float32 matrix.
+
+    Large ones come from an anonymous mmap with MAP_POPULATE: the kernel maps every page in one
+    call, where first-touch faults (one per 4 KiB page, on a VM) cost 2–3 s per 1.5 GB and
+    dominated recovery.
+    """
+    nbytes = rows * dim * 4
+    flag = getattr(mmap, "MAP_POPULATE", 0)
+    if nbytes < _POPULATE_BYTES or not flag:
+        return np.empty((rows, dim), dtype=np.float32)
+    buf = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | flag)
+    return np.frombuffer(buf, dtype=np.float32).reshape(rows, dim)
 
 
 class State:
@@ -34,7 +51,7 @@ class State:
         self.kind = bytearray()
         self.flags = bytearray()
         self.text: list[str] = []
-        self.tags: list[tuple[str, ...]] = []
+        self.tags: list[str] = []  # TAG_SEP-joined: split only when read
         self.realm: list[str | None] = []
         self.source: list[str | None] = []
         self.meta: list[str | None] = []
@@ -79,6 +96,11 @@ class State:
             raise UnknownMemory(memory_id)
         return row
 
+    def tags_at(self, row: int) -> tuple[str, ...]:
+        """The tags of a row."""
+        joined = self.tags[row]
+        return tuple(joined.split(ops.TAG_SEP)) if joined else ()
+
     def meta_at(self, row: int) -> dict[str, Any]:
         """The meta dict of a row (JSON decoded on demand)."""
         raw = self.meta[row]
@@ -91,7 +113,7 @@ class State:
             kind=Kind(self.kind[row]),
             content=self.text[row],
             embedding=self._vectors[row].copy(),
-            tags=self.tags[row],
+            tags=self.tags_at(row),
             realm=self.realm[row],
             source=self.source[row],
             created=self.created[row],
@@ -114,15 +136,13 @@ class State:
         hint = self.size_hint_bytes // (4 * dim) + 1 if dim else 0
         if self.dim is None or self._vectors.shape[1] == 0:
             self.dim = dim
-            # np.empty, not zeros: numpy madvises huge pages for its own allocations, calloc
-            # memory is not, and faulting in 4 KiB pages dominated replay time.
-            self._vectors = np.empty((max(1024, extra, hint), dim), dtype=np.float32)
+            self._vectors = alloc_vectors(max(1024, extra, hint), dim)
         elif dim != self.dim:
             raise ConfigError(f"vector of dimension {dim}; this field holds {self.dim}-d vectors")
         need = len(self.ids) + extra
         if need > self._vectors.shape[0]:
             size = max(need, 2 * self._vectors.shape[0], len(self.ids) + hint)
-            grown = np.empty((size, dim), dtype=np.float32)
+            grown = alloc_vectors(size, dim)
             grown[: len(self.ids)] = self._vectors[: len(self.ids)]
             self._vectors = grown
 
@@ -133,7 +153,7 @@ class State:
             if fields[0] not in self.rows:  # replayed twice: the first one stands
                 self._flush_adds_unique([fields], [vec])
         elif op == ops.ADD_BATCH:
-            self.apply_batch(*ops.decode_add_batch(payload))
+            self.apply_batch(ops.decode_add_batch(payload))
         elif op == ops.OBSERVE:
             memory_id, value, ts = ops.decode_observe(payload)
             if (row_ := self.rows.get(memory_id)) is not None:
@@ -156,28 +176,48 @@ class State:
                 self.flags[row_] &= ~ops.FLAG_PENDING_EMBED
         # Unknown ops come from a newer version: skipping keeps old readers working.
 
-    def apply_batch(self, cols: dict[str, list[Any]], vectors: np.ndarray) -> list[int]:
+    def apply_batch(self, batch: ops.Batch) -> None:
         """Append the memories of an ADD_BATCH (ids already present are skipped)."""
-        ids = cols["id"]
-        if any(mid in self.rows for mid in ids):  # a replayed duplicate: keep first copies
-            keep = [i for i, mid in enumerate(ids) if mid not in self.rows]
-            cols = {k: [v[i] for i in keep] for k, v in cols.items()}
-            vectors, ids = vectors[keep], cols["id"]
-        if not ids:
-            return []
-        self._reserve(len(ids), vectors.shape[1])
+        # A batch applied twice has all its ids present already; checking its ends is enough
+        # (new ids are 64 random bits) and keeps this off the profile of a million-row replay.
+        if batch.ids and (batch.ids[0] in self.rows or batch.ids[-1] in self.rows):
+            keep = [i for i, mid in enumerate(batch.ids) if mid not in self.rows]
+            for i in keep:
+                self._flush_adds_unique([self._batch_row(batch, i)],
+                                        [memoryview(batch.vectors[i].tobytes())])
+            return
+        n = len(batch.ids)
+        if not n:
+            return
+        self._reserve(n, batch.vectors.shape[1])
         start = len(self.ids)
-        self._vectors[start : start + len(ids)] = vectors
-        self._extend(
-            ids, cols["kind"], cols["flags"], cols["created"], cols["mu"], cols["var"],
-            cols["n"], cols["text"], [tuple(t) for t in cols["tags"]], cols["realm"],
-            cols["source"], cols["meta"],
-        )
-        return list(range(start, start + len(ids)))
+        self._vectors[start : start + n] = batch.vectors
+        self.ids.extend(batch.ids)
+        self.rows.update(zip(batch.ids, range(start, start + n), strict=True))
+        self.kind.extend(batch.kind)
+        self.flags.extend(batch.flags)
+        self.text.extend(batch.text)
+        self.tags.extend(batch.tags)
+        self.realm.extend(batch.realm)
+        self.source.extend(batch.source)
+        self.meta.extend(batch.meta)
+        # Raw little-endian columns straight into the arrays (this runs on x86/ARM LE).
+        for name in ("created", "mu", "var", "n"):
+            getattr(self, name).frombytes(getattr(batch, name))
+        self.last_active.frombytes(batch.created)
+        self.access_count.frombytes(bytes(4 * n))
+        self.alive += n
+
+    @staticmethod
+    def _batch_row(b: ops.Batch, i: int) -> tuple:
+        created, mu, var = (np.frombuffer(c, "<f8")[i] for c in (b.created, b.mu, b.var))
+        return (b.ids[i], b.kind[i], b.flags[i], float(created), float(mu), float(var),
+                int(np.frombuffer(b.n, "<u4")[i]), b.text[i], b.tags[i], b.realm[i],
+                b.source[i], b.meta[i])
 
     def _extend(self, ids: list[str], kind: list[int], flags: list[int], created: list[float],
                 mu: list[float], var: list[float], n: list[int], text: list[str],
-                tags: list[tuple[str, ...]], realm: list[str | None],
+                tags: list[str], realm: list[str | None],
                 source: list[str | None], meta: list[str | None]) -> None:
         # Column-wise extends run in C: this is what makes replaying batches cheap.
         start = len(self.ids)
@@ -259,7 +299,7 @@ class State:
         # from the next snapshot.
         self.flags[row] = ops.FLAG_DELETED
         self.text[row] = ""
-        self.tags[row] = ()
+        self.tags[row] = ""
         self.meta[row] = None
         self.realm[row] = self.source[row] = None
         self._vectors[row] = 0.0

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from soul.engines.resonance import Store
 
 WRITER = r"""

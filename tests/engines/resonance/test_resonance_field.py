@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+
 import soul.engines.resonance as resonance
 from soul.engines.resonance import (
     ConfigError,

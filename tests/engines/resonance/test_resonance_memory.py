@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from soul.engines.resonance import DECAY_RATES, Confidence, ConfigError, Kind, Tier
 from soul.engines.resonance.memory import DAY, Memory, gate_reason, parse_kind, tier_of
 

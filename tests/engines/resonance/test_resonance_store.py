@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from soul.engines.resonance import ConfigError, Store, UnknownMemory
 from soul.engines.resonance.ops import Row
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from soul.engines.resonance import ConfigError, Store
 from soul.engines.resonance.ops import Row
 from soul.engines.resonance.recovery import scan_segment
