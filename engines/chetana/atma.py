@@ -27,7 +27,6 @@ from .mastery import (
     ToolRecord,
     calibration_label,
     velocity_label,
-    wilson_interval,
 )
 from .state import (
     check_bool,
@@ -89,16 +88,17 @@ class AtmaDarshana:
         "_calls_this_turn",
         "_recovery_count",
         "_recovery_total",
+        "_style",
         "_tools",
         "_total_calls",
         "_turns",
+        "_unsettled",
+        "_velocity",
         "calibration",
         "config",
         "known_limitations",
-        "learning_velocity",
         "on_event",
         "priors",
-        "style_fingerprint",
     )
 
     def __init__(
@@ -113,8 +113,9 @@ class AtmaDarshana:
         self._tools: dict[str, ToolRecord] = {}
         self.known_limitations: list[str] = []
         self.calibration = 1.0
-        self.learning_velocity = 0.0
-        self.style_fingerprint: dict[str, float] = {
+        self._unsettled = False  # velocity and style wait for the next read
+        self._velocity = 0.0
+        self._style: dict[str, float] = {
             "exploration_vs_exploitation": 0.5,
             "tool_density": 0.0,
             "error_recovery_speed": 1.0,
@@ -165,7 +166,6 @@ class AtmaDarshana:
             record.successes += 1
         rate = record.rate = record.successes / record.total
         record.avg_latency += (latency_ms - record.avg_latency) / record.total
-        record.ci = wilson_interval(record.total, rate)
 
         history = record.history
         history.append(rate)
@@ -200,8 +200,8 @@ class AtmaDarshana:
                     f"Tool {tool} unreliable: {FAILURE_STREAK_LIMIT} consecutive failures"
                 )
 
-        self._recompute_velocity()
-        self._recompute_style()
+        # Velocity and style are functions of the counts: settled when read, not per call.
+        self._unsettled = True
         self._assessment = None
         if self.on_event is not None:
             self.on_event(
@@ -234,6 +234,25 @@ class AtmaDarshana:
             return 1.0 if predicted <= 1e-12 else CALIBRATION_CAP
         return min(CALIBRATION_CAP, max(0.0, predicted) / actual)  # mean/mean = sum/sum
 
+    @property
+    def learning_velocity(self) -> float:
+        """Change of the mean success rate per call over the last ten calls of each tool."""
+        if self._unsettled:
+            self._settle()
+        return self._velocity
+
+    @property
+    def style_fingerprint(self) -> dict[str, float]:
+        """exploration_vs_exploitation, tool_density, error_recovery_speed, each in [0, 1]."""
+        if self._unsettled:
+            self._settle()
+        return self._style
+
+    def _settle(self) -> None:
+        self._unsettled = False
+        self._recompute_velocity()
+        self._recompute_style()
+
     def _recompute_velocity(self) -> None:
         # Only tools with TREND_LOOKBACK calls of history take part, on both sides of the
         # difference (the original averaged all tools now against only those tools then).
@@ -244,10 +263,10 @@ class AtmaDarshana:
                 now += record.rate
                 then += record.history[0]
                 count += 1
-        self.learning_velocity = (now - then) / count / TREND_LOOKBACK if count else 0.0
+        self._velocity = (now - then) / count / TREND_LOOKBACK if count else 0.0
 
     def _recompute_style(self) -> None:
-        fp = self.style_fingerprint
+        fp = self._style
         calls = self._total_calls
         if calls:
             fp["exploration_vs_exploitation"] = min(1.0, len(self._tools) / calls)
@@ -263,7 +282,7 @@ class AtmaDarshana:
         """A turn ended: tool density is tools per real turn, so the turn count moves here."""
         self._turns += 1
         self._calls_this_turn = 0
-        self._recompute_style()
+        self._unsettled = True
 
     # --- limitations -------------------------------------------------------------------
 
@@ -411,7 +430,6 @@ class AtmaDarshana:
             record.total, record.successes = total, successes
             record.rate = successes / total if total else 0.0
             record.avg_latency = read_float(data, "avg_latency", where, 0.0, math.inf)
-            record.ci = wilson_interval(total, record.rate)
             record.trend = read_str(data, "trend", where, TRENDS)
             default_history = [record.rate] * min(total, TREND_LOOKBACK + 1)
             history = read_list(data, "rate_history", where, default=default_history)
@@ -424,9 +442,9 @@ class AtmaDarshana:
         for i, limitation in enumerate(read_list(state, "known_limitations", path)):
             atma.known_limitations.append(check_str(limitation, f"{path}.known_limitations[{i}]"))
         atma.calibration = read_float(state, "calibration", path, 0.0, CALIBRATION_CAP)
-        atma.learning_velocity = read_float(state, "learning_velocity", path, -1.0, 1.0)
+        atma._velocity = read_float(state, "learning_velocity", path, -1.0, 1.0)
         for key, value in read_map(state, "style_fingerprint", path).items():
-            atma.style_fingerprint[check_str(key, f"{path}.style_fingerprint key")] = check_float(
+            atma._style[check_str(key, f"{path}.style_fingerprint key")] = check_float(
                 value, f"{path}.style_fingerprint.{key}", 0.0, 1.0
             )
         for i, pair in enumerate(read_list(state, "calibration_history", path, default=[])):

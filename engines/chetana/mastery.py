@@ -73,8 +73,9 @@ class ToolRecord:
     """Mutable per-tool statistics (snapshots are built only when someone asks)."""
 
     __slots__ = (
+        "_ci",
+        "_ci_total",
         "avg_latency",
-        "ci",
         "error_at",
         "history",
         "last_improved",
@@ -90,12 +91,21 @@ class ToolRecord:
         self.successes = 0
         self.rate = 0.0
         self.avg_latency = 0.0
-        self.ci = (0.0, 1.0)
+        self._ci = (0.0, 1.0)
+        self._ci_total = 0  # the total the cached interval belongs to
         self.trend = "stable"
         self.last_improved = created_at
         self.history: deque[float] = deque(maxlen=TREND_LOOKBACK + 1)  # success rates
         self.streak = 0  # consecutive failures
         self.error_at = -1  # call number of the last failure not yet recovered from
+
+    @property
+    def ci(self) -> tuple[float, float]:
+        """The Wilson interval, computed when read (most results are never looked at)."""
+        if self._ci_total != self.total:
+            self._ci = wilson_interval(self.total, self.rate)
+            self._ci_total = self.total
+        return self._ci
 
     def snapshot(self) -> ToolMastery:
         return ToolMastery(
