@@ -107,3 +107,11 @@ def test_the_repl_talks_and_obeys_commands(tmp_path: Path, soul_home: Path) -> N
     assert "(think · ran)" in proc.stdout  # thoughts shown after the reply
     assert "# Ada" in proc.stdout  # /user
     assert "unknown command /nope" in proc.stdout
+
+
+@pytest.mark.parametrize("name", ["claudius", "samantha"])
+def test_the_readme_examples_answer(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / f"{name}-hello.yaml"
+    code, out, _ = run(capsys, "run", name, "--script", str(example), "-m", "Hello", "--json")
+    assert code == 0
+    assert json.loads(out)["reply"].startswith(("Hello. I'm Claudius", "Hi! I'm Samantha"))
