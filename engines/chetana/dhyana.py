@@ -361,6 +361,8 @@ class Dhyana:
         return list(map(_weighted, _ranked(self.concepts)[:n]))
 
     def _check_shift(self) -> None:
+        # The original documented attention_shifted but never fired it; "significantly" is
+        # taken as: more than half of the top five concepts differ from the last announced.
         if self._top is None:
             self._top = _ranked(self.concepts)[:FOCUS_SIZE]
         top = tuple(k for k, _ in self._top[:SHIFT_TOP_K])

@@ -222,6 +222,8 @@ class Sankalpa:
             goal.priority = "critical"
         elif goal.mention_count >= ESCALATION_HIGH and goal.priority == "normal":
             goal.priority = "high"
+        # goal_changed only on a real change: the original also announced "active" for an
+        # active goal that was merely mentioned again.
         if goal.status == "paused":
             goal.status = "active"
             goal.stale_turns = 0

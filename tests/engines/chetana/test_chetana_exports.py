@@ -2,6 +2,7 @@
 library of its own (no imports from the pipeline or from other engines)."""
 
 import ast
+import re
 from pathlib import Path
 
 import soul.engines.chetana as chetana
@@ -52,3 +53,18 @@ def test_public_functions_have_type_hints_and_docstrings():
         if callable(obj) and not isinstance(obj, type) and hasattr(obj, "__code__"):
             assert obj.__doc__, name
             assert "return" in obj.__annotations__, name
+
+
+def test_every_test_the_docs_cite_for_a_fix_exists():
+    root = Path(__file__).resolve().parents[3]
+    docs = (root / "docs" / "chetana.md").read_text(encoding="utf-8")
+    cited = set(re.findall(r"`(test_[a-z0-9_]+)`", docs))
+    assert len(cited) >= 11
+    here = Path(__file__).parent
+    defined = {
+        node.name
+        for source in here.glob("test_chetana_*.py")
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8")))
+        if isinstance(node, ast.FunctionDef)
+    }
+    assert cited <= defined, cited - defined
