@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -25,7 +24,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .errors import ConfigError, IndexStale, QualityGateRefused, StoreClosed
+from .errors import ConfigError, QualityGateRefused, StoreClosed
+from .field_index import FieldIndexes
 from .field_ingest import Ingest, Item
 from .memory import DAY, DECAY_RATES, Confidence, Kind, Memory, Tier, tier_of
 from .store import CheckReport, Store
@@ -36,6 +36,7 @@ log = logging.getLogger("soul.engines.resonance")
 
 Mode = Literal["hybrid", "semantic", "keyword"]
 _STORE_KEYS = ("durability", "segment_bytes", "sync_interval", "compact_after", "keep_snapshots")
+_ACCESS_QUEUE = 256
 _RATES = np.array([DECAY_RATES[Kind(i)] for i in range(len(Kind))])
 
 
@@ -90,11 +91,11 @@ class Field:
         self.store = Store(self.path, **store_cfg)
         self._embedder = embedder
         self._lock = threading.RLock()
-        self._vindex: Any = None  # VectorIndex once needed
-        self._v_upto = 0  # rows below this were offered to the vector index
-        self._kindex: Any = None  # BM25Index once needed
-        self._k_upto = 0
+        self.indexes = FieldIndexes(self)
         self._ingest = Ingest(self)
+        # Accesses from recall are queued and logged as one entry with the next write (or
+        # every `_ACCESS_QUEUE` of them): recall itself never waits for the log.
+        self._accessed: list[str] = []
         for issue in self.store.report.issues:
             log.warning("resonance field %s: %s", self.path, issue)
 
@@ -155,6 +156,7 @@ class Field:
         near-duplicate (cosine ≥ ``dedup_threshold``, or the same text) is merged into the
         existing memory as a reinforcement and that memory's id is returned.
         """
+        self.flush_accesses()
         item = Item.build({"text": text, "kind": kind, "tags": tags, "realm": realm,
                            "source": source, "confidence": confidence, "meta": meta,
                            "embedding": embedding})
@@ -172,17 +174,16 @@ class Field:
         ``embedding`` included); batched embedding and logging. Returns ids in order, None
         where the quality gate refused an item (the reason is logged). ``progress(done,
         total)`` is called after each batch."""
+        self.flush_accesses()
         return self._ingest.remember_many(items, progress)
 
     def forget(self, memory_id: str) -> None:
         """Remove a memory (its content and vector are cleared from the store)."""
         with self._lock:
+            self.flush_accesses()
             self._ingest.forgetting(self.store.state.row_of(memory_id))
             row = self.store.forget(memory_id)
-            if self._vindex is not None and row < self._v_upto:
-                self._vindex.remove(row)
-            if self._kindex is not None and row < self._k_upto:
-                self._kindex.remove(row)
+            self.indexes.forgotten(row)
 
     def strengthen(self, memory_id: str) -> Confidence:
         """Observe positive evidence for a memory; return its new confidence."""
@@ -194,6 +195,7 @@ class Field:
 
     def _observe(self, memory_id: str, value: float) -> Confidence:
         with self._lock:
+            self.flush_accesses()
             self.store.observe(memory_id, value)
             st = self.store.state
             row = st.row_of(memory_id)
@@ -212,8 +214,7 @@ class Field:
                 for row, vec, good in zip(chunk, vectors, ok, strict=True):
                     if good and st.is_alive(row):
                         self.store.reembed(st.ids[row], vec)
-                        if self._vindex is not None and row < self._v_upto:
-                            self._vindex.add([row], vec[None, :])
+                        self.indexes.reembedded(row, vec)
                         done += 1
         return done
 
@@ -221,6 +222,8 @@ class Field:
 
     def get(self, memory_id: str) -> Memory:
         """The memory with this id (``UnknownMemory`` if there is none)."""
+        if self._accessed:
+            self.flush_accesses()
         st = self.store.state
         return st.memory(st.row_of(memory_id))
 
@@ -255,8 +258,8 @@ class Field:
             if vector is None:
                 log.warning("query embedding failed: recall falls back to keywords")
         with self._lock:
-            kindex = self._keyword_index()
-            vindex = self._vector_index() if vector is not None else None
+            kindex = self.indexes.keyword()
+            vindex = self.indexes.vector() if vector is not None else None
         searcher = HybridSearcher(kindex, vindex, self._fusion)
         wanted = frozenset(tags or ())
         st = self.store.state
@@ -282,8 +285,18 @@ class Field:
             for h in fused
         ]
         if hits and self.config.touch_on_recall:
-            self.store.access([h.id for h in hits])
+            self._accessed.extend(h.id for h in hits)
+            if len(self._accessed) >= _ACCESS_QUEUE:
+                self.flush_accesses()
         return hits
+
+    def flush_accesses(self) -> None:
+        """Log the accesses recall has queued (every write and close() do it too)."""
+        with self._lock:
+            queued, self._accessed = self._accessed, []
+            alive = [m for m in queued if m in self]
+            if alive and not self.store.closed:
+                self.store.access(alive)
 
     def _confidence(self, rows: np.ndarray, now: float) -> np.ndarray:
         st = self.store.state
@@ -295,90 +308,14 @@ class Field:
 
     # -- indexes ---------------------------------------------------------------------------
 
-    def _stamp(self) -> int:
-        # Identifies the set of applied log entries (and so the row numbering) of this state.
-        st = self.store.state
-        key = repr((st.n_rows, sorted(st.covered.items()))).encode()
-        return zlib.crc32(key)
-
-    def _indexable(self, start: int, stop: int) -> np.ndarray:
-        flags = np.frombuffer(bytes(self.store.state.flags[start:stop]), np.uint8)
-        return np.flatnonzero(flags == 0) + start  # alive and with a real vector
-
-    def _vector_index(self) -> Any:
-        """The vector index, loaded or built, caught up with every row (call under the lock)."""
-        from .index import IndexParams, VectorIndex
-
-        st = self.store.state
-        if self._vindex is None:
-            params = IndexParams(M=self.config.M, ef_construction=self.config.ef_construction,
-                                 ef=self.config.ef)
-            path = self.path / "index" / "vectors.hnsw"
-            rows = self._indexable(0, st.n_rows)
-            try:
-                self._vindex = VectorIndex.load(path, expect_seq=self._stamp(),
-                                                expect_count=len(rows), params=params)
-                self._v_upto = st.n_rows
-            except IndexStale as exc:
-                if path.exists():
-                    log.info("rebuilding the vector index: %s", exc)
-                self._vindex = VectorIndex(st.dim or self.embedder.dim, params)
-                self._v_upto = 0
-        if self._v_upto < st.n_rows:
-            stop = st.n_rows
-            rows = self._indexable(self._v_upto, stop)
-            for s in range(0, len(rows), 20_000):
-                part = rows[s : s + 20_000]
-                self._vindex.add(part, st.vectors[part])
-            self._v_upto = stop
-        return self._vindex
-
-    def _keyword_index(self) -> Any:
-        """The BM25 index, caught up with every row (call under the lock)."""
-        from .bm25 import BM25Index
-
-        st = self.store.state
-        if self._kindex is None:
-            self._kindex = BM25Index()
-            self._k_upto = 0
-        if self._k_upto < st.n_rows:
-            stop = st.n_rows
-            alive = [r for r in range(self._k_upto, stop) if st.is_alive(r)]
-            self._kindex.add_many(alive, [st.text[r] for r in alive])
-            self._k_upto = stop
-        return self._kindex
-
-    def nearest(self, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(best cosine, its row) among stored memories for each unit vector (-1 when none)."""
-        st = self.store.state
-        m = vectors.shape[0]
-        best = np.full(m, -2.0, np.float32)
-        best_row = np.full(m, -1, np.int64)
-        with self._lock:
-            if st.n_rows - self._v_upto > self.config.tail_limit:
-                self._vector_index()
-            if self._vindex is not None and len(self._vindex):
-                for j in range(m):
-                    ids, sims = self._vindex.search(vectors[j], 1)
-                    if len(ids):
-                        best[j], best_row[j] = sims[0], ids[0]
-            tail = self._indexable(self._v_upto, st.n_rows)
-            if len(tail):
-                sims = st.vectors[tail] @ vectors.T  # stored vectors are unit length
-                arg = sims.argmax(axis=0)
-                top = sims[arg, np.arange(m)]
-                better = top > best
-                best[better], best_row[better] = top[better], tail[arg[better]]
-        return best, best_row
-
     # -- housekeeping ----------------------------------------------------------------------
 
     def stats(self) -> dict[str, Any]:
         """Counts by kind and tier, log and snapshot sizes, recovery and index facts."""
+        self.flush_accesses()
         st = self.store.state
         now = time.time()
-        flags = np.frombuffer(bytes(st.flags), np.uint8)
-        alive = np.flatnonzero((flags & 2) == 0)
+        alive = np.flatnonzero((np.frombuffer(bytes(st.flags), np.uint8) & 2) == 0)
         kinds = np.bincount(np.frombuffer(bytes(st.kind), np.uint8)[alive], minlength=len(Kind))
         tiers = {t.value: 0 for t in Tier}
         if len(alive):
@@ -405,17 +342,18 @@ class Field:
             "snapshot": str(self.store.snapshot) if self.store.snapshot else None,
             "recovery": {"replayed": rep.replayed, "seconds": round(rep.seconds, 4),
                          "issues": [str(i) for i in rep.issues]},
-            "vector_index": len(self._vindex) if self._vindex is not None else None,
-            "keyword_index": len(self._kindex) if self._kindex is not None else None,
+            **self.indexes.stats(),
             "embedder": emb_stats() if callable(emb_stats) else None,
         }
 
     def sync(self) -> None:
         """Make every change so far durable, whatever the durability mode."""
+        self.flush_accesses()
         self.store.sync()
 
     def compact(self) -> Path:
         """Snapshot the store now (recovery then replays only what follows)."""
+        self.flush_accesses()
         return self.store.compact()
 
     def close(self) -> None:
@@ -423,13 +361,8 @@ class Field:
         with self._lock:
             if self.store.closed:
                 return
-            if self._vindex is not None and self._v_upto == self.store.state.n_rows:
-                (self.path / "index").mkdir(exist_ok=True)
-                try:
-                    self._vindex.save(self.path / "index" / "vectors.hnsw",
-                                      last_seq=self._stamp())
-                except (OSError, RuntimeError) as exc:  # it is rebuilt next time: not fatal
-                    log.warning("could not save the vector index: %s", exc)
+            self.flush_accesses()
+            self.indexes.save()
             self.store.close()
 
 

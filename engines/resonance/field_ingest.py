@@ -156,7 +156,7 @@ class Ingest:
             st = field.store.state
             keys = self._text_keys()
             if threshold is not None and ok.any() and len(st):
-                best, best_row = field.nearest(vectors)
+                best, best_row = field.indexes.nearest(vectors)
             else:
                 best, best_row = np.full(len(items), -2.0), np.full(len(items), -1)
             inner = vectors @ vectors.T if threshold is not None else None
