@@ -11,6 +11,7 @@ timeout queues writers, and a busy error that still escapes is retried with back
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import random
@@ -43,6 +44,7 @@ log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 10_000
 RETRY_SECONDS = 60.0  # overall patience for a write that keeps meeting SQLITE_BUSY
+CHECKPOINT_BYTES = 4 << 20  # WAL size that wakes the checkpoint thread (SQLite's default: 4 MB)
 COMMIT_KINDS = ("message", "spontaneous", "subprocess")
 
 
@@ -78,6 +80,7 @@ class SessionStore:
         self.home = home
         # One connection per store; the lock lets the runtime commit from a worker thread.
         self._lock = threading.RLock()
+        self._checkpointer = _Checkpointer(soul_home.db_path(home))
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -106,6 +109,7 @@ class SessionStore:
 
     def close(self) -> None:
         """Close the connection (idempotent)."""
+        self._checkpointer.close()
         with self._lock:
             self._conn.close()
 
@@ -346,12 +350,16 @@ class SessionStore:
         """Every trace of a session in commit order: {"commit", "turn", "kind", "trace"}."""
         with self._read() as conn:
             self._require(conn, session_id)
-            rows = conn.execute(
-                "SELECT commit_id, turn, kind, json FROM traces WHERE session_id = ?"
-                " ORDER BY commit_id",
-                (session_id,),
-            ).fetchall()
-        return [{"commit": c, "turn": t, "kind": k, "trace": json.loads(j)} for c, t, k, j in rows]
+            return self._traces(conn, session_id)
+
+    @staticmethod
+    def _traces(conn: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
+        return _dicts(
+            conn,
+            'SELECT commit_id AS "commit", turn, kind, json AS trace FROM traces'
+            " WHERE session_id = ? ORDER BY commit_id",
+            session_id,
+        )
 
     @staticmethod
     def _require(conn: sqlite3.Connection, session_id: str) -> None:
@@ -423,20 +431,11 @@ class SessionStore:
                 conn.execute(
                     "INSERT OR REPLACE INTO state (session_id, json) VALUES (?, ?)", (sid, state)
                 )
-            if commit.user_model is not None:
+            if (model := commit.user_model) is not None:
                 conn.execute(
                     "INSERT INTO user_models (soul, user, version, text, note, session_id, turn,"
                     " created) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        soul,
-                        user,
-                        version,
-                        commit.user_model.text,
-                        commit.user_model.note,
-                        sid,
-                        turn,
-                        now,
-                    ),
+                    (soul, user, version, model.text, model.note, sid, turn, now),
                 )
             conn.executemany(
                 "INSERT INTO working_memory (session_id, commit_id, turn, region, entry_type,"
@@ -466,6 +465,7 @@ class SessionStore:
             return previous, cid, event
 
         previous, cid, event = self._write(body)
+        self._checkpointer.poke()
         lines = logs.commit_lines(cid, turn, now, event, commit.messages)
         try:
             self._mirror(commit.session_id, _Just(previous, cid, lines))
@@ -588,52 +588,34 @@ class SessionStore:
 
             state = one("SELECT json FROM state WHERE session_id = ?")
             chetana = one("SELECT json FROM chetana WHERE session_id = ?")
-            messages = conn.execute(
+            messages = _dicts(
+                conn,
                 "SELECT turn, time, layer, tag, step, verb, content, meta FROM messages"
                 " WHERE session_id = ? ORDER BY id",
-                (session_id,),
-            ).fetchall()
-            memory = conn.execute(
+                session_id,
+            )
+            memory = _dicts(
+                conn,
                 "SELECT turn, time, region, entry_type, verb, content, meta FROM working_memory"
                 " WHERE session_id = ? ORDER BY id",
-                (session_id,),
-            ).fetchall()
-            traces = conn.execute(
-                "SELECT commit_id, turn, kind, json FROM traces WHERE session_id = ?"
-                " ORDER BY commit_id",
-                (session_id,),
-            ).fetchall()
+                session_id,
+            )
+            traces = self._traces(conn, session_id)
             history = conn.execute(
                 f"SELECT {VERSION_COLUMNS} FROM user_models WHERE soul = ? AND user = ?"
                 " ORDER BY version",
                 (info.soul, info.user),
             ).fetchall()
-        keys = ("turn", "time", "layer", "tag", "step", "verb", "content")
+        versions = [asdict(UserModelVersion(*h)) for h in history]
         return {
             "session": {**asdict(info), "status": row[-1]},
             "state": state or {},
             "chetana": chetana,
-            "user_model": asdict(UserModelVersion(*history[-1])) if history else None,
-            "user_model_history": [asdict(UserModelVersion(*h)) for h in history],
-            "messages": [
-                {**dict(zip(keys, m, strict=False)), "meta": json.loads(m[7])} for m in messages
-            ],
-            "memory": [
-                {
-                    **dict(
-                        zip(
-                            ("turn", "time", "region", "entry_type", "verb", "content"),
-                            m,
-                            strict=False,
-                        )
-                    ),
-                    "meta": json.loads(m[6]),
-                }
-                for m in memory
-            ],
-            "traces": [
-                {"commit": c, "turn": t, "kind": k, "trace": json.loads(j)} for c, t, k, j in traces
-            ],
+            "user_model": versions[-1] if versions else None,
+            "user_model_history": versions,
+            "messages": messages,
+            "memory": memory,
+            "traces": traces,
         }
 
 
@@ -660,6 +642,17 @@ def message_record(
     return MessageRecord(layer, tag, content, step, verb, json.loads(meta))
 
 
+def _dicts(conn: sqlite3.Connection, query: str, *args: Any) -> list[dict[str, Any]]:
+    """Rows as dicts named by their columns, with the JSON of `meta` and `trace` decoded."""
+    cursor = conn.execute(query, args)
+    names = [d[0] for d in cursor.description]
+    rows = [dict(zip(names, row, strict=True)) for row in cursor]
+    for key in {"meta", "trace"}.intersection(names):
+        for row in rows:
+            row[key] = json.loads(row[key])
+    return rows
+
+
 def _check_result(row: tuple[str, str] | None) -> bool | None:
     # The runtime stores the parsed boolean as meta {"result": bool}; the text is the fallback.
     if row is None:
@@ -671,6 +664,52 @@ def _check_result(row: tuple[str, str] | None) -> bool | None:
     return content.strip().lower() in ("true", "yes", "1")
 
 
+class _Checkpointer:
+    """WAL checkpoints on a thread with its own connection, so no commit waits on their fsync.
+
+    A checkpoint copies the WAL back into the database and syncs it: ~1-100 ms on a real disk,
+    which SQLite's automatic checkpoint would charge to every ~100th commit. PASSIVE never
+    blocks writers or readers, here or in another process.
+    """
+
+    def __init__(self, db: Path) -> None:
+        self._wal = Path(f"{db}-wal")
+        self._db = db
+        self._wake = threading.Event()
+        self._closed = False
+        self._thread: threading.Thread | None = None
+
+    def poke(self) -> None:
+        """After a commit: wake the thread once the WAL has grown past the threshold."""
+        try:
+            big = self._wal.stat().st_size > CHECKPOINT_BYTES
+        except OSError:
+            return
+        if big and not self._closed:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="soul-checkpoint", daemon=True
+                )
+                self._thread.start()
+            self._wake.set()
+
+    def _run(self) -> None:
+        conn = sqlite3.connect(self._db, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+        try:
+            while self._wake.wait() and not self._closed:
+                self._wake.clear()
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        self._closed = True
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+
 def _configure(conn: sqlite3.Connection) -> None:
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
@@ -679,6 +718,9 @@ def _configure(conn: sqlite3.Connection) -> None:
     # NORMAL in WAL: a commit is atomic and consistent; only the last ones may be lost on power
     # failure (never corrupted), which is what keeps a commit well under a millisecond.
     conn.execute("PRAGMA synchronous = NORMAL")
+    # Checkpoints are the background thread's job; this is only the backstop if it falls behind.
+    conn.execute(f"PRAGMA wal_autocheckpoint = {4 * CHECKPOINT_BYTES // 4096}")
+    conn.execute(f"PRAGMA journal_size_limit = {4 * CHECKPOINT_BYTES}")
     conn.execute("PRAGMA foreign_keys = ON")
 
 

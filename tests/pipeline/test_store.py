@@ -483,3 +483,20 @@ def test_logs_per_layer_one_object_per_message(store: SessionStore) -> None:
         ).fetchone()[0]
         == events[-1]["commit"]
     )
+
+
+def test_checkpoints_run_on_a_background_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    import soul.store
+
+    monkeypatch.setattr(soul.store, "CHECKPOINT_BYTES", 0)  # every commit wakes the thread
+    store = SessionStore.open()
+    info = store.create_session("claudius", "ann")
+    for base in range(20):
+        store.commit(turn_commit(info.id, base, base))
+    thread = store._checkpointer._thread
+    assert thread is not None and thread.is_alive()
+    store.close()
+    assert not thread.is_alive()
+    with SessionStore.open() as reopened:
+        assert reopened.session(info.id).turns == 20
+        assert reopened.connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
