@@ -19,7 +19,7 @@ from soul.xmlparse import BY_END, OPEN, TEXT, Scanner, drop_fence_tail
 __all__ = ["Closed", "Opened", "SectionStream", "Text"]
 
 # A line that may still grow into a fence line (```xml): held back until it shows otherwise.
-_FENCE_START = re.compile(r"[ \t]*`+[\w+.-]*")
+_FENCE_START = re.compile(r"[ \t]*`+[\w+.-]{0,32}")
 
 
 @dataclass(frozen=True)

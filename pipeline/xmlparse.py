@@ -31,7 +31,6 @@ BY_TAG, BY_NEXT, BY_END = "tag", "next", "end"
 # Attribute text is bounded so a streaming parser never holds back more than this much.
 MAX_ATTRIBUTES = 1024
 _NAME_CHAR = re.compile(r"[\w.:-]", re.ASCII)
-_SPECIAL = re.compile(r"[<&]")
 _ENTITY = re.compile(r"&(?:#([0-9]{1,7})|#[xX]([0-9a-fA-F]{1,6})|([A-Za-z][A-Za-z0-9]{0,31}));")
 # An `&` followed by what could still grow into an entity, up to the end of the buffer.
 _ENTITY_START = re.compile(r"&(?:#(?:[xX][0-9a-fA-F]{0,6}|[0-9]{0,7})|[A-Za-z][A-Za-z0-9]{0,31})?\Z")
@@ -39,8 +38,14 @@ _ATTRIBUTE = re.compile(r"""([^\s=/"'<>]+)\s*(?:=\s*(?:"([^"]*)"?|'([^']*)'?|([^
 _CDATA_OPEN = "<![cdata["
 _CDATA_CLOSE = "]]>"
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def ascii_lower(text: str) -> str:
+    """Lowercase A-Z only, as the ASCII case-insensitive tag pattern compares (str.lower is
+    faster but maps a few non-ASCII letters, such as the Kelvin sign, to ASCII ones)."""
+    return text.lower() if text.isascii() else text.translate(_ASCII_LOWER)
 # A markdown fence line (```xml) left at the end of a section whose closing tag never came.
-FENCE_LINE = re.compile(r"[ \t]*`{3,}[\w+.-]*")
+FENCE_LINE = re.compile(r"[ \t]*`{3,}[\w+.-]{0,32}")
 # Any tag at all, for the fallback that strips them.
 _ANY_MARKUP = re.compile(r"<!--.*?-->|<!\[CDATA\[|\]\]>|</?[A-Za-z][^<>]{0,1024}>|<[?!][^<>]{0,1024}>", re.S | re.I)
 _FENCE_ONLY_LINE = re.compile(r"^[ \t]*`{3,}[\w+.-]*[ \t]*$", re.M)
@@ -113,7 +118,8 @@ class Scanner:
     def __init__(self, tags: Sequence[str]) -> None:
         self.canonical: dict[str, str] = {}
         for tag in tags:
-            self.canonical.setdefault(tag.translate(_ASCII_LOWER), tag)
+            if tag:  # an empty name would make every `<` a tag
+                self.canonical.setdefault(ascii_lower(tag), tag)
         self._tag = _tag_pattern(tuple(self.canonical)) if self.canonical else None
         self.repairs: list[str] = []
         self.current: str | None = None  # the open section
@@ -138,19 +144,23 @@ class Scanner:
                     events.append((CLOSE, self.current, BY_END))
                     self.repairs.append(f"closed <{self.current}> at end")
                 self.current, self.skipping = None, False
-        return events
+        return [(TEXT, e[1], "".join(e[2])) if e[0] == TEXT else e for e in events]
 
     def _text(self, events: list[tuple], text: str) -> None:
         if text and not self.skipping:
+            # Pieces gather in a list, joined once in `feed`: appending to a string is quadratic.
             if events and events[-1][0] == TEXT and events[-1][1] == self.current:
-                events[-1] = (TEXT, self.current, events[-1][2] + text)
+                events[-1][2].append(text)
             else:
-                events.append((TEXT, self.current, text))
+                events.append((TEXT, self.current, [text]))
 
     def _scan(self, buf: str, final: bool, events: list[tuple]) -> int:
         """Scan `buf` into events; returns how far it got (the rest is held back)."""
         i, n = 0, len(buf)
         tag_re = self._tag
+        # The next `<` and `&`, found with str.find (memchr): several times faster than a
+        # regex search for either, and recomputed only once the scan has passed them.
+        lt, amp = buf.find("<"), buf.find("&")
         while i < n:
             if self.in_cdata:
                 end = buf.find(_CDATA_CLOSE, i)
@@ -166,11 +176,14 @@ class Scanner:
                 self.in_cdata = False
                 i = end + 3
                 continue
-            match = _SPECIAL.search(buf, i)
-            if match is None:
+            if 0 <= lt < i:
+                lt = buf.find("<", i)
+            if 0 <= amp < i:
+                amp = buf.find("&", i)
+            if lt < 0 and amp < 0:
                 self._text(events, buf[i:])
                 return n
-            j = match.start()
+            j = lt if amp < 0 or 0 <= lt < amp else amp
             if j > i:
                 self._text(events, buf[i:j])
             if buf[j] == "&":
@@ -189,8 +202,8 @@ class Scanner:
                 self._on_tag(events, tag)
                 i = tag.end()
                 continue
-            if self.current is not None:
-                head = buf[j : j + 9].translate(_ASCII_LOWER)
+            if self.current is not None and (j + 1 == n or buf[j + 1] == "!"):
+                head = ascii_lower(buf[j : j + 9])
                 if head == _CDATA_OPEN:
                     self.in_cdata = True
                     i = j + 9
@@ -210,7 +223,7 @@ class Scanner:
             rest = rest[1:]
         if "<" in rest or ">" in rest:
             return False
-        lowered = rest.translate(_ASCII_LOWER)
+        lowered = ascii_lower(rest)
         for name in self.canonical:
             if len(lowered) <= len(name):
                 if name.startswith(lowered):
@@ -223,7 +236,7 @@ class Scanner:
 
     def _on_tag(self, events: list[tuple], match: re.Match[str]) -> None:
         closing, raw_name, attribute_text = match.groups()
-        name = self.canonical[raw_name.translate(_ASCII_LOWER)]
+        name = self.canonical[raw_name.lower()]  # ASCII: the pattern is
         if closing:
             if name == self.current:
                 if not self.skipping:

@@ -342,3 +342,9 @@ def test_never_raises_on_100k_generated_replies() -> None:
         result = extract_sections(raw, TAGS)
         assert set(result.sections) <= set(TAGS)
         strip_tags(raw)
+
+
+def test_empty_tag_name_is_ignored() -> None:
+    result = extract_sections("<>x</><reply>Hi</reply>", ["", "reply"])
+    assert set(result.sections) == {"reply"}
+    assert result.outside == "<>x</>"
