@@ -147,3 +147,14 @@ def test_check_reports_a_missing_sealed_segment(tmp_path: Path) -> None:
     segments(tmp_path)[1].unlink()
     kinds = {i.kind for i in Store.check(tmp_path).issues}
     assert {"missing_segment", "seq_gap"} <= kinds
+
+
+def test_check_reports_but_never_repairs(tmp_path: Path) -> None:
+    fill(tmp_path, 4)
+    seg = segments(tmp_path)[-1]
+    with open(seg, "ab") as fh:
+        fh.write(b"\xa7\x5e\x01\x02")
+    size = seg.stat().st_size
+    report = Store.check(tmp_path)
+    assert [i.kind for i in report.issues] == ["torn_tail"] and report.entries == 4
+    assert seg.stat().st_size == size and not (tmp_path / "quarantine").exists()
