@@ -9,9 +9,10 @@ from .atma import AtmaDarshana, SelfModel
 from .bhava import Affect, Bhava
 from .config import ChetanaConfig, CognitivePriors
 from .controller import ChetanaContext, ChetanaController
-from .dhyana import AttentionWeights, Dhyana, Focus, Weighted, extract_concepts
+from .dhyana import Dhyana, extract_concepts
 from .errors import ChetanaError, ConfigError, ConfigTypeError, InputError, StateError
 from .events import EVENT_NAMES, EventCallback
+from .focus import AttentionWeights, Focus, Weighted
 from .goals import (
     extract_goals,
     extract_keywords,

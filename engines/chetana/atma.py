@@ -22,7 +22,6 @@ from .events import SELF_UPDATED, EventCallback
 from .mastery import (
     TREND_LOOKBACK,
     TREND_THRESHOLD,
-    TRENDS,
     ToolMastery,
     ToolRecord,
     calibration_label,
@@ -37,7 +36,6 @@ from .state import (
     read_int,
     read_list,
     read_map,
-    read_str,
 )
 
 __all__ = [
@@ -376,21 +374,7 @@ class AtmaDarshana:
         """The self-model plus what it needs to continue exactly where it stopped (rate
         histories, streaks, the calibration window), as a JSON-safe dict."""
         return {
-            "tool_mastery": {
-                name: {
-                    "success_rate": r.rate,
-                    "avg_latency": r.avg_latency,
-                    "confidence_interval": list(r.ci),
-                    "last_improved": r.last_improved,
-                    "trend": r.trend,
-                    "total_invocations": r.total,
-                    "successes": r.successes,
-                    "rate_history": list(r.history),
-                    "failure_streak": r.streak,
-                    "error_at": r.error_at,
-                }
-                for name, r in self._tools.items()
-            },
+            "tool_mastery": {name: r.to_state() for name, r in self._tools.items()},
             "known_limitations": list(self.known_limitations),
             "calibration": self.calibration,
             "learning_velocity": self.learning_velocity,
@@ -419,26 +403,7 @@ class AtmaDarshana:
         atma = cls(config, on_event, priors)
         for name, data in read_map(state, "tool_mastery", path).items():
             where = f"{path}.tool_mastery.{check_str(name, f'{path}.tool_mastery key')}"
-            check_map(data, where)
-            total = read_int(data, "total_invocations", where)
-            successes = read_int(data, "successes", where)
-            if successes > total:
-                raise StateError(
-                    f"{where}.successes ({successes}) exceeds total_invocations ({total})"
-                )
-            record = ToolRecord(read_int(data, "last_improved", where, default=0))
-            record.total, record.successes = total, successes
-            record.rate = successes / total if total else 0.0
-            record.avg_latency = read_float(data, "avg_latency", where, 0.0, math.inf)
-            record.trend = read_str(data, "trend", where, TRENDS)
-            default_history = [record.rate] * min(total, TREND_LOOKBACK + 1)
-            history = read_list(data, "rate_history", where, default=default_history)
-            record.history.extend(
-                check_float(h, f"{where}.rate_history[]", 0.0, 1.0) for h in history
-            )
-            record.streak = read_int(data, "failure_streak", where, default=0)
-            record.error_at = read_int(data, "error_at", where, lo=-1, default=-1)
-            atma._tools[name] = record
+            atma._tools[name] = ToolRecord.from_state(data, where)
         for i, limitation in enumerate(read_list(state, "known_limitations", path)):
             atma.known_limitations.append(check_str(limitation, f"{path}.known_limitations[{i}]"))
         atma.calibration = read_float(state, "calibration", path, 0.0, CALIBRATION_CAP)

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from functools import lru_cache, partial
+from collections.abc import Mapping
+from functools import lru_cache
 from operator import itemgetter
-from typing import Any, NamedTuple
+from typing import Any
 
 from .config import SYSTEM_MAX_FOCUS_WINDOW, ChetanaConfig, resolve_config
 from .events import ATTENTION_SHIFTED, EventCallback
+from .focus import AttentionWeights, Focus, Weighted, focus_order, ranked, weighted
 from .state import check_float, check_map, check_str, read_list, read_map
 
 __all__ = [
@@ -24,10 +24,7 @@ __all__ = [
     "MAX_CONCEPTS",
     "MIN_CONCEPT_LENGTH",
     "SHIFT_TOP_K",
-    "AttentionWeights",
     "Dhyana",
-    "Focus",
-    "Weighted",
     "extract_concepts",
 ]
 
@@ -80,72 +77,6 @@ def extract_concepts(text: str) -> list[str]:
     for stop in CONCEPT_STOP_WORDS.intersection(keys):
         del keys[stop]
     return list(keys)
-
-
-class Weighted(NamedTuple):
-    """A name with its weight (a concept's focus or a tool's attention)."""
-
-    name: str
-    weight: float
-
-
-# Builds a Weighted from a (name, weight) pair in C, skipping NamedTuple's Python __new__.
-_weighted = partial(tuple.__new__, Weighted)
-
-
-class AttentionWeights(NamedTuple):
-    """Copies of the three attention maps."""
-
-    messages: dict[str, float]
-    concepts: dict[str, float]
-    tools: dict[str, float]
-
-
-@dataclass(frozen=True, slots=True)
-class Focus:
-    """What attention rests on: the top concepts and tools (highest first) and the ids of
-    the most salient messages. `"auth" in focus` asks whether a concept is in focus."""
-
-    concepts: tuple[Weighted, ...] = ()
-    tools: tuple[Weighted, ...] = ()
-    # (message ids, their saliences, K) at the time of the snapshot: the window is ranked
-    # only if someone reads `messages`, which most turns nobody does.
-    _window: tuple[tuple[str, ...], tuple[float, ...], int] = field(
-        default=((), (), 0), repr=False, compare=False
-    )
-
-    @property
-    def messages(self) -> tuple[str, ...]:
-        """Ids of the K most salient messages, highest first (ties: older first)."""
-        ids, saliences, k = self._window
-        return tuple(ids[i] for i in _focus_order(saliences)[:k])
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        """The focused concepts' names, highest weight first."""
-        return tuple(c.name for c in self.concepts)
-
-    def __contains__(self, concept: object) -> bool:
-        return any(c.name == concept for c in self.concepts)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.names)
-
-    def __len__(self) -> int:
-        return len(self.concepts)
-
-    def __str__(self) -> str:
-        return ", ".join(f"{name} ({weight:.2f})" for name, weight in self.concepts)
-
-
-def _focus_order(saliences: list[float] | tuple[float, ...]) -> list[int]:
-    # Indices by salience, highest first; the stable sort keeps older messages first on ties.
-    return sorted(range(len(saliences)), key=saliences.__getitem__, reverse=True)
-
-
-def _ranked(weights: dict[str, float]) -> list[tuple[str, float]]:
-    # Highest first; sorted() is stable, so ties keep insertion (first-mention) order.
-    return sorted(weights.items(), key=itemgetter(1), reverse=True)
 
 
 @lru_cache(maxsize=32)
@@ -288,7 +219,7 @@ class Dhyana:
     def get_focus_window(self) -> list[str]:
         """Ids of the K most salient messages, highest first (ties: older first)."""
         ids = self._ids
-        return [ids[i] for i in _focus_order(self._sal)[: self.focus_size]]
+        return [ids[i] for i in focus_order(self._sal)[: self.focus_size]]
 
     def refresh_salience(self) -> None:
         """End of turn: rescore every message by recency, error adjacency and correction
@@ -356,15 +287,15 @@ class Dhyana:
         """The n heaviest concepts, highest first (ties: first mentioned first)."""
         if n <= FOCUS_SIZE:
             if self._top is None:
-                self._top = _ranked(self.concepts)[:FOCUS_SIZE]
-            return list(map(_weighted, self._top[:n]))
-        return list(map(_weighted, _ranked(self.concepts)[:n]))
+                self._top = ranked(self.concepts)[:FOCUS_SIZE]
+            return list(map(weighted, self._top[:n]))
+        return list(map(weighted, ranked(self.concepts)[:n]))
 
     def _check_shift(self) -> None:
         # The original documented attention_shifted but never fired it; "significantly" is
         # taken as: more than half of the top five concepts differ from the last announced.
         if self._top is None:
-            self._top = _ranked(self.concepts)[:FOCUS_SIZE]
+            self._top = ranked(self.concepts)[:FOCUS_SIZE]
         top = tuple(k for k, _ in self._top[:SHIFT_TOP_K])
         announced = self._announced
         if not top:
@@ -394,21 +325,21 @@ class Dhyana:
         if self._tools_top is None or n > FOCUS_SIZE:
             ranked = sorted(self.tools.items(), key=itemgetter(1), reverse=True)
             if n > FOCUS_SIZE:
-                return list(map(_weighted, ranked[:n]))
+                return list(map(weighted, ranked[:n]))
             self._tools_top = ranked[:FOCUS_SIZE]
-        return list(map(_weighted, self._tools_top[:n]))
+        return list(map(weighted, self._tools_top[:n]))
 
     def focus(self, with_messages: bool = True) -> Focus:
         """The current focus: top concepts, top tools and (optionally) the focus window."""
         if self._top is None:
-            self._top = _ranked(self.concepts)[:FOCUS_SIZE]
+            self._top = ranked(self.concepts)[:FOCUS_SIZE]
         if self._tools_top is None:
             self.top_tools()
         window = (
             (tuple(self._ids), tuple(self._sal), self.focus_size) if with_messages else ((), (), 0)
         )
         return Focus(
-            tuple(map(_weighted, self._top)), tuple(map(_weighted, self._tools_top or ())), window
+            tuple(map(weighted, self._top)), tuple(map(weighted, self._tools_top or ())), window
         )
 
     def get_weights(self) -> AttentionWeights:

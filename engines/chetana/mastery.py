@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import NamedTuple
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from .errors import StateError
+from .state import check_float, check_map, read_float, read_int, read_list, read_str
 
 __all__ = [
     "SLIGHT_MISCALIBRATION",
@@ -107,7 +111,45 @@ class ToolRecord:
             self._ci_total = self.total
         return self._ci
 
+    def to_state(self) -> dict[str, Any]:
+        """The record as JSON-safe data (the original's fields, then what trends and streaks
+        need to continue)."""
+        return {
+            "success_rate": self.rate,
+            "avg_latency": self.avg_latency,
+            "confidence_interval": list(self.ci),
+            "last_improved": self.last_improved,
+            "trend": self.trend,
+            "total_invocations": self.total,
+            "successes": self.successes,
+            "rate_history": list(self.history),
+            "failure_streak": self.streak,
+            "error_at": self.error_at,
+        }
+
+    @classmethod
+    def from_state(cls, data: Mapping[str, Any], where: str) -> ToolRecord:
+        """Restore from `to_state()` output; only the original's fields are required (a
+        missing rate history is rebuilt flat, as the original did)."""
+        check_map(data, where)
+        total = read_int(data, "total_invocations", where)
+        successes = read_int(data, "successes", where)
+        if successes > total:
+            raise StateError(f"{where}.successes ({successes}) exceeds total_invocations ({total})")
+        record = cls(read_int(data, "last_improved", where, default=0))
+        record.total, record.successes = total, successes
+        record.rate = successes / total if total else 0.0
+        record.avg_latency = read_float(data, "avg_latency", where, 0.0, math.inf)
+        record.trend = read_str(data, "trend", where, TRENDS)
+        default_history = [record.rate] * min(total, TREND_LOOKBACK + 1)
+        history = read_list(data, "rate_history", where, default=default_history)
+        record.history.extend(check_float(h, f"{where}.rate_history[]", 0.0, 1.0) for h in history)
+        record.streak = read_int(data, "failure_streak", where, default=0)
+        record.error_at = read_int(data, "error_at", where, lo=-1, default=-1)
+        return record
+
     def snapshot(self) -> ToolMastery:
+        """An immutable copy for readers."""
         return ToolMastery(
             self.rate,
             self.avg_latency,

@@ -104,6 +104,7 @@ class _Goal:
         self.needed = min(KEYWORD_MATCH_THRESHOLD, len(set(self.forms.values()))) or 1
 
     def snapshot(self) -> Intention:
+        """An immutable copy for readers."""
         return _new_intention(
             Intention,
             (

@@ -1,0 +1,80 @@
+"""What attention rests on, as values: `Weighted` names, the `Focus` a context carries, and
+copies of the attention maps; with the ranking rules Dhyana uses to build them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import partial
+from operator import itemgetter
+from typing import NamedTuple
+
+__all__ = ["AttentionWeights", "Focus", "Weighted", "focus_order", "ranked", "weighted"]
+
+
+class Weighted(NamedTuple):
+    """A name with its weight (a concept's focus or a tool's attention)."""
+
+    name: str
+    weight: float
+
+
+# Builds a Weighted from a (name, weight) pair in C, skipping NamedTuple's Python __new__.
+weighted = partial(tuple.__new__, Weighted)
+
+
+class AttentionWeights(NamedTuple):
+    """Copies of the three attention maps."""
+
+    messages: dict[str, float]
+    concepts: dict[str, float]
+    tools: dict[str, float]
+
+
+@dataclass(frozen=True, slots=True)
+class Focus:
+    """What attention rests on: the top concepts and tools (highest first) and the ids of
+    the most salient messages. `"auth" in focus` asks whether a concept is in focus."""
+
+    concepts: tuple[Weighted, ...] = ()
+    tools: tuple[Weighted, ...] = ()
+    # (message ids, their saliences, K) at the time of the snapshot: the window is ranked
+    # only if someone reads `messages`, which most turns nobody does.
+    _window: tuple[tuple[str, ...], tuple[float, ...], int] = field(
+        default=((), (), 0), repr=False, compare=False
+    )
+
+    @property
+    def messages(self) -> tuple[str, ...]:
+        """Ids of the K most salient messages, highest first (ties: older first)."""
+        ids, saliences, k = self._window
+        return tuple(ids[i] for i in focus_order(saliences)[:k])
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The focused concepts' names, highest weight first."""
+        return tuple(c.name for c in self.concepts)
+
+    def __contains__(self, concept: object) -> bool:
+        return any(c.name == concept for c in self.concepts)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+    def __len__(self) -> int:
+        return len(self.concepts)
+
+    def __str__(self) -> str:
+        return ", ".join(f"{name} ({weight:.2f})" for name, weight in self.concepts)
+
+
+def focus_order(saliences: list[float] | tuple[float, ...]) -> list[int]:
+    """Indices by salience, highest first; the stable sort keeps older messages first on
+    ties."""
+    return sorted(range(len(saliences)), key=saliences.__getitem__, reverse=True)
+
+
+def ranked(weights: dict[str, float]) -> list[tuple[str, float]]:
+    """(name, weight) pairs, highest first; sorted() is stable, so ties keep insertion
+    (first-mention) order."""
+    return sorted(weights.items(), key=itemgetter(1), reverse=True)
