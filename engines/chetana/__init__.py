@@ -12,7 +12,7 @@ from .controller import ChetanaContext, ChetanaController
 from .dhyana import Dhyana, extract_concepts
 from .errors import ChetanaError, ConfigError, ConfigTypeError, InputError, StateError
 from .events import EVENT_NAMES, EventCallback
-from .focus import AttentionWeights, Focus, Weighted
+from .focus import AttentionWeights, Focus, Ranking, Weighted
 from .goals import (
     extract_goals,
     extract_keywords,
@@ -44,6 +44,7 @@ __all__ = [
     "InputError",
     "Intention",
     "MasteryRow",
+    "Ranking",
     "Sankalpa",
     "SelfModel",
     "StateError",

@@ -40,6 +40,21 @@ class ChetanaContext:
     intentions: list[Intention] = field(default_factory=list)  # active ones, oldest first
     steering: list[str] = field(default_factory=list)  # suggestions, possibly none
 
+    @property
+    def active_intentions(self) -> list[Intention]:
+        """The original's name for `intentions`."""
+        return self.intentions
+
+    @property
+    def steering_suggestions(self) -> list[str]:
+        """The original's name for `steering`."""
+        return self.steering
+
+    @property
+    def attention(self) -> Focus:
+        """The original's name for `focus`."""
+        return self.focus
+
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-safe data (for a trace, a log or a template that wants dicts)."""
         return {

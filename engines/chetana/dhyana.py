@@ -12,7 +12,7 @@ from typing import Any
 
 from .config import SYSTEM_MAX_FOCUS_WINDOW, ChetanaConfig, resolve_config
 from .events import ATTENTION_SHIFTED, EventCallback
-from .focus import AttentionWeights, Focus, Weighted, focus_order, ranked, weighted
+from .focus import AttentionWeights, Focus, Ranking, Weighted, focus_order, ranked, weighted
 from .state import check_float, check_map, check_str, read_list, read_map
 
 __all__ = [
@@ -339,7 +339,7 @@ class Dhyana:
             (tuple(self._ids), tuple(self._sal), self.focus_size) if with_messages else ((), (), 0)
         )
         return Focus(
-            tuple(map(weighted, self._top)), tuple(map(weighted, self._tools_top or ())), window
+            Ranking(map(weighted, self._top)), Ranking(map(weighted, self._tools_top or ())), window
         )
 
     def get_weights(self) -> AttentionWeights:

@@ -7,9 +7,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from operator import itemgetter
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-__all__ = ["AttentionWeights", "Focus", "Weighted", "focus_order", "ranked", "weighted"]
+__all__ = [
+    "AttentionWeights",
+    "Focus",
+    "Ranking",
+    "Weighted",
+    "focus_order",
+    "ranked",
+    "weighted",
+]
 
 
 class Weighted(NamedTuple):
@@ -21,6 +29,38 @@ class Weighted(NamedTuple):
 
 # Builds a Weighted from a (name, weight) pair in C, skipping NamedTuple's Python __new__.
 weighted = partial(tuple.__new__, Weighted)
+
+
+class Ranking(tuple[Weighted, ...]):
+    """Weighted names, highest first: a tuple that also answers by name, so
+    `"auth" in ranking` and `ranking["auth"]` (its weight) work as on a dict."""
+
+    __slots__ = ()
+
+    def __contains__(self, item: object) -> bool:
+        if isinstance(item, str):
+            return any(entry[0] == item for entry in self)
+        return tuple.__contains__(self, item)
+
+    def __getitem__(self, key: Any) -> Any:  # type: ignore[override]
+        if isinstance(key, str):
+            for name, weight in self:
+                if name == key:
+                    return weight
+            raise KeyError(key)
+        return tuple.__getitem__(self, key)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The names, highest weight first."""
+        return tuple(entry[0] for entry in self)
+
+    def as_dict(self) -> dict[str, float]:
+        """{name: weight}, highest first."""
+        return dict(self)
+
+
+EMPTY_RANKING = Ranking()  # immutable, so one instance serves every default
 
 
 class AttentionWeights(NamedTuple):
@@ -36,8 +76,8 @@ class Focus:
     """What attention rests on: the top concepts and tools (highest first) and the ids of
     the most salient messages. `"auth" in focus` asks whether a concept is in focus."""
 
-    concepts: tuple[Weighted, ...] = ()
-    tools: tuple[Weighted, ...] = ()
+    concepts: Ranking = EMPTY_RANKING
+    tools: Ranking = EMPTY_RANKING
     # (message ids, their saliences, K) at the time of the snapshot: the window is ranked
     # only if someone reads `messages`, which most turns nobody does.
     _window: tuple[tuple[str, ...], tuple[float, ...], int] = field(
@@ -53,10 +93,10 @@ class Focus:
     @property
     def names(self) -> tuple[str, ...]:
         """The focused concepts' names, highest weight first."""
-        return tuple(c.name for c in self.concepts)
+        return self.concepts.names
 
     def __contains__(self, concept: object) -> bool:
-        return any(c.name == concept for c in self.concepts)
+        return concept in self.concepts
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names)

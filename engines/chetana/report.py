@@ -8,7 +8,8 @@ from typing import Any, NamedTuple
 
 from .atma import AtmaDarshana
 from .bhava import Affect, Bhava
-from .dhyana import Dhyana, Weighted
+from .dhyana import Dhyana
+from .focus import Ranking, Weighted
 from .mastery import calibration_label, velocity_label
 from .sankalpa import Intention, Sankalpa
 
@@ -37,8 +38,8 @@ class CognitiveReport:
     """A snapshot of the four subsystems for inspection (`soul chetana`, `/chetana`)."""
 
     affect: Affect
-    concepts: tuple[Weighted, ...]  # top focus concepts, highest first
-    tools: tuple[Weighted, ...]  # tool attention, highest first
+    concepts: Ranking  # top focus concepts, highest first ("auth" in report.concepts)
+    tools: Ranking  # tool attention, highest first
     calibration: float
     calibration_label: str
     learning_velocity: float
@@ -49,6 +50,16 @@ class CognitiveReport:
     intentions: tuple[Intention, ...]  # every status, oldest first
     achieved: int
     self_assessment: str
+
+    @property
+    def top_concepts(self) -> Ranking:
+        """The original's name for `concepts`."""
+        return self.concepts
+
+    @property
+    def top_tools(self) -> Ranking:
+        """The original's name for `tools` (tool attention)."""
+        return self.tools
 
     @property
     def active_intentions(self) -> tuple[Intention, ...]:
@@ -88,7 +99,7 @@ class CognitiveReport:
         data = self.to_dict()
         if key in data:
             return data[key]
-        if key in self.__dataclass_fields__:
+        if not key.startswith("_") and hasattr(self, key):
             return getattr(self, key)
         raise KeyError(key)
 
@@ -168,8 +179,8 @@ def build_report(
     intentions = tuple(sankalpa.get_intentions())
     return CognitiveReport(
         affect=bhava.state,
-        concepts=tuple(dhyana.top_concepts()),
-        tools=tuple(dhyana.top_tools()),
+        concepts=Ranking(dhyana.top_concepts()),
+        tools=Ranking(dhyana.top_tools()),
         calibration=atma.calibration,
         calibration_label=calibration_label(atma.calibration, atma.calibration_tolerance),
         learning_velocity=atma.learning_velocity,

@@ -347,3 +347,15 @@ def test_deserialize_reports_the_path_of_a_bad_value():
     broken["self_model"]["tool_mastery"]["grep"]["successes"] = 99
     with pytest.raises(StateError, match="exceeds"):
         ChetanaController.deserialize(broken)
+
+
+def test_context_and_report_also_answer_to_the_originals_names():
+    chetana = ChetanaController()
+    ctx = chetana.before_turn("I want to add authentication")
+    assert ctx.active_intentions is ctx.intentions
+    assert ctx.steering_suggestions is ctx.steering
+    assert ctx.attention is ctx.focus
+    report = chetana.cognitive_report()
+    assert report.top_concepts is report.concepts and report.top_tools is report.tools
+    assert "authentication" in report.top_concepts
+    assert report["top_concepts"] is report.concepts

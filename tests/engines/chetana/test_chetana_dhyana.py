@@ -268,3 +268,17 @@ def test_deserialize_names_the_bad_value():
         Dhyana.deserialize({"concepts": {"parser": "high"}, "tools": {}})
     with pytest.raises(StateError, match=r"attention\.tools is missing"):
         Dhyana.deserialize({"concepts": {}})
+
+
+def test_focus_rankings_answer_by_name_like_a_dict():
+    dhyana = Dhyana()
+    dhyana.track_concepts("parser lexer")
+    dhyana.track_concepts("parser")
+    concepts = dhyana.focus().concepts
+    assert "parser" in concepts and "nothing" not in concepts
+    assert concepts["parser"] == pytest.approx(0.2)
+    assert concepts[0].name == "parser" and concepts.names == ("parser", "lexer")
+    assert concepts.as_dict() == pytest.approx({"parser": 0.2, "lexer": 0.1})
+    assert [name for name, _ in concepts] == ["parser", "lexer"]
+    with pytest.raises(KeyError):
+        concepts["nothing"]

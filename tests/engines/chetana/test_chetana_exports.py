@@ -11,7 +11,7 @@ DOCUMENTED = {
     "Affect", "AtmaDarshana", "AttentionWeights", "Bhava", "ChetanaConfig", "ChetanaContext",
     "ChetanaController", "ChetanaError", "CognitivePriors", "CognitiveReport", "ConfigError",
     "ConfigTypeError", "Dhyana", "EVENT_NAMES", "EventCallback", "Focus", "InputError",
-    "Intention", "MasteryRow", "Sankalpa", "SelfModel", "StateError", "ToolMastery", "Weighted",
+    "Intention", "MasteryRow", "Ranking", "Sankalpa", "SelfModel", "StateError", "ToolMastery", "Weighted",
     "calibration_label", "extract_concepts", "extract_goals", "extract_keywords", "fnv1a_32",
     "intention_id", "normalize_goal", "wilson_interval",
 }  # fmt: skip
