@@ -118,6 +118,7 @@ class BM25Index:
         # append buffer: per doc (slot, term ids, tfs); compiled lazily into a CSR
         self._buf: list[tuple[int, np.ndarray, np.ndarray]] = []
         self._buf_csr: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._main_has_dead = False  # removed docs still have postings in the main CSR
 
     # ---- size -----------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -195,27 +196,30 @@ class BM25Index:
 
     def _remove_locked(self, doc_id: int) -> None:
         slot = self._slot_of.pop(doc_id)
-        self._df[self._terms_of_slot(slot)] -= 1
+        terms, in_main = self._terms_of_slot(slot)
+        self._df[terms] -= 1
+        self._main_has_dead |= in_main
         self._alive[slot] = 0
         self._n_alive -= 1
         self._total_len -= float(self._doc_len[slot])
         self._buf_csr = None
 
-    def _terms_of_slot(self, slot: int) -> np.ndarray:
-        """The distinct term ids of a slot: from the buffer, else a scan of the main CSR.
+    def _terms_of_slot(self, slot: int) -> tuple[np.ndarray, bool]:
+        """The distinct term ids of a slot (from the buffer, else a scan of the main CSR),
+        and whether they came from the main CSR.
 
         The scan is O(postings) (~1 ms at 100k docs); removal is rare (forget), so no
         forward index is kept for it.
         """
         for s, terms, _ in self._buf:
             if s == slot:
-                return terms
+                return terms, False
         offsets, docs, _ = self._main
         where = np.flatnonzero(docs == slot)
-        return (np.searchsorted(offsets, where, side="right") - 1).astype(np.int32)
+        return (np.searchsorted(offsets, where, side="right") - 1).astype(np.int32), True
 
     def _merge_locked(self) -> None:
-        if not self._buf and self._n_alive == self._n_slots:
+        if not self._buf and not self._main_has_dead:
             return
         terms, docs, tfs = self._buffer_arrays()
         offsets, pdocs, ptf = self._main
@@ -224,6 +228,7 @@ class BM25Index:
         )
         self._buf = []
         self._buf_csr = None
+        self._main_has_dead = False
 
     def _buffer_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if not self._buf:

@@ -192,3 +192,18 @@ def test_stemming_and_stop_words() -> None:
     assert light_stem("parties") == light_stem("party") == "parti"
     assert tokenize("The Cats", TextConfig(stem=False, stop_words=frozenset())) == ["the", "cats"]
     assert tokenize("snake_case 2023") == ["snake", "case", "2023"]
+
+
+def test_merge_drops_removed_postings_and_keeps_scores() -> None:
+    idx = BM25Index(BM25Params(merge_every=10_000))
+    idx.add_many(range(6), ["red fish", "red bird", "blue fish", "red red", "fish", "bird"])
+    idx.merge()
+    before = dict(zip(*(a.tolist() for a in idx.top_k("red fish", 10)), strict=True))
+    idx.remove(3)
+    idx.add(9, "green fish")  # buffered
+    idx.merge()
+    offsets, docs, _ = idx._main
+    assert 3 not in idx._slot_ids[docs].tolist()  # the removed doc's postings are gone
+    assert offsets[-1] == docs.shape[0] == 10  # 9 postings − 1 removed + 2 added
+    after = dict(zip(*(a.tolist() for a in idx.top_k("red fish", 10)), strict=True))
+    assert set(after) == (set(before) - {3}) | {9}
