@@ -86,6 +86,7 @@ class Trace:
     calls: tuple[CallTrace, ...] = ()
     framework_ms: float = 0.0
     total_ms: float = 0.0
+    events: tuple[dict[str, Any], ...] = ()  # engine events (Chetana), in order
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from soul.calls import run_call
+from soul.cognition import Cognition
 from soul.errors import StepError
 from soul.events import StepFinished, StepStarted, StepTrace, Trace
 from soul.gates import every_open
@@ -37,6 +38,7 @@ class TurnState:
     calls: list[Any] = field(default_factory=list)
     changes: dict[str, Changes] = field(default_factory=dict)
     provider_s: float = 0.0
+    cognition: Cognition | None = None
 
 
 def _memory_regions(entries: tuple[MemoryEntry, ...]) -> dict[str, list[str]]:
@@ -100,11 +102,31 @@ class ScopeRunner:
             active.append(name)
         if not active:
             return
-        if not unit.is_call:
+        if unit.is_call:
+            await self.run_llm_unit(unit, active, ts)
+        else:
             for name in active:
-                kind = self.soul.registry.get(planned[name].kind)
-                raise StepError(f"step '{name}': the {kind.name if kind else '?'} step kind makes no model call and cannot run yet (its engine arrives with a later issue)")
-        await self.run_llm_unit(unit, active, ts)
+                await self.run_local_step(name, ts)
+
+    async def run_local_step(self, name: str, ts: TurnState) -> None:
+        """A step that makes no model call (Chetana, memory): its kind computes the outputs."""
+        step = self.blueprint_steps[name]
+        kind = self.soul.registry.get(step.uses)
+        assert kind is not None
+        self._emit(StepStarted(name, kind.name))
+        started = time.perf_counter()
+        try:
+            outputs = await kind.run(name, step.params, self.variables(ts, step.params))
+        except NotImplementedError as exc:
+            raise StepError(f"step '{name}': {exc} (its engine is wired in by a later issue)") from exc
+        ms = (time.perf_counter() - started) * 1000
+        ts.outputs[name] = outputs
+        changes = kind.changes(name, outputs, ChangeContext(self.soul.blueprint.state, ts.ctx.state))
+        ts.changes[name] = changes
+        ts.steps.append(StepTrace(name, kind.name, "ran", dict(outputs), tuple(changes.flags), ms=ms))
+        if ts.cognition is not None:
+            ts.cognition.record(name, True, ms, outputs)
+        self._emit(StepFinished(name, dict(outputs), True))
 
     async def run_llm_unit(self, unit: Unit, active: list[str], ts: TurnState) -> None:
         soul = self.soul
@@ -151,7 +173,10 @@ class ScopeRunner:
                 flags += list(changes.flags)
                 if changes.state:
                     ts.ctx = replace(ts.ctx, state={**ts.ctx.state, **changes.state})
-            ts.steps.append(StepTrace(step.name, step.kind.name, status, dict(parse.outputs), tuple(flags), gate.describe() if gate else None))
+            per_step_ms = outcome.trace.latency_ms / len(call_steps)
+            ts.steps.append(StepTrace(step.name, step.kind.name, status, dict(parse.outputs), tuple(flags), gate.describe() if gate else None, per_step_ms))
+            if ts.cognition is not None and status != "gated":
+                ts.cognition.record(step.name, status == "ran", per_step_ms, parse.outputs)
             self._emit(StepFinished(step.name, dict(parse.outputs), status in ("ran", "fallback")))
 
 

@@ -13,8 +13,10 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from soul.cognition import Cognition
 from soul.events import Reply, SubprocessFinished, Trace, TurnCommitted, TurnResult
 from soul.records import SessionInfo
 from soul.runtime import ScopeRunner, TurnState, build_commit, context_for
@@ -58,15 +60,23 @@ class Session:
         soul = self.soul
         snapshot = soul.store.snapshot(self.id, ttl_hours=soul.blueprint.memory_ttl_hours)
         ts = TurnState(context_for(soul, snapshot, text, kind), {})
+        block = soul.blueprint.chetana
+        if block is not None and block.get("enabled", True):
+            ts.cognition = Cognition.begin(block, snapshot.chetana, text)
+            ts.ctx = replace(ts.ctx, chetana=ts.cognition.context)
         runner = ScopeRunner(soul, soul.plan.turn, soul.blueprint.steps, emit)
         await runner.run(ts)
+        chetana_state = ts.cognition.finish() if ts.cognition else None
         total_ms = (time.perf_counter() - started) * 1000
         trace = Trace(
             turn=ts.ctx.number, kind=kind, input=text, steps=tuple(ts.steps), calls=tuple(ts.calls),
             framework_ms=total_ms - ts.provider_s * 1000, total_ms=total_ms,
+            events=tuple({"event": n, **d} for n, d in ts.cognition.events) if ts.cognition else (),
         )
         order = list(soul.plan.turn.steps)
         commit, reply = build_commit(soul, snapshot, ts, order, kind, trace)
+        if ts.cognition is not None:
+            commit = replace(commit, chetana=chetana_state, messages=commit.messages + ts.cognition.event_records())
         turn = soul.store.commit(commit)
         self.info = soul.store.session(self.id)
         if emit is not None:

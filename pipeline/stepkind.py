@@ -123,6 +123,12 @@ class StepKind:
         return Changes(messages=(MessageRecord(cls.layer, first.tag, content, step, outputs.get("verb"), meta),))
 
     @classmethod
+    async def run(cls, step: str, params: Mapping[str, Any], variables: Mapping[str, Any]) -> dict[str, Any]:
+        """A non-LLM step's outputs, from what templates see (`variables`); LLM kinds are
+        answered by the model instead. Kinds whose engine is not wired yet say so."""
+        raise NotImplementedError(f"the {cls.name} step kind has no run() yet")
+
+    @classmethod
     def output_names(cls) -> tuple[str, ...]:
         return tuple(o.name for o in cls.outputs)
 

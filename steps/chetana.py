@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from soul.stepkind import Output, StepKind
 
 
@@ -17,3 +20,14 @@ class ChetanaContext(StepKind):
         Output("intentions", "list", "the active intentions"),
         Output("steering", "list", "steering suggestions"),
     )
+
+    @classmethod
+    async def run(cls, step: str, params: Mapping[str, Any], variables: Mapping[str, Any]) -> dict[str, Any]:
+        context = variables.get("chetana") or {}
+        return {
+            "affect": context.get("affect"),
+            "focus": [c["concept"] for c in (context.get("focus") or {}).get("concepts", [])],
+            "self_assessment": context.get("self_assessment"),
+            "intentions": [i["goal"] for i in context.get("intentions", [])],
+            "steering": list(context.get("steering", [])),
+        }
