@@ -11,14 +11,16 @@ for tags and confidence (looked up only for the ≤ 2·depth candidates, never f
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from .bm25 import BM25Index
 from .errors import ConfigError
 from .fusion import Candidates, FusedHit, FusionConfig, fuse, rank_single
-from .index import VectorIndex
+
+if TYPE_CHECKING:  # only for hints: importing bm25 compiles/loads the numba kernels
+    from .bm25 import BM25Index
+    from .index import VectorIndex
 
 __all__ = ["HybridSearcher", "Mode"]
 

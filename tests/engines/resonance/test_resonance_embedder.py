@@ -205,7 +205,7 @@ def test_engine_import_loads_no_heavy_module() -> None:
     code = (
         "import sys, soul.engines.resonance, soul.engines.resonance.fusion, "
         "soul.engines.resonance.text, soul.engines.resonance.embedder, "
-        "soul.engines.resonance.index\n"
+        "soul.engines.resonance.index, soul.engines.resonance.hybrid\n"
         "heavy = [m for m in ('numba', 'onnxruntime', 'hnswlib', 'tokenizers') "
         "if m in sys.modules]\n"
         "print(','.join(heavy))"
