@@ -62,6 +62,7 @@ _ASCII_NON_WORD = bytes(
 
 
 def _strip(lower: str) -> str:
+    # bytes.translate is the fast path for ASCII; the regex also removes non-ASCII letters.
     if lower.isascii():
         return lower.encode("ascii").translate(None, _ASCII_NON_WORD).decode("ascii")
     return _NON_WORD.sub("", lower)
@@ -70,9 +71,7 @@ def _strip(lower: str) -> str:
 def extract_concepts(text: str) -> list[str]:
     """The distinct concept keywords of a text, in order of first appearance: lowercase,
     stripped of non-[a-z0-9] characters, at least 4 characters, not a stop word."""
-    lower = text.lower()
-    # translate() is the fast path for ASCII; the regex also removes non-ASCII letters.
-    stripped = _strip(lower)
+    stripped = _strip(text.lower())
     keys = dict.fromkeys([w for w in stripped.split() if len(w) >= MIN_CONCEPT_LENGTH])
     for stop in CONCEPT_STOP_WORDS.intersection(keys):
         del keys[stop]
