@@ -6,10 +6,17 @@ Row numbers of the store are the indexes' int ids. The indexes trail the store: 
 added to them in chunks when a recall or a duplicate check needs them, so writing stays at
 store speed; rows not yet indexed are compared by brute force (at most `tail_limit` of them).
 
-Needs from the embedder/index side (all present as of this writing): `Embedder.default()`,
-`.dim`, `.embed(texts) -> Embeddings(vectors, ok)`; `VectorIndex(dim, IndexParams)` with
-add/remove/search/save/load/read_meta; `BM25Index` add_many/remove; `HybridSearcher.search`
-with tag_of/confidence_of/allow callables returning `FusedHit`s with `Components.as_dict()`.
+Uses from the embedder/index side: `Embedder.default()`, `.dim`, `.embed(texts) ->
+Embeddings(vectors, ok)`; `VectorIndex(dim, IndexParams)` add/remove/search/save/load;
+`BM25Index` add_many/remove; `HybridSearcher.search` with tag_of/confidence_of/allow
+callables returning `FusedHit`s with `Components.as_dict()`.
+
+Wanted from that side (not blocking; the Field works around each):
+- `VectorIndex.search_many(vectors, k)`: one batched knn_query for duplicate checks (the
+  Field loops over `search`, one lock round-trip per vector).
+- `BM25Index.save/load`: a large field re-tokenises every text on its first recall.
+- `VectorIndex.save` with a per-process temporary name: two processes closing one field at
+  the same moment write the same `.tmp` file (the meta check then forces a rebuild).
 """
 
 from __future__ import annotations

@@ -104,8 +104,12 @@ def decode_add_fields(payload: memoryview) -> tuple[tuple, memoryview]:
     end = p + li + lt + lg + lr + ls + lm
     raw = bytes(payload[p:end])
     q = li + lt
-    text = raw[li:q].decode()
-    tags = raw[q : q + lg].decode()  # joined: split only when someone reads them
+    head = raw[: q + lg].decode()
+    if len(head) == q + lg:  # ASCII: one decode, then slices (the usual case, and faster)
+        memory_id, text, tags = head[:li], head[li:q], head[q:]
+    else:
+        memory_id, text = raw[:li].decode(), raw[li:q].decode()
+        tags = raw[q : q + lg].decode()  # joined: split only when someone reads them
     q += lg
     realm = source = meta = None
     if lr | ls | lm:
@@ -114,7 +118,7 @@ def decode_add_fields(payload: memoryview) -> tuple[tuple, memoryview]:
         source = raw[q : q + ls].decode() if ls else None
         q += ls
         meta = raw[q : q + lm].decode() if lm else None
-    fields = (raw[:li].decode(), kind, flags, created, mu, var, n, text, tags, realm, source, meta)
+    fields = (memory_id, kind, flags, created, mu, var, n, text, tags, realm, source, meta)
     return fields, payload[end : end + dim * 4]
 
 

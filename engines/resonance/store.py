@@ -59,7 +59,7 @@ class Store:
         durability: Durability = "batch",
         segment_bytes: int = 64 << 20,
         sync_interval: float = 0.05,
-        compact_after: int = 200_000,
+        compact_after: int = 100_000,
         keep_snapshots: int = 2,
     ) -> None:
         self.path = Path(path)

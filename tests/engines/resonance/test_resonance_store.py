@@ -134,3 +134,15 @@ def test_check_on_a_clean_field(tmp_path: Path) -> None:
         store.add_many([row(i) for i in range(5)], vecs(5))
     report = Store.check(tmp_path)
     assert report.ok and report.entries == 1 and report.segments == 1
+
+
+def test_non_ascii_text_and_tags_round_trip(tmp_path: Path) -> None:
+    r = Row("u1", 3, 0, 1.0, 0.7, 0.04, 0, "café ☕ naïve Grüße 日本", ("ü", "✓"), "réalm", None, None)
+    with Store.open(tmp_path) as store:
+        store.add(r, vecs(1)[0])
+        store.add_many([Row("u2", 3, 0, 1.0, 0.7, 0.04, 0, r.text + "!", r.tags, None, "ß",
+                            None)], vecs(1))
+    with Store.open(tmp_path) as store:
+        m1, m2 = (store.state.memory(store.state.row_of(i)) for i in ("u1", "u2"))
+        assert (m1.content, m1.tags, m1.realm) == (r.text, ("ü", "✓"), "réalm")
+        assert (m2.content, m2.tags, m2.source) == (r.text + "!", ("ü", "✓"), "ß")
