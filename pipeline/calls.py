@@ -55,31 +55,35 @@ async def run_call(
     emit: Callable[[Any], None] | None = None,
     attempts: int = 2,
     gated_off: Callable[[str, dict[str, StepParse]], bool] | None = None,
+    tags: Sequence[str] | None = None,
 ) -> CallOutcome:
     """Run one call; `attempts` counts the first try plus re-asks.
 
     `gated_off(step, parses)` tells whether a step's after-the-call gate is closed on this
     reply: its sections are then not required (Claudius writes no update after a false check).
     """
-    tags = [section.tag for step in steps for section in step.kind.sections]
-    by_tag = {step.kind.sections[0].tag: step.name for step in steps if step.name in stream_steps}
-    history = list(messages)
+    if tags is None:
+        tags = tuple(section.tag for step in steps for section in step.kind.sections)
+    tags = tuple(tags)
+    by_tag = {step.kind.sections[0].tag: step.name for step in steps if step.name in stream_steps} if stream_steps else {}
+    history = messages
     reasks: list[str] = []
-    total = Usage()
+    input_tokens = output_tokens = 0
     raw = ""
     streamed = False
     parses: dict[str, StepParse] = {}
     repairs: tuple[str, ...] = ()
     started = time.perf_counter()
     for attempt in range(1, max(1, attempts) + 1):
-        request = Request(model, tuple(history), options, tuple(tags))
+        request = Request(model, history, options, tags)
         if emit is not None and by_tag and provider.can_stream:
             raw, usage, emitted = await _stream(provider, request, tags, by_tag, emit)
             streamed = streamed or emitted
         else:
             completion = await provider.complete(request)
             raw, usage = completion.text, completion.usage
-        total = Usage(total.input_tokens + usage.input_tokens, total.output_tokens + usage.output_tokens)
+        input_tokens += usage.input_tokens
+        output_tokens += usage.output_tokens
         result = extract_sections(raw, tags)
         repairs = result.repairs
         parses = {step.name: parse_step(step.kind, step.params, result) for step in steps}
@@ -93,26 +97,17 @@ async def run_call(
             break
         problem = _reask(missing, tags)
         reasks.append(problem)
-        history += [Message("assistant", raw), Message("user", problem)]
+        history = (*history, Message("assistant", raw), Message("user", problem))
     fallbacks = set()
     for step in steps:
         parse = parses[step.name]
-        if step.kind.name in REPLY_KINDS and parse.missing:
+        if parse.missing and step.kind.name in REPLY_KINDS:
             text = strip_tags(raw).strip() or FALLBACK_REPLY
             parses[step.name] = replace(parse, outputs={**parse.outputs, "text": text}, flags=(*parse.flags, "fallback: reply taken from the raw text"))
             fallbacks.add(step.name)
     trace = CallTrace(
-        unit=unit,
-        model=model,
-        steps=tuple(s.name for s in steps),
-        messages=tuple({"role": m.role, "content": m.content} for m in history),
-        raw=raw,
-        attempts=len(reasks) + 1,
-        input_tokens=total.input_tokens,
-        output_tokens=total.output_tokens,
-        latency_ms=(time.perf_counter() - started) * 1000,
-        repairs=tuple(repairs),
-        reasks=tuple(reasks),
+        unit, model, tuple(s.name for s in steps), history, raw, len(reasks) + 1,
+        input_tokens, output_tokens, (time.perf_counter() - started) * 1000, repairs, tuple(reasks),
     )
     return CallOutcome(parses, frozenset(fallbacks), trace, streamed)
 

@@ -47,14 +47,16 @@ class SubprocessFinished:
 Event = StepStarted | Token | StepFinished | Reply | TurnCommitted | SubprocessFinished
 
 
-@dataclass(frozen=True)
+# Trace records are built on the hot path of every call; they are never changed after,
+# but a frozen dataclass pays an object.__setattr__ per field, so these use slots instead.
+@dataclass(slots=True)
 class CallTrace:
     """One model call: what was sent, what came back, how it was read."""
 
     unit: int
     model: str
     steps: tuple[str, ...]
-    messages: tuple[dict[str, str], ...]
+    messages: tuple[Any, ...]  # soul.prompt.Message; plain dicts once the trace is stored
     raw: str
     attempts: int
     input_tokens: int
@@ -64,7 +66,7 @@ class CallTrace:
     reasks: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class StepTrace:
     step: str
     kind: str

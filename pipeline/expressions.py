@@ -54,6 +54,7 @@ def environment(search_path: list[Path] | None = None) -> ImmutableSandboxedEnvi
         trim_blocks=True,
         lstrip_blocks=True,
         loader=loader,
+        auto_reload=False,  # a soul's templates do not change while it runs: no stat per render
     )
 
 

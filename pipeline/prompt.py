@@ -98,6 +98,10 @@ class PromptBuilder:
         search = [blueprint.folder] if blueprint.folder else []
         search.append(Path(str(files("soul.templates"))))
         self.env = environment(search)
+        self._static_templates: dict[str, bool] = {}
+        self._formats: dict[tuple[int, ...], tuple[tuple[CallStep, ...], str]] = {}
+        self._user_message: tuple[tuple[str, str, str], str] = (("", "", ""), "")
+        self._head_cache: tuple[TurnContext | None, str] = (None, "")
 
     @cached_property
     def persona(self) -> str:
@@ -133,8 +137,36 @@ class PromptBuilder:
         template = self.env.get_template(name)
         return template.render(self.variables(ctx, step.params)).strip()
 
+    def _static(self, step: CallStep) -> bool:
+        """Whether a step's instructions read only `soul` and `params` (fixed for the soul)."""
+        name = step.template or step.kind.template
+        if name is None:
+            return True
+        static = self._static_templates.get(name)
+        if static is None:
+            from soul.expressions import analyse_template
+
+            assert self.env.loader is not None
+            source = self.env.loader.get_source(self.env, name)[0]
+            static = self._static_templates[name] = analyse_template(source).names <= {"soul", "params"}
+        return static
+
     def response_format(self, steps: Sequence[CallStep], ctx: TurnContext) -> str:
-        """The cognitive instructions: each step's sections with its instructions."""
+        """The cognitive instructions: each step's sections with its instructions.
+
+        When every step's template is static, the text is the same every turn: it is built
+        once per group of steps (they live as long as the soul's call specs).
+        """
+        key = tuple(map(id, steps))
+        cached = self._formats.get(key)
+        if cached is not None and all(a is b for a, b in zip(cached[0], steps, strict=True)):
+            return cached[1]
+        text = self._response_format(steps, ctx)
+        if all(self._static(step) for step in steps):
+            self._formats[key] = (tuple(steps), text)
+        return text
+
+    def _response_format(self, steps: Sequence[CallStep], ctx: TurnContext) -> str:
         parts = ["## Response Format", "Write these XML sections, in this order, and nothing outside them:"]
         for step in steps:
             guide = self.instructions(step, ctx)
@@ -146,7 +178,23 @@ class PromptBuilder:
                 parts.append(f"{section_format(section, step.params)}{optional}\n{body}\n</{section.tag}>")
         return "\n\n".join(parts)
 
-    def system(self, steps: Sequence[CallStep], ctx: TurnContext) -> str:
+    def system(self, steps: Sequence[CallStep], ctx: TurnContext, earlier: Mapping[str, Any] | None = None) -> str:
+        parts = [self._head(ctx)]
+        done = [(n, out) for n, out in (ctx.steps if earlier is None else earlier).items() if isinstance(out, Mapping)]
+        if done and self.blueprint.mode == "chained":
+            lines = ["## This Turn So Far"]
+            for name, out in done:
+                shown = "; ".join(f"{k}: {v}" for k, v in out.items() if v not in (None, ""))
+                lines.append(f"- {name}: {shown}")
+            parts.append("\n".join(lines))
+        parts.append(self.response_format(steps, ctx))
+        return "\n\n".join(parts)
+
+    def _head(self, ctx: TurnContext) -> str:
+        """Persona, soul state, user model, working memory, steering: the same for every call
+        of a turn while its context object stays the same, so it is built once per context."""
+        if self._head_cache[0] is ctx:
+            return self._head_cache[1]
         bp = self.blueprint
         parts = [self.persona]
         changed = {k: v for k, v in ctx.state.items() if k in bp.state and v != bp.state[k].default}
@@ -161,17 +209,19 @@ class PromptBuilder:
             parts.append("## Working Memory\n" + "\n\n".join(memory))
         if ctx.chetana and ctx.chetana.get("steering"):
             parts.append("## Steering\n" + "\n".join(f"- {s}" for s in ctx.chetana["steering"]))
-        earlier = [(n, out) for n, out in ctx.steps.items() if isinstance(out, Mapping)]
-        if earlier and bp.mode == "chained":
-            lines = ["## This Turn So Far"]
-            for name, out in earlier:
-                shown = "; ".join(f"{k}: {v}" for k, v in out.items() if v not in (None, ""))
-                lines.append(f"- {name}: {shown}")
-            parts.append("\n".join(lines))
-        parts.append(self.response_format(steps, ctx))
-        return "\n\n".join(parts)
+        head = "\n\n".join(parts)
+        self._head_cache = (ctx, head)
+        return head
 
     def user(self, ctx: TurnContext) -> str:
+        key = (ctx.kind, ctx.user, ctx.text)
+        if self._user_message[0] == key:  # every call of a turn sends the same message
+            return self._user_message[1]
+        text = self._user(ctx)
+        self._user_message = (key, text)
+        return text
+
+    def _user(self, ctx: TurnContext) -> str:
         if ctx.kind != "message":
             return "## Current Moment\nNo one has spoken. Something surfaced from within; respond only if it is worth saying."
         return (
@@ -181,6 +231,6 @@ class PromptBuilder:
             + fence(f"{ctx.user}: {escape_untrusted(ctx.text)}")
         )
 
-    def build(self, steps: Sequence[CallStep], ctx: TurnContext) -> tuple[Message, ...]:
-        """The messages of one model call over `steps`."""
-        return (Message("system", self.system(steps, ctx)), Message("user", self.user(ctx)))
+    def build(self, steps: Sequence[CallStep], ctx: TurnContext, earlier: Mapping[str, Any] | None = None) -> tuple[Message, ...]:
+        """The messages of one model call over `steps`; `earlier` overrides `ctx.steps`."""
+        return (Message("system", self.system(steps, ctx, earlier)), Message("user", self.user(ctx)))

@@ -84,9 +84,12 @@ class ScopeRunner:
         return self.soul.builder.variables(replace(ts.ctx, steps=ts.outputs), params)
 
     async def run(self, ts: TurnState) -> None:
-        units = {u.index: u for u in self.scope.units}
+        units = self.soul.units_by_index(self.scope)
         for layer in self.scope.layers:
-            await asyncio.gather(*(self.run_unit(units[i], ts) for i in layer))
+            if len(layer) == 1:  # no task needed for a lone unit: a chain pays no scheduling
+                await self.run_unit(units[layer[0]], ts)
+            else:
+                await asyncio.gather(*(self.run_unit(units[i], ts) for i in layer))
 
     async def run_unit(self, unit: Unit, ts: TurnState) -> None:
         planned = self.scope.steps
@@ -128,56 +131,96 @@ class ScopeRunner:
             ts.cognition.record(name, True, ms, outputs)
         self._emit(StepFinished(name, dict(outputs), True))
 
+    def call_spec(self, unit: Unit, active: tuple[str, ...]) -> CallSpec:
+        """What a unit's call needs that never changes between turns (cached on the Soul)."""
+        key = (self.scope.scope, unit.index, active)
+        spec = self.soul.call_specs.get(key)
+        if spec is None:
+            soul = self.soul
+            call_steps = []
+            for name in active:
+                step = self.blueprint_steps[name]
+                kind = soul.registry.get(step.uses)
+                assert kind is not None
+                call_steps.append(CallStep(name, kind, step.params, step.template))
+            provider, model, options = soul.provider_for(unit.model or soul.blueprint.model)
+            planned = self.scope.steps
+            spec = CallSpec(
+                steps=tuple(call_steps),
+                provider=provider,
+                model=model,
+                options=options,
+                stream_steps=tuple(n for n in active if planned[n].stream),
+                attempts=1 + max(planned[n].retry.attempts for n in active),
+                after_gates={n: g.when for n in active if (g := planned[n].gate) and g.when and g.phase == "after"},
+                tags=tuple(section.tag for step in call_steps for section in step.kind.sections),
+                gates={n: g.describe() if (g := planned[n].gate) else None for n in active},
+            )
+            soul.call_specs[key] = spec
+        return spec
+
     async def run_llm_unit(self, unit: Unit, active: list[str], ts: TurnState) -> None:
         soul = self.soul
-        call_steps = []
-        for name in active:
-            step = self.blueprint_steps[name]
-            kind = soul.registry.get(step.uses)
-            assert kind is not None
-            call_steps.append(CallStep(name, kind, step.params, step.template))
-            self._emit(StepStarted(name, kind.name))
-        ctx = replace(ts.ctx, steps={n: o for n, o in ts.outputs.items() if any(v is not None for v in o.values())})
-        messages = soul.builder.build(call_steps, ctx)
-        model = unit.model or soul.blueprint.model
-        provider, spec, options = soul.provider_for(model)
-        stream_steps = [n for n in active if self.scope.steps[n].stream]
-        attempts = 1 + max(self.scope.steps[n].retry.attempts for n in active)
-        def gated_off(name: str, parses: dict[str, Any]) -> bool:
-            gate = self.scope.steps[name].gate
-            if not (gate and gate.when and gate.phase == "after"):
-                return False
-            trial = {**ts.outputs, **{n: p.outputs for n, p in parses.items()}}
-            return not soul.gates.when_open(name, gate.when, soul.builder.variables(replace(ts.ctx, steps=trial)))
+        spec = self.call_spec(unit, tuple(active))
+        if self.emit is not None:
+            for step in spec.steps:
+                self.emit(StepStarted(step.name, step.kind.name))
+        earlier = {n: o for n, o in ts.outputs.items() if any(v is not None for v in o.values())}
+        messages = soul.builder.build(spec.steps, ts.ctx, earlier)
+        gated_off = None
+        if spec.after_gates:
+
+            def gated_off(name: str, parses: dict[str, Any]) -> bool:
+                expression = spec.after_gates.get(name)
+                if expression is None:
+                    return False
+                trial = {**ts.outputs, **{n: p.outputs for n, p in parses.items()}}
+                return not soul.gates.when_open(name, expression, soul.builder.variables(replace(ts.ctx, steps=trial)))
 
         started = time.perf_counter()
         outcome = await run_call(
-            provider, spec, options, call_steps, messages,
-            unit=unit.index, stream_steps=stream_steps, emit=self.emit, attempts=attempts, gated_off=gated_off,
+            spec.provider, spec.model, spec.options, spec.steps, messages,
+            unit=unit.index, stream_steps=spec.stream_steps, emit=self.emit, attempts=spec.attempts, gated_off=gated_off,
+            tags=spec.tags,
         )
         ts.provider_s += time.perf_counter() - started
         ts.calls.append(outcome.trace)
         change_ctx = ChangeContext(soul.blueprint.state, ts.ctx.state)
-        for step in call_steps:
+        per_step_ms = outcome.trace.latency_ms / len(spec.steps)
+        for step in spec.steps:
             parse = outcome.parses[step.name]
             ts.outputs[step.name] = parse.outputs
-            planned = self.scope.steps[step.name]
-            gate = planned.gate
             status = "fallback" if step.name in outcome.fallbacks else ("failed" if parse.missing else "ran")
-            if gate and gate.when and gate.phase == "after" and not soul.gates.when_open(step.name, gate.when, self.variables(ts)):
+            expression = spec.after_gates.get(step.name)
+            if expression and not soul.gates.when_open(step.name, expression, self.variables(ts)):
                 status = "gated"
-            flags = list(parse.flags) + [f"missing <{t}>" for t in parse.missing]
+            flags = parse.flags + tuple(f"missing <{t}>" for t in parse.missing) if parse.missing else parse.flags
             if status in ("ran", "fallback"):
                 changes = step.kind.changes(step.name, parse.outputs, change_ctx)
                 ts.changes[step.name] = changes
-                flags += list(changes.flags)
+                flags += changes.flags
                 if changes.state:
                     ts.ctx = replace(ts.ctx, state={**ts.ctx.state, **changes.state})
-            per_step_ms = outcome.trace.latency_ms / len(call_steps)
-            ts.steps.append(StepTrace(step.name, step.kind.name, status, dict(parse.outputs), tuple(flags), gate.describe() if gate else None, per_step_ms))
+            ts.steps.append(StepTrace(step.name, step.kind.name, status, parse.outputs, flags, spec.gates[step.name], per_step_ms))
             if ts.cognition is not None and status != "gated":
                 ts.cognition.record(step.name, status == "ran", per_step_ms, parse.outputs)
-            self._emit(StepFinished(step.name, dict(parse.outputs), status in ("ran", "fallback")))
+            if self.emit is not None:
+                self.emit(StepFinished(step.name, dict(parse.outputs), status in ("ran", "fallback")))
+
+
+@dataclass(frozen=True)
+class CallSpec:
+    """The unchanging part of a unit's model call."""
+
+    steps: tuple[CallStep, ...]
+    provider: Any
+    model: str
+    options: dict[str, Any]
+    stream_steps: tuple[str, ...]
+    attempts: int
+    after_gates: dict[str, str]
+    tags: tuple[str, ...]
+    gates: dict[str, str | None]  # each step's gate, described for the trace
 
 
 def build_commit(soul: Soul, snapshot: Snapshot, ts: TurnState, order: list[str], kind: str, trace: Trace) -> tuple[Commit, str]:

@@ -12,7 +12,7 @@ from typing import Any
 
 from soul.blueprint import Blueprint
 from soul.gates import GateEvaluator
-from soul.plan import Plan, compile_blueprint
+from soul.plan import Plan, ScopePlan, Unit, compile_blueprint
 from soul.prompt import PromptBuilder
 from soul.providers.base import Provider
 from soul.registry import Registry, default_registry
@@ -40,6 +40,14 @@ class Soul:
         self._providers: dict[str, Provider] = {}
         self.home = home
         self._store: Any = None
+        self.call_specs: dict[tuple[str, int, tuple[str, ...]], Any] = {}  # see runtime.CallSpec
+        self._units: dict[str, dict[int, Unit]] = {}
+
+    def units_by_index(self, scope: ScopePlan) -> dict[int, Unit]:
+        units = self._units.get(scope.scope)
+        if units is None:
+            units = self._units[scope.scope] = {u.index: u for u in scope.units}
+        return units
 
     @property
     def name(self) -> str:

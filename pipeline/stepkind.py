@@ -78,6 +78,11 @@ class Changes:
     flags: tuple[str, ...] = ()
 
 
+def with_memory(changes: Changes, *entries: MemoryEntry, reply: str | None = None) -> Changes:
+    """`changes` plus working-memory entries (and a reply): cheaper than dataclasses.replace."""
+    return Changes(changes.messages, changes.state, changes.user_model, changes.memory + entries, reply if reply is not None else changes.reply, changes.flags)
+
+
 @dataclass(frozen=True)
 class ChangeContext:
     """What `StepKind.changes` may consult: the declared state and its current values."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from soul.records import MemoryEntry
@@ -16,6 +15,7 @@ from soul.stepkind import (
     StepKind,
     param,
     params_schema,
+    with_memory,
 )
 
 
@@ -86,7 +86,7 @@ class MentalQuery(StepKind):
         if outputs.get("result") is None:
             return base
         entry = MemoryEntry("default", "mentalQuery", step, meta={"result": outputs["result"]})
-        return replace(base, memory=(entry,))
+        return with_memory(base, entry)
     params = params_schema(
         ("query",),
         query=param({"type": "string", "minLength": 1}, "the statement to judge true or false"),

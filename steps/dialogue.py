@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from soul.records import MemoryEntry
-from soul.stepkind import Attribute, ChangeContext, Changes, Output, Section, StepKind
+from soul.stepkind import Attribute, ChangeContext, Changes, Output, Section, StepKind, with_memory
 
 DIALOGUE_VERBS = (
     "said", "explained", "offered", "suggested", "noted", "observed", "replied",
@@ -42,4 +41,4 @@ class ExternalDialogue(StepKind):
         if text is None:
             return base
         entry = MemoryEntry("default", "externalDialog", text, outputs.get("verb"))
-        return replace(base, memory=(entry,), reply=text)
+        return with_memory(base, entry, reply=text)

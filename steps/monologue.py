@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from soul.records import MemoryEntry
-from soul.stepkind import Attribute, ChangeContext, Changes, Output, Section, StepKind
+from soul.stepkind import Attribute, ChangeContext, Changes, Output, Section, StepKind, with_memory
 
 MONOLOGUE_VERBS = (
     "thought", "mused", "pondered", "wondered", "considered",
@@ -39,4 +38,4 @@ class InternalMonologue(StepKind):
         if outputs.get("text") is None:
             return base
         entry = MemoryEntry("default", "internalMonologue", outputs["text"], outputs.get("verb"))
-        return replace(base, memory=(entry,))
+        return with_memory(base, entry)

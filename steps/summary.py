@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from soul.records import MemoryEntry
-from soul.stepkind import ChangeContext, Changes, Output, Section, StepKind, param, params_schema
+from soul.stepkind import (
+    ChangeContext,
+    Changes,
+    Output,
+    Section,
+    StepKind,
+    param,
+    params_schema,
+    with_memory,
+)
 
 
 class Summary(StepKind):
@@ -27,4 +35,4 @@ class Summary(StepKind):
         base = super().changes(step, outputs, context)
         if not outputs.get("text"):
             return base
-        return replace(base, memory=(MemoryEntry("summary", "summary", outputs["text"]),))
+        return with_memory(base, MemoryEntry("summary", "summary", outputs["text"]))

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from soul.records import MemoryEntry, MessageRecord, UserModelChange
-from soul.stepkind import ChangeContext, Changes, Output, Section, StepKind
+from soul.stepkind import ChangeContext, Changes, Output, Section, StepKind, with_memory
 
 USER_MODEL_SECTIONS = (
     "Persona", "Speaking Style", "Conversational Context", "Worldview",
@@ -36,7 +35,7 @@ class UserModelCheck(StepKind):
         if outputs.get("result") is None:
             return base
         entry = MemoryEntry("default", "mentalQuery", "Should the user model be updated?", meta={"result": outputs["result"]})
-        return replace(base, memory=(entry,))
+        return with_memory(base, entry)
 
 
 class UserModelUpdate(StepKind):
