@@ -358,8 +358,9 @@ class Field:
         self.flush_accesses()
         self.store.sync()
 
-    def compact(self) -> Path:
-        """Snapshot the store now (recovery then replays only what follows)."""
+    def compact(self) -> Path | None:
+        """Snapshot the store now (recovery then replays only what follows); None if skipped
+        (see ``Store.compact``)."""
         self.flush_accesses()
         return self.store.compact()
 

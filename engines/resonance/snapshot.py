@@ -24,7 +24,7 @@ from .ops import SEP
 from .recovery import map_file
 from .state import State, alloc_vectors
 
-__all__ = ["SNAPSHOT_MAGIC", "list_snapshots", "read_snapshot", "write_snapshot"]
+__all__ = ["SNAPSHOT_MAGIC", "list_snapshots", "read_header", "read_snapshot", "write_snapshot"]
 
 SNAPSHOT_MAGIC = b"SOULSNP1"
 _SECTION = struct.Struct("<QI")
@@ -102,6 +102,22 @@ def _sections(path: Path, raw: bytes | mmap.mmap) -> list[memoryview]:
     if len(out) != 6 + len(_NUMERIC):
         raise CorruptSegment(path, off, f"{len(out)} sections, expected {6 + len(_NUMERIC)}")
     return out
+
+
+def read_header(path: Path) -> dict | None:
+    """The JSON header of a snapshot (its first section, CRC-checked), or None if unreadable."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(SNAPSHOT_MAGIC) + _SECTION.size)
+            if head[:8] != SNAPSHOT_MAGIC or len(head) < 8 + _SECTION.size:
+                return None
+            length, crc = _SECTION.unpack_from(head, 8)
+            data = fh.read(min(length, 1 << 26))
+        if len(data) != length or zlib.crc32(data) != crc:
+            return None
+        return json.loads(data)
+    except (OSError, ValueError):
+        return None
 
 
 def read_snapshot(path: Path) -> State:

@@ -11,7 +11,10 @@ open.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
+import logging
+import os
 import threading
 import time
 from collections.abc import Sequence
@@ -22,12 +25,14 @@ import numpy as np
 
 from . import ops
 from .errors import ConfigError, CorruptSegment, StoreClosed
-from .recovery import Issue, RecoveryReport, WalReader
-from .snapshot import _sections, list_snapshots, read_snapshot, write_snapshot
+from .recovery import Issue, RecoveryReport, WalReader, map_file
+from .snapshot import _sections, list_snapshots, read_header, read_snapshot, write_snapshot
 from .state import State
 from .wal import Durability, WalWriter
 
 __all__ = ["CheckReport", "Store"]
+
+log = logging.getLogger("soul.engines.resonance")
 
 BATCH_ROWS = 2048  # memories per ADD_BATCH entry: ~3 MB with 384-d vectors
 
@@ -186,20 +191,52 @@ class Store:
 
     # -- compaction ------------------------------------------------------------------------
 
-    def compact(self) -> Path:
-        """Snapshot the state, then delete log segments and old snapshots it makes useless."""
+    def compact(self) -> Path | None:
+        """Snapshot the state, then delete log segments and old snapshots it makes useless.
+
+        Returns None, changing nothing, when another process is compacting this field, or
+        when the newest snapshot holds entries this process has not seen (another writer
+        compacted after this one opened, and deleted the segments those entries were in: a
+        snapshot from this state would hide them).
+        """
         with self._lock:
             if self.writer.closed:
                 raise StoreClosed("the store is closed")
-            self.writer.rotate()  # everything we wrote is now in sealed, synced segments
-            path = write_snapshot(
-                self.state, self.snap_dir, self.writer.instance, self.writer.next_hlc()
-            )
-            _sections(path, path.read_bytes())  # read back before deleting anything it covers
-            self.snapshot = path
-            self._since_snapshot = 0
-            self._prune(path)
-            return path
+            self.snap_dir.mkdir(parents=True, exist_ok=True)
+            lock_fd = os.open(self.snap_dir / "compact.lock", os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                try:
+                    fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    log.info("compaction skipped: another process is compacting %s", self.path)
+                    return None
+                if not self._sees_newest_snapshot():
+                    return None
+                self.writer.rotate()  # everything we wrote is now in sealed, synced segments
+                path = write_snapshot(
+                    self.state, self.snap_dir, self.writer.instance, self.writer.next_hlc()
+                )
+                _sections(path, map_file(path))  # read back before deleting what it covers
+                self.snapshot = path
+                self._since_snapshot = 0
+                self._prune(path)
+                return path
+            finally:
+                os.close(lock_fd)
+
+    def _sees_newest_snapshot(self) -> bool:
+        snaps = list_snapshots(self.snap_dir)
+        if not snaps or snaps[0] == self.snapshot:
+            return True
+        header = read_header(snaps[0])
+        if header is None:
+            return True  # unreadable: recovery will not choose it either
+        mine = self.state.covered
+        behind = {i for i, seq in header["covered"].items() if seq > mine.get(i, 0)}
+        if behind:
+            log.info("compaction skipped: %s holds entries of %s that this process has not "
+                     "seen; reopen the field to compact", snaps[0].name, ", ".join(sorted(behind)))
+        return not behind
 
     def _prune(self, newest: Path) -> None:
         for old in list_snapshots(self.snap_dir)[self.keep_snapshots :]:

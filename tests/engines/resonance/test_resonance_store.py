@@ -146,3 +146,16 @@ def test_non_ascii_text_and_tags_round_trip(tmp_path: Path) -> None:
         m1, m2 = (store.state.memory(store.state.row_of(i)) for i in ("u1", "u2"))
         assert (m1.content, m1.tags, m1.realm) == (r.text, ("ü", "✓"), "réalm")
         assert (m2.content, m2.tags, m2.source) == (r.text + "!", ("ü", "✓"), "ß")
+
+
+def test_a_writer_behind_the_newest_snapshot_does_not_compact(tmp_path: Path) -> None:
+    early = Store.open(tmp_path)  # opened before `late` compacts
+    early.add(row(1, "e"), vecs(1)[0])
+    with Store.open(tmp_path) as late:
+        late.add(row(1, "l"), vecs(1)[0])
+        assert late.compact() is not None  # deletes the segment holding l000001
+    assert early.compact() is None  # its snapshot would hide l000001
+    early.close()
+    with Store.open(tmp_path) as store:
+        assert {"e000001", "l000001"} <= set(store.state.rows)
+        assert store.compact() is not None
