@@ -121,8 +121,11 @@ def map_file(path: Path) -> bytes | mmap.mmap:
         return mmap.mmap(fh.fileno(), size, flags=flags, prot=mmap.PROT_READ)
 
 
-def _map_and_scan(path: Path) -> tuple[bytes | mmap.mmap, SegmentScan]:
-    raw = map_file(path)
+def _map_and_scan(path: Path) -> tuple[bytes | mmap.mmap, SegmentScan] | None:
+    try:
+        raw = map_file(path)
+    except FileNotFoundError:  # deleted since it was listed: a concurrent compaction
+        return None
     return raw, scan_segment(path, raw)
 
 
@@ -292,9 +295,15 @@ class WalReader:
             ahead = pool.submit(_map_and_scan, segs[0][1]) if segs else None
             for i, (_, path) in enumerate(segs):
                 assert ahead is not None
-                raw, scan = ahead.result()
+                mapped = ahead.result()
                 if i + 1 < len(segs):
                     ahead = pool.submit(_map_and_scan, segs[i + 1][1])
+                if mapped is None:
+                    self._issue("missing_segment", path, 0, 0,
+                                "deleted while being read (another process compacted the "
+                                "field); reopen to see its entries")
+                    continue
+                raw, scan = mapped
                 if scan.damaged and self.repair:
                     # Repair truncates files: work on a private copy, not on a mapping.
                     raw = bytes(raw)
