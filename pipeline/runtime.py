@@ -8,7 +8,6 @@ turn's changes are gathered into one `Commit` that the session store applies ato
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from soul.calls import run_call
 from soul.cognition import Cognition
+from soul.eager import gather_eagerly
 from soul.errors import StepError
 from soul.events import StepFinished, StepStarted, StepTrace, Trace
 from soul.gates import every_open
@@ -89,7 +89,7 @@ class ScopeRunner:
             if len(layer) == 1:  # no task needed for a lone unit: a chain pays no scheduling
                 await self.run_unit(units[layer[0]], ts)
             else:
-                await asyncio.gather(*(self.run_unit(units[i], ts) for i in layer))
+                await gather_eagerly([self.run_unit(units[i], ts) for i in layer])
 
     async def run_unit(self, unit: Unit, ts: TurnState) -> None:
         planned = self.scope.steps
