@@ -1,4 +1,5 @@
-"""The `soul` command: validate, graph, explain, new, list, schema, run, sessions, user-model.
+"""The `soul` command: validate, graph, explain, new, list, schema, run, sessions, user-model,
+chetana.
 
 Exit codes: 0 success; 1 the blueprint is invalid; 2 usage errors (bad arguments, no such
 file or soul). A SoulError prints as one line (`--debug` shows the traceback); anything else is
@@ -91,6 +92,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     return run_command(args)
 
 
+def cmd_chetana(args: argparse.Namespace) -> int:
+    import json
+
+    from soul.cognition import session_report
+    from soul.store import SessionStore
+
+    with SessionStore.open() as store:
+        report = session_report(store, args.session)
+    print(json.dumps(report.to_dict(), ensure_ascii=False, indent=2) if args.json else report.render())
+    return EXIT_OK
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     from soul.schema import schema_text
 
@@ -150,6 +163,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", help="use this model for every step (overrides the blueprint and SOUL_MODEL)")
     p.add_argument("--script", metavar="FILE", help="scripted replies: a YAML/JSON list of raw model replies, one per call")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("chetana", help="the cognitive report of a session (affect, focus, self-model, intentions)", description="Chetana's cognitive report of a stored session, as the seed's /chetana screen.")
+    p.add_argument("session", help="session id or unique prefix")
+    p.add_argument("--json", action="store_true", help="the raw report as JSON")
+    p.set_defaults(func=cmd_chetana)
 
     from soul.sessions_cli import add_parsers as add_session_parsers
 

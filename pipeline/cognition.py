@@ -51,6 +51,7 @@ class Cognition:
     context: dict[str, Any]
     correction: bool
     events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    _correction_reported: bool = False
 
     @classmethod
     def begin(cls, block: Mapping[str, Any], state: Mapping[str, Any] | None, text: str) -> Cognition:
@@ -74,8 +75,14 @@ class Cognition:
         return cls(controller, context, correction, events)
 
     def record(self, step: str, ok: bool, latency_ms: float, outputs: Mapping[str, Any]) -> None:
-        """Report one step's run as a tool execution."""
-        self.controller.after_tool_execution(step, ok, max(0.0, latency_ms), _content(outputs), correction=False)
+        """Report one step's run as a tool execution.
+
+        A user correction is one event: it goes with the turn's first step only, so a
+        four-step call does not count it four times.
+        """
+        correction = self.correction and not self._correction_reported
+        self._correction_reported = self._correction_reported or correction
+        self.controller.after_tool_execution(step, ok, max(0.0, latency_ms), _content(outputs), correction=correction)
 
     def finish(self) -> dict[str, Any]:
         """End the turn; the controller's state to store with the session."""
@@ -92,3 +99,31 @@ class Cognition:
 
 def _json_safe(data: Mapping[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps(dict(data), default=str))
+
+
+def session_report(store: Any, session_id: str) -> Any:
+    """The CognitiveReport of a stored session (`soul chetana`, `/chetana`)."""
+    from soul.engines.chetana import ChetanaController
+    from soul.errors import SoulError
+
+    info = store.find_session(session_id)
+    state = store.snapshot(info.id).chetana
+    if state is None:
+        raise SoulError(f"session {info.id} ({info.soul}) has no Chetana state: its blueprint has no `chetana:` block, or no turn ran yet")
+    block = _chetana_block(info.blueprint)
+    controller = ChetanaController.deserialize(state, dict(block.get("config") or {}), None, dict(block.get("priors") or {}))
+    return controller.cognitive_report()
+
+
+def _chetana_block(blueprint_file: str) -> Mapping[str, Any]:
+    """The session's blueprint's `chetana:` block, or {} when the file is gone or invalid."""
+    if not blueprint_file:
+        return {}
+    from soul.errors import BlueprintError
+    from soul.validate import validate
+
+    try:
+        checked = validate(blueprint_file)
+    except BlueprintError:
+        return {}
+    return (checked.blueprint.chetana or {}) if checked.ok and checked.blueprint else {}

@@ -64,6 +64,11 @@ def explain(plan: Plan, message: str, user: str = "user") -> list[ExplainedCall]
     state = {k: v.default for k, v in bp.state.items()}
     known: dict[str, dict[str, str]] = {}
     calls: list[ExplainedCall] = []
+    chetana = None
+    if bp.chetana is not None and bp.chetana.get("enabled", True):
+        from soul.cognition import Cognition  # a fresh controller: what the first turn sees
+
+        chetana = Cognition.begin(bp.chetana, None, message).context
     scope = plan.turn
     units = {u.index: u for u in scope.units}
     for layer in scope.layers:
@@ -96,7 +101,7 @@ def explain(plan: Plan, message: str, user: str = "user") -> list[ExplainedCall]
                 assert kind is not None
                 call_steps.append(CallStep(name, kind, step.params, step.template))
             earlier = {n: v for n, v in known.items() if n not in unit.steps}
-            ctx = TurnContext(text=message, user=user, number=1, state=state, steps=earlier)
+            ctx = TurnContext(text=message, user=user, number=1, state=state, steps=earlier, chetana=chetana)
             messages = builder.build(call_steps, ctx)
             tokens = tuple(count_tokens(m.content) for m in messages)
             calls.append(ExplainedCall(unit, tuple(active), tuple(skipped), tuple(after_gates), messages, tokens))

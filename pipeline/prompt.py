@@ -110,7 +110,7 @@ class PromptBuilder:
             return f"You are {self.blueprint.name}." + (f" {self.blueprint.description}" if self.blueprint.description else "")
         return path.read_text(encoding="utf-8").strip()
 
-    def variables(self, ctx: TurnContext, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    def variables(self, ctx: TurnContext, params: Mapping[str, Any] | None = None, earlier: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The names every template and gate sees (`soul.stepkind.CONTEXT_NAMES` + steps)."""
         bp = self.blueprint
         return {
@@ -123,19 +123,19 @@ class PromptBuilder:
             "memory": {region: list(ctx.memory.get(region, ())) for region in self._regions(ctx)},
             "chetana": dict(ctx.chetana or {}),
             "params": dict(params or {}),
-            "steps": dict(ctx.steps),
+            "steps": dict(ctx.steps if earlier is None else earlier),
         }
 
     def _regions(self, ctx: TurnContext) -> list[str]:
         listed = list(self.blueprint.regions)
         return listed + sorted(r for r in ctx.memory if r not in listed)
 
-    def instructions(self, step: CallStep, ctx: TurnContext) -> str:
+    def instructions(self, step: CallStep, ctx: TurnContext, earlier: Mapping[str, Any] | None = None) -> str:
         name = step.template or step.kind.template
         if name is None:
             return ""
         template = self.env.get_template(name)
-        return template.render(self.variables(ctx, step.params)).strip()
+        return template.render(self.variables(ctx, step.params, earlier)).strip()
 
     def _static(self, step: CallStep) -> bool:
         """Whether a step's instructions read only `soul` and `params` (fixed for the soul)."""
@@ -151,7 +151,7 @@ class PromptBuilder:
             static = self._static_templates[name] = analyse_template(source).names <= {"soul", "params"}
         return static
 
-    def response_format(self, steps: Sequence[CallStep], ctx: TurnContext) -> str:
+    def response_format(self, steps: Sequence[CallStep], ctx: TurnContext, earlier: Mapping[str, Any] | None = None) -> str:
         """The cognitive instructions: each step's sections with its instructions.
 
         When every step's template is static, the text is the same every turn: it is built
@@ -161,15 +161,15 @@ class PromptBuilder:
         cached = self._formats.get(key)
         if cached is not None and all(a is b for a, b in zip(cached[0], steps, strict=True)):
             return cached[1]
-        text = self._response_format(steps, ctx)
+        text = self._response_format(steps, ctx, earlier)
         if all(self._static(step) for step in steps):
             self._formats[key] = (tuple(steps), text)
         return text
 
-    def _response_format(self, steps: Sequence[CallStep], ctx: TurnContext) -> str:
+    def _response_format(self, steps: Sequence[CallStep], ctx: TurnContext, earlier: Mapping[str, Any] | None) -> str:
         parts = ["## Response Format", "Write these XML sections, in this order, and nothing outside them:"]
         for step in steps:
-            guide = self.instructions(step, ctx)
+            guide = self.instructions(step, ctx, earlier)
             for i, section in enumerate(step.kind.sections):
                 body = guide if i == 0 and guide else section.description
                 if section.type in _PLACEHOLDER_BODY and i == 0 and guide:
@@ -187,7 +187,7 @@ class PromptBuilder:
                 shown = "; ".join(f"{k}: {v}" for k, v in out.items() if v not in (None, ""))
                 lines.append(f"- {name}: {shown}")
             parts.append("\n".join(lines))
-        parts.append(self.response_format(steps, ctx))
+        parts.append(self.response_format(steps, ctx, earlier))
         return "\n\n".join(parts)
 
     def _head(self, ctx: TurnContext) -> str:

@@ -12,9 +12,10 @@ import asyncio
 import json
 from typing import Any
 
+from soul.errors import SoulError
 from soul.events import Reply, Token, TurnCommitted
 
-HELP = "commands: /thoughts (toggle), /state, /user, /quit"
+HELP = "commands: /thoughts (toggle), /state, /user, /chetana, /quit"
 
 
 def _soul_for(args: argparse.Namespace) -> Any:
@@ -145,6 +146,14 @@ async def _repl(soul: Any, session: Any, args: argparse.Namespace) -> int:
             snap = soul.store.snapshot(session.id)
             console.print(snap.user_model or f"(nothing is known about {session.info.user} yet)", markup=False)
             continue
+        if text == "/chetana":
+            from soul.cognition import session_report
+
+            try:
+                console.print(session_report(soul.store, session.id).render(), markup=False, highlight=False)
+            except SoulError as exc:
+                console.print(f"[yellow]{exc}[/]")
+            continue
         if text.startswith("/"):
             console.print(f"[yellow]unknown command {text}[/] — {HELP}")
             continue
@@ -153,8 +162,6 @@ async def _repl(soul: Any, session: Any, args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             console.print("\n[yellow]turn abandoned; nothing was stored[/]")
         except Exception as exc:
-            from soul.errors import SoulError
-
             if not isinstance(exc, SoulError) or args.debug:
                 raise
             console.print(f"[red]error:[/] {exc}", markup=True, highlight=False)

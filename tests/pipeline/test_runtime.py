@@ -230,3 +230,15 @@ def test_the_next_input_cancels_a_running_subprocess_and_it_writes_nothing(soul_
     asyncio.run(talk())
     assert s.store.user_model("samantha", "bo") is None
     assert s.store.session(session.id).turns == 2
+
+
+def test_a_template_reads_the_outputs_of_earlier_calls(write_blueprint, soul_home: Path) -> None:  # type: ignore[no-untyped-def]
+    path = write_blueprint(
+        "soul: t\nversion: 1\nmode: chained\nsteps:\n"
+        "  think: {uses: internal_monologue}\n"
+        "  reply: {uses: external_dialogue, after: [think], template: reply.j2}\n",
+        **{"reply.j2": "You were thinking ({{ steps.think.verb }}): {{ steps.think.text }}\n"},
+    )
+    provider = ScriptedProvider(['<internal_monologue verb="mused">cats are great</internal_monologue>', "<external_dialogue>ok</external_dialogue>"])
+    soul.load(path, provider=provider, home=soul_home).session().turn_sync("hi")
+    assert "You were thinking (mused): cats are great" in provider.requests[1].messages[0].content

@@ -1,0 +1,123 @@
+"""Chetana in a soul: state kept with the session, steps reported, corrections, steering."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from souls import claudius_reply
+
+import soul
+from soul.cli import main
+from soul.cognition import is_correction
+from soul.providers.scripted import ScriptedProvider
+
+NO_STATE = "<soul_state_check>false</soul_state_check>"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "No, I meant the other file.",
+        "no i meant python 3.11",
+        "That's wrong.",
+        "that is not what I asked",
+        "Not what I meant at all",
+        "You misunderstood me",
+        "Actually, I said Tuesday",
+        "I didn't mean that",
+        "Wrong, it is 42",
+        "Hmm. No, that's not right",
+    ],
+)
+def test_corrections_are_detected(text: str) -> None:
+    assert is_correction(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Hello!", "No worries, take your time", "Is that wrong?", "I know what I meant", "The wrongdoer was caught", "", "nothing to add"],
+)
+def test_ordinary_messages_are_not_corrections(text: str) -> None:
+    assert not is_correction(text)
+
+
+def test_the_controller_lives_with_the_session(soul_home: Path) -> None:
+    replies = [claudius_reply(check="false"), claudius_reply(check="false"), claudius_reply(check="false") + NO_STATE]
+    s = soul.load("claudius", provider=ScriptedProvider(replies), home=soul_home)
+    session = s.session(user="ada")
+    session.turn_sync("Let's fix the parser and write a test for it.")
+    state = s.store.snapshot(session.id).chetana
+    assert state is not None and state["turn"] == 1
+    assert any("parser" in i["goal"] for i in state["intentions"])
+    session.turn_sync("The parser tests pass now.")
+    session.turn_sync("Great.")
+    state = s.store.snapshot(session.id).chetana
+    assert state["turn"] == 3
+    # every step that ran was reported as a tool execution
+    tools = {row["tool"] for row in soul_report(s, session.id)["self"]["mastery"]}
+    assert {"think", "reply", "user_check"} <= tools
+
+
+def soul_report(s: soul.Soul, session_id: str) -> dict:  # type: ignore[type-arg]
+    from soul.cognition import session_report
+
+    return session_report(s.store, session_id).to_dict()
+
+
+def test_templates_and_gates_see_chetana(write_blueprint, soul_home: Path) -> None:  # type: ignore[no-untyped-def]
+    path = write_blueprint(
+        "soul: c\nversion: 1\nchetana: {}\nsteps:\n"
+        "  feel: {uses: chetana.context}\n"
+        "  reply: {uses: external_dialogue, after: [feel], template: reply.j2, when: \"chetana.affect.frustration < 0.7\"}\n",
+        **{"reply.j2": "Frustration {{ '%.2f' % chetana.affect.frustration }}; focus: {{ steps.feel.focus | join(', ') }}\n"},
+    )
+    provider = ScriptedProvider(["<external_dialogue>ok</external_dialogue>"])
+    s = soul.load(path, provider=provider, home=soul_home)
+    result = s.session().turn_sync("Please refactor the tokenizer module")
+    assert result.reply == "ok"
+    system = provider.requests[0].messages[0].content
+    assert "Frustration 0.00; focus: " in system and "tokenizer" in system
+    assert "tokenizer" in result.steps["feel"]["focus"]
+
+
+def test_failures_and_corrections_raise_frustration_until_steering_appears(soul_home: Path) -> None:
+    garbage = "no sections at all"
+    turns = 6
+    replies = [garbage, garbage] * turns
+    provider = ScriptedProvider(replies)
+    s = soul.load("claudius", provider=provider, home=soul_home)
+    session = s.session(user="ada")
+    for _ in range(turns):
+        session.turn_sync("No, that's wrong. Try again.")
+    systems = [r.messages[0].content for r in provider.requests]
+    assert "## Steering" not in systems[0]
+    assert any("Consider a simpler approach — frustration is high" in m for m in systems)
+    trace = s.store.trace(session.id, turns)
+    log = (soul_home / "logs" / session.id / "events.jsonl").read_text()
+    assert "user_correction" in log and "frustrated" in log
+    assert isinstance(trace.get("events"), list)
+
+
+def test_soul_chetana_prints_the_report(soul_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    s = soul.load("claudius", provider=ScriptedProvider([claudius_reply(check="false")]), home=soul_home)
+    session = s.session(user="ada")
+    session.turn_sync("Let's build a compiler.")
+    assert main(["chetana", session.id[:8]]) == 0
+    out = capsys.readouterr().out
+    assert "Bhava" in out and "Frustration" in out
+    assert main(["chetana", session.id, "--json"]) == 0
+    import json
+
+    data = json.loads(capsys.readouterr().out)
+    assert set(data) >= {"affect", "focus", "self"}
+
+
+def test_soul_chetana_on_a_soul_without_it_says_so(soul_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from souls import SAMANTHA_LEARNS, SAMANTHA_TURN
+
+    s = soul.load("samantha", provider=ScriptedProvider(SAMANTHA_TURN + SAMANTHA_LEARNS), home=soul_home)
+    session = s.session()
+    session.turn_sync("hi")
+    assert main(["chetana", session.id]) == 1
+    assert "has no Chetana state" in capsys.readouterr().err
