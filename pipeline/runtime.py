@@ -39,6 +39,7 @@ class TurnState:
     changes: dict[str, Changes] = field(default_factory=dict)
     provider_s: float = 0.0
     cognition: Cognition | None = None
+    done: dict[str, dict[str, Any]] = field(default_factory=dict)  # outputs of the steps that produced some
 
 
 def _memory_regions(entries: tuple[MemoryEntry, ...]) -> dict[str, list[str]]:
@@ -124,6 +125,7 @@ class ScopeRunner:
             raise StepError(f"step '{name}': {exc} (its engine is wired in by a later issue)") from exc
         ms = (time.perf_counter() - started) * 1000
         ts.outputs[name] = outputs
+        ts.done[name] = outputs
         changes = kind.changes(name, outputs, ChangeContext(self.soul.blueprint.state, ts.ctx.state))
         ts.changes[name] = changes
         ts.steps.append(StepTrace(name, kind.name, "ran", dict(outputs), tuple(changes.flags), ms=ms))
@@ -165,8 +167,7 @@ class ScopeRunner:
         if self.emit is not None:
             for step in spec.steps:
                 self.emit(StepStarted(step.name, step.kind.name))
-        earlier = {n: o for n, o in ts.outputs.items() if any(v is not None for v in o.values())}
-        messages = soul.builder.build(spec.steps, ts.ctx, earlier)
+        messages = soul.builder.build(spec.steps, ts.ctx, ts.done)
         gated_off = None
         if spec.after_gates:
 
@@ -190,6 +191,8 @@ class ScopeRunner:
         for step in spec.steps:
             parse = outcome.parses[step.name]
             ts.outputs[step.name] = parse.outputs
+            if any(v is not None for v in parse.outputs.values()):
+                ts.done[step.name] = parse.outputs
             status = "fallback" if step.name in outcome.fallbacks else ("failed" if parse.missing else "ran")
             expression = spec.after_gates.get(step.name)
             if expression and not soul.gates.when_open(step.name, expression, self.variables(ts)):

@@ -94,7 +94,7 @@ class Session:
             if sub.every and turn_state.ctx.number % sub.every != 0:
                 continue
             snapshot = soul.store.snapshot(self.id, ttl_hours=soul.blueprint.memory_ttl_hours)
-            ts = TurnState(turn_state.ctx, dict(turn_state.outputs))
+            ts = TurnState(turn_state.ctx, dict(turn_state.outputs), done=dict(turn_state.done))
             runner = ScopeRunner(soul, scope, sub.steps, None)
             if sub.when and not soul.gates.when_open(name, sub.when, runner.variables(ts)):
                 continue

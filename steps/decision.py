@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from soul.records import MemoryEntry
+from soul.records import MemoryEntry, MessageRecord
 from soul.stepkind import (
     Attribute,
     ChangeContext,
@@ -15,7 +15,6 @@ from soul.stepkind import (
     StepKind,
     param,
     params_schema,
-    with_memory,
 )
 
 
@@ -82,11 +81,12 @@ class MentalQuery(StepKind):
 
     @classmethod
     def changes(cls, step: str, outputs: Mapping[str, Any], context: ChangeContext) -> Changes:
-        base = super().changes(step, outputs, context)
-        if outputs.get("result") is None:
-            return base
-        entry = MemoryEntry("default", "mentalQuery", step, meta={"result": outputs["result"]})
-        return with_memory(base, entry)
+        result = outputs.get("result")
+        if result is None:
+            return Changes()
+        meta = {"result": result}
+        message = MessageRecord(cls.layer, "mental_query", "true" if result else "false", step, None, meta)
+        return Changes(messages=(message,), memory=(MemoryEntry("default", "mentalQuery", step, meta=meta),))
     params = params_schema(
         ("query",),
         query=param({"type": "string", "minLength": 1}, "the statement to judge true or false"),

@@ -242,3 +242,15 @@ def test_a_template_reads_the_outputs_of_earlier_calls(write_blueprint, soul_hom
     provider = ScriptedProvider(['<internal_monologue verb="mused">cats are great</internal_monologue>', "<external_dialogue>ok</external_dialogue>"])
     soul.load(path, provider=provider, home=soul_home).session().turn_sync("hi")
     assert "You were thinking (mused): cats are great" in provider.requests[1].messages[0].content
+
+
+def test_a_subprocess_template_reads_the_turns_steps(write_blueprint, soul_home: Path) -> None:  # type: ignore[no-untyped-def]
+    path = write_blueprint(
+        "soul: t\nversion: 1\nsteps:\n  reply: {uses: external_dialogue}\n"
+        "subprocesses:\n  reflect:\n    steps:\n      looked_back: {uses: internal_monologue, template: back.j2}\n",
+        **{"back.j2": "You just said: {{ steps.reply.text }}\n"},
+    )
+    provider = ScriptedProvider(["<external_dialogue>Hello there</external_dialogue>", "<internal_monologue>fine</internal_monologue>"])
+    soul.load(path, provider=provider, home=soul_home).session().turn_sync("hi")
+    assert provider.calls == 2
+    assert "You just said: Hello there" in provider.requests[1].messages[0].content
