@@ -1,5 +1,5 @@
 """The `soul` command: validate, graph, explain, new, list, schema, run, sessions, user-model,
-chetana.
+chetana, memory.
 
 Exit codes: 0 success; 1 the blueprint is invalid; 2 usage errors (bad arguments, no such
 file or soul). A SoulError prints as one line (`--debug` shows the traceback); anything else is
@@ -169,9 +169,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="the raw report as JSON")
     p.set_defaults(func=cmd_chetana)
 
+    from soul.memory_cli import add_parsers as add_memory_parsers
     from soul.sessions_cli import add_parsers as add_session_parsers
 
     add_session_parsers(sub)
+    add_memory_parsers(sub)
 
     p = sub.add_parser("schema", help="print the blueprint JSON Schema", description="Print the JSON Schema (draft 2020-12) of blueprints, for editors.")
     p.set_defaults(func=cmd_schema)

@@ -120,7 +120,8 @@ class PromptBuilder:
             "turn": {"number": ctx.number, "first": ctx.number == 1},
             "state": dict(ctx.state),
             "user_model": ctx.user_model,
-            "memory": {region: list(ctx.memory.get(region, ())) for region in self._regions(ctx)},
+            # memory holds past user text too: as inert as the current message
+            "memory": {region: [escape_untrusted(e) for e in ctx.memory.get(region, ())] for region in self._regions(ctx)},
             "chetana": dict(ctx.chetana or {}),
             "params": dict(params or {}),
             "steps": dict(ctx.steps if earlier is None else earlier),
@@ -204,7 +205,7 @@ class PromptBuilder:
             body = ctx.user_model.strip() or f"(nothing is known about {ctx.user} yet)"
             parts.append(f"## User Model: {ctx.user}\n{body}")
         regions = [(r, ctx.memory.get(r, ())) for r in self._regions(ctx)]
-        memory = [f"### {r}\n" + "\n".join(f"- {e}" for e in entries) for r, entries in regions if entries]
+        memory = [f"### {r}\n" + "\n".join(f"- {escape_untrusted(e)}" for e in entries) for r, entries in regions if entries]
         if memory:
             parts.append("## Working Memory\n" + "\n\n".join(memory))
         if ctx.chetana and ctx.chetana.get("steering"):

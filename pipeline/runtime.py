@@ -22,7 +22,7 @@ from soul.gates import every_open
 from soul.plan import ScopePlan, Unit
 from soul.prompt import CallStep, TurnContext
 from soul.records import Commit, MemoryEntry, MessageRecord, Snapshot, UserModelChange
-from soul.stepkind import ChangeContext, Changes
+from soul.stepkind import ChangeContext, Changes, StepEnv
 
 if TYPE_CHECKING:
     from soul.souls import Soul
@@ -119,15 +119,24 @@ class ScopeRunner:
         assert kind is not None
         self._emit(StepStarted(name, kind.name))
         started = time.perf_counter()
+        variables = self.variables(ts, step.params)
+        soul = self.soul
+
+        def render(source: str) -> str:
+            return soul.builder.env.from_string(source).render(variables)
+
+        env = StepEnv(variables, render, soul.memory_field, soul.blueprint.memory or {}, ts.ctx.text)
         try:
-            outputs = await kind.run(name, step.params, self.variables(ts, step.params))
+            outputs = await kind.run(name, step.params, env)
         except NotImplementedError as exc:
-            raise StepError(f"step '{name}': {exc} (its engine is wired in by a later issue)") from exc
+            raise StepError(f"step '{name}': {exc}") from exc
         ms = (time.perf_counter() - started) * 1000
         ts.outputs[name] = outputs
         ts.done[name] = outputs
         changes = kind.changes(name, outputs, ChangeContext(self.soul.blueprint.state, ts.ctx.state))
         ts.changes[name] = changes
+        if changes.regions:  # working memory for the rest of this turn's prompts
+            ts.ctx = replace(ts.ctx, memory={**ts.ctx.memory, **changes.regions})
         ts.steps.append(StepTrace(name, kind.name, "ran", dict(outputs), tuple(changes.flags), ms=ms))
         if ts.cognition is not None:
             ts.cognition.record(name, True, ms, outputs)
@@ -257,3 +266,28 @@ def build_commit(soul: Soul, snapshot: Snapshot, ts: TurnState, order: list[str]
         kind=kind,  # type: ignore[arg-type]
     )
     return commit, "\n\n".join(reply_parts)
+
+
+def memory_items(soul: Soul, ts: TurnState, order: list[str], reply: str, kind: str) -> list[dict[str, Any]]:
+    """What to write to the memory field once the turn has committed: memory.store requests
+    (an empty content means the exchange) and what the `memory.store` block asks for."""
+    exchange = f"{ts.ctx.user}: {ts.ctx.text}\n{soul.name}: {reply}".strip() if kind == "message" else reply
+    items: list[dict[str, Any]] = []
+    for name in order:
+        changes = ts.changes.get(name)
+        for item in changes.remember if changes else ():
+            items.append({**item, "text": item["text"] or exchange})
+    block = soul.blueprint.memory
+    if block is None or block.get("enabled", True) is False:
+        return items
+    wanted = block.get("store") or {}
+    if wanted.get("episodes") and kind == "message" and reply:
+        items.append({"text": exchange, "kind": "episode", "source": "turn"})
+    if wanted.get("corrections") and ts.cognition is not None and ts.cognition.correction:
+        items.append({"text": f"{ts.ctx.user} corrected {soul.name}: {ts.ctx.text}", "kind": "correction", "source": "user"})
+    if wanted.get("user_facts"):
+        for name in order:
+            changes = ts.changes.get(name)
+            if changes is not None and changes.user_model is not None:
+                items.append({"text": f"About {ts.ctx.user}: {changes.user_model.note}", "kind": "preference", "source": "user_model"})
+    return items

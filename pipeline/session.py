@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
@@ -19,10 +20,12 @@ from typing import TYPE_CHECKING, Any
 from soul.cognition import Cognition
 from soul.events import Reply, SubprocessFinished, Trace, TurnCommitted, TurnResult
 from soul.records import SessionInfo
-from soul.runtime import ScopeRunner, TurnState, build_commit, context_for
+from soul.runtime import ScopeRunner, TurnState, build_commit, context_for, memory_items
 
 if TYPE_CHECKING:
     from soul.souls import Soul
+
+log = logging.getLogger(__name__)
 
 
 class Session:
@@ -79,6 +82,7 @@ class Session:
             commit = replace(commit, chetana=chetana_state, messages=commit.messages + ts.cognition.event_records())
         turn = soul.store.commit(commit)
         self.info = soul.store.session(self.id)
+        self._remember(memory_items(soul, ts, order, reply, kind))
         if emit is not None:
             emit(Reply(reply))
             emit(TurnCommitted(self.id, turn))
@@ -106,6 +110,16 @@ class Session:
                 self.info = soul.store.session(self.id)
             if emit is not None:
                 emit(SubprocessFinished(name, True))
+
+    def _remember(self, items: list[dict[str, Any]]) -> None:
+        """Write the turn's memories; the turn is already committed, so a failure here is
+        logged, not raised (the turn stands; the memory is lost and the log says so)."""
+        if not items:
+            return
+        try:
+            self.soul.remember(items)
+        except Exception:
+            log.exception("session %s: remembering %d item(s) after the turn failed", self.id, len(items))
 
     async def turn(self, text: str) -> TurnResult:
         """Run one turn on a user message and commit it."""

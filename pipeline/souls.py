@@ -40,6 +40,7 @@ class Soul:
         self._providers: dict[str, Provider] = {}
         self.home = home
         self._store: Any = None
+        self._field: Any = None
         self.call_specs: dict[tuple[str, int, tuple[str, ...]], Any] = {}  # see runtime.CallSpec
         self._units: dict[str, dict[int, Unit]] = {}
 
@@ -62,10 +63,42 @@ class Soul:
             self._store = SessionStore.open(self.home)
         return self._store
 
+    def memory_field(self) -> Any:
+        """The soul's resonance memory field, opened on first use (numpy and the embedder load
+        only then). Where: the `memory.field` folder (relative to the blueprint), else
+        `$SOUL_HOME/fields/<soul>`."""
+        if self._field is None:
+            from soul.engines.resonance import Field
+            from soul.home import fields_dir
+
+            block = self.blueprint.memory or {}
+            where = block.get("field")
+            if where:
+                path = Path(where).expanduser()
+                if not path.is_absolute() and self.blueprint.folder is not None:
+                    path = self.blueprint.folder / path
+            else:
+                path = fields_dir(self.home) / self.name
+            fusion = block.get("fusion") or {}
+            names = {"method": "method", "semantic": "semantic_weight", "keyword": "keyword_weight", "tag": "tag_weight"}
+            config = {names[k]: v for k, v in fusion.items() if k in names}
+            if block.get("durability"):
+                config["durability"] = block["durability"]
+            path.mkdir(parents=True, exist_ok=True)
+            self._field = Field.open(path, **config)
+        return self._field
+
+    def remember(self, items: list[dict[str, Any]]) -> list[str | None]:
+        """Write items to the memory field (after a turn has committed)."""
+        return self.memory_field().remember_many(items) if items else []
+
     def close(self) -> None:
         if self._store is not None:
             self._store.close()
             self._store = None
+        if self._field is not None:
+            self._field.close()
+            self._field = None
 
     def __enter__(self) -> Soul:
         return self

@@ -9,7 +9,7 @@ describes and (later) parses.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -76,11 +76,28 @@ class Changes:
     memory: tuple[MemoryEntry, ...] = ()
     reply: str | None = None  # text that reaches the user
     flags: tuple[str, ...] = ()
+    regions: Mapping[str, tuple[str, ...]] | None = None  # working memory for this turn only
+    remember: tuple[Mapping[str, Any], ...] = ()  # memory-field items, written after the commit
 
 
 def with_memory(changes: Changes, *entries: MemoryEntry, reply: str | None = None) -> Changes:
     """`changes` plus working-memory entries (and a reply): cheaper than dataclasses.replace."""
-    return Changes(changes.messages, changes.state, changes.user_model, changes.memory + entries, reply if reply is not None else changes.reply, changes.flags)
+    return Changes(
+        changes.messages, changes.state, changes.user_model, changes.memory + entries,
+        reply if reply is not None else changes.reply, changes.flags, changes.regions, changes.remember,
+    )
+
+
+@dataclass(frozen=True)
+class StepEnv:
+    """What a non-LLM step may use: the names templates see, a sandboxed renderer for its
+    template parameters, and the soul's memory field (opened on first use)."""
+
+    variables: Mapping[str, Any]
+    render: Callable[[str], str]
+    memory_field: Callable[[], Any]
+    memory_config: Mapping[str, Any] = field(default_factory=dict)
+    input_text: str = ""  # the raw input, for engines (a search query); never for prompts
 
 
 @dataclass(frozen=True)
@@ -128,9 +145,8 @@ class StepKind:
         return Changes(messages=(MessageRecord(cls.layer, first.tag, content, step, outputs.get("verb"), meta),))
 
     @classmethod
-    async def run(cls, step: str, params: Mapping[str, Any], variables: Mapping[str, Any]) -> dict[str, Any]:
-        """A non-LLM step's outputs, from what templates see (`variables`); LLM kinds are
-        answered by the model instead. Kinds whose engine is not wired yet say so."""
+    async def run(cls, step: str, params: Mapping[str, Any], env: StepEnv) -> dict[str, Any]:
+        """A non-LLM step's outputs (LLM kinds are answered by the model instead)."""
         raise NotImplementedError(f"the {cls.name} step kind has no run() yet")
 
     @classmethod

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from soul.stepkind import Output, StepKind
+from soul.stepkind import Output, StepEnv, StepKind
 
 
 class ChetanaContext(StepKind):
@@ -22,8 +22,8 @@ class ChetanaContext(StepKind):
     )
 
     @classmethod
-    async def run(cls, step: str, params: Mapping[str, Any], variables: Mapping[str, Any]) -> dict[str, Any]:
-        context = variables.get("chetana") or {}
+    async def run(cls, step: str, params: Mapping[str, Any], env: StepEnv) -> dict[str, Any]:
+        context = env.variables.get("chetana") or {}
         return {
             "affect": context.get("affect"),
             "focus": [c["concept"] for c in (context.get("focus") or {}).get("concepts", [])],

@@ -1,10 +1,49 @@
-"""memory.recall / memory.store: the resonance memory engine as steps (no LLM call)."""
+"""memory.recall / memory.store: the resonance memory engine as steps (no LLM call).
+
+`memory.recall` searches the soul's field and puts the hits into a working-memory region for
+the rest of the turn (the prompt shows it; templates read `memory.<region>` and the step's
+`hits` / `text` outputs). `memory.store` asks for content to be remembered; the runtime writes
+it to the field only after the turn has committed, so a failed turn remembers nothing.
+"""
 
 from __future__ import annotations
 
-from soul.stepkind import Output, StepKind, param, params_schema
+import asyncio
+from collections.abc import Mapping
+from typing import Any
 
-MEMORY_KINDS = ("episode", "fact", "preference", "correction", "belief", "wisdom", "insight")
+from soul.stepkind import ChangeContext, Changes, Output, StepEnv, StepKind, param, params_schema
+
+# The seed's node types, as the resonance engine names them (a test keeps the two in step).
+MEMORY_KINDS = (
+    "wisdom",
+    "belief",
+    "intention",
+    "episode",
+    "failure",
+    "aspiration",
+    "dream",
+    "question",
+    "correction",
+    "entity",
+    "term",
+    "edge",
+    "insight",
+    "signal",
+    "state",
+    "summary",
+    "review",
+    "preference",
+    "milestone",
+    "approach",
+    "outcome",
+    "gap",
+    "symbol",
+    "project_essence",
+    "module_state",
+    "pattern_state",
+)
+RECALL_MODES = ("hybrid", "semantic", "keyword")
 
 
 class MemoryRecall(StepKind):
@@ -13,15 +52,41 @@ class MemoryRecall(StepKind):
     llm = False
     inputs = ("input", "memory", "params")
     outputs = (
-        Output("hits", "list", "the memories recalled, best first"),
+        Output("hits", "list", "the memories recalled, best first: id, text, score, kind, tags"),
         Output("text", "text", "the hits as text, one per line"),
+        Output("region", "text", "the working-memory region filled"),
     )
     params = params_schema(
         query=param({"type": "string"}, "a template for the query; default: the input text"),
         k=param({"type": "integer", "minimum": 1, "maximum": 100, "default": 5}, "how many memories"),
-        mode=param({"enum": ["hybrid", "semantic", "keyword", "resonate"], "default": "hybrid"}, "how to search"),
+        mode=param({"enum": [*RECALL_MODES, "resonate"], "default": "hybrid"}, "how to search"),
         region=param({"type": "string", "default": "context"}, "the working-memory region to fill"),
+        tags=param({"type": "array", "items": {"type": "string"}}, "tags that boost memories carrying them"),
     )
+
+    @classmethod
+    async def run(cls, step: str, params: Mapping[str, Any], env: StepEnv) -> dict[str, Any]:
+        recall = env.memory_config.get("recall") or {}
+        mode = params.get("mode") or recall.get("mode") or "hybrid"
+        if mode == "resonate":
+            raise NotImplementedError("memory.recall mode 'resonate' (full resonance) is not built yet; use hybrid, semantic or keyword")
+        k = int(params.get("k") or recall.get("k") or 5)
+        region = params.get("region") or "context"
+        query = env.render(params["query"]) if params.get("query") else env.input_text
+        if not query.strip():
+            return {"hits": [], "text": "", "region": region}
+        field = env.memory_field()
+        # the engine is synchronous (numpy, onnxruntime): keep the event loop free meanwhile
+        hits = await asyncio.to_thread(field.recall, query, k, mode=mode, tags=params.get("tags"))
+        rows = [{"id": h.id, "text": h.text, "score": round(h.score, 4), "kind": h.kind, "tags": list(h.tags)} for h in hits]
+        return {"hits": rows, "text": "\n".join(h.text for h in hits), "region": region}
+
+    @classmethod
+    def changes(cls, step: str, outputs: Mapping[str, Any], context: ChangeContext) -> Changes:
+        # The region is this turn's context, not a lasting entry: it is filled again each turn.
+        hits = outputs.get("hits") or []
+        region = str(outputs.get("region") or "context")
+        return Changes(regions={region: tuple(h["text"] for h in hits)})
 
 
 class MemoryStore(StepKind):
@@ -29,10 +94,25 @@ class MemoryStore(StepKind):
     description = "Remembers content of the turn after it commits."
     llm = False
     inputs = ("input", "params")
-    outputs = (Output("ids", "list", "ids of the memories written"),)
+    outputs = (
+        Output("content", "text", "what will be remembered (empty: the exchange, known after the reply)"),
+        Output("kind", "choice", "the memory kind"),
+        Output("tags", "list", "the memory's tags"),
+    )
     params = params_schema(
         content=param({"type": "string"}, "a template for what to remember; default: the exchange"),
         kind=param({"enum": list(MEMORY_KINDS), "default": "episode"}, "the memory kind"),
         tags=param({"type": "array", "items": {"type": "string"}}, "tags for the memory"),
     )
     effects = ("memory",)
+
+    @classmethod
+    async def run(cls, step: str, params: Mapping[str, Any], env: StepEnv) -> dict[str, Any]:
+        content = env.render(params["content"]).strip() if params.get("content") else ""
+        return {"content": content, "kind": params.get("kind") or "episode", "tags": list(params.get("tags") or ())}
+
+    @classmethod
+    def changes(cls, step: str, outputs: Mapping[str, Any], context: ChangeContext) -> Changes:
+        item = {"text": outputs.get("content") or "", "kind": outputs.get("kind") or "episode",
+                "tags": tuple(outputs.get("tags") or ()), "source": f"step:{step}"}
+        return Changes(remember=(item,))
