@@ -6,10 +6,13 @@
     │   ├── BlueprintTooLarge     over the 1 MiB limit
     │   └── BlueprintInvalid      one or more diagnostics (YAML, schema, graph rules)
     ├── RegistryError             a step kind is unknown or declared twice
-    ├── RunError                  a turn failed (runtime, later issues)
+    ├── StoreError                the session store refused or failed an operation
+    │   ├── SessionNotFound       no session has that id (or unique prefix)
+    │   └── StaleTurn             another writer committed the session's turn first
+    ├── RunError                  a turn failed
     │   ├── StepError
     │   └── ParseError
-    └── ProviderError             a model call failed (providers, later issues)
+    └── ProviderError             a model call failed
 
 The CLI prints a SoulError as its message and exits non-zero; anything else is a bug and
 keeps its traceback.
@@ -52,6 +55,18 @@ class BlueprintInvalid(BlueprintError):
 
 class RegistryError(SoulError):
     """A step kind is unknown, malformed, or registered twice."""
+
+
+class StoreError(SoulError):
+    """The session store refused or failed an operation."""
+
+
+class SessionNotFound(StoreError):
+    """No session has that id (or no unique one has that prefix)."""
+
+
+class StaleTurn(StoreError):
+    """The commit's base turn is not the session's turn count: another writer got there first."""
 
 
 class RunError(SoulError):

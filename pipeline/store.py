@@ -5,16 +5,14 @@ session's turn count: all of it or none of it, and never two writers' half-turns
 The JSONL logs are written after the transaction commits and repaired from the database if a
 process dies in between (see `soul.logs`).
 
-Several processes may use one home at once: WAL lets readers run beside the writer, the busy
-timeout queues writers, and a busy error that still escapes is retried with backoff.
+Several processes may use one home at once (see `soul.database`). User models and export
+live in `soul.user_models` and `soul.session_export`, mixed into `SessionStore`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import random
 import shutil
 import sqlite3
 import threading
@@ -22,13 +20,14 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from soul import home as soul_home
 from soul import logs
-from soul.errors import SoulError
+from soul.database import Checkpointer, connect, dicts, retry
+from soul.errors import SessionNotFound, StaleTurn, StoreError
 from soul.migrations import migrate
 from soul.records import (
     Commit,
@@ -36,42 +35,23 @@ from soul.records import (
     MessageRecord,
     SessionInfo,
     Snapshot,
-    UserModelVersion,
 )
+from soul.session_export import SESSION_COLUMNS, Export
+from soul.user_models import UserModels
+
+__all__ = ["SessionNotFound", "SessionStore", "StaleTurn", "StoreError"]
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
-BUSY_TIMEOUT_MS = 10_000
-RETRY_SECONDS = 60.0  # overall patience for a write that keeps meeting SQLITE_BUSY
-CHECKPOINT_BYTES = 4 << 20  # WAL size that wakes the checkpoint thread (SQLite's default: 4 MB)
 COMMIT_KINDS = ("message", "spontaneous", "subprocess")
-
-
-class StoreError(SoulError):
-    """The session store refused or failed an operation."""
-
-
-class SessionNotFound(StoreError):
-    """No session has that id (or no unique one has that prefix)."""
-
-
-class StaleTurn(StoreError):
-    """The commit's base turn is not the session's turn count: another writer got there first."""
 
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _is_busy(error: sqlite3.OperationalError) -> bool:
-    code = getattr(error, "sqlite_errorcode", None)
-    if code is not None:
-        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-    return "locked" in str(error) or "busy" in str(error)  # pragma: no cover
-
-
-class SessionStore:
+class SessionStore(UserModels, Export):
     """Sessions, messages, state, user models, working memory and traces of one data home."""
 
     def __init__(self, conn: sqlite3.Connection, home: Path) -> None:
@@ -80,7 +60,7 @@ class SessionStore:
         self.home = home
         # One connection per store; the lock lets the runtime commit from a worker thread.
         self._lock = threading.RLock()
-        self._checkpointer = _Checkpointer(soul_home.db_path(home))
+        self._checkpointer = Checkpointer(soul_home.db_path(home))
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -91,15 +71,9 @@ class SessionStore:
         Logs left behind by a process that died after a commit are repaired here.
         """
         root = soul_home.resolve(home)
-        conn = sqlite3.connect(
-            soul_home.db_path(root),
-            isolation_level=None,  # autocommit: every transaction is explicit
-            check_same_thread=False,
-            timeout=BUSY_TIMEOUT_MS / 1000,
-        )
+        conn = connect(soul_home.db_path(root))
         try:
-            _retry(lambda: _configure(conn))
-            _retry(lambda: migrate(conn))
+            retry(lambda: migrate(conn))
             store = cls(conn, root)
             store.repair_logs()
         except BaseException:
@@ -152,7 +126,7 @@ class SessionStore:
                     raise
                 return result
 
-        return _retry(attempt)
+        return retry(attempt)
 
     # -- sessions --------------------------------------------------------------------------
 
@@ -354,7 +328,7 @@ class SessionStore:
 
     @staticmethod
     def _traces(conn: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
-        return _dicts(
+        return dicts(
             conn,
             'SELECT commit_id AS "commit", turn, kind, json AS trace FROM traces'
             " WHERE session_id = ? ORDER BY commit_id",
@@ -519,106 +493,6 @@ class SessionStore:
                 )
             writer.mark_clean()
 
-    # -- user models, per (soul, user) ------------------------------------------------------
-
-    def user_model(self, soul: str, user: str) -> UserModelVersion | None:
-        """The latest version of the user model, or None before the first update."""
-        with self._lock:
-            row = self._conn.execute(
-                f"SELECT {VERSION_COLUMNS} FROM user_models WHERE soul = ? AND user = ?"
-                " ORDER BY version DESC LIMIT 1",
-                (soul, user),
-            ).fetchone()
-        return UserModelVersion(*row) if row else None
-
-    def user_model_history(self, soul: str, user: str) -> list[UserModelVersion]:
-        """Every version, oldest first."""
-        with self._lock:
-            rows = self._conn.execute(
-                f"SELECT {VERSION_COLUMNS} FROM user_models WHERE soul = ? AND user = ?"
-                " ORDER BY version",
-                (soul, user),
-            ).fetchall()
-        return [UserModelVersion(*r) for r in rows]
-
-    def revert_user_model(
-        self, soul: str, user: str, version: int, note: str = ""
-    ) -> UserModelVersion:
-        """Write a new version whose text is that of `version` (history is never rewritten)."""
-        now = time.time()
-        note = note or f"reverted to version {version}"
-
-        def body(conn: sqlite3.Connection) -> UserModelVersion:
-            old = conn.execute(
-                "SELECT text FROM user_models WHERE soul = ? AND user = ? AND version = ?",
-                (soul, user, version),
-            ).fetchone()
-            if old is None:
-                raise StoreError(
-                    f"the user model of {user!r} with {soul!r} has no version {version}"
-                )
-            latest = conn.execute(
-                "SELECT max(version) FROM user_models WHERE soul = ? AND user = ?", (soul, user)
-            ).fetchone()[0]
-            new = UserModelVersion(latest + 1, old[0], note, None, None, now)
-            conn.execute(
-                "INSERT INTO user_models (soul, user, version, text, note, session_id, turn,"
-                " created) VALUES (?, ?, ?, ?, ?, NULL, NULL, ?)",
-                (soul, user, new.version, new.text, note, now),
-            )
-            return new
-
-        return self._write(body)
-
-    # -- export ------------------------------------------------------------------------------
-
-    def export_session(self, session_id: str) -> dict[str, Any]:
-        """The whole session as JSON-safe data: for `soul sessions export` and backups."""
-        with self._read() as conn:
-            row = conn.execute(
-                f"SELECT {SESSION_COLUMNS}, status FROM sessions WHERE id = ?", (session_id,)
-            ).fetchone()
-            if row is None:
-                raise SessionNotFound(f"no session {session_id!r}")
-            info = session_info(row[:-1])
-
-            def one(query: str) -> Any:
-                found = conn.execute(query, (session_id,)).fetchone()
-                return json.loads(found[0]) if found else None
-
-            state = one("SELECT json FROM state WHERE session_id = ?")
-            chetana = one("SELECT json FROM chetana WHERE session_id = ?")
-            messages = _dicts(
-                conn,
-                "SELECT turn, time, layer, tag, step, verb, content, meta FROM messages"
-                " WHERE session_id = ? ORDER BY id",
-                session_id,
-            )
-            memory = _dicts(
-                conn,
-                "SELECT turn, time, region, entry_type, verb, content, meta FROM working_memory"
-                " WHERE session_id = ? ORDER BY id",
-                session_id,
-            )
-            traces = self._traces(conn, session_id)
-            history = conn.execute(
-                f"SELECT {VERSION_COLUMNS} FROM user_models WHERE soul = ? AND user = ?"
-                " ORDER BY version",
-                (info.soul, info.user),
-            ).fetchall()
-        versions = [asdict(UserModelVersion(*h)) for h in history]
-        return {
-            "session": {**asdict(info), "status": row[-1]},
-            "state": state or {},
-            "chetana": chetana,
-            "user_model": versions[-1] if versions else None,
-            "user_model_history": versions,
-            "messages": messages,
-            "memory": memory,
-            "traces": traces,
-        }
-
-
 @dataclass(frozen=True)
 class _Just:
     """The commit just made, so its log lines need not be read back from the database."""
@@ -628,8 +502,6 @@ class _Just:
     lines: list[logs.LogLine]
 
 
-SESSION_COLUMNS = "id, soul, user, turns, created, updated, blueprint"
-VERSION_COLUMNS = "version, text, note, session_id, turn, created"
 
 
 def session_info(row: tuple[Any, ...]) -> SessionInfo:
@@ -640,17 +512,6 @@ def message_record(
     layer: Any, tag: str, content: str, step: str | None, verb: str | None, meta: str
 ) -> MessageRecord:
     return MessageRecord(layer, tag, content, step, verb, json.loads(meta))
-
-
-def _dicts(conn: sqlite3.Connection, query: str, *args: Any) -> list[dict[str, Any]]:
-    """Rows as dicts named by their columns, with the JSON of `meta` and `trace` decoded."""
-    cursor = conn.execute(query, args)
-    names = [d[0] for d in cursor.description]
-    rows = [dict(zip(names, row, strict=True)) for row in cursor]
-    for key in {"meta", "trace"}.intersection(names):
-        for row in rows:
-            row[key] = json.loads(row[key])
-    return rows
 
 
 def _check_result(row: tuple[str, str] | None) -> bool | None:
@@ -664,75 +525,3 @@ def _check_result(row: tuple[str, str] | None) -> bool | None:
     return content.strip().lower() in ("true", "yes", "1")
 
 
-class _Checkpointer:
-    """WAL checkpoints on a thread with its own connection, so no commit waits on their fsync.
-
-    A checkpoint copies the WAL back into the database and syncs it: ~1-100 ms on a real disk,
-    which SQLite's automatic checkpoint would charge to every ~100th commit. PASSIVE never
-    blocks writers or readers, here or in another process.
-    """
-
-    def __init__(self, db: Path) -> None:
-        self._wal = Path(f"{db}-wal")
-        self._db = db
-        self._wake = threading.Event()
-        self._closed = False
-        self._thread: threading.Thread | None = None
-
-    def poke(self) -> None:
-        """After a commit: wake the thread once the WAL has grown past the threshold."""
-        try:
-            big = self._wal.stat().st_size > CHECKPOINT_BYTES
-        except OSError:
-            return
-        if big and not self._closed:
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="soul-checkpoint", daemon=True
-                )
-                self._thread.start()
-            self._wake.set()
-
-    def _run(self) -> None:
-        conn = sqlite3.connect(self._db, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
-        try:
-            while self._wake.wait() and not self._closed:
-                self._wake.clear()
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-        finally:
-            conn.close()
-
-    def close(self) -> None:
-        self._closed = True
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-
-
-def _configure(conn: sqlite3.Connection) -> None:
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-    if mode.lower() != "wal":
-        raise StoreError(f"could not switch the session database to WAL (got {mode})")
-    # NORMAL in WAL: a commit is atomic and consistent; only the last ones may be lost on power
-    # failure (never corrupted), which is what keeps a commit well under a millisecond.
-    conn.execute("PRAGMA synchronous = NORMAL")
-    # Checkpoints are the background thread's job; this is only the backstop if it falls behind.
-    conn.execute(f"PRAGMA wal_autocheckpoint = {4 * CHECKPOINT_BYTES // 4096}")
-    conn.execute(f"PRAGMA journal_size_limit = {4 * CHECKPOINT_BYTES}")
-    conn.execute("PRAGMA foreign_keys = ON")
-
-
-def _retry(fn: Callable[[], T]) -> T:
-    """Call `fn`, retrying with jittered exponential backoff while SQLite reports busy."""
-    deadline = time.monotonic() + RETRY_SECONDS
-    delay = 0.002
-    while True:
-        try:
-            return fn()
-        except sqlite3.OperationalError as error:
-            if not _is_busy(error) or time.monotonic() > deadline:
-                raise
-        time.sleep(delay * (0.5 + random.random()))
-        delay = min(delay * 2, 0.25)

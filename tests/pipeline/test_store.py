@@ -486,9 +486,9 @@ def test_logs_per_layer_one_object_per_message(store: SessionStore) -> None:
 
 
 def test_checkpoints_run_on_a_background_thread(monkeypatch: pytest.MonkeyPatch) -> None:
-    import soul.store
+    import soul.database
 
-    monkeypatch.setattr(soul.store, "CHECKPOINT_BYTES", 0)  # every commit wakes the thread
+    monkeypatch.setattr(soul.database, "CHECKPOINT_BYTES", 0)  # every commit wakes the thread
     store = SessionStore.open()
     info = store.create_session("claudius", "ann")
     for base in range(20):
