@@ -138,6 +138,10 @@ def scan_segment(path: Path, raw: bytes | mmap.mmap | None = None) -> SegmentSca
     entries: list[tuple[int, int, int, memoryview]] = []
     damaged: list[tuple[int, int, str]] = []
     off = len(SEGMENT_MAGIC)
+    if n <= off and raw[:n] == SEGMENT_MAGIC[:n]:
+        # Created by a writer killed before its 8-byte header was complete (SIGKILL right
+        # after rotating): it can hold nothing acknowledged, so it is empty, not damaged.
+        return SegmentScan(path, entries, damaged, None, n)
     if raw[:off] != SEGMENT_MAGIC:
         damaged.append((0, min(off, n), "bad segment magic"))
     tail_start: int | None = None

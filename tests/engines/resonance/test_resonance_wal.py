@@ -93,6 +93,20 @@ def test_torn_tail_is_truncated_reported_and_kept(tmp_path: Path) -> None:
         assert store.report.ok
 
 
+@pytest.mark.parametrize("cut", [0, 3, len(SEGMENT_MAGIC)])
+def test_a_segment_cut_inside_its_header_holds_nothing_and_is_no_damage(tmp_path: Path, cut: int) -> None:
+    # SIGKILL right after a rotation created the next segment, before its header was written
+    fill(tmp_path, 10)
+    last = segments(tmp_path)[-1]
+    instance, number = last.stem.rsplit("_", 1)
+    torn = last.with_name(f"{instance}_{int(number) + 1:0{len(number)}d}.seg")
+    torn.write_bytes(SEGMENT_MAGIC[:cut])
+    with Store.open(tmp_path) as store:
+        assert len(store.state) == 10
+        assert store.report.ok, store.report.issues
+    assert Store.check(tmp_path).ok
+
+
 def test_flipped_byte_in_the_middle_is_quarantined_and_the_rest_kept(tmp_path: Path) -> None:
     fill(tmp_path, 20)
     seg = segments(tmp_path)[0]
