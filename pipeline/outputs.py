@@ -28,7 +28,8 @@ _BULLET_PREFIX = re.compile(r"^\s*(?:[-*+•‣◦▪]|\d{1,3}[.)])\s+")
 _CHOICE_DECORATION = " \t\r\n\"'`*_.,;:!?()[]{}"
 
 
-@dataclass(frozen=True)
+# Not frozen: built on every model call (a frozen init costs 4x); treat it as immutable.
+@dataclass(slots=True)
 class StepParse:
     """A step's typed outputs from one reply."""
 

@@ -24,7 +24,8 @@ from soul.stepkind import Section, StepKind
 Role = Literal["system", "user", "assistant"]
 
 
-@dataclass(frozen=True)
+# Not frozen: built on every model call (a frozen init costs 4x); treat it as immutable.
+@dataclass(slots=True)
 class Message:
     role: Role
     content: str
@@ -99,9 +100,10 @@ class PromptBuilder:
         search.append(Path(str(files("soul.templates"))))
         self.env = environment(search)
         self._static_templates: dict[str, bool] = {}
-        self._formats: dict[tuple[int, ...], tuple[tuple[CallStep, ...], str]] = {}
+        self._formats: dict[int, tuple[Sequence[CallStep], str]] = {}
         self._user_message: tuple[tuple[str, str, str], str] = (("", "", ""), "")
         self._head_cache: tuple[TurnContext | None, str] = (None, "")
+        self._lines: dict[int, tuple[Mapping[str, Any], str]] = {}
 
     @cached_property
     def persona(self) -> str:
@@ -158,13 +160,12 @@ class PromptBuilder:
         When every step's template is static, the text is the same every turn: it is built
         once per group of steps (they live as long as the soul's call specs).
         """
-        key = tuple(map(id, steps))
-        cached = self._formats.get(key)
-        if cached is not None and all(a is b for a, b in zip(cached[0], steps, strict=True)):
+        cached = self._formats.get(id(steps))
+        if cached is not None and cached[0] is steps:  # the same (call spec's) tuple of steps
             return cached[1]
         text = self._response_format(steps, ctx, earlier)
-        if all(self._static(step) for step in steps):
-            self._formats[key] = (tuple(steps), text)
+        if isinstance(steps, tuple) and all(self._static(step) for step in steps):
+            self._formats[id(steps)] = (steps, text)
         return text
 
     def _response_format(self, steps: Sequence[CallStep], ctx: TurnContext, earlier: Mapping[str, Any] | None) -> str:
@@ -181,12 +182,18 @@ class PromptBuilder:
 
     def system(self, steps: Sequence[CallStep], ctx: TurnContext, earlier: Mapping[str, Any] | None = None) -> str:
         parts = [self._head(ctx)]
-        done = [(n, out) for n, out in (ctx.steps if earlier is None else earlier).items() if isinstance(out, Mapping)]
+        done = ctx.steps if earlier is None else earlier
         if done and self.blueprint.mode == "chained":
             lines = ["## This Turn So Far"]
-            for name, out in done:
-                shown = "; ".join(f"{k}: {v}" for k, v in out.items() if v not in (None, ""))
-                lines.append(f"- {name}: {shown}")
+            cache = self._lines
+            for name, out in done.items():
+                if not isinstance(out, Mapping):
+                    continue
+                hit = cache.get(id(out))
+                if hit is None or hit[0] is not out:  # each step's line is built once a turn
+                    shown = "; ".join(f"{k}: {v}" for k, v in out.items() if v is not None and v != "")
+                    hit = cache[id(out)] = (out, f"- {name}: {shown}")
+                lines.append(hit[1])
             parts.append("\n".join(lines))
         parts.append(self.response_format(steps, ctx, earlier))
         return "\n\n".join(parts)
@@ -212,6 +219,7 @@ class PromptBuilder:
             parts.append("## Steering\n" + "\n".join(f"- {s}" for s in ctx.chetana["steering"]))
         head = "\n\n".join(parts)
         self._head_cache = (ctx, head)
+        self._lines.clear()  # a new context: last turn's step lines are not needed again
         return head
 
     def user(self, ctx: TurnContext) -> str:

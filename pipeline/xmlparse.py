@@ -51,7 +51,8 @@ _ANY_MARKUP = re.compile(r"<!--.*?-->|<!\[CDATA\[|\]\]>|</?[A-Za-z][^<>]{0,1024}
 _FENCE_ONLY_LINE = re.compile(r"^[ \t]*`{3,}[\w+.-]*[ \t]*$", re.M)
 
 
-@dataclass(frozen=True)
+# Not frozen: built on every model call (a frozen init costs 4x); treat it as immutable.
+@dataclass(slots=True)
 class ParsedSection:
     """One known section of a reply."""
 
@@ -61,7 +62,8 @@ class ParsedSection:
     closed: bool  # False when the closing tag was missing and the section was repaired
 
 
-@dataclass(frozen=True)
+# Not frozen: built on every model call (a frozen init costs 4x); treat it as immutable.
+@dataclass(slots=True)
 class ParseResult:
     """The known sections of a reply, the text around them, and what had to be repaired."""
 
@@ -267,11 +269,10 @@ class Scanner:
 
 
 @lru_cache(maxsize=512)
-def _clean_reply(tags: tuple[str, ...]) -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """Patterns for the common case: nothing but well-formed known sections and whitespace."""
+def _clean_reply(tags: tuple[str, ...]) -> re.Pattern[str]:
+    """The pattern of one well-formed known section (the common case of a whole reply)."""
     alternatives = "|".join(map(re.escape, tags))
-    section = rf'<({alternatives})((?:\s+[A-Za-z_][\w.-]*="[^"<>&]*")*)\s*>([^<&]*)</\1>'
-    return re.compile(rf"\s*(?:{section}\s*)+"), re.compile(section)
+    return re.compile(rf'<({alternatives})((?:\s+[A-Za-z_][\w.-]*="[^"<>&]*")*)\s*>([^<&]*)</\1>')
 
 
 def _fast(raw: str, tags: tuple[str, ...]) -> ParseResult | None:
@@ -280,15 +281,20 @@ def _fast(raw: str, tags: tuple[str, ...]) -> ParseResult | None:
     Exactly what the scanner gives for such a reply (a test checks both agree): no entities,
     no stray markup, each section closed, none repeated, tags written as requested.
     """
-    whole, section = _clean_reply(tags)
-    if whole.fullmatch(raw) is None:
-        return None
+    section = _clean_reply(tags)
     sections: dict[str, ParsedSection] = {}
+    end = 0
     for match in section.finditer(raw):
+        start = match.start()
+        if start != end and not raw[end:start].isspace():
+            return None  # text between sections: the scanner keeps it as `outside`
         tag, attribute_text, text = match.groups()
         if tag in sections:
             return None  # a duplicate: the scanner notes the repair
-        sections[tag] = ParsedSection(tag, text.strip(), parse_attributes(attribute_text), True)
+        sections[tag] = ParsedSection(tag, text.strip(), parse_attributes(attribute_text) if attribute_text else {}, True)
+        end = match.end()
+    if not sections or (end != len(raw) and not raw[end:].isspace()):
+        return None
     return ParseResult(sections, "", ())
 
 

@@ -15,7 +15,8 @@ from typing import Any
 from soul.prompt import Message
 
 
-@dataclass(frozen=True)
+# Not frozen: built on every model call (a frozen init costs 4x); treat it as immutable.
+@dataclass(slots=True)
 class Usage:
     """Tokens and time of one call; `cost` in USD where the provider reports prices."""
 
@@ -26,7 +27,8 @@ class Usage:
     cost: float | None = None
 
 
-@dataclass(frozen=True)
+# Not frozen: built on every model call (a frozen init costs 4x); treat it as immutable.
+@dataclass(slots=True)
 class Request:
     """One model call."""
 
@@ -36,13 +38,15 @@ class Request:
     tags: tuple[str, ...] = ()  # the XML sections asked for (local models build a grammar from them)
 
 
-@dataclass(frozen=True)
+# Not frozen: built on every model call (a frozen init costs 4x); treat it as immutable.
+@dataclass(slots=True)
 class Completion:
     text: str
     usage: Usage
 
 
-@dataclass(frozen=True)
+# Not frozen: built on every model call (a frozen init costs 4x); treat it as immutable.
+@dataclass(slots=True)
 class Chunk:
     """A piece of a streamed reply; the last chunk carries the usage."""
 
