@@ -162,6 +162,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--show-thoughts", action="store_true", help="show the internal monologue and checks")
     p.add_argument("--model", help="use this model for every step (overrides the blueprint and SOUL_MODEL)")
     p.add_argument("--script", metavar="FILE", help="scripted replies: a YAML/JSON list of raw model replies, one per call")
+    p.add_argument("--record", metavar="CASSETTE", help="write every model call to this YAML cassette (replaces it)")
+    p.add_argument("--replay", metavar="CASSETTE", help="serve model calls from a cassette, with no network; a call it lacks is an error")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("chetana", help="the cognitive report of a session (affect, focus, self-model, intentions)", description="Chetana's cognitive report of a stored session, as the seed's /chetana screen.")

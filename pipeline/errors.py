@@ -13,6 +13,13 @@
     │   ├── StepError
     │   └── ParseError
     └── ProviderError             a model call failed
+        ├── ProviderTimeout       no reply (or no next chunk) within the call's timeout
+        ├── ProviderUnavailable   a 5xx, a refused connection, or a stream cut mid-way
+        ├── RateLimited           429; `retry_after` says how long the provider asked to wait
+        ├── AuthError             no key, or the key was refused (never retried)
+        ├── BadRequest            the provider refused the request as malformed (never retried)
+        ├── CircuitOpen           too many failures in a row: calls wait out the cooldown
+        └── ReplayMiss            a replayed run asked for a call the cassette does not hold
 
 The CLI prints a SoulError as its message and exits non-zero; anything else is a bug and
 keeps its traceback.
@@ -83,3 +90,35 @@ class ParseError(RunError):
 
 class ProviderError(SoulError):
     """A model call failed."""
+
+
+class ProviderTimeout(ProviderError):
+    """No reply, or no next chunk of a stream, within the call's timeout."""
+
+
+class ProviderUnavailable(ProviderError):
+    """The provider could not answer: a 5xx, a refused connection, or a stream cut mid-way."""
+
+
+class RateLimited(ProviderError):
+    """The provider said 429; `retry_after` is its requested wait in seconds, when given."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class AuthError(ProviderError):
+    """No key was found, or the provider refused it. Retrying cannot help."""
+
+
+class BadRequest(ProviderError):
+    """The provider refused the request itself (unknown model, bad parameter). Never retried."""
+
+
+class CircuitOpen(ProviderError):
+    """A provider+model failed too often in a row; calls fail fast until the cooldown ends."""
+
+
+class ReplayMiss(ProviderError):
+    """A replayed run made a call its cassette does not hold (the message names the nearest)."""

@@ -21,12 +21,23 @@ HELP = "commands: /thoughts (toggle), /state, /user, /chetana, /quit"
 def _soul_for(args: argparse.Namespace) -> Any:
     from soul.souls import load
 
-    provider = None
+    provider = wrap = None
+    record, replay = getattr(args, "record", None), getattr(args, "replay", None)
+    if replay and (args.script or record):
+        raise SoulError("--replay serves recorded calls; it cannot be combined with --script or --record")
     if args.script:
         from soul.providers.scripted import ScriptedProvider
 
         provider = ScriptedProvider.from_file(args.script)
-    return load(args.blueprint, model=args.model, provider=provider)
+    if replay:
+        from soul.providers.replay import ReplayProvider
+
+        provider = ReplayProvider.from_file(replay)
+    if record:
+        from soul.providers.replay import recording
+
+        wrap = recording(record)
+    return load(args.blueprint, model=args.model, provider=provider, wrap=wrap)
 
 
 def _session(soul: Any, args: argparse.Namespace) -> Any:

@@ -7,6 +7,7 @@ through `soul.runtime` and commit through the session store, all or nothing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ class Soul:
         model: str | None = None,
         provider: Provider | None = None,
         home: Path | None = None,
+        wrap: Callable[[Provider], Provider] | None = None,
     ) -> None:
         self.plan = plan
         self.blueprint: Blueprint = plan.blueprint
@@ -38,6 +40,7 @@ class Soul:
         self.model_override = model
         self._provider_override = provider
         self._providers: dict[str, Provider] = {}
+        self._wrap = wrap  # e.g. recording every call into a cassette (soul run --record)
         self.home = home
         self._store: Any = None
         self._field: Any = None
@@ -107,19 +110,27 @@ class Soul:
         self.close()
 
     def provider_for(self, model: str) -> tuple[Provider, str, dict[str, Any]]:
-        """The provider, provider spec and options for a model slot name or spec."""
+        """The provider, provider spec and options for a model slot name or spec.
+
+        The slot's options (temperature, max_tokens, base_url, ...) stay when `--model` /
+        `SOUL_MODEL` replaces its spec; the spec is the overriding one even when a provider
+        object is passed, so a replayed run asks for the calls a recorded run made."""
         slot = self.blueprint.models.get(model)
         spec, options = (slot.provider, dict(slot.options)) if slot else (model, {})
-        if self._provider_override is not None:
-            return self._provider_override, spec, options
         if self.model_override:
             spec = self.model_override
-        provider = self._providers.get(spec)
+        key = f"{spec}|{sorted(options.items())!r}"  # two slots on one spec may differ in base_url
+        provider = self._providers.get(key)
         if provider is None:
-            from soul.providers import resolve
+            if self._provider_override is not None:
+                provider = self._provider_override
+            else:
+                from soul.providers import resolve
 
-            provider = resolve(spec, options)
-            self._providers[spec] = provider
+                provider = resolve(spec, options)
+            if self._wrap is not None:
+                provider = self._wrap(provider)
+            self._providers[key] = provider
         return provider, spec, options
 
     def check_providers(self) -> None:
@@ -153,17 +164,19 @@ def load(
     provider: Provider | None = None,
     home: str | Path | None = None,
     registry: Registry | None = None,
+    wrap: Callable[[Provider], Provider] | None = None,
 ) -> Soul:
     """Compile a blueprint (path, built-in name, or Blueprint) into a runnable Soul.
 
     `model` overrides every step's model (like `soul run --model`, or `SOUL_MODEL`); `provider`
     passes a Provider object directly (e.g. a ScriptedProvider in tests); `home` overrides the
-    data home (`$SOUL_HOME`, default `~/.soul`).
+    data home (`$SOUL_HOME`, default `~/.soul`); `wrap` wraps every provider the soul uses
+    (`soul.providers.replay.recording(path)` records the calls into a cassette).
     """
     import os
 
     plan = compile_blueprint(name_or_path, registry)
     model = model or os.environ.get("SOUL_MODEL") or None
-    soul = Soul(plan, registry=registry, model=model, provider=provider, home=Path(home) if home else None)
+    soul = Soul(plan, registry=registry, model=model, provider=provider, home=Path(home) if home else None, wrap=wrap)
     soul.check_providers()
     return soul

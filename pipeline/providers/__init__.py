@@ -1,32 +1,83 @@
-"""Model providers by spec string: `scripted:FILE` today; the SDK providers arrive with the
-providers issue (`anthropic/…`, `openai/…`, `litellm/…`, `claude-cli/…`, `local/…`, `replay:…`)."""
+"""Model providers by spec string: `anthropic/…`, `openai/…`, `litellm/…`, `claude-cli/…`,
+`scripted:FILE`, `replay:CASSETTE`, and third-party families from the entry-point group
+`soul.providers` (a factory `(model, options) -> Provider`). `local/…` comes later.
+
+Live providers are wrapped in the failure policy (`policy.Guarded`); SDKs are imported only
+when a spec names them, so `soul validate` never pays for them.
+"""
 
 from __future__ import annotations
 
+import os
+from importlib import import_module
 from typing import Any
 
 from soul.errors import ProviderError
 from soul.providers.base import Chunk, Completion, Provider, Request, Usage
+from soul.providers.policy import Guarded, Policy
 
-__all__ = ["Chunk", "Completion", "Provider", "ProviderError", "Request", "Usage", "resolve"]
+__all__ = [
+    "Chunk", "Completion", "Guarded", "Policy", "Provider", "ProviderError", "Request", "Usage", "resolve",
+]
 
-_PENDING = ("local", "anthropic", "openai", "litellm", "claude-cli", "replay")
+_FAMILIES = {
+    "anthropic": ("soul.providers.anthropic", "AnthropicProvider", "anthropic/claude-3-5-haiku-latest"),
+    "openai": ("soul.providers.openai", "OpenAIProvider", "openai/gpt-4o-mini"),
+    "litellm": ("soul.providers.litellm", "LiteLLMProvider", "litellm/ollama/llama3"),
+    "claude-cli": ("soul.providers.claude_cli", "ClaudeCLIProvider", "claude-cli/sonnet"),
+}
+STRICT_ENV = "SOUL_REPLAY"
 
 
-def resolve(spec: str, options: dict[str, Any] | None = None) -> Provider:
-    """The provider for a spec string such as `scripted:replies.yaml`."""
+def _strict_refuses(spec: str) -> None:
+    if os.environ.get(STRICT_ENV, "").strip().lower() == "strict":
+        raise ProviderError(
+            f"{STRICT_ENV}=strict: model '{spec}' would make a live call — replay a cassette "
+            "(--replay CASSETTE or model replay:CASSETTE), or unset SOUL_REPLAY to allow live calls"
+        )
+
+
+def _plugin(family: str) -> Any:
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group="soul.providers"):
+        if entry.name == family:
+            return entry.load()
+    return None
+
+
+def resolve(spec: str, options: dict[str, Any] | None = None, *, policy: Policy | None = None) -> Provider:
+    """The provider for a spec string such as `anthropic/claude-3-5-haiku-latest`.
+
+    `options` are the model slot's (temperature, max_tokens, top_p, base_url, api_key_env,
+    timeout); `policy` overrides the default failure policy of live providers.
+    """
+    options = dict(options or {})
     if spec.startswith("scripted:"):
         from soul.providers.scripted import ScriptedProvider
 
         return ScriptedProvider.from_file(spec.split(":", 1)[1])
-    family = spec.split("/", 1)[0].split(":", 1)[0]
-    if family in _PENDING:
+    if spec.startswith("replay:"):
+        from soul.providers.replay import ReplayProvider
+
+        return ReplayProvider.from_file(spec.split(":", 1)[1])
+    family, _, model = spec.partition("/")
+    if family == "local":
         raise ProviderError(
-            f"model '{spec}': the {family} provider is not built yet (it comes with the providers "
-            "issue); run with --script FILE (a YAML list of raw model replies) or model "
-            "scripted:FILE for now"
+            f"model '{spec}': the local provider (llama.cpp on a bundled GGUF model) is not built yet; "
+            "set a key and use --model anthropic/MODEL or openai/MODEL, point openai/MODEL at a local "
+            "server with a base_url, or run with --script FILE (a YAML list of raw model replies)"
         )
-    raise ProviderError(
-        f"unknown model '{spec}': write provider/model (local, anthropic/…, openai/…, litellm/…, "
-        "claude-cli/…) or scripted:FILE"
-    )
+    known = _FAMILIES.get(family)
+    factory = getattr(import_module(known[0]), known[1]) if known else _plugin(family)
+    if factory is None:
+        raise ProviderError(
+            f"unknown model '{spec}': write provider/model (anthropic/…, openai/…, litellm/…, "
+            "claude-cli/…), scripted:FILE or replay:CASSETTE"
+        )
+    if not model:
+        example = known[2] if known else f"{family}/MODEL"
+        raise ProviderError(f"model '{spec}' names no model: write {family}/MODEL, e.g. {example}")
+    _strict_refuses(spec)
+    inner = factory(model, options)
+    return Guarded(inner, spec, (policy or Policy()).with_options(options))

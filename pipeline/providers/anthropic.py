@@ -1,0 +1,92 @@
+"""`anthropic/MODEL` — the Messages API through the official `anthropic` SDK.
+
+The system prompt goes in `system`, not among the messages; replies stream as SSE events;
+usage comes from the API (input tokens at `message_start`, output tokens at `message_delta`).
+The SDK's own retries are off: the policy in `policy.py` decides (see `resolve`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from soul.errors import AuthError, ProviderUnavailable
+from soul.providers.base import Chunk, Completion, Provider, Request, Usage
+from soul.providers.sdk import LoopClients, cost, load_sdk, sampling, translate
+from soul.providers.secrets import find_key
+
+DEFAULT_MAX_TOKENS = 1024  # the Messages API requires max_tokens; a turn's sections fit
+KEY_ENV = "ANTHROPIC_API_KEY"
+
+
+class AnthropicProvider(Provider):
+    """Claude models over the Messages API."""
+
+    name = "anthropic"
+    can_stream = True
+
+    def __init__(self, model: str, options: Mapping[str, Any]) -> None:
+        self.sdk = load_sdk("anthropic", "anthropic")
+        self.model = model
+        key, self.key_source = find_key(options, KEY_ENV)
+        if key is None:
+            raise AuthError(f"anthropic/{model}: no key found — set {self.key_source} or use --model local (or --script FILE for canned replies)")
+        base_url, timeout = options.get("base_url"), options.get("timeout")
+        self.clients = LoopClients(
+            lambda: self.sdk.AsyncAnthropic(api_key=key, base_url=base_url, max_retries=0, timeout=timeout or 60.0)
+        )
+        self.where = f"anthropic/{model}"
+
+    def _arguments(self, request: Request) -> dict[str, Any]:
+        system = "\n\n".join(m.content for m in request.messages if m.role == "system")
+        arguments: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages if m.role != "system"],
+            "max_tokens": DEFAULT_MAX_TOKENS,
+            **sampling(request.options, self.clients.get().messages.create),
+        }
+        if system:
+            arguments["system"] = system
+        return arguments
+
+    def _usage(self, started: float, first: float | None, input_tokens: int, output_tokens: int) -> Usage:
+        return Usage(
+            input_tokens, output_tokens, time.perf_counter() - started, first,
+            cost(self.model, input_tokens, output_tokens),
+        )
+
+    async def complete(self, request: Request) -> Completion:
+        started = time.perf_counter()
+        try:
+            message = await self.clients.get().messages.create(**self._arguments(request))
+        except Exception as exc:
+            raise translate(exc, self.sdk, self.where, self.key_source) from exc
+        text = "".join(block.text for block in message.content if block.type == "text")
+        usage = self._usage(started, None, message.usage.input_tokens, message.usage.output_tokens)
+        return Completion(text, usage)
+
+    async def stream(self, request: Request) -> AsyncIterator[Chunk]:
+        started = time.perf_counter()
+        first: float | None = None
+        input_tokens = output_tokens = 0
+        finished = False
+        try:
+            events = await self.clients.get().messages.create(**self._arguments(request), stream=True)
+            async with events:
+                async for event in events:
+                    if event.type == "message_start":
+                        input_tokens = event.message.usage.input_tokens
+                        output_tokens = event.message.usage.output_tokens or 0
+                    elif event.type == "content_block_delta" and event.delta.type == "text_delta":
+                        first = first if first is not None else time.perf_counter() - started
+                        yield Chunk(event.delta.text)
+                    elif event.type == "message_delta" and event.usage is not None:
+                        output_tokens = event.usage.output_tokens
+                    elif event.type == "message_stop":
+                        finished = True
+        except Exception as exc:
+            raise translate(exc, self.sdk, self.where, self.key_source) from exc
+        if not finished:  # the connection closed cleanly but the message never ended
+            raise ProviderUnavailable(f"{self.where}: the stream ended before message_stop")
+        yield Chunk("", self._usage(started, first, input_tokens, output_tokens))

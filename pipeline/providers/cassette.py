@@ -1,0 +1,182 @@
+"""Cassettes: recorded model calls in a readable YAML file, keyed by a stable request hash.
+
+The key is the first 16 hex digits of a SHA-256 over the provider, the model, the messages
+(role and content) and the parameters that change a reply (temperature, max_tokens, top_p,
+grammar, ...) — never over where the call went (`base_url`, `timeout`) or which key paid for it.
+Everything written is redacted (`secrets.redact`): keys never reach a cassette.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from soul.errors import ProviderError
+from soul.providers.base import Request, Usage
+from soul.providers.secrets import redact, redact_data
+
+FORMAT = 1
+NOT_PARAMETERS = frozenset({"base_url", "api_key", "api_key_env", "timeout"})  # where and how, not what
+HEADER = (
+    "# soul cassette: recorded model calls, served back by --replay / replay:FILE.\n"
+    "# Keys hash provider, model, messages and parameters; secrets are redacted.\n"
+)
+
+
+def split_spec(spec: str) -> tuple[str, str]:
+    """`anthropic/claude-x` → (anthropic, claude-x); `scripted:FILE` → (scripted, '')."""
+    if "/" in spec:
+        provider, model = spec.split("/", 1)
+        return provider, model
+    return spec.split(":", 1)[0], ""
+
+
+def parameters(options: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in sorted(options.items()) if k not in NOT_PARAMETERS}
+
+
+def request_key(provider: str, model: str, messages: Iterable[tuple[str, str]], params: Mapping[str, Any]) -> str:
+    """The stable hash that names a call: same request, same key, on any machine."""
+    payload = {"provider": provider, "model": model, "messages": [list(m) for m in messages], "params": dict(params)}
+    text = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def key_of(request: Request, spec: str | None = None) -> str:
+    provider, model = split_spec(spec or request.model)
+    return request_key(provider, model, ((m.role, m.content) for m in request.messages), parameters(request.options))
+
+
+@dataclass(slots=True)
+class Call:
+    """One recorded call: the request as sent (redacted), the reply, its chunks and usage."""
+
+    key: str
+    provider: str
+    model: str
+    params: dict[str, Any]
+    messages: list[dict[str, str]]
+    reply: str
+    usage: dict[str, Any]
+    chunks: list[str] | None = None
+
+    def to_data(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "key": self.key, "provider": self.provider, "model": self.model, "params": self.params,
+            "messages": self.messages, "reply": self.reply,
+        }
+        if self.chunks is not None:
+            data["chunks"] = self.chunks
+        data["usage"] = self.usage
+        return data
+
+    def prompt(self) -> str:
+        """The messages as text, for diffs."""
+        return render_prompt((m["role"], m["content"]) for m in self.messages)
+
+
+def render_prompt(messages: Iterable[tuple[str, str]]) -> str:
+    return "\n".join(f"[{role}]\n{content}" for role, content in messages)
+
+
+@dataclass
+class Cassette:
+    """The calls of one recording, in order, and an index by key."""
+
+    path: Path
+    calls: list[Call] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Cassette:
+        path = Path(path)
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ProviderError(f"cassette {path}: cannot read it: {exc.strerror}") from exc
+        except yaml.YAMLError as exc:
+            raise ProviderError(f"cassette {path}: not valid YAML: {exc}") from exc
+        if not isinstance(data, dict) or not isinstance(data.get("calls"), list):
+            raise ProviderError(f"cassette {path}: expected a mapping with a 'calls' list (record one with --record)")
+        calls = []
+        for i, item in enumerate(data["calls"], 1):
+            try:
+                calls.append(Call(
+                    str(item["key"]), str(item["provider"]), str(item.get("model") or ""), dict(item.get("params") or {}),
+                    list(item["messages"]), str(item["reply"]), dict(item.get("usage") or {}), item.get("chunks"),
+                ))
+            except (KeyError, TypeError, ValueError) as exc:
+                raise ProviderError(f"cassette {path}: call {i} is malformed ({exc})") from exc
+        return cls(path, calls)
+
+    def by_key(self) -> dict[str, list[Call]]:
+        index: dict[str, list[Call]] = {}
+        for call in self.calls:
+            index.setdefault(call.key, []).append(call)
+        return index
+
+    def add(self, request: Request, reply: str, usage: Usage, chunks: Sequence[str] | None) -> Call:
+        """Record a call (redacted) and write the file."""
+        provider, model = split_spec(request.model)
+        call = Call(
+            key=key_of(request),
+            provider=provider,
+            model=model,
+            params=redact_data(parameters(request.options)),
+            messages=[{"role": m.role, "content": redact(m.content)} for m in request.messages],
+            reply=redact(reply),
+            usage=_usage_data(usage),
+            chunks=[redact(c) for c in chunks] if chunks is not None else None,
+        )
+        self.calls.append(call)
+        self.save()
+        return call
+
+    def save(self) -> None:
+        """Write atomically: a run killed mid-write leaves the previous file whole."""
+        text = HEADER + yaml.dump(
+            {"format": FORMAT, "calls": [c.to_data() for c in self.calls]},
+            Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100,
+        )
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=self.path.name, suffix=".tmp", dir=self.path.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(tmp, self.path)
+
+
+def _usage_data(usage: Usage) -> dict[str, Any]:
+    # Timings are recorded for the reader but rounded; replays report them as recorded.
+    data: dict[str, Any] = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+                            "latency_s": round(usage.latency_s, 3)}
+    if usage.first_token_s is not None:
+        data["first_token_s"] = round(usage.first_token_s, 3)
+    if usage.cost is not None:
+        data["cost"] = usage.cost
+    return data
+
+
+def usage_from(data: Mapping[str, Any]) -> Usage:
+    return Usage(
+        int(data.get("input_tokens", 0)), int(data.get("output_tokens", 0)), float(data.get("latency_s", 0.0)),
+        data.get("first_token_s"), data.get("cost"),
+    )
+
+
+class _Dumper(yaml.SafeDumper):
+    """Multi-line strings as literal blocks, so prompts and replies read as written."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)

@@ -1,0 +1,118 @@
+"""`litellm/ANY` — the long tail of providers through `litellm` (`litellm/openai/gpt-4o-mini`,
+`litellm/ollama/llama3`, `litellm/bedrock/...`).
+
+litellm is imported on first use, after `LITELLM_LOCAL_MODEL_COST_MAP=True` so it reads its
+bundled price list instead of fetching one (offline first). Its own retries are off; the
+policy decides. Keys: `api_key_env` if the slot names one, else litellm's own per-provider
+variables. Costs come from litellm's price list where it knows the model.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import AsyncIterator, Mapping
+from types import ModuleType
+from typing import Any
+
+from soul.errors import ProviderUnavailable
+from soul.providers.base import Chunk, Completion, Provider, Request, Usage, estimate_tokens
+from soul.providers.sdk import load_sdk, sampling, translate
+from soul.providers.secrets import find_key
+
+
+def _litellm() -> ModuleType:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    module = load_sdk("litellm", "litellm")
+    module.suppress_debug_info = True  # it otherwise prints help banners to stdout on errors
+    if hasattr(module, "telemetry"):
+        module.telemetry = False
+    return module
+
+
+class LiteLLMProvider(Provider):
+    """Any model litellm can reach, by its litellm name."""
+
+    name = "litellm"
+    can_stream = True
+
+    def __init__(self, model: str, options: Mapping[str, Any]) -> None:
+        self.sdk = _litellm()
+        self.openai = load_sdk("openai", "litellm")  # litellm's exceptions subclass openai's
+        self.model = model
+        self.key, self.key_source = find_key(options, options.get("api_key_env"))
+        self.base_url = options.get("base_url")
+        self.timeout = options.get("timeout") or 60.0
+        self.where = f"litellm/{model}"
+
+    def _arguments(self, request: Request) -> dict[str, Any]:
+        arguments: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "timeout": self.timeout,
+            "num_retries": 0,
+            **sampling(request.options),
+        }
+        if self.base_url:
+            arguments["api_base"] = self.base_url
+        if self.key:
+            arguments["api_key"] = self.key
+        return arguments
+
+    def _cost(self, input_tokens: int, output_tokens: int) -> float | None:
+        try:
+            prompt, completion = self.sdk.cost_per_token(
+                model=self.model, prompt_tokens=input_tokens, completion_tokens=output_tokens
+            )
+        except Exception:  # litellm raises for models missing from its price list
+            return None
+        return float(prompt + completion)
+
+    def _usage(self, request: Request, text: str, started: float, first: float | None, reported: Any) -> Usage:
+        if reported is not None and getattr(reported, "prompt_tokens", None) is not None:
+            input_tokens, output_tokens = reported.prompt_tokens or 0, reported.completion_tokens or 0
+        else:
+            input_tokens = estimate_tokens([m.content for m in request.messages])
+            output_tokens = estimate_tokens([text])
+        return Usage(
+            input_tokens, output_tokens, time.perf_counter() - started, first, self._cost(input_tokens, output_tokens)
+        )
+
+    def _translate(self, exc: Exception) -> Exception:
+        hint = self.key_source or "the provider's key variable (litellm's naming)"
+        return translate(exc, self.openai, self.where, hint)
+
+    async def complete(self, request: Request) -> Completion:
+        started = time.perf_counter()
+        try:
+            response = await self.sdk.acompletion(**self._arguments(request))
+        except Exception as exc:
+            raise self._translate(exc) from exc
+        text = (response.choices[0].message.content or "") if response.choices else ""
+        return Completion(text, self._usage(request, text, started, None, getattr(response, "usage", None)))
+
+    async def stream(self, request: Request) -> AsyncIterator[Chunk]:
+        started = time.perf_counter()
+        first: float | None = None
+        pieces: list[str] = []
+        reported = None
+        finished = False
+        try:
+            chunks = await self.sdk.acompletion(
+                **self._arguments(request), stream=True, stream_options={"include_usage": True}
+            )
+            async for chunk in chunks:
+                if getattr(chunk, "usage", None) is not None:
+                    reported = chunk.usage
+                for choice in chunk.choices:
+                    finished = finished or choice.finish_reason is not None
+                    text = choice.delta.content if choice.delta else None
+                    if text:
+                        first = first if first is not None else time.perf_counter() - started
+                        pieces.append(text)
+                        yield Chunk(text)
+        except Exception as exc:
+            raise self._translate(exc) from exc
+        if not finished:
+            raise ProviderUnavailable(f"{self.where}: the stream ended before a finish_reason")
+        yield Chunk("", self._usage(request, "".join(pieces), started, first, reported))

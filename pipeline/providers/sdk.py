@@ -1,0 +1,156 @@
+"""What the SDK-backed providers share: loading the SDK, one client per event loop, sampling
+options, prices, and translating the Stainless-generated SDKs' errors (anthropic and openai
+raise the same family of classes) into soul's ProviderError tree at one boundary."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import weakref
+from collections.abc import Callable, Mapping
+from types import ModuleType
+from typing import Any
+
+from soul.errors import (
+    AuthError,
+    BadRequest,
+    ProviderError,
+    ProviderTimeout,
+    ProviderUnavailable,
+    RateLimited,
+)
+from soul.providers.secrets import redact
+
+SAMPLING = ("temperature", "max_tokens", "top_p")  # the slot options that reach the model
+
+# USD per million tokens (input, output), by model-name prefix; longest prefix wins. Prices
+# change: a model not listed reports no cost rather than a wrong one.
+PRICES: dict[str, tuple[float, float]] = {
+    "claude-3-5-haiku": (0.80, 4.0),
+    "claude-3-5-sonnet": (3.0, 15.0),
+    "claude-3-7-sonnet": (3.0, 15.0),
+    "claude-sonnet-4": (3.0, 15.0),
+    "claude-opus-4": (15.0, 75.0),
+    "claude-3-haiku": (0.25, 1.25),
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4o": (2.50, 10.0),
+}
+
+
+def load_sdk(module: str, extra: str) -> ModuleType:
+    """Import an SDK, or say which extra installs it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ProviderError(
+            f"the {extra} provider needs the '{module}' package — pip install 'soulgraph[{extra}]'"
+        ) from exc
+
+
+def cost(model: str, input_tokens: int, output_tokens: int) -> float | None:
+    """The call's price in USD, if the model's prices are known."""
+    match = max((p for p in PRICES if model.startswith(p)), key=len, default=None)
+    if match is None:
+        return None
+    price_in, price_out = PRICES[match]
+    return (input_tokens * price_in + output_tokens * price_out) / 1_000_000
+
+
+def sampling(options: Mapping[str, Any], method: Callable[..., Any] | None = None) -> dict[str, Any]:
+    """The slot's sampling options as keyword arguments of `method`. Ones the SDK version no
+    longer takes as arguments go in `extra_body`, so the API still receives them (and says so
+    with a 400 if the model refuses them)."""
+    chosen = {k: options[k] for k in SAMPLING if options.get(k) is not None}
+    if method is None or not chosen:
+        return chosen
+    accepted = _parameters(method)
+    extra = {k: chosen.pop(k) for k in list(chosen) if k not in accepted}
+    return {**chosen, "extra_body": extra} if extra else chosen
+
+
+_signatures: dict[Any, frozenset[str]] = {}
+
+
+def _parameters(method: Callable[..., Any]) -> frozenset[str]:
+    func = getattr(method, "__func__", method)
+    names = _signatures.get(func)
+    if names is None:
+        names = _signatures[func] = frozenset(inspect.signature(func).parameters)
+    return names
+
+
+def _is_http(exc: BaseException, *names: str) -> bool:
+    """An httpx (or httpx2, which newer SDKs use) exception of one of these classes: the SDKs
+    let transport errors raised while a stream is read pass through unwrapped."""
+    return any(
+        cls.__module__.split(".")[0] in ("httpx", "httpx2") and cls.__name__ in names for cls in type(exc).__mro__
+    )
+
+
+class LoopClients:
+    """One SDK client per event loop: `turn_sync` runs each turn in a fresh loop, and an httpx
+    pool's connections belong to the loop that opened them."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self.make = make
+        self.clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+
+    def get(self) -> Any:
+        loop = asyncio.get_running_loop()
+        client = self.clients.get(loop)
+        if client is None:
+            client = self.clients[loop] = self.make()
+        return client
+
+
+def retry_after(headers: Any) -> float | None:
+    """Seconds from `retry-after-ms` or `retry-after` (seconds; HTTP dates are not used by
+    these APIs)."""
+    if headers is None:
+        return None
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is not None:
+            try:
+                return max(0.0, float(value) * scale)
+            except ValueError:
+                continue
+    return None
+
+
+def _server_message(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"])
+    return str(getattr(exc, "message", "") or exc)
+
+
+def translate(exc: BaseException, sdk: ModuleType, where: str, key_hint: str) -> ProviderError:
+    """The ProviderError for an SDK (or httpx) exception; its message is redacted."""
+    def make(cls: type[ProviderError], text: str) -> ProviderError:
+        return cls(redact(f"{where}: {text}"))
+
+    if isinstance(exc, sdk.APITimeoutError) or _is_http(exc, "TimeoutException"):
+        return make(ProviderTimeout, "the request timed out")
+    if isinstance(exc, sdk.APIConnectionError):
+        return make(ProviderUnavailable, f"cannot reach the server: {exc.__cause__ or exc}")
+    if _is_http(exc, "TransportError"):
+        return make(ProviderUnavailable, f"the connection broke mid-reply: {exc}")
+    if isinstance(exc, sdk.APIStatusError):
+        status, message = int(getattr(exc, "status_code", 0) or 0), _server_message(exc)
+        if status in (401, 403):
+            return make(AuthError, f"the API key was refused ({status}: {message}) — check {key_hint}")
+        if status == 429:
+            headers = getattr(getattr(exc, "response", None), "headers", None)
+            return RateLimited(redact(f"{where}: rate limited (429: {message})"), retry_after(headers))
+        if status == 404:
+            return make(BadRequest, f"not found (404: {message}) — check the model name and base_url")
+        if status >= 500 or status in (408, 409):
+            return make(ProviderUnavailable, f"server error ({status}: {message})")
+        return make(BadRequest, f"the request was refused ({status}: {message}) — check the slot's options (max_tokens, temperature, top_p)")
+    if isinstance(exc, sdk.APIError):  # an error event inside a stream
+        return make(ProviderUnavailable, f"the stream reported an error: {_server_message(exc)}")
+    return make(ProviderError, f"{type(exc).__name__}: {exc}")

@@ -1,0 +1,72 @@
+"""Fixtures for the provider tests: the wire server, a test key, fresh circuit breakers, and a
+small soul whose model slot points at the wire server."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from wire_server import WireServer
+
+from soul.providers.policy import reset_breakers
+
+TEST_KEY = "sk-ant-test-DO-NOT-LEAK-0123456789abcdef"
+
+REPLY = (
+    '<internal_monologue verb="pondered">A visitor.</internal_monologue>\n'
+    '<external_dialogue verb="said">Hello there, friend.</external_dialogue>\n'
+)
+
+
+@pytest.fixture(autouse=True)
+def fresh_breakers() -> Iterator[None]:
+    """Breakers are per process; a test's failures must not open another test's circuit."""
+    reset_breakers()
+    yield
+    reset_breakers()
+
+
+@pytest.fixture
+def wire() -> Iterator[WireServer]:
+    server = WireServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def keys(monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", TEST_KEY)
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY.replace("ant", "oai"))
+    return TEST_KEY
+
+
+@pytest.fixture
+def wired_soul(tmp_path: Path) -> Callable[..., Path]:
+    """Write a two-step fused soul whose `main` slot calls `provider` at `base_url`."""
+
+    def write(provider: str, base_url: str, **options: object) -> Path:
+        extra = "".join(f"    {k}: {v}\n" for k, v in options.items())
+        (tmp_path / "wired.md").write_text("You are Wired, a terse test soul.\n")
+        path = tmp_path / "wired.yaml"
+        path.write_text(textwrap.dedent(f"""\
+            soul: wired
+            version: 1
+            persona: wired.md
+            model: main
+            mode: fused
+            models:
+              main:
+                provider: {provider}
+                base_url: {base_url}
+            """) + extra + textwrap.dedent("""\
+            steps:
+              think: {uses: internal_monologue}
+              reply: {uses: external_dialogue, after: [think], stream: true}
+            """))
+        return path
+
+    return write
