@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import ConfigError
-from .kernels import bm25_accumulate, csr_merge, topk_sorted
+from .kernels.bm25 import bm25_accumulate, csr_merge, topk_sorted
 from .text import DEFAULT_TEXT, TextConfig, tokenize
 
 __all__ = ["BM25Index", "BM25Params", "KeywordResult"]

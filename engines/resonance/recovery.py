@@ -18,30 +18,29 @@ progress, so it is neither reported nor truncated.
 from __future__ import annotations
 
 import fcntl
-import heapq
 import json
 import mmap
 import os
 import time
-import zlib
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from .errors import ManifestError
-from .wal import (
-    CRC,
-    ENTRY_HEADER,
-    ENTRY_MAGIC,
-    MAX_PAYLOAD,
-    SEGMENT_MAGIC,
-    parse_segment_name,
-    read_manifest,
-)
+import numpy as np
 
-__all__ = ["Issue", "RecoveryReport", "SegmentScan", "WalReader", "map_file", "scan_segment"]
+from .errors import ManifestError
+from .scan import SegmentScan, map_file, scan_segment
+from .wal import parse_segment_name, read_manifest
+
+__all__ = [
+    "Block", "Issue", "RecoveryReport", "SegmentScan", "WalReader", "map_file", "scan_segment",
+]
+
+# Logs at least this large are read with the numba kernels (loading numba costs ~0.5 s,
+# more than a small log's whole replay); tests force either path with WalReader(fast=...).
+FAST_BYTES = 48 << 20
 
 IssueKind = Literal[
     "torn_tail", "corrupt", "bad_header", "short_sealed", "missing_segment", "seq_gap",
@@ -50,9 +49,6 @@ IssueKind = Literal[
 # An entry as replayed: (hlc, instance, seq, op, payload). A tuple, not a dataclass: recovery
 # handles millions of them and tuples also sort in the global order for free.
 Entry = tuple[int, str, int, int, memoryview]
-
-_HDR = ENTRY_HEADER.size
-_TAIL = CRC.size
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,105 +66,6 @@ class Issue:
         where = f"{self.path} at byte {self.offset}"
         kept = f"; {self.length} bytes kept in {self.quarantined}" if self.quarantined else ""
         return f"{self.kind}: {where}: {self.detail}{kept}"
-
-
-@dataclass(frozen=True, slots=True)
-class SegmentScan:
-    """What one segment holds: its valid entries and its damaged byte ranges."""
-
-    path: Path
-    entries: list[tuple[int, int, int, memoryview]]  # (hlc, seq, op, payload)
-    damaged: list[tuple[int, int, str]]  # (start, end, reason), end exclusive
-    tail_start: int | None  # where a damaged tail begins (nothing valid after it)
-    size: int
-
-
-def _entry_at(buf: memoryview, off: int, n: int) -> tuple[int, int, int, int, str | None]:
-    """Parse the entry at ``off``: (hlc, seq, op, end, None) or (0, 0, 0, 0, reason)."""
-    if n - off < _HDR + _TAIL:
-        return 0, 0, 0, 0, "incomplete entry header"
-    magic, length, seq, hlc, op = ENTRY_HEADER.unpack_from(buf, off)
-    if magic != ENTRY_MAGIC:
-        return 0, 0, 0, 0, "bad entry magic"
-    if length > MAX_PAYLOAD:
-        return 0, 0, 0, 0, f"implausible length {length}"
-    end = off + _HDR + length
-    if end + _TAIL > n:
-        return 0, 0, 0, 0, f"entry of {length} bytes runs past the end of the file"
-    (crc,) = CRC.unpack_from(buf, end)
-    if zlib.crc32(buf[off + 2 : end]) != crc:
-        return 0, 0, 0, 0, "CRC32 mismatch"
-    return hlc, seq, op, end + _TAIL, None
-
-
-def _resync(buf: memoryview, raw: bytes, start: int, n: int) -> int | None:
-    # The next offset holding a complete, CRC-valid entry; the magic narrows the search.
-    pos = raw.find(ENTRY_MAGIC, start)
-    while pos != -1:
-        if _entry_at(buf, pos, n)[4] is None:
-            return pos
-        pos = raw.find(ENTRY_MAGIC, pos + 1)
-    return None
-
-
-def map_file(path: Path) -> bytes | mmap.mmap:
-    """The file's bytes, memory-mapped and prefaulted: no copy through a Python buffer."""
-    with open(path, "rb") as fh:
-        size = os.fstat(fh.fileno()).st_size
-        if size == 0:
-            return b""
-        flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
-        return mmap.mmap(fh.fileno(), size, flags=flags, prot=mmap.PROT_READ)
-
-
-def _map_and_scan(path: Path) -> tuple[bytes | mmap.mmap, SegmentScan] | None:
-    try:
-        raw = map_file(path)
-    except FileNotFoundError:  # deleted since it was listed: a concurrent compaction
-        return None
-    return raw, scan_segment(path, raw)
-
-
-def scan_segment(path: Path, raw: bytes | mmap.mmap | None = None) -> SegmentScan:
-    """Read a segment file and split it into valid entries and damaged ranges."""
-    if raw is None:
-        raw = path.read_bytes()
-    buf = memoryview(raw)
-    n = len(raw)
-    entries: list[tuple[int, int, int, memoryview]] = []
-    damaged: list[tuple[int, int, str]] = []
-    off = len(SEGMENT_MAGIC)
-    if n <= off and raw[:n] == SEGMENT_MAGIC[:n]:
-        # Created by a writer killed before its 8-byte header was complete (SIGKILL right
-        # after rotating): it can hold nothing acknowledged, so it is empty, not damaged.
-        return SegmentScan(path, entries, damaged, None, n)
-    if raw[:off] != SEGMENT_MAGIC:
-        damaged.append((0, min(off, n), "bad segment magic"))
-    tail_start: int | None = None
-    unpack, crc32 = ENTRY_HEADER.unpack_from, zlib.crc32
-    unpack_crc = CRC.unpack_from
-    while off < n:
-        # Fast path inlined: this loop runs once per entry during recovery.
-        if n - off >= _HDR + _TAIL:
-            magic, length, seq, hlc, op = unpack(buf, off)
-            end = off + _HDR + length
-            if (
-                magic == ENTRY_MAGIC
-                and end + _TAIL <= n
-                and crc32(buf[off + 2 : end]) == unpack_crc(buf, end)[0]
-            ):
-                entries.append((hlc, seq, op, buf[off + _HDR : end]))
-                off = end + _TAIL
-                continue
-        reason = _entry_at(buf, off, n)[4] or "unreadable entry"
-        nxt = _resync(buf, raw, off + 1, n)
-        if nxt is None:
-            damaged.append((off, n, reason))
-            tail_start = off
-            break
-        damaged.append((off, nxt, reason))
-        off = nxt
-    return SegmentScan(path, entries, damaged, tail_start, n)
 
 
 @dataclass
@@ -193,12 +90,46 @@ class RecoveryReport:
         return not self.issues
 
 
+@dataclass(frozen=True, slots=True)
+class Block:
+    """Consecutive entries of one segment, in global order: parallel arrays over its bytes.
+
+    Recovery hands the state blocks, not entries: a run of a million ADDs is then decoded by
+    a few array operations instead of a million Python frames.
+    """
+
+    instance: str
+    raw: bytes | mmap.mmap
+    hlc: np.ndarray
+    seq: np.ndarray
+    op: np.ndarray
+    off: np.ndarray
+    length: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.seq)
+
+    def sub(self, start: int, stop: int) -> Block:
+        """Entries [start, stop) of this block."""
+        return Block(self.instance, self.raw, self.hlc[start:stop], self.seq[start:stop],
+                     self.op[start:stop], self.off[start:stop], self.length[start:stop])
+
+    def entries(self) -> Iterator[Entry]:
+        """(hlc, instance, seq, op, payload) per entry."""
+        buf, inst = memoryview(self.raw), self.instance
+        for h, s, o, p, n in zip(self.hlc.tolist(), self.seq.tolist(), self.op.tolist(),
+                                 self.off.tolist(), self.length.tolist(), strict=True):
+            yield h, inst, s, o, buf[p : p + n]
+
+
 class WalReader:
-    """Reads a WAL directory: ``entries()`` yields every entry in global order.
+    """Reads a WAL directory: ``blocks()`` (or ``entries()``) in global order.
 
     With ``repair=True`` (opening a store), dead writers' torn tails are truncated and damaged
     bytes are copied to ``quarantine_dir``; with ``repair=False`` (``check``) nothing is written.
     ``covered`` maps an instance to the last seq already in a snapshot: those are skipped.
+    ``fast``: walk segments with the numba kernels (None: when the log is ``FAST_BYTES`` or
+    more); the result is the same either way.
     """
 
     def __init__(
@@ -209,12 +140,14 @@ class WalReader:
         repair: bool,
         covered: dict[str, int] | None = None,
         skip_instances: frozenset[str] = frozenset(),
+        fast: bool | None = None,
     ) -> None:
         self.wal_dir = wal_dir
         self.quarantine_dir = quarantine_dir
         self.repair = repair
         self.covered = dict(covered or {})
         self.skip = skip_instances
+        self.fast = fast
         self.report = RecoveryReport()
 
     def _instances(self) -> dict[str, list[tuple[int, Path]]]:
@@ -245,16 +178,36 @@ class WalReader:
 
     def entries(self) -> Iterator[Entry]:
         """Every valid entry not covered by the snapshot, in (hlc, instance, seq) order."""
+        for block in self.blocks():
+            yield from block.entries()
+
+    def blocks(self) -> Iterator[Block]:
+        """Every valid entry not covered by the snapshot, in (hlc, instance, seq) order, as
+        blocks of consecutive entries of one segment."""
         started = time.perf_counter()
-        streams = [self._instance_entries(i, segs) for i, segs in self._instances().items()]
-        merged = streams[0] if len(streams) == 1 else heapq.merge(*streams)  # empty: merge()
+        instances = sorted(self._instances().items())
+        self.resolve_fast(instances)
+        streams = [self._instance_blocks(i, segs) for i, segs in instances]
+        if len(streams) == 1:
+            merged: Iterator[Block] = streams[0]
+        else:
+            merged = _merge([b for stream in streams for b in stream])
         rep = self.report
-        for item in merged:
-            rep.replayed += 1
-            yield item
+        for block in merged:
+            rep.replayed += len(block)
+            yield block
         rep.seconds = time.perf_counter() - started
 
-    def _instance_entries(self, instance: str, segs: list[tuple[int, Path]]) -> Iterator[Entry]:
+    def resolve_fast(self, instances: list[tuple[str, list[tuple[int, Path]]]] | None = None,
+                     ) -> bool:
+        """Whether segments are walked with the numba kernels (decided once, by log size)."""
+        if self.fast is None:
+            found = instances if instances is not None else self._instances().items()
+            total = sum(_size(path) for _, segs in found for _, path in segs)
+            self.fast = total >= FAST_BYTES
+        return self.fast
+
+    def _instance_blocks(self, instance: str, segs: list[tuple[int, Path]]) -> Iterator[Block]:
         lock_fd = self._probe_lock(instance)
         live = lock_fd is None
         if live:
@@ -282,7 +235,7 @@ class WalReader:
 
     def _read_instance(
         self, instance: str, segs: list[tuple[int, Path]], live: bool
-    ) -> Iterator[Entry]:
+    ) -> Iterator[Block]:
         covered = self.covered.get(instance, 0)
         sealed = self._sealed(instance)
         on_disk = {path.name for _, path in segs}
@@ -293,49 +246,67 @@ class WalReader:
                     f"the manifest lists it (entries up to seq {seg_last}) but the file is gone",
                 )
         progress = [covered]  # the last seq yielded, carried across this writer's segments
+        fast = bool(self.fast)
         # The next segment is mapped and CRC-checked on a second thread while this one is
-        # applied: zlib.crc32 releases the GIL, and checking is a third of recovery's time.
+        # applied: zlib.crc32 and the numba walker release the GIL.
         with ThreadPoolExecutor(max_workers=1) as pool:
-            ahead = pool.submit(_map_and_scan, segs[0][1]) if segs else None
+            ahead = pool.submit(_map_and_scan, segs[0][1], fast) if segs else None
             for i, (_, path) in enumerate(segs):
                 assert ahead is not None
-                mapped = ahead.result()
+                scan = ahead.result()
                 if i + 1 < len(segs):
-                    ahead = pool.submit(_map_and_scan, segs[i + 1][1])
-                if mapped is None:
+                    ahead = pool.submit(_map_and_scan, segs[i + 1][1], fast)
+                if scan is None:
                     self._issue("missing_segment", path, 0, 0,
                                 "deleted while being read (another process compacted the "
                                 "field); reopen to see its entries")
                     continue
-                raw, scan = mapped
                 if scan.damaged and self.repair:
                     # Repair truncates files: work on a private copy, not on a mapping.
-                    raw = bytes(raw)
-                    scan = scan_segment(path, raw)
+                    scan = scan_segment(path, bytes(scan.raw), fast=fast)
                 is_last = i == len(segs) - 1
-                self._handle_damage(scan, raw, live, is_last, sealed.get(path.name, (None, 0))[0])
-                yield from self._segment_entries(instance, scan, covered, progress)
+                self._handle_damage(scan, scan.raw, live, is_last,
+                                    sealed.get(path.name, (None, 0))[0])
+                block = self._segment_block(instance, scan, progress)
+                if block is not None:
+                    yield block
 
-    def _segment_entries(
-        self, instance: str, scan: SegmentScan, covered: int, progress: list[int]
-    ) -> Iterator[Entry]:
+    def _segment_block(
+        self, instance: str, scan: SegmentScan, progress: list[int]
+    ) -> Block | None:
         rep = self.report
         rep.segments += 1
         rep.bytes += scan.size
-        rep.entries += len(scan.entries)
-        if scan.entries:
-            first, last = scan.entries[0][1], scan.entries[-1][1]
-            rep.segment_ranges[scan.path.name] = (instance, first, last)
-            rep.max_hlc = max(rep.max_hlc, scan.entries[-1][0])
+        rep.entries += len(scan)
+        if not len(scan):
+            return None
+        seq = scan.seq
+        rep.segment_ranges[scan.path.name] = (instance, int(seq[0]), int(seq[-1]))
+        rep.max_hlc = max(rep.max_hlc, int(scan.hlc[-1]))
         last_seq = progress[0]
-        for hlc, seq, op, payload in scan.entries:
-            if seq <= last_seq:  # covered by the snapshot, or a duplicate
-                continue
-            if seq != last_seq + 1:
+        block = Block(instance, scan.raw, scan.hlc, seq, scan.op, scan.off, scan.length)
+        if seq[0] > last_seq and (len(seq) == 1 or bool((np.diff(seq) == 1).all())):
+            # The usual case: a gapless run after what is already applied.
+            if seq[0] != last_seq + 1:
                 self._issue("seq_gap", scan.path, 0, 0,
-                            f"writer {instance} jumps from seq {last_seq} to {seq}")
-            last_seq = progress[0] = seq
-            yield hlc, instance, seq, op, payload
+                            f"writer {instance} jumps from seq {last_seq} to {int(seq[0])}")
+            progress[0] = int(seq[-1])
+            return block
+        keep: list[int] = []
+        for j, s in enumerate(seq.tolist()):
+            if s <= last_seq:  # covered by the snapshot, or a duplicate
+                continue
+            if s != last_seq + 1:
+                self._issue("seq_gap", scan.path, 0, 0,
+                            f"writer {instance} jumps from seq {last_seq} to {s}")
+            last_seq = s
+            keep.append(j)
+        progress[0] = last_seq
+        if not keep:
+            return None
+        idx = np.array(keep, np.int64)
+        return Block(instance, scan.raw, scan.hlc[idx], seq[idx], scan.op[idx], scan.off[idx],
+                     scan.length[idx])
 
     def _handle_damage(
         self, scan: SegmentScan, raw: bytes | mmap.mmap, live: bool, is_last: bool, sealed_size: int | None
@@ -381,3 +352,38 @@ class WalReader:
     def _issue(self, kind: IssueKind, path: Path, offset: int, length: int, detail: str,
                quarantined: str | None = None) -> None:
         self.report.issues.append(Issue(kind, str(path), offset, length, detail, quarantined))
+
+
+def _map_and_scan(path: Path, fast: bool) -> SegmentScan | None:
+    try:
+        raw = map_file(path)
+    except FileNotFoundError:  # deleted since it was listed: a concurrent compaction
+        return None
+    return scan_segment(path, raw, fast=fast)
+
+
+def _merge(blocks: list[Block]) -> Iterator[Block]:
+    """Several writers' blocks interleaved in the global (hlc, instance, seq) order, cut into
+    runs of consecutive entries of one block."""
+    if not blocks:
+        return
+    rank = {name: r for r, name in enumerate(sorted({b.instance for b in blocks}))}
+    hlc = np.concatenate([b.hlc for b in blocks])
+    seq = np.concatenate([b.seq for b in blocks])
+    inst = np.concatenate([np.full(len(b), rank[b.instance], np.int64) for b in blocks])
+    bid = np.concatenate([np.full(len(b), j, np.int64) for j, b in enumerate(blocks)])
+    pos = np.concatenate([np.arange(len(b), dtype=np.int64) for b in blocks])
+    order = np.lexsort((seq, inst, hlc))
+    bid, pos = bid[order], pos[order]
+    cuts = np.flatnonzero((np.diff(bid) != 0) | (np.diff(pos) != 1)) + 1
+    starts = [0, *cuts.tolist()]
+    stops = [*cuts.tolist(), len(order)]
+    for a, e in zip(starts, stops, strict=True):
+        yield blocks[int(bid[a])].sub(int(pos[a]), int(pos[e - 1]) + 1)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0

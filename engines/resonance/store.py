@@ -90,7 +90,12 @@ class Store:
             ))
 
         self.state.size_hint_bytes = sum(p.stat().st_size for p in self.wal_dir.glob("*.seg"))
-        self.state.replay(reader.entries(), unapplied)
+        if reader.resolve_fast():  # a large log: runs of ADDs decoded as columns
+            from .replay import replay_blocks
+
+            replay_blocks(self.state, reader.blocks(), unapplied)
+        else:
+            self.state.replay(reader.entries(), unapplied)
         self.state.size_hint_bytes = 0
         self.report: RecoveryReport = reader.report
         self.report.issues[:0] = snap_issues

@@ -88,7 +88,11 @@ def _run(path: Path, trials: int, seed: int) -> tuple[int, int]:
     return trials, len(acked)
 
 
-def test_sigkill_a_few_times(tmp_path: Path) -> None:
+@pytest.mark.parametrize("walker", ["python", "kernels"])
+def test_sigkill_a_few_times(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, walker: str) -> None:
+    from soul.engines.resonance import recovery
+
+    monkeypatch.setattr(recovery, "FAST_BYTES", 0 if walker == "kernels" else 1 << 62)
     _, acked = _run(tmp_path, 10, seed=1)
     assert acked > 0
 

@@ -14,6 +14,16 @@ from soul.engines.resonance import ConfigError, Store, UnknownMemory
 from soul.engines.resonance.ops import Row
 
 
+@pytest.fixture(autouse=True, params=["python", "kernels"])
+def replay_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs with both log walkers: the Python one and the numba one."""
+    from soul.engines.resonance import recovery
+
+    monkeypatch.setattr(recovery, "FAST_BYTES", 0 if request.param == "kernels" else 1 << 62)
+    return request.param
+
+
+
 def row(i: int, prefix: str = "m") -> Row:
     return Row(f"{prefix}{i:06d}", 3, 0, time.time(), 0.7, 0.04, 0, f"memory number {i} here",
                ("a", "b"), "work", "user", json.dumps({"i": i}))

@@ -15,6 +15,16 @@ from soul.engines.resonance.recovery import scan_segment
 from soul.engines.resonance.wal import SEGMENT_MAGIC, WalWriter, encode_entry
 
 
+@pytest.fixture(autouse=True, params=["python", "kernels"])
+def replay_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs with both log walkers: the Python one and the numba one."""
+    from soul.engines.resonance import recovery
+
+    monkeypatch.setattr(recovery, "FAST_BYTES", 0 if request.param == "kernels" else 1 << 62)
+    return request.param
+
+
+
 def row(i: int) -> Row:
     return Row(f"m{i:06d}", 3, 0, time.time(), 0.7, 0.04, 0, f"memory number {i} here",
                ("t",), None, None, None)
