@@ -21,7 +21,7 @@ __all__ = [
 ]
 
 _FAMILIES = {
-    "anthropic": ("soul.providers.anthropic", "AnthropicProvider", "anthropic/claude-3-5-haiku-latest"),
+    "anthropic": ("soul.providers.anthropic", "AnthropicProvider", "anthropic/claude-haiku-4-5"),
     "openai": ("soul.providers.openai", "OpenAIProvider", "openai/gpt-4o-mini"),
     "litellm": ("soul.providers.litellm", "LiteLLMProvider", "litellm/ollama/llama3"),
     "claude-cli": ("soul.providers.claude_cli", "ClaudeCLIProvider", "claude-cli/sonnet"),
@@ -47,7 +47,7 @@ def _plugin(family: str) -> Any:
 
 
 def resolve(spec: str, options: dict[str, Any] | None = None, *, policy: Policy | None = None) -> Provider:
-    """The provider for a spec string such as `anthropic/claude-3-5-haiku-latest`.
+    """The provider for a spec string such as `anthropic/claude-haiku-4-5`.
 
     `options` are the model slot's (temperature, max_tokens, top_p, base_url, api_key_env,
     timeout); `policy` overrides the default failure policy of live providers.

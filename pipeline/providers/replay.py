@@ -75,7 +75,7 @@ class ReplayProvider(Provider):
         if not lines:
             notes.append("the prompts are the same; the provider, model or parameters differ")
         body = "\n".join([*notes, *lines])
-        return f"{head}.\nNearest recorded call: key {nearest.key} ({where}, {ratio:.0%} alike):\n{body}"
+        return f"{head}.\nNearest recorded call: key {nearest.key} ({where}, {ratio:.1%} alike):\n{body}"
 
     async def complete(self, request: Request) -> Completion:
         call = self.find(request)

@@ -27,11 +27,13 @@ SAMPLING = ("temperature", "max_tokens", "top_p")  # the slot options that reach
 # USD per million tokens (input, output), by model-name prefix; longest prefix wins. Prices
 # change: a model not listed reports no cost rather than a wrong one.
 PRICES: dict[str, tuple[float, float]] = {
+    "claude-haiku-4-5": (1.0, 5.0),
     "claude-3-5-haiku": (0.80, 4.0),
     "claude-3-5-sonnet": (3.0, 15.0),
     "claude-3-7-sonnet": (3.0, 15.0),
     "claude-sonnet-4": (3.0, 15.0),
     "claude-opus-4": (15.0, 75.0),
+    "claude-opus-4-5": (5.0, 25.0),
     "claude-3-haiku": (0.25, 1.25),
     "gpt-4o-mini": (0.15, 0.60),
     "gpt-4o": (2.50, 10.0),
