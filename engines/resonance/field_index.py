@@ -1,9 +1,9 @@
-"""A Field's recall indexes: the HNSW vector index and the BM25 keyword index, kept current.
+"""A Field's indexes: HNSW vectors and BM25 keywords for recall, LSH for duplicate checks.
 
-Row numbers of the store are the indexes' int ids. The indexes trail the store: rows written
-since the last catch-up are added in chunks when a recall or a duplicate check needs them, so
-remembering runs at store speed. Up to ``tail_limit`` rows not yet in the vector index are
-compared by brute force. The vector index is saved at close, stamped with the set of log
+Row numbers of the store are the indexes' int ids. The recall indexes trail the store: rows
+written since the last catch-up are added in chunks when a recall needs them, so remembering
+runs at store speed. The duplicate check has its own index (`dedup.DupIndex`), which takes in
+each new row as it is written (its hash is already computed by the check). The vector index is saved at close, stamped with the set of log
 entries the state holds, and loaded at the next open only if that stamp and its count match.
 """
 
@@ -36,6 +36,9 @@ class FieldIndexes:
         self._v_upto = 0  # rows below this were offered to the vector index
         self._kindex: Any = None  # BM25Index once needed
         self._k_upto = 0
+        self._dup: Any = None  # DupIndex once a duplicate check needs it
+        self._d_upto = 0
+        self._last_codes: tuple[np.ndarray, np.ndarray] | None = None
 
     def stamp(self) -> int:
         """Identifies the set of applied log entries (and so the row numbering) of the state."""
@@ -90,26 +93,54 @@ class FieldIndexes:
         return self._kindex
 
     def nearest(self, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(best cosine, its row) among stored memories for each unit vector (row -1: none)."""
+        """(best cosine, its row) among stored memories for each unit vector (row -1: none).
+
+        Asks the near-duplicate index (`dedup.DupIndex`), never the HNSW index: remembering
+        does not wait for hnswlib's insertion. Rows written since the last call are inserted
+        first, so the answer covers every stored row.
+        """
         st = self.field.store.state
         m = vectors.shape[0]
         best = np.full(m, -2.0, np.float32)
         best_row = np.full(m, -1, np.int64)
-        if st.n_rows - self._v_upto > self.field.config.tail_limit:
-            self.vector()
-        if self._vindex is not None and len(self._vindex):
-            for j in range(m):
-                ids, sims = self._vindex.search(vectors[j], 1)
-                if len(ids):
-                    best[j], best_row[j] = sims[0], ids[0]
-        tail = self.indexable(self._v_upto, st.n_rows)
-        if len(tail):
-            sims = st.vectors[tail] @ vectors.T  # stored vectors are unit length
-            arg = sims.argmax(axis=0)
-            top = sims[arg, np.arange(m)]
-            better = top > best
-            best[better], best_row[better] = top[better], tail[arg[better]]
+        self._last_codes = None
+        if st.n_rows == 0:
+            return best, best_row
+        dup = self._dup_caught_up()
+        codes = dup.codes(vectors)
+        dup.best(vectors, codes, st.vectors, best, best_row)
+        self._last_codes = codes
         return best, best_row
+
+    def _dup_caught_up(self) -> Any:
+        from .dedup import DupIndex
+
+        st = self.field.store.state
+        if self._dup is None:
+            self._dup = DupIndex(st.dim or self.field.embedder.dim)
+            self._d_upto = 0
+        if self._d_upto < st.n_rows:
+            rows = self.indexable(self._d_upto, st.n_rows)
+            for s in range(0, len(rows), _CHUNK):
+                part = rows[s : s + _CHUNK]
+                self._dup.insert(part, self._dup.codes(st.vectors[part]))
+            self._d_upto = st.n_rows
+        return self._dup
+
+    def dup_added(self, rows: list[int], codes_at: list[int], ok: np.ndarray) -> None:
+        """New rows just written for the vectors of the last `nearest` call (``codes_at``:
+        their positions in it): insert them with the codes already computed."""
+        st = self.field.store.state
+        if (self._dup is None or self._last_codes is None or not rows
+                or rows[0] != self._d_upto or rows[-1] != st.n_rows - 1
+                or len(rows) != rows[-1] - rows[0] + 1):
+            return  # not the plain case: the next catch-up hashes them
+        keep = np.flatnonzero(ok)  # a fallback (zero) vector is inserted once re-embedded
+        at = np.asarray(codes_at, np.int64)[keep]
+        self._dup.insert(np.asarray(rows, np.int64)[keep],
+                         (self._last_codes[0][at], self._last_codes[1][at]))
+        self._d_upto = st.n_rows
+        self._last_codes = None
 
     def forgotten(self, row: int) -> None:
         """Take a forgotten row out of the indexes that already hold it."""
@@ -122,6 +153,9 @@ class FieldIndexes:
         """Give the vector index a row's new vector (if it has caught up past that row)."""
         if self._vindex is not None and row < self._v_upto:
             self._vindex.add([row], vector[None, :])
+        if self._dup is not None and row < self._d_upto:
+            unit = np.ascontiguousarray(vector[None, :], np.float32)
+            self._dup.insert(np.array([row]), self._dup.codes(unit))
 
     def stats(self) -> dict[str, int | None]:
         """Sizes of the indexes (None: not built in this process)."""

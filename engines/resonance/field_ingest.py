@@ -148,39 +148,58 @@ class Ingest:
         return vectors, ok
 
     def run(self, items: list[Item]) -> list[str | None]:
-        """Remember gate-approved items; return each one's id (new or merged into)."""
+        """Remember gate-approved items; return each one's id (new or merged into).
+
+        An item merges into the most similar of the stored memories and the earlier new items
+        of this batch if that one is within ``dedup_threshold`` — what remembering the items
+        one by one would give — or into a memory with the same text.
+        """
+        from .dedup import single_thread_blas
+
         field = self.field
         vectors, ok = self._vectors(items)
         threshold = field.config.dedup_threshold
+        n_items = len(items)
         with field._lock:
             st = field.store.state
             keys = self._text_keys()
             if threshold is not None and ok.any() and len(st):
                 best, best_row = field.indexes.nearest(vectors)
             else:
-                best, best_row = np.full(len(items), -2.0), np.full(len(items), -1)
-            inner = vectors @ vectors.T if threshold is not None else None
+                best, best_row = np.full(n_items, -2.0), np.full(n_items, -1)
+            inner = None
+            close_earlier = np.zeros(n_items, bool)  # some earlier item is within threshold
+            if threshold is not None and n_items > 1:
+                with single_thread_blas():
+                    inner = vectors @ vectors.T
+                close_earlier = np.tril(inner >= threshold, -1).any(axis=1)
             ids: list[str | None] = []
             rows: list[ops.Row] = []
             new_pos: list[int] = []  # positions in `items` of the new memories
             new_keys: dict[str, int] = {}  # their text keys -> position
-            accepted = np.zeros(len(items), bool)  # new, with a real vector: merge targets
+            accepted = np.zeros(n_items, bool)  # new, with a real vector: merge targets
             merges: list[str] = []
+            text_keys = [_text_key(item.text) for item in items]
+            fresh = secrets.token_hex(8 * n_items)
             now = time.time()
             for j, item in enumerate(items):
-                key = _text_key(item.text)
+                key = text_keys[j]
                 target = keys.get(key)
                 if target is not None and not st.is_alive(target):
                     target = None
                 if target is None and threshold is not None and ok[j]:
-                    if best[j] >= threshold:
+                    earlier = -1
+                    if inner is not None and close_earlier[j]:
+                        sims = np.where(accepted[:j], inner[j, :j], -2.0)
+                        earlier = int(sims.argmax())
+                        if sims[earlier] < threshold or sims[earlier] <= best[j]:
+                            earlier = -1
+                    if earlier >= 0:
+                        ids.append(ids[earlier])
+                        merges.append(ids[earlier])  # type: ignore[arg-type]
+                        continue
+                    if best[j] >= threshold and st.is_alive(int(best_row[j])):
                         target = int(best_row[j])
-                    else:
-                        earlier = np.flatnonzero(accepted & (inner[j] >= threshold))
-                        if len(earlier):
-                            ids.append(ids[earlier[0]])
-                            merges.append(ids[earlier[0]])  # type: ignore[arg-type]
-                            continue
                 if target is not None:
                     ids.append(st.ids[target])
                     merges.append(st.ids[target])
@@ -190,7 +209,7 @@ class Ingest:
                     ids.append(ids[first])
                     merges.append(ids[first])  # type: ignore[arg-type]
                     continue
-                memory_id = secrets.token_hex(8)
+                memory_id = fresh[16 * j : 16 * j + 16]
                 flags = 0 if ok[j] else ops.FLAG_PENDING_EMBED
                 mu = PRIOR_MU if item.confidence is None else item.confidence
                 rows.append(ops.Row(memory_id, int(item.kind), flags, now, mu, PRIOR_VAR, 0,
@@ -205,8 +224,10 @@ class Ingest:
                 added = [field.store.add(rows[0], vectors[new_pos[0]])]
             else:
                 added = field.store.add_many(rows, vectors[new_pos])
+            if threshold is not None:
+                field.indexes.dup_added(added, new_pos, ok[new_pos])
             for row, pos in zip(added, new_pos, strict=True):
-                keys.setdefault(_text_key(items[pos].text), row)
+                keys.setdefault(text_keys[pos], row)
             for memory_id in merges:  # a reinforcement: evidence the memory matters
                 field.store.observe(memory_id, 1.0)
                 log.debug("merged a near-duplicate into %s", memory_id)
