@@ -3,6 +3,8 @@
     python benchmarks/resonance.py              # 100k memories
     python benchmarks/resonance.py --n 1000000  # 1M (HNSW build takes ~15 min on 2 cores)
     python benchmarks/resonance.py --skip-field --skip-embedder
+    python benchmarks/resonance.py --recovery              # + reopen after 100k single adds
+    python benchmarks/resonance.py --recovery --recovery-n 1000000 --only-recovery
 
 Memories: clustered random unit 384-d vectors (n/50 topics) and texts of 8–30 pseudo-words drawn from a Zipf(1.1)
 vocabulary of 30k words whose ~150 most frequent are English stop words, as in real text.
@@ -232,6 +234,59 @@ def bench_field(texts: list[str], vecs: np.ndarray, n_q: int, rows: list[str]) -
         dt_open = time.perf_counter() - t
         rows.append(f"| Field reopen (recovery of {n:,}) | — | — | {dt_open:.2f} s |")
         field.close()
+        t, c = time.perf_counter(), time.process_time()
+        with Field.open(root / "d", touch_on_recall=False) as field:  # default: dedup 0.95
+            field.remember_many(items)
+            dt, dc = time.perf_counter() - t, time.process_time() - c
+        rows.append(f"| Field insert, embeddings given, dedup on (0.95) ({n:,}) | — | — | "
+                    f"{n / dt:,.0f} memories/s (CPU {dc:.2f} s, load {os.getloadavg()[0]:.1f}) |")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+_REOPEN = """
+import sys, time, json
+from soul.engines.resonance import Store
+t, c = time.perf_counter(), time.process_time()
+st = Store.open(sys.argv[1], compact_after=10**12)
+print(json.dumps([time.perf_counter() - t, time.process_time() - c, len(st.state)]))
+st.writer.close()
+"""
+
+
+def bench_recovery(n: int, rows: list[str], repeats: int = 3) -> None:
+    """Recovery of ``n`` single ADD entries (one ``Store.add`` each, as ``remember`` writes
+    them, 384-d): each reopen in a fresh process (wall, CPU, load average)."""
+    import json
+    import subprocess
+    import sys
+
+    from soul.engines.resonance import Store
+    from soul.engines.resonance.ops import Row
+
+    root = Path(tempfile.mkdtemp(prefix="soul-bench-recovery-"))
+    try:
+        rng = np.random.default_rng(0)
+        vecs = rng.standard_normal((min(n, 50_000), DIM)).astype(np.float32)
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        t = time.perf_counter()
+        with Store.open(root, durability="os", compact_after=10**12) as st:
+            now = time.time()
+            for i in range(n):
+                st.add(Row(f"{i:016x}", 3, 0, now, 0.7, 0.04, 0,
+                           f"memory number {i} about tea and travel plans with friends",
+                           ("user",) if i % 3 == 0 else (), None, None,
+                           f'{{"turn": {i}}}' if i % 5 == 0 else None), vecs[i % len(vecs)])
+        rows.append(f"| log {n:,} single adds (Store.add, os durability) | — | — | "
+                    f"{time.perf_counter() - t:.1f} s |")
+        for _ in range(repeats):
+            load = os.getloadavg()[0]
+            out = subprocess.run([sys.executable, "-c", _REOPEN, str(root)], check=True,
+                                 capture_output=True, text=True).stdout
+            wall, cpu, count = json.loads(out.strip().splitlines()[-1])
+            assert count == n
+            rows.append(f"| recovery of {n:,} single ADD entries | — | — | {wall:.2f} s wall, "
+                        f"{cpu:.2f} s CPU (load {load:.1f}) |")
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -243,8 +298,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", type=int, default=1000)
     ap.add_argument("--skip-embedder", action="store_true")
     ap.add_argument("--skip-field", action="store_true")
+    ap.add_argument("--recovery", action="store_true",
+                    help="also time recovery of a log of single remember() entries")
+    ap.add_argument("--recovery-n", type=int, default=100_000,
+                    help="entries for --recovery (1000000 for the issue's goal)")
+    ap.add_argument("--only-recovery", action="store_true")
     args = ap.parse_args(argv)
     rows: list[str] = []
+    if args.recovery or args.only_recovery:
+        bench_recovery(args.recovery_n, rows)
+    if args.only_recovery:
+        print("\n".join(rows))
+        return 0
     texts, vecs = bench_engine(args.n, args.queries, rows)
     if not args.skip_embedder:
         bench_embedder(rows)
