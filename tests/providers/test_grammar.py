@@ -1,0 +1,51 @@
+"""GBNF grammars from a call's XML sections (for local models)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from soul.grammar import call_grammar
+from soul.registry import default_registry
+
+REG = default_registry()
+
+
+def kinds(*names: str) -> list:  # type: ignore[type-arg]
+    return [(REG.get(n), {}) for n in names]
+
+
+def test_required_sections_in_order_and_gated_ones_optional() -> None:
+    grammar = call_grammar(kinds("internal_monologue", "external_dialogue", "user_model_check", "user_model_update"), optional_steps={3})
+    root = grammar.splitlines()[0]
+    assert root == (
+        "root ::= ws sec-internal-monologue ws sec-external-dialogue ws sec-user-model-check "
+        "(ws sec-user-model-update)? (ws sec-model-change-note)? ws"
+    )
+
+
+def test_verbs_booleans_and_free_text() -> None:
+    grammar = call_grammar(kinds("external_dialogue", "user_model_check"))
+    assert 'attr-external-dialogue-verb ::= ("said" | "explained"' in grammar and '"pointed out"' in grammar
+    assert 'sec-user-model-check ::= "<user_model_check" ">" ("true" | "false") "</user_model_check>"' in grammar
+    assert "text ::= [^<]+" in grammar
+
+
+def test_no_bounded_repetition_ever() -> None:
+    # measured here: a bounded repetition made llama.cpp's grammar engine ~20x slower
+    grammar = call_grammar(kinds(*[k.name for k in REG if k.llm]))
+    assert not re.search(r"\{\d+(,\d*)?\}", grammar)
+
+
+def test_a_choice_is_one_of_its_options() -> None:
+    grammar = call_grammar([(REG.get("decision"), {"question": "q", "options": ["joke", "say \"hi\""]})])
+    assert 'sec-decision ::= "<decision" ">" ("joke" | "say \\"hi\\"") "</decision>"' in grammar
+
+
+def test_llama_cpp_accepts_every_built_in_grammar() -> None:
+    llama_cpp = pytest.importorskip("llama_cpp")
+    for kind in REG:
+        if kind.llm:
+            params = {"options": ["a", "b"], "question": "q", "query": "q", "count": 3}
+            llama_cpp.LlamaGrammar.from_string(call_grammar([(kind, params)]), verbose=False)
