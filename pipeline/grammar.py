@@ -3,7 +3,7 @@
 The grammar asks for the call's sections in order: a required section must appear, an optional
 one (or one whose gate is decided after the call) may; attributes with allowed values (verbs)
 are limited to them; booleans are `true | false`; a choice is one of its options; a text
-section is one line without `<` (markdown, lists and mappings up to twelve lines). No bounded repetitions: llama.cpp's grammar engine slows down badly on
+section is a paragraph of at most four sentences without `<` (markdown, lists and mappings up to twelve lines). No bounded repetitions: llama.cpp's grammar engine slows down badly on
 them (measured here: `[^<]{1,600}` took 171 s for 237 tokens, `[^<]+` took 9 s).
 """
 
@@ -16,6 +16,7 @@ from typing import Any
 from soul.stepkind import Section, StepKind
 
 MAX_LINES = 12
+MAX_SENTENCES = 4
 
 
 def _literal(text: str) -> str:
@@ -56,9 +57,9 @@ def _section_rules(section: Section, params: Mapping[str, Any]) -> tuple[str, li
     elif section.type in ("markdown", "list", "mapping"):
         body = "lines"
     else:
-        # one paragraph: at the line's end the only way on is the closing tag, so a small
-        # model cannot ramble a section past its token budget
-        body = "line"
+        # one paragraph of a few sentences: after the last one the only way on is the closing
+        # tag, so a small model cannot ramble a section past its token budget
+        body = "paragraph"
     rules.append(f"{name} ::= {' '.join(opening)} {body} {_literal(f'</{section.tag}>')}")
     return name, rules
 
@@ -73,19 +74,36 @@ def call_grammar(
     sequence: list[str] = []
     seen: set[str] = set()
     for index, (kind, params) in enumerate(steps):
+        parts = []
         for section in kind.sections:
             name, needed = _section_rules(section, params)
             if name in seen:
                 continue
             seen.add(name)
             rules.extend(needed)
-            optional = not section.required or index in optional_steps
-            sequence.append(f"(ws {name})?" if optional else f"ws {name}")
-    head = f"root ::= {' '.join(sequence)} ws"
+            parts.append(f"ws {name}" if section.required else f"(ws {name})?")
+        if parts and index in optional_steps:
+            # the step's sections come together or not at all (an update with its note)
+            sequence.append(f"({' '.join(parts)})?")
+        else:
+            sequence.extend(parts)
+    # no trailing whitespace rule: after the last section the only way on is the end (a small
+    # model otherwise pads with blank lines up to its token budget)
+    head = f"root ::= {' '.join(sequence)}"
     # at most MAX_LINES lines, by nesting (not a bounded repetition): a 135M model writing a
     # user model otherwise fills its whole token budget and never closes the section
     nested = "line"
     for _ in range(MAX_LINES - 1):
         nested = f'line ("\\n" {nested})?'
-    tail = ["ws ::= [ \\t\\n]*", f"lines ::= {nested}", "line ::= [^<\\n]+"]
+    sentences = "sentence"
+    for _ in range(MAX_SENTENCES - 1):
+        sentences = f'sentence (" "? {sentences})?'
+    tail = [
+        "ws ::= [ \\t\\n]*",
+        f"lines ::= {nested}",
+        "line ::= [^<\\n]+",
+        # a paragraph of at most MAX_SENTENCES sentences, each ended by . ! or ?
+        f"paragraph ::= {sentences}",
+        "sentence ::= [^<\\n.!?]+ [.!?]+",
+    ]
     return "\n".join([head, *rules, *tail]) + "\n"

@@ -21,7 +21,7 @@ def test_required_sections_in_order_and_gated_ones_optional() -> None:
     root = grammar.splitlines()[0]
     assert root == (
         "root ::= ws sec-internal-monologue ws sec-external-dialogue ws sec-user-model-check "
-        "(ws sec-user-model-update)? (ws sec-model-change-note)? ws"
+        "(ws sec-user-model-update ws sec-model-change-note)?"
     )
 
 
@@ -29,7 +29,8 @@ def test_verbs_booleans_and_free_text() -> None:
     grammar = call_grammar(kinds("external_dialogue", "user_model_check"))
     assert 'attr-external-dialogue-verb ::= ("said" | "explained"' in grammar and '"pointed out"' in grammar
     assert 'sec-user-model-check ::= "<user_model_check" ">" ("true" | "false") "</user_model_check>"' in grammar
-    assert "line ::= [^<\\n]+" in grammar
+    assert 'sentence ::= [^<\\n.!?]+ [.!?]+' in grammar
+    assert 'sec-external-dialogue ::= "<external_dialogue" " verb=" "\\"" attr-external-dialogue-verb "\\"" ">" paragraph "</external_dialogue>"' in grammar
 
 
 def test_no_bounded_repetition_ever() -> None:
