@@ -3,7 +3,7 @@
 The grammar asks for the call's sections in order: a required section must appear, an optional
 one (or one whose gate is decided after the call) may; attributes with allowed values (verbs)
 are limited to them; booleans are `true | false`; a choice is one of its options; a text
-section is a paragraph of at most four sentences without `<` (markdown, lists and mappings up to twelve lines). No bounded repetitions: llama.cpp's grammar engine slows down badly on
+section is a paragraph of at most four sentences without `<` (markdown, lists and mappings: any text without `<`). No bounded repetitions: llama.cpp's grammar engine slows down badly on
 them (measured here: `[^<]{1,600}` took 171 s for 237 tokens, `[^<]+` took 9 s).
 """
 
@@ -15,7 +15,6 @@ from typing import Any
 
 from soul.stepkind import Section, StepKind
 
-MAX_LINES = 12
 MAX_SENTENCES = 4
 
 
@@ -90,17 +89,14 @@ def call_grammar(
     # no trailing whitespace rule: after the last section the only way on is the end (a small
     # model otherwise pads with blank lines up to its token budget)
     head = f"root ::= {' '.join(sequence)}"
-    # at most MAX_LINES lines, by nesting (not a bounded repetition): a 135M model writing a
-    # user model otherwise fills its whole token budget and never closes the section
-    nested = "line"
-    for _ in range(MAX_LINES - 1):
-        nested = f'line ("\\n" {nested})?'
     sentences = "sentence"
     for _ in range(MAX_SENTENCES - 1):
         sentences = f'sentence (" "? {sentences})?'
     tail = [
         "ws ::= [ \\t\\n]*",
-        f"lines ::= {nested}",
+        # several lines without `<`: nesting these like the paragraph made llama.cpp's grammar
+        # engine crawl (one turn ran for minutes), so the token budget bounds them instead
+        "lines ::= [^<]+",
         "line ::= [^<\\n]+",
         # a paragraph of at most MAX_SENTENCES sentences, each ended by . ! or ?
         f"paragraph ::= {sentences}",

@@ -52,8 +52,7 @@ def test_llama_cpp_accepts_every_built_in_grammar() -> None:
             llama_cpp.LlamaGrammar.from_string(call_grammar([(kind, params)]), verbose=False)
 
 
-def test_multi_line_sections_end_within_twelve_lines() -> None:
+def test_multi_line_sections_are_free_text_without_angle_brackets() -> None:
     grammar = call_grammar(kinds("user_model_update"))
     assert 'sec-user-model-update ::= "<user_model_update" ">" lines "</user_model_update>"' in grammar
-    lines_rule = next(r for r in grammar.splitlines() if r.startswith("lines ::="))
-    assert lines_rule.count("line") == 12 + 1  # the rule's own name, then twelve lines
+    assert "lines ::= [^<]+" in grammar
