@@ -2,8 +2,8 @@
 
 The grammar asks for the call's sections in order: a required section must appear, an optional
 one (or one whose gate is decided after the call) may; attributes with allowed values (verbs)
-are limited to them; booleans are `true | false`; a choice is one of its options; a text
-section is a paragraph of at most four sentences without `<` (markdown, lists and mappings: any text without `<`). No bounded repetitions: llama.cpp's grammar engine slows down badly on
+are limited to them; booleans are `true | false`; a choice is one of its options; free text is
+anything without `<`. No bounded repetitions: llama.cpp's grammar engine slows down badly on
 them (measured here: `[^<]{1,600}` took 171 s for 237 tokens, `[^<]+` took 9 s).
 """
 
@@ -14,8 +14,6 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from soul.stepkind import Section, StepKind
-
-MAX_SENTENCES = 4
 
 
 def _literal(text: str) -> str:
@@ -53,12 +51,11 @@ def _section_rules(section: Section, params: Mapping[str, Any]) -> tuple[str, li
         body = '("true" | "false")'
     elif section.type == "choice" and options:
         body = _alternatives(options)
-    elif section.type in ("markdown", "list", "mapping"):
-        body = "lines"
     else:
-        # one paragraph of a few sentences: after the last one the only way on is the closing
-        # tag, so a small model cannot ramble a section past its token budget
-        body = "paragraph"
+        # Free text without `<`. Tighter forms were tried and dropped: one line per section
+        # made decoding crawl whenever the model wanted a newline (minutes per turn), and
+        # nested sentences or lines did the same; the token budget bounds the text instead.
+        body = "text"
     rules.append(f"{name} ::= {' '.join(opening)} {body} {_literal(f'</{section.tag}>')}")
     return name, rules
 
@@ -89,17 +86,5 @@ def call_grammar(
     # no trailing whitespace rule: after the last section the only way on is the end (a small
     # model otherwise pads with blank lines up to its token budget)
     head = f"root ::= {' '.join(sequence)}"
-    sentences = "sentence"
-    for _ in range(MAX_SENTENCES - 1):
-        sentences = f'sentence (" "? {sentences})?'
-    tail = [
-        "ws ::= [ \\t\\n]*",
-        # several lines without `<`: nesting these like the paragraph made llama.cpp's grammar
-        # engine crawl (one turn ran for minutes), so the token budget bounds them instead
-        "lines ::= [^<]+",
-        "line ::= [^<\\n]+",
-        # a paragraph of at most MAX_SENTENCES sentences, each ended by . ! or ?
-        f"paragraph ::= {sentences}",
-        "sentence ::= [^<\\n.!?]+ [.!?]+",
-    ]
+    tail = ["ws ::= [ \\t\\n]*", "text ::= [^<]+"]
     return "\n".join([head, *rules, *tail]) + "\n"
