@@ -90,24 +90,3 @@ def ancestors(after: After) -> dict[str, set[str]]:
         return result
 
     return {name: walk(name, frozenset({name})) for name in after}
-
-
-def layers(after: After) -> list[list[str]]:
-    """Topological generations: each layer's steps depend only on earlier layers.
-
-    Within a layer, steps keep their file order, so the plan prints the same every time.
-    Requires an acyclic map.
-    """
-    order = {name: i for i, name in enumerate(after)}
-    remaining = {name: {d for d in deps if d in after} for name, deps in after.items()}
-    out: list[list[str]] = []
-    while remaining:
-        ready = sorted((n for n, deps in remaining.items() if not deps), key=order.__getitem__)
-        if not ready:
-            raise ValueError("cycle in step graph")  # validation rejects cycles before this
-        out.append(ready)
-        for name in ready:
-            del remaining[name]
-        for deps in remaining.values():
-            deps.difference_update(ready)
-    return out
