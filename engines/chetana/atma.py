@@ -27,6 +27,7 @@ from .mastery import (
     calibration_label,
     velocity_label,
 )
+from .pending import NO_GATE
 from .state import (
     check_bool,
     check_float,
@@ -84,6 +85,7 @@ class AtmaDarshana:
         "_cal_sum_actual",
         "_cal_sum_predicted",
         "_calls_this_turn",
+        "_gate",
         "_recovery_count",
         "_recovery_total",
         "_style",
@@ -108,6 +110,7 @@ class AtmaDarshana:
         self.config = resolve_config(config)
         self.priors = resolve_priors(priors)
         self.on_event = on_event
+        self._gate = NO_GATE  # the controller's gate when it runs this subsystem
         self._tools: dict[str, ToolRecord] = {}
         self.known_limitations: list[str] = []
         self.calibration = 1.0
@@ -143,6 +146,8 @@ class AtmaDarshana:
     ) -> None:
         """Record one tool execution: mastery, Wilson interval, trend, calibration (when a
         prediction is given), failure streak, recovery, learning velocity and style."""
+        if self._gate.ref is not None:  # a context handed out still reads this state
+            self._gate.settle()
         if not _is_number(latency_ms) or not 0.0 <= latency_ms < math.inf:
             raise InputError(f"latency_ms must be a finite number >= 0, got {latency_ms!r}")
         # Checked before any change, so a bad call leaves no trace.
@@ -278,6 +283,8 @@ class AtmaDarshana:
 
     def end_turn(self) -> None:
         """A turn ended: tool density is tools per real turn, so the turn count moves here."""
+        if self._gate.ref is not None:  # a context handed out still reads this state
+            self._gate.settle()
         self._turns += 1
         self._calls_this_turn = 0
         self._unsettled = True
@@ -286,6 +293,8 @@ class AtmaDarshana:
 
     def add_limitation(self, limitation: str) -> None:
         """Remember a limitation once; past the cap the oldest is forgotten."""
+        if self._gate.ref is not None:  # a context handed out still reads this state
+            self._gate.settle()
         if limitation in self.known_limitations:
             return
         self.known_limitations.append(limitation)

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from .atma import AtmaDarshana
 from .bhava import Affect, Bhava
 from .config import ChetanaConfig, CognitivePriors, resolve_config, resolve_priors
+from .context import ChetanaContext, LiveContext
 from .dhyana import Dhyana, Focus
 from .errors import InputError, StateError
 from .events import EventCallback
+from .pending import Gate
 from .report import CognitiveReport, build_report
 from .sankalpa import Intention, Sankalpa
 from .state import check_map, read_int, read_list, read_map
@@ -28,49 +29,6 @@ STEER_FRUSTRATED = "Consider a simpler approach — frustration is high"
 STEER_CONFIDENT = "High confidence — can proceed autonomously"
 STEER_OVERCONFIDENT = "May be overconfident — verify assumptions"
 STEER_UNDERCONFIDENT = "Underconfident — trust your capabilities more"
-
-
-@dataclass(frozen=True, slots=True)
-class ChetanaContext:
-    """What `before_turn` gives the agent: the state it should steer by this turn."""
-
-    affect: Affect  # valence, arousal, confidence, frustration
-    focus: Focus  # top concepts, tool attention, most salient messages
-    self_assessment: str  # under 200 characters
-    intentions: list[Intention] = field(default_factory=list)  # active ones, oldest first
-    steering: list[str] = field(default_factory=list)  # suggestions, possibly none
-
-    @property
-    def active_intentions(self) -> list[Intention]:
-        """The original's name for `intentions`."""
-        return self.intentions
-
-    @property
-    def steering_suggestions(self) -> list[str]:
-        """The original's name for `steering`."""
-        return self.steering
-
-    @property
-    def attention(self) -> Focus:
-        """The original's name for `focus`."""
-        return self.focus
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-safe data (for a trace, a log or a template that wants dicts)."""
-        return {
-            "affect": self.affect._asdict(),
-            "focus": {
-                "concepts": [{"concept": c.name, "weight": c.weight} for c in self.focus.concepts],
-                "tools": [{"tool": t.name, "weight": t.weight} for t in self.focus.tools],
-                "messages": list(self.focus.messages),
-            },
-            "self_assessment": self.self_assessment,
-            "intentions": [
-                {**i._asdict(), "evidence": list(i.evidence), "subgoals": list(i.subgoals)}
-                for i in self.intentions
-            ],
-            "steering": list(self.steering),
-        }
 
 
 def _check_latency(latency_ms: Any) -> None:
@@ -92,6 +50,7 @@ class ChetanaController:
     """
 
     __slots__ = (
+        "_gate",
         "_on_event",
         "_tolerance",
         "_turn",
@@ -118,6 +77,15 @@ class ChetanaController:
         self.dhyana = Dhyana(self.config, on_event)
         self.atma = AtmaDarshana(self.config, on_event, self.priors)
         self.sankalpa = Sankalpa(self.config, on_event, self.priors)
+        self._gate = Gate()
+        self._wire()
+
+    def _wire(self) -> None:
+        # The subsystems whose state a context reads share the controller's gate.
+        gate = self._gate
+        self.dhyana._gate = gate
+        self.atma._gate = gate
+        self.sankalpa._gate = gate
 
     @property
     def on_event(self) -> EventCallback | None:
@@ -151,16 +119,29 @@ class ChetanaController:
         return self.context()
 
     def context(self) -> ChetanaContext:
-        """The current context, without taking in a message."""
-        affect = self.bhava.state
+        """The current context, without taking in a message.
+
+        Its focus, self-assessment, intentions and steering are built when first read, or
+        before the state they come from changes, whichever is first (see `pending.py`): the
+        values are those of this moment either way."""
+        context = LiveContext.waiting(self, self.bhava.state)
+        self._gate.hold(context)
+        return context
+
+    def _context_parts(self, affect: Affect) -> tuple[Focus, str, list[Intention], list[str]]:
+        # What a LiveContext builds when first read, from the state it was handed out in.
         intentions = self.sankalpa.get_active_intentions()
-        return ChetanaContext(
-            affect,
+        return (
             self.dhyana.focus(),
             self.atma.get_self_assessment(),
             intentions,
             self._steering(affect, intentions),
         )
+
+    def _eager_context(self) -> ChetanaContext:
+        # The context built at once (the reference the lazy one is tested against).
+        affect = self.bhava.state
+        return ChetanaContext(affect, *self._context_parts(affect))
 
     def _steering(self, affect: Affect, intentions: list[Intention]) -> list[str]:
         cfg = self.config
@@ -300,4 +281,5 @@ class ChetanaController:
         controller.sankalpa = Sankalpa.deserialize(
             intentions, cfg, on_event, pri, turn=controller._turn
         )
+        controller._wire()
         return controller

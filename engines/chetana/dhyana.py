@@ -13,6 +13,7 @@ from typing import Any
 from .config import SYSTEM_MAX_FOCUS_WINDOW, ChetanaConfig, resolve_config
 from .events import ATTENTION_SHIFTED, EventCallback
 from .focus import AttentionWeights, Focus, Ranking, Weighted, focus_order, ranked, weighted
+from .pending import NO_GATE
 from .state import check_float, check_map, check_str, read_list, read_map
 
 __all__ = [
@@ -103,6 +104,7 @@ class Dhyana:
         "_announced",
         "_corr",
         "_err",
+        "_gate",
         "_history",
         "_ids",
         "_n_corr",
@@ -123,6 +125,7 @@ class Dhyana:
     ) -> None:
         self.config = resolve_config(config)
         self.on_event = on_event
+        self._gate = NO_GATE  # the controller's gate when it runs this subsystem
         self.concepts: dict[str, float] = {}  # read it freely; change it through the methods
         self.tools: dict[str, float] = {}
         self._ids: list[str] = []
@@ -148,6 +151,8 @@ class Dhyana:
     ) -> None:
         """Register a message: salience 1 (+ correction boost, cap 2); an error boosts the
         (up to two) messages before it immediately."""
+        if self._gate.ref is not None:  # a context handed out still reads this state
+            self._gate.settle()
         ids = self._ids
         cap = self._history
         if len(ids) >= cap:
@@ -179,6 +184,8 @@ class Dhyana:
     def flag_latest_message(self, *, error: bool = False, correction: bool = False) -> None:
         """Mark the newest message as error-bearing or a correction after it was added (the
         controller learns this from tool results during the turn); the boosts apply now."""
+        if self._gate.ref is not None:  # a context handed out still reads this state
+            self._gate.settle()
         if not self._ids:
             return
         last = len(self._ids) - 1
@@ -223,6 +230,8 @@ class Dhyana:
     def refresh_salience(self) -> None:
         """End of turn: rescore every message by recency, error adjacency and correction
         stickiness, then decay every concept by 0.05 (dropping those that reach 0)."""
+        if self._gate.ref is not None:  # a context handed out still reads this state
+            self._gate.settle()
         n = len(self._ids)
         if n:
             cfg = self.config
@@ -261,6 +270,8 @@ class Dhyana:
     def track_concepts(self, text: str) -> None:
         """Each distinct keyword of `text` gains 0.1 (cap 1); past 100 concepts the lowest
         are evicted. May fire `attention_shifted`."""
+        if self._gate.ref is not None:  # a context handed out still reads this state
+            self._gate.settle()
         # extract_concepts() and the weight update fused into one pass over the words.
         lower = text.lower()
         stripped = _strip(lower)
@@ -310,6 +321,8 @@ class Dhyana:
 
     def on_tool_used(self, tool: str, success: bool, performance: float = 0.8) -> None:
         """A tool ran: success adds performance*0.1, failure takes 0.05; kept in [0, 1]."""
+        if self._gate.ref is not None:  # a context handed out still reads this state
+            self._gate.settle()
         current = self.tools.get(tool, TOOL_BASE_ATTENTION)
         weight = (
             current + performance * TOOL_SUCCESS_FACTOR

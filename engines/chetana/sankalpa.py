@@ -17,6 +17,7 @@ from .config import (
 from .errors import StateError
 from .events import GOAL_CHANGED, GOAL_CREATED, EventCallback
 from .goals import extract_goals, extract_keywords, fold_word, intention_id, overlap, words
+from .pending import NO_GATE
 from .state import check_map, check_str, read_float, read_int, read_list, read_str
 
 __all__ = [
@@ -134,7 +135,7 @@ class Sankalpa:
     Fires `goal_created` and, on a real status or priority change, `goal_changed`.
     """
 
-    __slots__ = ("_forms", "_goals", "_patience", "_turn", "config", "on_event", "priors")
+    __slots__ = ("_forms", "_gate", "_goals", "_patience", "_turn", "config", "on_event", "priors")
 
     def __init__(
         self,
@@ -145,6 +146,7 @@ class Sankalpa:
         self.config = resolve_config(config)
         self.priors = resolve_priors(priors)
         self.on_event = on_event
+        self._gate = NO_GATE  # the controller's gate when it runs this subsystem
         self._goals: dict[str, _Goal] = {}
         self._turn = 0
         self._patience = self.priors.patience(self.config.goal_abandonment_threshold)
@@ -182,6 +184,8 @@ class Sankalpa:
 
     def extract_from_message(self, message: str) -> list[Intention]:
         """Create intentions from a user message; returns the new ones (not re-mentions)."""
+        if self._gate.ref is not None:  # a context handed out still reads this state
+            self._gate.settle()
         if not message:
             return []
         goals = extract_goals(message)
@@ -262,6 +266,8 @@ class Sankalpa:
 
     def on_tool_result(self, tool: str, content: str) -> None:
         """Advance every active goal whose keywords appear as words in the result."""
+        if self._gate.ref is not None:  # a context handed out still reads this state
+            self._gate.settle()
         if not content:
             return
         index = self._form_index()
@@ -291,6 +297,8 @@ class Sankalpa:
 
     def end_turn(self) -> None:
         """A turn passed: goals without progress grow stale, then pause, then are abandoned."""
+        if self._gate.ref is not None:  # a context handed out still reads this state
+            self._gate.settle()
         self._turn += 1
         patience = self.patience
         for goal in self._goals.values():
@@ -308,6 +316,8 @@ class Sankalpa:
 
     def achieve(self, intention_id: str) -> bool:
         """Mark an intention achieved (progress 1); False if there is no such intention."""
+        if self._gate.ref is not None:  # a context handed out still reads this state
+            self._gate.settle()
         goal = self._goals.get(intention_id)
         if goal is None:
             return False
