@@ -1,0 +1,376 @@
+"""Scoring factors against hand-computed values, the weighted product, the veto, finiteness."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from soul.engines.resonance import ConfigError, ops
+from soul.engines.resonance.memory import DAY, Tier, parse_kind, tier_of
+from soul.engines.resonance.scoring import Affect, Scorer, ScoringConfig
+from soul.engines.resonance.scoring_factors import TIERS, base_level_activation, tier_index
+from soul.engines.resonance.state import ACCESS_HISTORY, State
+
+NOW = 1_700_000_000.0
+
+
+def make_state(specs: list[dict[str, Any]]) -> State:
+    """A State built through its WAL ops, one memory per spec (times in seconds)."""
+    state = State()
+    for i, spec in enumerate(specs):
+        row = ops.Row(
+            id=f"m{i}", kind=int(parse_kind(spec.get("kind", "belief"))), flags=0,
+            created=spec.get("created", NOW), mu=spec.get("mu", 0.7), var=spec.get("var", 0.04),
+            n=spec.get("n", 0), text=f"memory number {i}", tags=(), realm=spec.get("realm"),
+            source=spec.get("source"),
+            meta=json.dumps(spec["meta"]) if "meta" in spec else None,
+        )
+        state.apply(ops.ADD, memoryview(ops.encode_add(row, np.zeros(4, np.float32))))
+        for ts in spec.get("accesses", ()):
+            state.apply(ops.ACCESS, memoryview(ops.encode_access([row.id], ts)))
+    return state
+
+
+def factor(name: str, specs: list[dict[str, Any]], *, relevance: Any = None,
+           affect: Affect | None = None, extra: dict[str, Any] | None = None,
+           **params: Any) -> np.ndarray:
+    """The values of one factor alone for the given memories."""
+    config = ScoringConfig.defaults().only(name)
+    if params:
+        config = config.with_factor(name, **params)
+    state = make_state(specs)
+    rows = np.arange(len(specs))
+    rel = np.ones(len(specs)) if relevance is None else np.asarray(relevance, float)
+    scored = Scorer(config=config).score(state, rows, rel, now=NOW, affect=affect, extra=extra)
+    assert set(scored.factors) == {name}
+    np.testing.assert_allclose(scored.final, scored.factors[name])
+    return scored.factors[name]
+
+
+def sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x))
+
+
+# -- ACT-R ---------------------------------------------------------------------------------
+
+def test_actr_exact_formula_on_a_known_history() -> None:
+    spec = {"created": NOW - 10 * DAY, "accesses": [NOW - 5 * DAY, NOW - 1 * DAY]}
+    b = math.log(10 ** -0.5 + 5 ** -0.5 + 1 ** -0.5)
+    value = factor("ActR", [spec])
+    assert value[0] == pytest.approx(0.3 + 0.7 * sigmoid((b + 1.0) / 1.5), rel=1e-12)
+
+
+def test_actr_creation_alone_and_the_one_minute_floor() -> None:
+    # Created this instant: the age is floored at one minute, not zero (infinite activation).
+    fresh, old = factor("ActR", [{"created": NOW}, {"created": NOW - 100 * DAY}])
+    b_fresh = math.log((60 / DAY) ** -0.5)
+    assert fresh == pytest.approx(0.3 + 0.7 * sigmoid((b_fresh + 1) / 1.5))
+    assert old == pytest.approx(0.3 + 0.7 * sigmoid((math.log(100 ** -0.5) + 1) / 1.5))
+    assert fresh > old
+
+
+def test_actr_decay_parameter_is_used() -> None:
+    spec = {"created": NOW - 4 * DAY, "accesses": [NOW - 1 * DAY]}
+    value = factor("ActR", [spec], decay=0.3)
+    b = math.log(4 ** -0.3 + 1)
+    assert value[0] == pytest.approx(0.3 + 0.7 * sigmoid((b + 1) / 1.5))
+
+
+def exact_b(created: float, times: np.ndarray, now: float) -> float:
+    ages = np.maximum((now - np.concatenate([[created], times])) / DAY, 60 / DAY)
+    return float(np.log(np.sum(ages ** -0.5)))
+
+
+# Petrov's approximation is exact when the dropped accesses were evenly spread; skewed
+# histories bias it (measured at 2,000 accesses over a year: uniform 0.000, Poisson 0.003,
+# front-loaded +0.15, back-loaded -0.38 in B; the factor moves by at most 0.117 per unit of B).
+@pytest.mark.parametrize(("pattern", "tolerance"), [
+    ("uniform", 0.005), ("poisson", 0.02), ("front_loaded", 0.2), ("back_loaded", 0.45)])
+def test_petrov_approximation_is_close_to_the_exact_sum(pattern: str, tolerance: float) -> None:
+    rng = np.random.default_rng(7)
+    created = NOW - 365 * DAY
+    n = 2000
+    if pattern == "uniform":
+        times = np.linspace(created + DAY, NOW - DAY, n)
+    elif pattern == "poisson":
+        times = np.sort(rng.uniform(created, NOW, n))
+    else:  # most accesses early (front) or late (back) in the memory's life
+        a, b = (1.0, 3.0) if pattern == "front_loaded" else (3.0, 1.0)
+        times = np.sort(created + (NOW - created) * rng.beta(a, b, n))
+    kept = [times[-ACCESS_HISTORY:].tolist()]
+    approx = base_level_activation(np.array([created]), kept, np.array([float(n)]), NOW)[0]
+    exact = exact_b(created, times, NOW)
+    # Without the older accesses the estimate is far off.
+    truncated = base_level_activation(np.array([created]), kept,
+                                      np.array([float(ACCESS_HISTORY)]), NOW)[0]
+    assert abs(truncated - exact) > 1.0
+    assert abs(approx - exact) < tolerance
+
+
+def test_petrov_used_through_the_state_when_history_overflows() -> None:
+    created = NOW - 100 * DAY
+    times = np.linspace(created + DAY, NOW - DAY, 200)
+    value = factor("ActR", [{"created": created, "accesses": times.tolist()}])
+    b = exact_b(created, times, NOW)
+    assert value[0] == pytest.approx(0.3 + 0.7 * sigmoid((b + 1) / 1.5), abs=2e-3)
+
+
+# -- the tables and simple factors ---------------------------------------------------------
+
+def test_relevance_maps_cosine_or_takes_a_unit_relevance() -> None:
+    specs = [{}, {}, {}, {}]
+    np.testing.assert_allclose(factor("Relevance", specs, relevance=[-1, 0, 1, 0.3]),
+                               [0.0, 0.5, 1.0, 0.65])
+    np.testing.assert_allclose(factor("Relevance", specs, relevance=[-1, 0, 1, 0.3],
+                                      scale="unit"), [0.0, 0.0, 1.0, 0.3])
+
+
+def test_strength_saturates_with_accesses() -> None:
+    specs = [{"accesses": [NOW - 10] * k} for k in (0, 5, 15)]
+    np.testing.assert_allclose(factor("Strength", specs), [0.5, 0.75, 0.5 + 0.5 * 15 / 20])
+
+
+def test_confidence_is_the_decayed_mean_discounted_by_its_deviation() -> None:
+    specs = [{"kind": "belief", "mu": 0.9, "var": 0.01, "created": NOW - 10 * DAY},
+             {"kind": "episode", "mu": 0.9, "var": 0.01, "created": NOW - 10 * DAY},
+             {"kind": "belief", "mu": 0.9, "var": 0.09}]
+    keep = math.exp(-0.03 * 10)
+    mu_ep, var_ep = 0.9 * keep, 0.04 + (0.01 - 0.04) * keep
+    np.testing.assert_allclose(factor("Confidence", specs), [
+        0.5 + 0.5 * (0.9 - 0.5 * 0.1),
+        0.5 + 0.5 * (mu_ep - 0.5 * math.sqrt(var_ep)),
+        0.5 + 0.5 * (0.9 - 0.5 * 0.3),
+    ])
+
+
+def test_status_table_from_meta() -> None:
+    statuses = ["verified", "active", "observed", "proposed", None, "bogus"]
+    specs = [{"meta": {"status": s}} if s else {} for s in statuses]
+    np.testing.assert_allclose(factor("Status", specs), [1.15, 1.0, 0.85, 0.65, 1.0, 1.0])
+
+
+def test_epistemic_table_from_source() -> None:
+    sources = ["user", "tool", "model", "autonomous", None, "user:alice", "Tool"]
+    np.testing.assert_allclose(factor("Epistemic", [{"source": s} for s in sources]),
+                               [1.0, 0.95, 0.85, 0.75, 1.0, 1.0, 0.95])
+
+
+def test_kind_table() -> None:
+    kinds = ["correction", "preference", "wisdom", "insight", "episode", "belief", "symbol"]
+    np.testing.assert_allclose(factor("Kind", [{"kind": k} for k in kinds]),
+                               [1.3, 1.3, 1.1, 1.05, 0.7, 1.0, 1.0])
+
+
+def test_interference_penalises_crowding() -> None:
+    value = factor("Interference", [{}, {}, {}], extra={"competitors": [0, 1, 3]})
+    np.testing.assert_allclose(value, [1.0, 1 / 1.3, 1 / 1.9])
+    np.testing.assert_allclose(factor("Interference", [{}]), [1.0])  # not given: neutral
+
+
+def test_spacing_uses_the_cv_of_the_intervals() -> None:
+    t0 = NOW - 30 * DAY
+    irregular = {"created": t0, "accesses": [t0 + DAY, t0 + 2 * DAY, t0 + 4 * DAY]}
+    regular = {"created": t0, "accesses": [t0 + DAY, t0 + 2 * DAY, t0 + 3 * DAY]}
+    once = {"created": t0, "accesses": [t0 + 5 * DAY]}
+    gaps = np.array([1.0, 1.0, 2.0])
+    cv = gaps.std() / gaps.mean()
+    np.testing.assert_allclose(factor("Spacing", [irregular, regular, once]),
+                               [0.85 + 0.15 / (1 + cv), 1.0, 1.0])
+
+
+def test_spacing_ignores_the_creation_when_older_accesses_were_dropped() -> None:
+    # 20 daily accesses long after creation: only the 16 kept ones (all 1 day apart) count.
+    t0 = NOW - 200 * DAY
+    accesses = [NOW - (20 - i) * DAY for i in range(20)]
+    assert factor("Spacing", [{"created": t0, "accesses": accesses}])[0] == pytest.approx(1.0)
+    # With the whole history kept, the long first gap makes the spacing irregular.
+    short = accesses[-10:]
+    assert factor("Spacing", [{"created": t0, "accesses": short}])[0] < 0.9
+
+
+def test_prediction_surprise_arousal_integration() -> None:
+    assert factor("Prediction", [{}, {}], extra={"prediction": [0.5, 2.0]}).tolist() == \
+        pytest.approx([1.15, 1.3])
+    surprise = factor("Surprise", [{"meta": {"surprise": 1}}, {}, {}],
+                      extra=None)
+    np.testing.assert_allclose(surprise, [1.25, 1.0, 1.0])
+    np.testing.assert_allclose(factor("Surprise", [{"meta": {"surprise": 1}}],
+                                      extra={"surprise": [0.4]}), [1.1])  # extra wins
+    np.testing.assert_allclose(factor("Arousal", [{"meta": {"arousal": 0.8}}, {}]), [1.12, 1.0])
+    np.testing.assert_allclose(factor("IntegrationWeight", [{}, {}, {}],
+                                      extra={"integration": [1.7, 5.0, -1.0]}), [1.7, 2.0, 0.0])
+    np.testing.assert_allclose(factor("IntegrationWeight", [{}]), [1.0])
+
+
+def test_mood_congruence_compares_valences() -> None:
+    specs = [{"meta": {"valence": 0.5}}, {"meta": {"valence": -0.5}}, {},
+             {"meta": {"valence": 0.5, "arousal": 0.7}}]
+    value = factor("MoodCongruence", specs, affect=Affect(valence=0.8, arousal=0.7))
+    np.testing.assert_allclose(value, [1.06, 0.94, 1.0, 1.06 + 0.05])
+    np.testing.assert_allclose(factor("MoodCongruence", specs), [1.0, 1.0, 1.0, 1.05 * 0 + 1.0 +
+                                                                 0.05 * (1 - 2 * 0.7)])
+
+
+def test_frustration_escalation_boosts_kinds_that_fix_things() -> None:
+    specs = [{"kind": k} for k in ("correction", "preference", "failure", "approach", "episode")]
+    np.testing.assert_allclose(factor("FrustrationEscalation", specs,
+                                      affect=Affect(frustration=1.0)),
+                               [1.3, 1.3, 1.3, 1.3, 1.0])
+    np.testing.assert_allclose(factor("FrustrationEscalation", specs[:1],
+                                      affect=Affect(frustration=0.65)), [1.15])
+    # Negative valence times arousal counts as frustration too.
+    np.testing.assert_allclose(factor("FrustrationEscalation", specs[:1],
+                                      affect=Affect(valence=-1.0, arousal=0.65)), [1.15])
+    np.testing.assert_allclose(factor("FrustrationEscalation", specs,
+                                      affect=Affect(frustration=0.2)), [1.0] * 5)
+
+
+def test_realm_reliability_from_table_or_extra() -> None:
+    specs = [{"realm": "work"}, {"realm": "chat"}, {"realm": "other"}, {}]
+    value = factor("RealmReliability", specs, realms={"work": 1.0, "chat": 0.0})
+    np.testing.assert_allclose(value, [1.15, 0.85, 1.0, 1.0])
+    np.testing.assert_allclose(factor("RealmReliability", specs[:1],
+                                      extra={"realm_reliability": [0.75]}), [1.075])
+
+
+def test_surprise_domain_boosts_actuals_and_suppresses_wrong_expectations() -> None:
+    roles = ["actual", "expected", "wrong_expected", None]
+    specs = [{"meta": {"surprise_domain": r}} if r else {} for r in roles]
+    np.testing.assert_allclose(factor("SurpriseDomain", specs), [1.2, 1.0, 0.6, 1.0])
+    np.testing.assert_allclose(factor("SurpriseDomain", [{}], extra={"surprise_domain": [-0.5]}),
+                               [0.8])
+
+
+def test_epistemic_debt_scales_with_the_souls_uncertainty() -> None:
+    specs = [{"meta": {"epistemic_debt": True}}, {}]
+    np.testing.assert_allclose(factor("EpistemicDebt", specs), [1.1, 1.0])
+    np.testing.assert_allclose(factor("EpistemicDebt", specs, affect=Affect(confidence=1.0)),
+                               [1.0, 1.0])
+    np.testing.assert_allclose(factor("EpistemicDebt", specs, affect=Affect(confidence=0.0)),
+                               [1.2, 1.0])
+
+
+def test_tier_demotes_over_time() -> None:
+    specs = [{"created": NOW - d * DAY} for d in (0.5, 3, 10, 40)]
+    specs.append({"mu": 0.05})  # faded confidence: cold at once
+    np.testing.assert_allclose(factor("Tier", specs), [1.0, 0.9, 0.75, 0.5, 0.5])
+
+
+def test_tier_index_matches_tier_of() -> None:
+    idle = np.array([0, 0.99, 1, 6.9, 7, 29.9, 30, 100, 0.5, 3.0])
+    conf = np.array([0.7, 0.7, 0.7, 0.7, 0.7, 0.7, 0.7, 0.7, 0.05, 0.1])
+    got = [TIERS[i] for i in tier_index(idle, conf)]
+    assert got == [tier_of(d, c) for d, c in zip(idle, conf, strict=True)]
+    assert got[0] is Tier.HOT and got[-2] is Tier.COLD
+
+
+# -- combination ---------------------------------------------------------------------------
+
+def test_final_is_the_weighted_product() -> None:
+    state = make_state([{"kind": "correction"}, {"kind": "episode"}, {"kind": "belief"}])
+    rows, rel = np.arange(3), np.array([0.2, 0.8, 0.5])
+    config = ScoringConfig.defaults().only("Relevance", "Kind")
+    scored = Scorer(config=config).score(state, rows, rel, now=NOW)
+    rel01 = (rel + 1) / 2
+    kinds = np.array([1.3, 0.7, 1.0])
+    np.testing.assert_allclose(scored.final, rel01 * kinds)
+    heavy = config.with_factor("Kind", weight=2.0)
+    np.testing.assert_allclose(Scorer(config=heavy).score(state, rows, rel, now=NOW).final,
+                               rel01 * kinds ** 2)
+    off = config.with_factor("Kind", weight=0.0)
+    scored = Scorer(config=off).score(state, rows, rel, now=NOW)
+    assert set(scored.factors) == {"Relevance"}
+    np.testing.assert_allclose(scored.final, rel01)
+    assert scored.explain(0) == {"Relevance": pytest.approx(0.6), "final": pytest.approx(0.6)}
+
+
+def test_a_zero_factor_vetoes_whatever_the_boosts() -> None:
+    state = make_state([{"kind": "correction", "meta": {"status": "verified", "arousal": 1}}])
+    scored = Scorer().score(state, np.array([0]), np.array([-1.0]), now=NOW,
+                            extra={"prediction": [1.0], "integration": [2.0]})
+    assert scored.factors["Relevance"][0] == 0.0
+    assert scored.final[0] == 0.0
+    # A vetoing table entry works the same way.
+    config = ScoringConfig.defaults().with_factor("Status", values={
+        "verified": 0.0, "active": 1.0, "observed": 0.85, "proposed": 0.65})
+    assert Scorer(config=config).score(state, np.array([0]), np.array([1.0]),
+                                       now=NOW).final[0] == 0.0
+
+
+def test_all_defaults_on_a_realistic_row() -> None:
+    state = make_state([{"kind": "preference", "source": "user", "created": NOW - 2 * DAY,
+                         "accesses": [NOW - DAY / 2]}])
+    scored = Scorer().score(state, np.array([0]), np.array([0.6]), now=NOW)
+    assert set(scored.factors) == set(f.name for f in ScoringConfig.defaults().factors)
+    assert scored.final[0] == pytest.approx(np.prod(list(scored.factors.values())))
+    assert scored.factors["Kind"][0] == 1.3 and scored.factors["Tier"][0] == 1.0
+
+
+def test_the_relevance_scale_can_be_chosen_per_call() -> None:
+    state = make_state([{}])
+    scored = Scorer(config=ScoringConfig.defaults().only("Relevance")).score(
+        state, np.array([0]), np.array([0.4]), now=NOW, relevance_scale="unit")
+    assert scored.final[0] == pytest.approx(0.4)
+
+
+def test_bad_calls_are_clear_errors() -> None:
+    state = make_state([{}, {}])
+    scorer = Scorer()
+    with pytest.raises(ConfigError, match="one value per scored row"):
+        scorer.score(state, np.arange(2), np.ones(2), extra={"competitors": [1.0]})
+    with pytest.raises(ConfigError, match="did you mean 'competitors'"):
+        scorer.score(state, np.arange(2), np.ones(2), extra={"competitor": [1.0, 2.0]})
+    with pytest.raises(ConfigError, match="2 values for 1 rows"):
+        scorer.score(state, np.arange(1), np.ones(2))
+    with pytest.raises(ConfigError, match="row numbers"):
+        scorer.score(state, np.array([5]), np.ones(1))
+    assert scorer.score(state, np.array([], np.int64), np.array([])).final.shape == (0,)
+
+
+# -- finiteness ----------------------------------------------------------------------------
+
+_weird = st.one_of(st.floats(allow_nan=True, allow_infinity=True),
+                   st.floats(-1e12, 1e12), st.just(0.0))
+_meta_value = st.one_of(_weird, st.booleans(), st.text(max_size=5), st.none(),
+                        st.integers(-10**20, 10**20))
+_memory = st.fixed_dictionaries({
+    "kind": st.sampled_from(["episode", "correction", "belief", "preference", "dream"]),
+    "created": st.one_of(st.floats(NOW - 1e10, NOW + 1e6), _weird),
+    "mu": _weird, "var": _weird,
+    "accesses": st.lists(st.one_of(st.floats(NOW - 1e9, NOW + 1e5), _weird), max_size=40),
+    "meta": st.dictionaries(st.sampled_from(["valence", "arousal", "surprise", "status",
+                                             "surprise_domain", "epistemic_debt"]),
+                            _meta_value, max_size=6),
+    "source": st.sampled_from([None, "user", "tool", "x:y", ""]),
+    "realm": st.sampled_from([None, "work", ""]),
+})
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(memories=st.lists(_memory, min_size=1, max_size=6), data=st.data())
+def test_scores_are_finite_for_any_input(memories: list[dict[str, Any]],
+                                         data: st.DataObject) -> None:
+    n = len(memories)
+    arrays = st.lists(_weird, min_size=n, max_size=n)
+    relevance = data.draw(arrays)
+    extra = {k: data.draw(arrays) for k in data.draw(st.sets(st.sampled_from(
+        ["competitors", "prediction", "surprise", "integration", "epistemic_debt",
+         "surprise_domain", "realm_reliability"])))}
+    affect = Affect(*data.draw(st.tuples(_weird, _weird, _weird, _weird)))
+    now = data.draw(st.floats(NOW - 1e6, NOW + 1e9))
+    weights = data.draw(st.lists(st.floats(0, 10), min_size=19, max_size=19))
+    config = ScoringConfig.defaults()
+    for f, w in zip(config.factors, weights, strict=True):
+        config = config.with_factor(f.name, weight=w)
+    scored = Scorer(config=config).score(make_state(memories), np.arange(n),
+                                         np.array(relevance), now=now, affect=affect,
+                                         extra=extra)
+    assert np.isfinite(scored.final).all() and (scored.final >= 0).all()
+    for name, values in scored.factors.items():
+        assert np.isfinite(values).all() and (values >= 0).all(), name
