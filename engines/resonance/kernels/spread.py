@@ -1,0 +1,187 @@
+"""Numba kernels of the knowledge graph: symmetric CSR build and spreading activation.
+
+Plain functions over flat arrays, no validation (the callers, `resonance.adjacency` and
+`resonance.kg`, own the dtypes and shapes). The graph is held as a main CSR
+
+    indptr[u] .. indptr[u+1]      the slots of node u's out-edges (nodes < len(indptr) - 1)
+    indices[p], weights[p]        the target node and weight of slot p
+
+plus a small *delta* of edges added since the main CSR was built, as parallel arrays sorted by
+source (``d_src``, ``d_dst``, ``d_w``), which the kernel looks up by binary search. Every
+undirected edge is stored in both directions.
+
+Spreading activation (`spread_activation`) is a hop-limited max-product propagation:
+
+    act[seed]  = seed value (the caller has applied `strength` and clipped to [0, 1])
+    hop h      : for u in the frontier of hop h-1, with the value u had at the end of hop h-1,
+                 for each edge (u, v, w):  a = act_u · decay · w · damp(u)
+                 if a >= cutoff and a > act[v]: act[v] = a, v joins the frontier of hop h
+    damp(u)    = degree(u) ** -hub_power for entity nodes, 1 for memory nodes
+
+so act[v] is the best product over paths of at most `max_hops` edges: it never exceeds the
+largest seed value, stays in [0, 1], and an entity mentioned by many memories ("I", a user's
+name) hands each of them only a 1/sqrt(degree) share when hub_power is 0.5.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import float32, int32, int64, njit, uint8
+
+__all__ = ["build_csr", "spread_activation"]
+
+
+@njit(
+    int64(
+        int64, int32[::1], int32[::1], float32[::1], uint8[::1],  # n, src, dst, w, keep
+        int64[::1], int32[::1], float32[::1],  # indptr (out, n+1), indices, weights (out)
+        int64[::1], int64[::1],  # slot_fwd, slot_bwd (out, per edge; -1 when not kept)
+    ),
+    cache=True,
+    nogil=True,
+)
+def build_csr(n, src, dst, w, keep, indptr, indices, weights, slot_fwd, slot_bwd):
+    """Counting-sort the kept edges into a symmetric CSR; returns the number of slots.
+
+    Slots of one node keep the edges' order (stable), so the CSR is deterministic. Each kept
+    edge's two slots are recorded, so a later weight change can patch a copy of `weights`.
+    """  # pragma: no cover - compiled
+    for i in range(n + 1):
+        indptr[i] = 0
+    m = src.shape[0]
+    for e in range(m):
+        if keep[e]:
+            indptr[src[e] + 1] += 1
+            if src[e] != dst[e]:
+                indptr[dst[e] + 1] += 1
+    for i in range(n):
+        indptr[i + 1] += indptr[i]
+    fill = indptr[:n].copy()
+    for e in range(m):
+        if not keep[e]:
+            slot_fwd[e] = -1
+            slot_bwd[e] = -1
+            continue
+        s = src[e]
+        d = dst[e]
+        p = fill[s]
+        fill[s] += 1
+        indices[p] = d
+        weights[p] = w[e]
+        slot_fwd[e] = p
+        if s != d:
+            q = fill[d]
+            fill[d] += 1
+            indices[q] = s
+            weights[q] = w[e]
+            slot_bwd[e] = q
+        else:
+            slot_bwd[e] = -1
+    return indptr[n]
+
+
+@njit(cache=True, inline="always")
+def _lower_bound(a, x):  # pragma: no cover - compiled
+    lo = 0
+    hi = a.shape[0]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(
+    int64(
+        int64[::1], int32[::1], float32[::1],  # main CSR
+        int32[::1], int32[::1], float32[::1],  # delta: src (sorted), dst, w
+        int32[::1], uint8[::1],  # degree, is_entity (per node)
+        int32[::1], float32[::1],  # seed nodes, seed values
+        float32, float32, int64, float32,  # decay, cutoff, max_hops, hub_power
+        float32[::1], int32[::1], int32[::1],  # act (in: zeros), hops (in: -1), touched (out)
+    ),
+    cache=True,
+    nogil=True,
+)
+def spread_activation(indptr, indices, weights, d_src, d_dst, d_w, degree, is_entity,
+                      seed_nodes, seed_vals, decay, cutoff, max_hops, hub_power,
+                      act, hops, touched):
+    """Propagate activation hop by hop from the seeds; returns how many nodes were reached.
+
+    `touched[:n]` lists the reached nodes in the order they were first reached; `act` and
+    `hops` hold their activation and the hop at which they were first reached (seeds: 0).
+    Only touched entries of `act` and `hops` are written, so a caller can reuse the arrays by
+    resetting just those.
+    """  # pragma: no cover - compiled
+    n = act.shape[0]
+    n_main = indptr.shape[0] - 1
+    frontier = np.empty(n, np.int32)
+    values = np.empty(n, np.float32)
+    nxt = np.empty(n, np.int32)
+    mark = np.full(n, -1, np.int32)
+    n_touched = 0
+    n_front = 0
+    for i in range(seed_nodes.shape[0]):
+        s = seed_nodes[i]
+        a = seed_vals[i]
+        if hops[s] < 0:
+            hops[s] = 0
+            touched[n_touched] = s
+            n_touched += 1
+        if a > act[s]:
+            act[s] = a
+        if mark[s] != 0:
+            mark[s] = 0
+            frontier[n_front] = s
+            n_front += 1
+    for i in range(n_front):
+        values[i] = act[frontier[i]]
+    for h in range(1, max_hops + 1):
+        n_next = 0
+        for i in range(n_front):
+            u = frontier[i]
+            base = values[i] * decay
+            if is_entity[u] and hub_power > 0 and degree[u] > 1:
+                base *= np.float32(degree[u]) ** (-hub_power)
+            if base < cutoff:  # every weight is <= 1: nothing from u can reach the cutoff
+                continue
+            if u < n_main:
+                for p in range(indptr[u], indptr[u + 1]):
+                    a = base * weights[p]
+                    v = indices[p]
+                    if a >= cutoff and a > act[v]:
+                        if hops[v] < 0:
+                            hops[v] = h
+                            touched[n_touched] = v
+                            n_touched += 1
+                        act[v] = a
+                        if mark[v] != h:
+                            mark[v] = h
+                            nxt[n_next] = v
+                            n_next += 1
+            p = _lower_bound(d_src, u)
+            while p < d_src.shape[0] and d_src[p] == u:
+                a = base * d_w[p]
+                v = d_dst[p]
+                if a >= cutoff and a > act[v]:
+                    if hops[v] < 0:
+                        hops[v] = h
+                        touched[n_touched] = v
+                        n_touched += 1
+                    act[v] = a
+                    if mark[v] != h:
+                        mark[v] = h
+                        nxt[n_next] = v
+                        n_next += 1
+                p += 1
+        if n_next == 0:
+            break
+        # The next hop propagates what each node holds at the end of this hop: values are
+        # read from a copy, so no path longer than max_hops edges can leak into the result.
+        for i in range(n_next):
+            frontier[i] = nxt[i]
+            values[i] = act[nxt[i]]
+        n_front = n_next
+    return n_touched

@@ -1,0 +1,549 @@
+"""The temporal knowledge graph: triplets, entity mentions, Hebbian links, spreading activation.
+
+A graph is a directory with its own write-ahead log (`kg_log`). Every write is logged first,
+then applied through the same `GraphState.apply` recovery uses. Reads (`triplets`, `spread`,
+`attractors`, ...) take no lock: they read append-only or swapped-whole structures and
+immutable `Adjacency` snapshots (see `kg_state`, `adjacency`).
+
+Nodes: ``m:<memory id>`` and ``e:<normalised entity>``. Edges: triplets (subject–object,
+weight ≤ 1; Hebbian ``relates_to`` edges between memories decay with a half-life) and
+mentions (memory–entity, weight 1). Spreading treats every edge as undirected.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import re
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import kg_log
+from .adjacency import Adjacency, _full_build
+from .errors import ConfigError, ResonanceError, StoreClosed
+from .kg_state import (
+    MEMORY_PREFIX,
+    GraphState,
+    Triplet,
+    entity_key,
+    half_life_days,
+    node_key,
+)
+from .wal import Durability
+
+__all__ = [
+    "PREDICATES",
+    "KnowledgeGraph",
+    "Spread",
+    "SpreadConfig",
+    "Triplet",
+    "UnknownTriplet",
+]
+
+PREDICATES = ("calls", "contains", "imports", "inherits", "corrects", "relates_to", "mentions")
+_PREDICATE = re.compile(r"^[a-z][a-z0-9_]*$")
+HEBBIAN_MAX_IDS = 5  # pairs among the first five: at most C(5, 2) = 10 per call
+
+
+class UnknownTriplet(ResonanceError, KeyError):
+    """No triplet with this id exists in the graph."""
+
+    def __init__(self, triplet_id: int) -> None:
+        self.triplet_id = triplet_id
+        super().__init__(f"no triplet with id {triplet_id}")
+
+    def __str__(self) -> str:
+        return f"no triplet with id {self.triplet_id}; ids come from relate() or triplets()"
+
+
+@dataclass(frozen=True)
+class SpreadConfig:
+    """Spreading-activation defaults, tuned so a memory two and three memory-hops out scores.
+
+    A memory-hop is two graph hops (memory → entity → memory). Per graph hop an activation
+    is multiplied by ``decay`` and the edge weight, and leaving an entity node by
+    ``degree ** -hub_power`` (hub damping: an entity mentioned by 200 memories gives each
+    1/14 of what a private one gives). With these values, from a seed at 1.0 along a chain of
+    entities each mentioned by two memories: one memory-hop 0.45, two 0.21, three 0.09 —
+    all above the 0.05 entry threshold, so hops 2 and 3 matter; a memory reached only
+    through a 200-memory hub gets 0.045 and stays out. ``max_hops`` 6 allows three
+    memory-hops; ``cutoff`` stops a path whose activation fell below it.
+    """
+
+    strength: float = 1.0
+    decay: float = 0.8
+    max_hops: int = 6
+    cutoff: float = 0.01
+    hub_power: float = 0.5
+
+
+class Spread:
+    """The result of `KnowledgeGraph.spread`: reached nodes as arrays, dicts on demand.
+
+    ``memories`` (memory id → activation), ``entities`` (entity → activation) and ``hops``
+    (memory id → the hop it was first reached at; seeds 0) are built on first access.
+    """
+
+    def __init__(self, nodes: np.ndarray, activation: np.ndarray, hops: np.ndarray,
+                 keys: Sequence[str], display: list[str],
+                 extra_seeds: Mapping[str, float]) -> None:
+        self.nodes, self.activation, self.hop = nodes, activation, hops
+        self._keys, self._display, self._extra = keys, display, extra_seeds
+
+    def __len__(self) -> int:
+        return len(self.nodes) + len(self._extra)
+
+    @cached_property
+    def _split(self) -> tuple[dict[str, float], dict[str, float], dict[str, int]]:
+        mem: dict[str, float] = dict(self._extra)
+        ent: dict[str, float] = {}
+        hops: dict[str, int] = dict.fromkeys(self._extra, 0)
+        keys, display, cut = self._keys, self._display, len(MEMORY_PREFIX)
+        for n, a, h in zip(self.nodes.tolist(), self.activation.tolist(), self.hop.tolist(),
+                           strict=True):
+            key = keys[n]
+            if key.startswith(MEMORY_PREFIX):
+                mem[key[cut:]] = a
+                hops[key[cut:]] = h
+            else:
+                ent[display[n]] = a
+        return mem, ent, hops
+
+    @property
+    def memories(self) -> dict[str, float]:
+        """memory id → activation, for every memory reached (seeds included)."""
+        return self._split[0]
+
+    @property
+    def entities(self) -> dict[str, float]:
+        """entity (display form) → activation."""
+        return self._split[1]
+
+    @property
+    def hops(self) -> dict[str, int]:
+        """memory id → the hop at which it was first reached (seeds: 0)."""
+        return self._split[2]
+
+    def memories_above(self, threshold: float) -> dict[str, float]:
+        """Reached memories with activation ≥ threshold, strongest first (no full dict)."""
+        out: dict[str, float] = {}
+        order = np.argsort(-self.activation, kind="stable")
+        keys, cut = self._keys, len(MEMORY_PREFIX)
+        for i in order.tolist():
+            a = float(self.activation[i])
+            if a < threshold:
+                break
+            key = keys[int(self.nodes[i])]
+            if key.startswith(MEMORY_PREFIX):
+                out[key[cut:]] = a
+        for k, a in self._extra.items():
+            if a >= threshold:
+                out.setdefault(k, a)
+        return out
+
+
+class KnowledgeGraph:
+    """A temporal knowledge graph in a directory; open with `KnowledgeGraph.open`."""
+
+    def __init__(self, path: str | Path, *, durability: Durability = "batch",
+                 half_life_days: float = 30.0, floor: float = 0.01,
+                 attractor_ttl: float = 60.0, flush_interval: float | None = 1.0,
+                 spread: SpreadConfig | None = None, weights_max_age: float = 3600.0) -> None:
+        self.path = Path(path).expanduser()
+        if not 0 <= floor < 1:
+            raise ConfigError(f"floor {floor}: must be in [0, 1)")
+        self.half_life = half_life_days_to_seconds(half_life_days)
+        self.floor = floor
+        self.attractor_ttl = attractor_ttl
+        self.spread_config = spread or SpreadConfig()
+        self.weights_max_age = weights_max_age
+        self.state = GraphState(self.half_life, floor)
+        self._wlock = threading.RLock()
+        self._queue: deque[tuple[tuple[tuple[str, str], ...], float]] = deque()
+        self._asof: tuple[float, int, Adjacency] | None = None
+        self._attr: tuple[int, float, list[tuple[str, float]]] | None = None
+        self._closed = False
+        self.log = kg_log.GraphLog(self.path, self.state.apply, durability=durability)
+        self._stop = threading.Event()
+        self._flusher: threading.Thread | None = None
+        if flush_interval:
+            self._flusher = threading.Thread(target=self._flush_loop, args=(flush_interval,),
+                                             name=f"kg-hebbian-{self.path.name}", daemon=True)
+            self._flusher.start()
+
+    @classmethod
+    def open(cls, path: str | Path, *, durability: Durability = "batch",
+             **options: Any) -> KnowledgeGraph:
+        """Open (creating if missing) the graph in directory `path`, replaying its log.
+
+        Options: ``half_life_days`` (30) and ``floor`` (0.01) of Hebbian decay,
+        ``attractor_ttl`` (60 s), ``flush_interval`` (1 s; None: Hebbian updates wait for
+        `flush`), ``spread`` (a `SpreadConfig`), ``weights_max_age`` (3600 s: how old the
+        decayed Hebbian weights in the cached adjacency may get).
+        """
+        known = {"half_life_days", "floor", "attractor_ttl", "flush_interval", "spread",
+                 "weights_max_age"}
+        unknown = set(options) - known
+        if unknown:
+            raise ConfigError(f"unknown option(s) {', '.join(sorted(unknown))}; known: "
+                              f"durability, {', '.join(sorted(known))}")
+        return cls(path, durability=durability, **options)
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def _write(self, op: int, payload: bytes) -> None:
+        # Callers hold _wlock: log first, then apply exactly as recovery would.
+        if self._closed:
+            raise StoreClosed(f"the knowledge graph at {self.path} is closed")
+        self.log.append(op, payload)
+        self.state.apply(op, memoryview(payload))
+
+    def relate(self, subject: str, predicate: str, obj: str, *, weight: float = 1.0,
+               valid_from: float | None = None, memory: str | None = None) -> int:
+        """Add the fact (subject, predicate, obj); return its id.
+
+        Relating a live (subject, predicate, obj) again reinforces it: its weight becomes
+        ``min(1, weight_now + weight)`` and the same id is returned. Names starting with
+        ``m:`` are memory nodes; any other name is an entity, matched case-insensitively.
+        """
+        _check_name(subject, "subject")
+        _check_name(obj, "object")
+        if not _PREDICATE.match(predicate):
+            raise ConfigError(f"predicate {predicate!r}: use a lowercase identifier such as "
+                              f"{', '.join(PREDICATES)}")
+        if not (0 < weight <= 1):
+            raise ConfigError(f"weight {weight}: must be in (0, 1]")
+        now = time.time()
+        spo = (node_key(subject)[0], predicate, node_key(obj)[0])
+        with self._wlock:
+            tid = self.state.live.get(spo)
+            if tid is not None:
+                new = min(1.0, self.state.weight_at(tid, now) + weight)
+                self._write(kg_log.REINFORCE, kg_log.encode_reinforce(tid, new, now))
+                return tid
+            tid = self.state.next_id
+            r = kg_log.Relate(tid, subject, predicate, obj, weight,
+                              now if valid_from is None else valid_from, now, memory, False)
+            self._write(kg_log.RELATE, kg_log.encode_relate(r))
+            return tid
+
+    def invalidate(self, triplet_id: int, at: float | None = None) -> None:
+        """Mark a triplet no longer valid from `at` (now); it stays queryable "as of" before.
+        Invalidating an invalidated triplet changes nothing."""
+        with self._wlock:
+            t = self._triplet(triplet_id)
+            if t.invalidated_at is not None:
+                return
+            self._write(kg_log.INVALIDATE,
+                        kg_log.encode_invalidate(triplet_id, time.time() if at is None else at))
+
+    def mention(self, memory_id: str, entities: Iterable[str]) -> None:
+        """Link a memory to the entities it mentions (edges of kind "mentions")."""
+        _check_name(memory_id, "memory id")
+        with self._wlock:
+            have = self.state.mentions.get(memory_id, {})
+            new: dict[str, str] = {}
+            for name in entities:
+                key, display = entity_key(name)
+                n = self.state.index.get(key)
+                if display and (n is None or n not in have) and key not in new:
+                    new[key] = display
+            if new:
+                self._write(kg_log.MENTION,
+                            kg_log.encode_mention(memory_id, list(new.values()), time.time()))
+
+    def forget_memory(self, memory_id: str) -> None:
+        """Drop a memory node's links: its mentions, and the triplets between it and other
+        memories (Hebbian ones are removed, explicit ones invalidated). Facts it stated stay."""
+        with self._wlock:
+            m = self.state.index.get(MEMORY_PREFIX + memory_id)
+            if memory_id in self.state.mentions or (m is not None and self.state.by_node.get(m)):
+                self._write(kg_log.FORGET_MEMORY,
+                            kg_log.encode_forget_memory(memory_id, time.time()))
+
+    def hebbian(self, memory_ids: Sequence[str], delta: float = 0.03) -> None:
+        """Queue strengthening of every pair among the first five distinct `memory_ids`
+        (a ``relates_to`` edge between the two memory nodes, +delta capped at 1, created
+        if missing). Never blocks: `flush` (or the background flusher) applies the queue."""
+        if not (0 < delta <= 1):
+            raise ConfigError(f"Hebbian delta {delta}: must be in (0, 1]")
+        ids = list(dict.fromkeys(memory_ids))[:HEBBIAN_MAX_IDS]
+        pairs = tuple((a, b) if a < b else (b, a)
+                      for i, a in enumerate(ids) for b in ids[i + 1 :])
+        if pairs:
+            self._queue.append((pairs, delta))  # deque.append is atomic: no lock
+
+    def flush(self) -> None:
+        """Apply the queued Hebbian updates, all in one log entry."""
+        if not self._queue:
+            return
+        with self._wlock:
+            total: dict[tuple[str, str], float] = {}
+            while self._queue:
+                pairs, delta = self._queue.popleft()
+                for pair in pairs:
+                    total[pair] = total.get(pair, 0.0) + delta
+            if self._closed:
+                return
+            now = time.time()
+            next_id = self.state.next_id
+            edges = []
+            for (a, b), delta in total.items():
+                ka, kb = MEMORY_PREFIX + a, MEMORY_PREFIX + b
+                tid = self.state.live.get((ka, "relates_to", kb))
+                if tid is None:
+                    tid = self.state.live.get((kb, "relates_to", ka))
+                if tid is not None and self.state.weight_at(tid, now) >= self.floor:
+                    edges.append((tid, min(1.0, self.state.weight_at(tid, now) + delta), a, b))
+                else:  # new, or decayed away (the old one is dropped when this applies)
+                    edges.append((next_id, min(1.0, delta), a, b))
+                    next_id += 1
+            self._write(kg_log.HEBBIAN, kg_log.encode_hebbian(
+                kg_log.HebbianSet(now, tuple(edges))))
+
+    def _flush_loop(self, interval: float) -> None:
+        while not self._stop.wait(interval):
+            if self._queue:
+                with contextlib.suppress(StoreClosed):
+                    self.flush()
+
+    def decay(self, now: float | None = None) -> int:
+        """Remove Hebbian edges whose decayed weight is below the floor; return how many.
+
+        Weights decay lazily (``w · 0.5 ** (age / half_life)`` when read), so this only
+        reclaims memory: an edge below the floor already reads as absent everywhere.
+        """
+        t = time.time() if now is None else now
+        with self._wlock:
+            ids = self.state.decayed_away(t)
+            self.state.drop(ids)
+        return len(ids)
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def _triplet(self, triplet_id: int) -> Triplet:
+        trip = self.state.trip
+        t = trip[triplet_id] if 0 < triplet_id < len(trip) else None
+        if t is None:
+            raise UnknownTriplet(triplet_id)
+        return t
+
+    def triplet(self, triplet_id: int) -> Triplet:
+        """One triplet by id (its weight as stored at the last reinforcement)."""
+        return self._triplet(triplet_id)
+
+    def triplets(self, *, subject: str | None = None, predicate: str | None = None,
+                 obj: str | None = None, as_of: float | None = None,
+                 include_invalid: bool = False) -> list[Triplet]:
+        """Triplets matching the given parts (names matched case-insensitively).
+
+        Default: those valid now. ``as_of=t``: those valid at t (valid_from ≤ t <
+        invalidated_at). ``include_invalid``: every stored triplet. Hebbian weights are
+        reported decayed to now (or `as_of`); one decayed below the floor is left out.
+        """
+        st = self.state
+        if subject is not None or obj is not None:
+            node = st.node_of_name(subject if subject is not None else obj)  # type: ignore[arg-type]
+            if node is None:
+                return []
+            ids: Sequence[int] = st.by_node.get(node, ())
+        elif predicate is not None:
+            ids = st.by_pred.get(predicate, ())
+        else:
+            ids = range(1, len(st.trip))
+        skey = node_key(subject)[0] if subject is not None else None
+        okey = node_key(obj)[0] if obj is not None else None
+        now = time.time()
+        t_at = now if as_of is None else as_of
+        out: list[Triplet] = []
+        for tid in list(ids):
+            t = st.trip[tid]
+            if t is None or (predicate is not None and t.predicate != predicate):
+                continue
+            if skey is not None and node_key(t.subject)[0] != skey:
+                continue
+            if okey is not None and node_key(t.object)[0] != okey:
+                continue
+            if not include_invalid:
+                if as_of is not None and not t.valid_at(as_of):
+                    continue
+                if as_of is None and t.invalidated_at is not None and t.invalidated_at <= now:
+                    continue
+            if tid in st.hebbian_ids:
+                w = st.weight_at(tid, t_at)
+                if w < self.floor:
+                    continue
+                t = Triplet(t.id, t.subject, t.predicate, t.object, w, t.valid_from,
+                            t.invalidated_at, t.memory)
+            out.append(t)
+        return out
+
+    def entities_of(self, memory_id: str) -> tuple[str, ...]:
+        """The entities a memory mentions (display forms)."""
+        display = self.state.display
+        return tuple(display[n] for n in self.state.mentions.get(memory_id, {}))
+
+    def memories_of(self, entity: str) -> tuple[str, ...]:
+        """The memories that mention an entity (matched case-insensitively)."""
+        n = self.state.index.get(entity_key(entity)[0])
+        return tuple(self.state.memories.get(n, ())) if n is not None else ()
+
+    def adjacency(self, as_of: float | None = None) -> Adjacency:
+        """The CSR over all nodes: live (cached, refreshed incrementally), or as of a time
+        (built on demand; the last one is kept)."""
+        st = self.state
+        now = time.time()
+        if as_of is None:
+            return st.cache.get(st.edges, st.keys, st.index, st.degree, st.entity, len(st.keys),
+                                now=now, half_life=self.half_life, floor=self.floor,
+                                writer_lock=self._wlock, max_age=self.weights_max_age)
+        cached = self._asof
+        if cached is not None and cached[0] == as_of and cached[1] == st.version:
+            return cached[2]
+        with self._wlock:
+            version, e, n = st.version, st.edges, len(st.keys)
+            m = e.n
+            keep = ((e.valid_from[:m] <= as_of) & (as_of < e.invalid_at[:m])).astype(np.uint8)
+            cols = (e.src[:m].copy(), e.dst[:m].copy(),
+                    e.effective(as_of, self.half_life, self.floor), keep)
+            ent = st.entity[:n].copy()
+        live = keep.astype(bool) & (cols[2] > 0)
+        deg = (np.bincount(cols[0][live], minlength=n) + np.bincount(
+            cols[1][live & (cols[0] != cols[1])], minlength=n)).astype(np.int32)
+        adj, _ = _full_build(*cols, st.keys, st.index, deg, ent, n, as_of)
+        self._asof = (as_of, version, adj)
+        return adj
+
+    def spread(self, seeds: Mapping[str, float], *, strength: float | None = None,
+               decay: float | None = None, max_hops: int | None = None,
+               cutoff: float | None = None, as_of: float | None = None,
+               hub_power: float | None = None) -> Spread:
+        """Spreading activation from seed memories (memory id → initial activation, e.g.
+        similarity); parameters default to `spread_config`. Seeds not in the graph come
+        back with their own activation at hop 0."""
+        from .kernels.spread import spread_activation
+
+        cfg = self.spread_config
+        strength = cfg.strength if strength is None else strength
+        decay = cfg.decay if decay is None else decay
+        max_hops = cfg.max_hops if max_hops is None else max_hops
+        cutoff = cfg.cutoff if cutoff is None else cutoff
+        hub_power = cfg.hub_power if hub_power is None else hub_power
+        if not (0 <= decay <= 1 and strength >= 0 and cutoff > 0 and max_hops >= 0):
+            raise ConfigError(f"spread(strength={strength}, decay={decay}, max_hops="
+                              f"{max_hops}, cutoff={cutoff}): need 0 <= decay <= 1, "
+                              "strength >= 0, cutoff > 0, max_hops >= 0")
+        adj = self.adjacency(as_of)
+        nodes, vals, extra = [], [], {}
+        for mid, value in seeds.items():
+            a = min(max(float(value) * strength, 0.0), 1.0)
+            n = adj.node_of(MEMORY_PREFIX + mid)
+            if n is None:
+                extra[mid] = a
+            else:
+                nodes.append(n)
+                vals.append(a)
+        size = adj.n_nodes
+        act = np.zeros(size, np.float32)
+        hops = np.full(size, -1, np.int32)
+        touched = np.empty(size, np.int32)
+        k = spread_activation(adj.indptr, adj.indices, adj.weights, adj.delta_src,
+                              adj.delta_dst, adj.delta_w, adj.degree, adj.entity,
+                              np.array(nodes, np.int32), np.array(vals, np.float32),
+                              np.float32(decay), np.float32(cutoff), max_hops,
+                              np.float32(hub_power), act, hops, touched)
+        reached = touched[:k]
+        return Spread(reached, act[reached], hops[reached], adj.keys, self.state.display, extra)
+
+    def attractors(self, n: int = 10) -> list[tuple[str, float]]:
+        """The n most-connected entities with strength ``min(log2(1 + degree) / 4, 1)``.
+
+        Cached: recomputed after a write (the graph's version changed) or once the cache is
+        older than ``attractor_ttl`` seconds, never per call.
+        """
+        st = self.state
+        cached = self._attr
+        now = time.monotonic()
+        if (cached is not None and cached[0] == st.version and now - cached[1] < self.attractor_ttl
+                and len(cached[2]) >= min(n, 64)):
+            return cached[2][:n]
+        size = len(st.keys)
+        deg = np.where(st.entity[:size].astype(bool), st.degree[:size], 0)
+        k = min(max(n, 64), int((deg > 0).sum()))
+        if k == 0:
+            top: list[tuple[str, float]] = []
+        else:
+            idx = np.argpartition(-deg, k - 1)[:k]
+            idx = idx[np.lexsort((idx, -deg[idx]))]
+            top = [(st.display[i], min(math.log2(1 + int(deg[i])) / 4, 1.0))
+                   for i in idx.tolist()]
+        self._attr = (st.version, now, top)
+        return top[:n]
+
+    def stats(self) -> dict[str, Any]:
+        """Counts of nodes, triplets, mentions, Hebbian edges; adjacency builds; recovery."""
+        st = self.state
+        live = sum(1 for t in st.trip if t is not None and t.invalidated_at is None)
+        stored = sum(1 for t in st.trip if t is not None)
+        n_ent = int(st.entity[: len(st.keys)].sum())
+        rep = self.log.report
+        return {
+            "nodes": len(st.keys), "entities": n_ent, "memories": len(st.keys) - n_ent,
+            "triplets": stored, "live_triplets": live, "invalidated_triplets": stored - live,
+            "hebbian_edges": len(st.hebbian_ids), "mention_edges": st.n_mention_edges,
+            "edges": st.edges.n, "hebbian_queued": len(self._queue),
+            "adjacency_full_builds": st.cache.full_builds,
+            "adjacency_delta_builds": st.cache.delta_builds,
+            "recovered_entries": rep.replayed, "recovery_issues": [str(i) for i in rep.issues],
+        }
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def sync(self) -> None:
+        """Make everything logged so far durable, whatever the durability mode."""
+        self.log.sync()
+
+    def close(self) -> None:
+        """Apply queued Hebbian updates, stop the flusher, close the log."""
+        if self._closed:
+            return
+        self._stop.set()
+        if self._flusher is not None:
+            self._flusher.join()
+        self.flush()
+        with self._wlock:
+            self._closed = True
+            self.log.close()
+
+    @property
+    def closed(self) -> bool:
+        """True once close() ran."""
+        return self._closed
+
+    def __enter__(self) -> KnowledgeGraph:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def half_life_days_to_seconds(days: float) -> float:
+    """The Hebbian half-life option (days) in seconds; a ConfigError if not positive."""
+    try:
+        return half_life_days(days)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
+
+
+def _check_name(name: str, what: str) -> None:
+    if not isinstance(name, str) or not name.strip() or "\x00" in name:
+        raise ConfigError(f"{what} {name!r}: must be a non-empty string without NUL")
+
