@@ -144,3 +144,7 @@ def add_parsers(sub: Any) -> None:
     v = verbs.add_parser("check", help="verify every segment's CRCs and report", description="Verify a field's files without changing them; exit 1 on damage.")
     v.add_argument("--field", required=True)
     v.set_defaults(func=cmd_check)
+
+    from soul.code_cli import add_parsers as add_code_parsers  # index-code, find-symbol, ...
+
+    add_code_parsers(verbs)
