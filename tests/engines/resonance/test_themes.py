@@ -52,7 +52,7 @@ def test_sparsity_prevents_one_giant_theme() -> None:
     index = ThemeIndex(64)
     index.assign(rows, vecs)
     st = index.stats()
-    assert st["themes"] >= 5 and st["size_max"] <= 4 * index.config.ideal_size, st
+    assert st["themes"] >= 5 and st["size_max"] <= 300, st  # 1,500 rows: no theme over 20 %
 
 
 def test_retrieve_recall_close_to_brute_force() -> None:
