@@ -185,6 +185,11 @@ class Resolver:
             found = self._member(cls, call.name) if cls else None
             if found is not None:
                 return replace(call, callee=found.id, reason="class scope")
+        if call.receiver_type:
+            owner, _ = self._type(call.receiver_type, call.file, language, context)
+            found = self._member(owner.qualified, call.name) if owner is not None else None
+            if found is not None:
+                return replace(call, callee=found.id, reason=f"member of {owner.qualified} (typed local)")
         if recv is not None and recv != "self":
             built = _CONSTRUCTED.match(recv)
             typ = dotted_type(built.group(1) or built.group(2)) if built else (recv if _NAME.match(recv) else None)

@@ -31,7 +31,7 @@ CREATE INDEX IF NOT EXISTS symbols_qualified ON symbols(qualified);
 CREATE INDEX IF NOT EXISTS symbols_file ON symbols(file);
 CREATE TABLE IF NOT EXISTS calls (
     file TEXT NOT NULL, caller TEXT, name TEXT NOT NULL, receiver TEXT, line INTEGER NOT NULL,
-    col INTEGER NOT NULL, callee TEXT, reason TEXT NOT NULL);
+    col INTEGER NOT NULL, callee TEXT, reason TEXT NOT NULL, receiver_type TEXT);
 CREATE INDEX IF NOT EXISTS calls_file ON calls(file);
 CREATE INDEX IF NOT EXISTS calls_caller ON calls(caller);
 CREATE INDEX IF NOT EXISTS calls_callee ON calls(callee);
@@ -50,7 +50,7 @@ CREATE TABLE IF NOT EXISTS vectors (
 """
 
 _SYMBOL_COLS = "id, name, qualified, kind, language, file, start_line, end_line, signature, parent, doc"
-_CALL_COLS = "caller, name, file, line, callee, receiver, col, reason"
+_CALL_COLS = "caller, name, file, line, callee, receiver, col, reason, receiver_type"
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -70,8 +70,7 @@ def row_symbol(row: tuple) -> Symbol:
 
 def row_call(row: tuple) -> CallSite:
     """A CallSite from a `SELECT {_CALL_COLS}` row."""
-    caller, name, file, line, callee, receiver, col, reason = row
-    return CallSite(caller, name, file, line, callee, receiver, col, reason)
+    return CallSite(*row)
 
 
 class Tables:
@@ -101,8 +100,8 @@ class Tables:
         c.executemany(f"INSERT INTO symbols ({_SYMBOL_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)", [
             (s.id, s.name, s.qualified, s.kind, s.language, s.file, s.start_line, s.end_line, s.signature, s.parent, s.doc)
             for s in fs.symbols])
-        c.executemany("INSERT INTO calls (file, caller, name, receiver, line, col, callee, reason) VALUES (?,?,?,?,?,?,?,?)", [
-            (k.file, k.caller, k.name, k.receiver, k.line, k.column, k.callee, k.reason) for k in fs.calls])
+        c.executemany(f"INSERT INTO calls ({_CALL_COLS}) VALUES (?,?,?,?,?,?,?,?,?)", [
+            (k.caller, k.name, k.file, k.line, k.callee, k.receiver, k.column, k.reason, k.receiver_type) for k in fs.calls])
         c.executemany("INSERT INTO imports VALUES (?,?,?,?,?)", [(i.file, i.module, i.name, i.alias, i.line) for i in fs.imports])
         c.executemany("INSERT INTO inherits VALUES (?,?,?,?,?)", [(h.file, h.child, h.base, h.line, h.base_id) for h in fs.inherits])
 

@@ -14,7 +14,7 @@ Symbol ids are `relpath#Local.Name` (`~2`, `~3` for overloads), stable while the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from . import syntax
@@ -56,6 +56,7 @@ class CallSite:
     receiver: str | None = None  # as written: "self", "inv", "geo.Circle"; None if bare
     column: int = 0
     reason: str = ""
+    receiver_type: str | None = None  # the type a local declaration gives the receiver
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,7 @@ class _Scope:
     parts: tuple[str, ...]  # local qualified parts (without the module/package prefix)
     symbol: Symbol | None  # None for namespaces and impl blocks
     parent_like: bool  # members take it as parent (classes, impl blocks)
+    types: dict[str, str] = field(default_factory=dict)  # local variable -> type name
 
 
 class _Walk:
@@ -150,7 +152,11 @@ class _Walk:
             if found or t != "call":
                 return None
         if t in spec.definitions:
-            return self._define(node)
+            scope = self._define(node)
+            if scope is not None:
+                return scope
+        if self.scopes and t in syntax._VAR_NODES:
+            self.scopes[-1].types.update(syntax.local_types(node, spec))
         if t in spec.scopes:
             return self._scope(node)
         if t in spec.calls or t in spec.constructors:
@@ -162,8 +168,19 @@ class _Walk:
                 self.calls.append(CallSite(
                     caller=self.caller(), name=name, file=self.relpath,
                     line=node.start_point[0] + 1, receiver=receiver,
-                    column=node.start_point[1],
+                    column=node.start_point[1], receiver_type=self._type_of(receiver),
                 ))
+        return None
+
+    def _type_of(self, receiver: str | None) -> str | None:
+        """The declared/constructed type of a receiver that is a local variable."""
+        if receiver is None or receiver == "self":
+            return None
+        for s in reversed(self.scopes):
+            if receiver in s.types:
+                return s.types[receiver]
+            if s.symbol is not None and s.symbol.kind in CONTAINERS:
+                break  # a class body's names are fields, not this function's locals
         return None
 
     def _scope(self, node: syntax.Node) -> _Scope | None:
