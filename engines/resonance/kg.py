@@ -46,6 +46,7 @@ __all__ = [
     "SpreadConfig",
     "Triplet",
     "UnknownTriplet",
+    "spread_nodes",
 ]
 
 PREDICATES = ("calls", "contains", "imports", "inherits", "corrects", "relates_to", "mentions")
@@ -135,13 +136,12 @@ class Spread:
     def memories_above(self, threshold: float) -> dict[str, float]:
         """Reached memories with activation ≥ threshold, strongest first (no full dict)."""
         out: dict[str, float] = {}
-        order = np.argsort(-self.activation, kind="stable")
+        strong = np.flatnonzero(self.activation >= threshold)
+        strong = strong[np.argsort(-self.activation[strong], kind="stable")]
         keys, cut = self._keys, len(MEMORY_PREFIX)
-        for i in order.tolist():
-            a = float(self.activation[i])
-            if a < threshold:
-                break
-            key = keys[int(self.nodes[i])]
+        for node, a in zip(self.nodes[strong].tolist(), self.activation[strong].tolist(),
+                           strict=True):
+            key = keys[node]
             if key.startswith(MEMORY_PREFIX):
                 out[key[cut:]] = a
         for k, a in self._extra.items():
@@ -171,6 +171,7 @@ class KnowledgeGraph:
         self._asof: tuple[float, int, Adjacency] | None = None
         self._attr: tuple[int, float, list[tuple[str, float]]] | None = None
         self._closed = False
+        self.attractor_refreshes = 0
         self.log = kg_log.GraphLog(self.path, self.state.apply, durability=durability)
         self._stop = threading.Event()
         self._flusher: threading.Thread | None = None
@@ -429,8 +430,6 @@ class KnowledgeGraph:
         """Spreading activation from seed memories (memory id → initial activation, e.g.
         similarity); parameters default to `spread_config`. Seeds not in the graph come
         back with their own activation at hop 0."""
-        from .kernels.spread import spread_activation
-
         cfg = self.spread_config
         strength = cfg.strength if strength is None else strength
         decay = cfg.decay if decay is None else decay
@@ -451,17 +450,12 @@ class KnowledgeGraph:
             else:
                 nodes.append(n)
                 vals.append(a)
-        size = adj.n_nodes
-        act = np.zeros(size, np.float32)
-        hops = np.full(size, -1, np.int32)
-        touched = np.empty(size, np.int32)
-        k = spread_activation(adj.indptr, adj.indices, adj.weights, adj.delta_src,
-                              adj.delta_dst, adj.delta_w, adj.degree, adj.entity,
-                              np.array(nodes, np.int32), np.array(vals, np.float32),
-                              np.float32(decay), np.float32(cutoff), max_hops,
-                              np.float32(hub_power), act, hops, touched)
-        reached = touched[:k]
-        return Spread(reached, act[reached], hops[reached], adj.keys, self.state.display, extra)
+        reached, act, hop = spread_nodes(adj, np.array(nodes, np.int32),
+                                         np.array(vals, np.float32), decay=decay,
+                                         cutoff=cutoff, max_hops=max_hops, hub_power=hub_power)
+        # The state's key list, not adj.keys: the same first items, without a Python-level
+        # __getitem__ per reached node.
+        return Spread(reached, act, hop, self.state.keys, self.state.display, extra)
 
     def attractors(self, n: int = 10) -> list[tuple[str, float]]:
         """The n most-connected entities with strength ``min(log2(1 + degree) / 4, 1)``.
@@ -486,6 +480,7 @@ class KnowledgeGraph:
             top = [(st.display[i], min(math.log2(1 + int(deg[i])) / 4, 1.0))
                    for i in idx.tolist()]
         self._attr = (st.version, now, top)
+        self.attractor_refreshes += 1
         return top[:n]
 
     def stats(self) -> dict[str, Any]:
@@ -502,6 +497,7 @@ class KnowledgeGraph:
             "edges": st.edges.n, "hebbian_queued": len(self._queue),
             "adjacency_full_builds": st.cache.full_builds,
             "adjacency_delta_builds": st.cache.delta_builds,
+            "attractor_refreshes": self.attractor_refreshes,
             "recovered_entries": rep.replayed, "recovery_issues": [str(i) for i in rep.issues],
         }
 
@@ -533,6 +529,27 @@ class KnowledgeGraph:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def spread_nodes(adj: Adjacency, seed_nodes: np.ndarray, seed_values: np.ndarray, *,
+                 decay: float, cutoff: float, max_hops: int,
+                 hub_power: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Run the spreading kernel over an adjacency from seed nodes (values already scaled by
+    strength and clipped to [0, 1]); returns (reached nodes, activation, first hop)."""
+    from .kernels.spread import spread_activation
+
+    size = adj.n_nodes
+    act = np.zeros(size, np.float32)
+    hops = np.full(size, -1, np.int32)
+    touched = np.empty(size, np.int32)
+    k = spread_activation(adj.indptr, adj.indices, adj.weights, adj.delta_src, adj.delta_dst,
+                          adj.delta_w, adj.degree, adj.entity,
+                          np.ascontiguousarray(seed_nodes, np.int32),
+                          np.ascontiguousarray(seed_values, np.float32), np.float32(decay),
+                          np.float32(cutoff), int(max_hops), np.float32(hub_power), act, hops,
+                          touched)
+    reached = touched[:k]
+    return reached, act[reached], hops[reached]
 
 
 def half_life_days_to_seconds(days: float) -> float:
