@@ -19,6 +19,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
@@ -174,6 +175,16 @@ class EdgeTable:
         return w
 
 
+class GraphLike(Protocol):
+    """What `AdjacencyCache.get` reads from the graph's state."""
+
+    edges: EdgeTable
+    keys: list[str]
+    index: dict[str, int]
+    degree: np.ndarray
+    entity: np.ndarray
+
+
 @dataclass
 class _Main:
     adj: Adjacency
@@ -218,11 +229,14 @@ class AdjacencyCache:
         """The cached snapshot if it is up to date, without building."""
         return self._current if self._built_version == self._version else None
 
-    def get(self, edges: EdgeTable, keys: list[str], index: Mapping[str, int],
-            degree: np.ndarray, entity: np.ndarray, n_nodes: int, *, now: float,
-            half_life: float, floor: float, writer_lock: threading.RLock,
-            max_age: float) -> Adjacency:
-        """The live adjacency, refreshed as little as the writes since the last call need."""
+    def get(self, state: GraphLike, *, now: float, half_life: float, floor: float,
+            writer_lock: threading.RLock, max_age: float) -> Adjacency:
+        """The live adjacency, refreshed as little as the writes since the last call need.
+
+        Everything the build reads from `state` is read under `writer_lock`: the node count,
+        the edges and the per-node arrays (which a writer may replace when they grow) must
+        describe the same moment.
+        """
         cur = self._current
         if (cur is not None and self._built_version == self._version
                 and now - cur.built_at < max_age):
@@ -236,12 +250,14 @@ class AdjacencyCache:
             with writer_lock:
                 version = self._version
                 main = self._main
+                edges, keys, index = state.edges, state.keys, state.index
+                n_nodes = len(keys)
                 stale = cur is not None and now - cur.built_at >= max_age
                 merge_at = max(1024, edges.n // 128)
                 full = (main is None or stale or edges.n - main.n_edges > merge_at
                         or len(self._changed) > merge_at)
-                deg = degree[:n_nodes].copy()
-                ent = entity[:n_nodes].copy()
+                deg = state.degree[:n_nodes].copy()
+                ent = state.entity[:n_nodes].copy()
                 if full:
                     m = edges.n
                     cols = (edges.src[:m].copy(), edges.dst[:m].copy(),

@@ -403,8 +403,7 @@ class KnowledgeGraph:
         st = self.state
         now = time.time()
         if as_of is None:
-            return st.cache.get(st.edges, st.keys, st.index, st.degree, st.entity, len(st.keys),
-                                now=now, half_life=self.half_life, floor=self.floor,
+            return st.cache.get(st, now=now, half_life=self.half_life, floor=self.floor,
                                 writer_lock=self._wlock, max_age=self.weights_max_age)
         cached = self._asof
         if cached is not None and cached[0] == as_of and cached[1] == st.version:
