@@ -146,8 +146,6 @@ class AtmaDarshana:
     ) -> None:
         """Record one tool execution: mastery, Wilson interval, trend, calibration (when a
         prediction is given), failure streak, recovery, learning velocity and style."""
-        if self._gate.ref is not None:  # a context handed out still reads this state
-            self._gate.settle()
         if not _is_number(latency_ms) or not 0.0 <= latency_ms < math.inf:
             raise InputError(f"latency_ms must be a finite number >= 0, got {latency_ms!r}")
         # Checked before any change, so a bad call leaves no trace.
@@ -157,6 +155,14 @@ class AtmaDarshana:
             raise InputError(
                 f"predicted_success must be a number in [0, 1], got {predicted_success!r}"
             )
+        self._record(tool, success, latency_ms, predicted_success)
+
+    def _record(
+        self, tool: str, success: bool, latency_ms: float, predicted_success: float | None
+    ) -> None:
+        # record_tool_result past its checks (the controller has made them already).
+        if self._gate.ref is not None:  # a context handed out still reads this state
+            self._gate.settle()
         self._total_calls += 1
         self._calls_this_turn += 1
         call = self._total_calls

@@ -178,21 +178,23 @@ class ChetanaController:
             raise InputError(f"tool must be a string, got {type(tool).__name__}")
         if content is not None and type(content) is not str and not isinstance(content, str):
             raise InputError(f"content must be a string or None, got {type(content).__name__}")
-        _check_latency(latency_ms)  # before any change: a bad call leaves no trace
+        kind = type(latency_ms)
+        if (kind is not float and kind is not int) or not 0.0 <= latency_ms < math.inf:
+            _check_latency(latency_ms)  # before any change: a bad call leaves no trace
         if not self.config.enabled:
             return
         success = bool(success)
+        atma, dhyana = self.atma, self.dhyana
         # The prediction is the tool's success rate before this call (the original passed
         # none, so its calibration never moved from 1.0).
-        predicted = self.atma.success_rate(tool)
+        predicted = atma.success_rate(tool)
         self.bhava.on_tool_result(tool, not success, correction)
-        self.dhyana.on_tool_used(
-            tool, success, SUCCESS_PERFORMANCE if success else FAILURE_PERFORMANCE
-        )
+        dhyana.on_tool_used(tool, success, SUCCESS_PERFORMANCE if success else FAILURE_PERFORMANCE)
         if not success or correction:
-            self.dhyana.flag_latest_message(error=not success, correction=correction)
-        self.atma.record_tool_result(tool, success, latency_ms, predicted)
-        self.sankalpa.on_tool_result(tool, content or "")
+            dhyana.flag_latest_message(error=not success, correction=correction)
+        atma._record(tool, success, latency_ms, predicted)  # the inputs are checked above
+        if content:
+            self.sankalpa.on_tool_result(tool, content)
 
     def after_turn(self) -> None:
         """Close the turn: affect decays, salience refreshes, goals age, the turn counts."""

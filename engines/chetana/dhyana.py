@@ -7,7 +7,7 @@ import math
 import re
 from collections.abc import Mapping
 from functools import lru_cache
-from operator import itemgetter
+from operator import add, itemgetter
 from typing import Any
 
 from .config import SYSTEM_MAX_FOCUS_WINDOW, ChetanaConfig, resolve_config
@@ -79,6 +79,9 @@ def extract_concepts(text: str) -> list[str]:
     return list(keys)
 
 
+_name = itemgetter(0)
+
+
 @lru_cache(maxsize=32)
 def _recency_tables(lam: float, size: int) -> tuple[list[float], list[float]]:
     """exp(-lambda * age) and the half-rate exp(-lambda/2 * age) for ages 0..size-1, so a
@@ -104,6 +107,7 @@ class Dhyana:
         "_announced",
         "_corr",
         "_err",
+        "_err_boost",
         "_gate",
         "_history",
         "_ids",
@@ -132,7 +136,11 @@ class Dhyana:
         self._sal: list[float] = []
         self._err: list[bool] = []
         self._corr: list[bool] = []
-        self._near: list[bool] = []  # another message within the radius carries an error
+        # The error boost each message gets at a refresh: attention_error_boost when another
+        # message within the radius carries an error, else 0.0 (adding 0.0 changes nothing),
+        # so a refresh adds the two lists in C instead of testing each message.
+        self._near: list[float] = []
+        self._err_boost = self.config.attention_error_boost
         self._n_corr = 0  # corrections among the kept messages
         self._history = MESSAGE_HISTORY_FACTOR * self.focus_size  # messages kept
         self._top: list[tuple[str, float]] | None = None  # cached top concepts
@@ -166,20 +174,28 @@ class Dhyana:
         else:
             self._sal.append(1.0)
         self._corr.append(bool(is_correction))
-        self._near.append((last >= 1 and err[last - 1]) or (last >= 2 and err[last - 2]))
+        near = (last >= 1 and err[last - 1]) or (last >= 2 and err[last - 2])
+        self._near.append(self._err_boost if near else 0.0)
         err.append(False)
         if has_error:
             self._flag_error(last)
 
     def _drop_oldest(self, drop: int) -> None:
-        lost_error = True in self._err[:drop]
-        if self._n_corr:
-            self._n_corr -= sum(self._corr[:drop])
-        del self._ids[:drop], self._sal[:drop], self._err[:drop], self._corr[:drop]
-        del self._near[:drop]
+        err, near = self._err, self._near
+        if drop == 1:  # the steady state: one in, one out
+            lost_error = err[0]
+            if self._n_corr and self._corr[0]:
+                self._n_corr -= 1
+            del self._ids[0], self._sal[0], err[0], self._corr[0], near[0]
+        else:
+            lost_error = True in err[:drop]
+            if self._n_corr:
+                self._n_corr -= sum(self._corr[:drop])
+            del self._ids[:drop], self._sal[:drop], err[:drop], self._corr[:drop], near[:drop]
         if lost_error:  # the first messages may have lost their error neighbour
-            for i in range(min(ERROR_ADJACENCY_RADIUS, len(self._ids))):
-                self._near[i] = self._error_within_radius(i)
+            boost = self._err_boost
+            for i in range(min(ERROR_ADJACENCY_RADIUS, len(err))):
+                near[i] = boost if self._error_within_radius(i) else 0.0
 
     def flag_latest_message(self, *, error: bool = False, correction: bool = False) -> None:
         """Mark the newest message as error-bearing or a correction after it was added (the
@@ -199,13 +215,8 @@ class Dhyana:
 
     def _error_within_radius(self, index: int) -> bool:
         err = self._err
-        for j in range(
-            max(0, index - ERROR_ADJACENCY_RADIUS),
-            min(len(err), index + ERROR_ADJACENCY_RADIUS + 1),
-        ):
-            if err[j] and j != index:
-                return True
-        return False
+        before = err[max(0, index - ERROR_ADJACENCY_RADIUS) : index]
+        return True in before or True in err[index + 1 : index + ERROR_ADJACENCY_RADIUS + 1]
 
     def _flag_error(self, index: int) -> None:
         # Error adjacency is kept per message as it changes, so a refresh needs no search.
@@ -216,8 +227,8 @@ class Dhyana:
             min(len(near), index + ERROR_ADJACENCY_RADIUS + 1),
         ):
             if j != index:
-                near[j] = True
-        boost = self.config.attention_error_boost
+                near[j] = self._err_boost
+        boost = self._err_boost
         sal = self._sal
         for j in range(max(0, index - ERROR_ADJACENCY_RADIUS), index):
             sal[j] = min(sal[j] + boost, MAX_SALIENCE)
@@ -238,10 +249,8 @@ class Dhyana:
             full, half = _recency_tables(
                 cfg.attention_recency_lambda, MESSAGE_HISTORY_FACTOR * SYSTEM_MAX_FOCUS_WINDOW
             )
-            sal = full[n - 1 :: -1]  # index i has age n-1-i
-            boost = cfg.attention_error_boost
-            if True in self._near:
-                sal = [s + boost if near else s for s, near in zip(sal, self._near, strict=True)]
+            # index i has age n-1-i; plus its error boost (0.0 for most, which keeps the value)
+            sal = list(map(add, full[n - 1 :: -1], self._near))
             if self._n_corr:
                 boost = cfg.attention_correction_boost
                 for i, flagged in enumerate(self._corr):
@@ -258,7 +267,7 @@ class Dhyana:
             if len(kept) != len(concepts):
                 self.concepts = kept
                 self._top = None
-                if any(name not in kept for name in self._announced):
+                if not all(map(kept.__contains__, self._announced)):
                     self._check_shift()
             else:
                 self.concepts = kept
@@ -272,19 +281,18 @@ class Dhyana:
         are evicted. May fire `attention_shifted`."""
         if self._gate.ref is not None:  # a context handed out still reads this state
             self._gate.settle()
-        # extract_concepts() and the weight update fused into one pass over the words.
-        lower = text.lower()
-        stripped = _strip(lower)
+        # extract_concepts() and the weight update in one pass over the distinct words
+        # (dict.fromkeys dedupes in C and keeps first-appearance order).
         concepts = self.concepts
         get = concepts.get
-        seen: set[str] = set()
         stop = CONCEPT_STOP_WORDS
-        for word in stripped.split():
-            if len(word) >= MIN_CONCEPT_LENGTH and word not in seen and word not in stop:
-                seen.add(word)
+        changed = False
+        for word in dict.fromkeys(_strip(text.lower()).split()):
+            if len(word) >= MIN_CONCEPT_LENGTH and word not in stop:
                 weight = get(word, 0.0) + CONCEPT_MENTION_INCREMENT
                 concepts[word] = weight if weight < 1.0 else 1.0
-        if not seen:
+                changed = True
+        if not changed:
             return
         if len(concepts) > MAX_CONCEPTS:
             lowest = sorted(concepts.items(), key=itemgetter(1))[: len(concepts) - MAX_CONCEPTS]
@@ -297,16 +305,16 @@ class Dhyana:
         """The n heaviest concepts, highest first (ties: first mentioned first)."""
         if n <= FOCUS_SIZE:
             if self._top is None:
-                self._top = ranked(self.concepts)[:FOCUS_SIZE]
+                self._top = ranked(self.concepts, FOCUS_SIZE)
             return list(map(weighted, self._top[:n]))
-        return list(map(weighted, ranked(self.concepts)[:n]))
+        return list(map(weighted, ranked(self.concepts, n)))
 
     def _check_shift(self) -> None:
         # The original documented attention_shifted but never fired it; "significantly" is
         # taken as: more than half of the top five concepts differ from the last announced.
         if self._top is None:
-            self._top = ranked(self.concepts)[:FOCUS_SIZE]
-        top = tuple(k for k, _ in self._top[:SHIFT_TOP_K])
+            self._top = ranked(self.concepts, FOCUS_SIZE)
+        top = tuple(map(_name, self._top[:SHIFT_TOP_K]))
         announced = self._announced
         if not top:
             self._announced = ()
@@ -344,7 +352,7 @@ class Dhyana:
     def focus(self, with_messages: bool = True) -> Focus:
         """The current focus: top concepts, top tools and (optionally) the focus window."""
         if self._top is None:
-            self._top = ranked(self.concepts)[:FOCUS_SIZE]
+            self._top = ranked(self.concepts, FOCUS_SIZE)
         if self._tools_top is None:
             self.top_tools()
         window = (

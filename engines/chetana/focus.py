@@ -114,7 +114,7 @@ def focus_order(saliences: list[float] | tuple[float, ...]) -> list[int]:
     return sorted(range(len(saliences)), key=saliences.__getitem__, reverse=True)
 
 
-def ranked(weights: dict[str, float]) -> list[tuple[str, float]]:
-    """(name, weight) pairs, highest first; sorted() is stable, so ties keep insertion
-    (first-mention) order."""
-    return sorted(weights.items(), key=itemgetter(1), reverse=True)
+def ranked(weights: dict[str, float], n: int | None = None) -> list[tuple[str, float]]:
+    """The n (default all) heaviest (name, weight) pairs, highest first; sorted() is stable,
+    so ties keep insertion (first-mention) order."""
+    return sorted(weights.items(), key=itemgetter(1), reverse=True)[:n]

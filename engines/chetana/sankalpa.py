@@ -150,7 +150,8 @@ class Sankalpa:
         self._goals: dict[str, _Goal] = {}
         self._turn = 0
         self._patience = self.priors.patience(self.config.goal_abandonment_threshold)
-        self._forms: dict[str, list[_Goal]] | None = None  # word forms of active goals
+        # Word form -> (active goal, the keyword the form folds to), built when first needed.
+        self._forms: dict[str, list[tuple[_Goal, str]]] | None = None
 
     @property
     def patience(self) -> int:
@@ -253,14 +254,15 @@ class Sankalpa:
             del self._goals[victim.id]
             self._forms = None
 
-    def _form_index(self) -> dict[str, list[_Goal]]:
-        # Word form -> the active goals it belongs to; rebuilt only when goals change.
+    def _form_index(self) -> dict[str, list[tuple[_Goal, str]]]:
+        # Word form -> the active goals it belongs to, each with the keyword the form folds
+        # to; rebuilt only when goals change.
         if self._forms is None:
-            index: dict[str, list[_Goal]] = {}
+            index: dict[str, list[tuple[_Goal, str]]] = {}
             for goal in self._goals.values():
                 if goal.status == "active":
-                    for form in goal.forms:
-                        index.setdefault(form, []).append(goal)
+                    for form, base in goal.forms.items():
+                        index.setdefault(form, []).append((goal, base))
             self._forms = index
         return self._forms
 
@@ -270,27 +272,30 @@ class Sankalpa:
             self._gate.settle()
         if not content:
             return
-        index = self._form_index()
+        index = self._forms if self._forms is not None else self._form_index()
         if not index:
             return
         # Whole words (plural-folded), not substrings: the original's substring test let
         # "bug" match "debugging" and "auth" match "oauth".
-        hits = index.keys() & set(words(content))
+        hits = index.keys() & words(content)
         if not hits:
             return
-        matched: dict[_Goal, int] = {}  # goal -> word forms found
+        found: dict[_Goal, set[str]] = {}  # goal -> the distinct keywords found
         for form in hits:
-            for goal in index[form]:
-                matched[goal] = matched.get(goal, 0) + 1
+            for goal, base in index[form]:
+                bases = found.get(goal)
+                if bases is None:
+                    found[goal] = {base}
+                else:
+                    bases.add(base)
         cap = min(self.config.max_evidence_per_intention, SYSTEM_MAX_EVIDENCE)
-        for goal, count in matched.items():  # goals are independent: order cannot matter
+        turn = self._turn
+        for goal, bases in found.items():  # goals are independent: order cannot matter
             # Goals with a single keyword need that one (the original's fixed 2 meant a goal
             # like "fix the tests" could never progress). "test" and "tests" are one keyword.
-            if count >= goal.needed and (
-                count == 1 or len({goal.forms[f] for f in hits if f in goal.forms}) >= goal.needed
-            ):
+            if len(bases) >= goal.needed:
                 goal.progress = min(1.0, round(goal.progress + PROGRESS_INCREMENT, 10))
-                goal.last_advanced_turn = self._turn
+                goal.last_advanced_turn = turn
                 goal.stale_turns = 0
                 if len(goal.evidence) < cap:
                     goal.evidence += (tool,)
