@@ -6,7 +6,11 @@ The cycle is `before_turn` on a 30-word message, three tool results and `after_t
     python benchmarks/chetana.py [--cycles N] [--rounds R] [--json]
 
 Prints median and p99 of the cycle and of each part (before_turn, the three tool results,
-after_turn), for the best round and for all rounds pooled.
+after_turn), for the best round and for all rounds pooled; then the same cycle with a no-op
+event callback attached, with the context's five attributes read, and with the context
+turned into plain data (`to_dict()`, as the pipeline does every turn). `before_turn` builds
+the context's focus, self-assessment, intentions and steering only when they are read, so
+the plain cycle, whose context nobody reads, skips them.
 """
 
 from __future__ import annotations
@@ -128,8 +132,10 @@ def warm_controller(listen: bool = False) -> ChetanaController:
     return chetana
 
 
-def run(cycles: int, listen: bool = False) -> dict[str, list[float]]:
-    """Time `cycles` turn cycles; return per-part timings in microseconds."""
+def run(cycles: int, listen: bool = False, read: str = "") -> dict[str, list[float]]:
+    """Time `cycles` turn cycles; return per-part timings in microseconds. `read` is how the
+    context `before_turn` returns is read inside the timed part: "" not at all,
+    "attributes" its five attributes, "to_dict" as plain data."""
     chetana = warm_controller(listen)
     messages = [message(i) for i in range(len(VOCABULARY))]
     clock = time.perf_counter_ns
@@ -146,7 +152,13 @@ def run(cycles: int, listen: bool = False) -> dict[str, list[float]]:
                 chetana.sankalpa.extract_from_message(goal)
         text = messages[i % len(messages)]
         t0 = clock()
-        chetana.before_turn(text)
+        if not read:
+            chetana.before_turn(text)
+        elif read == "attributes":
+            ctx = chetana.before_turn(text)
+            ctx.affect, ctx.focus, ctx.self_assessment, ctx.intentions, ctx.steering  # noqa: B018
+        else:
+            chetana.before_turn(text).to_dict()
         t1 = clock()
         # Untimed: what the cycle runs with once the message is taken in.
         live_concepts.append(len(chetana.dhyana.concepts))
@@ -192,6 +204,11 @@ def main(argv: list[str] | None = None) -> int:
     median = rows["cycle"][0]
     listened = run(args.cycles, listen=True)  # the same cycle with an event callback attached
     listened_median = statistics.median(listened["cycle"])
+    read = {how: run(args.cycles, read=how) for how in ("attributes", "to_dict")}
+    read_medians = {
+        how: (statistics.median(r["cycle"]), statistics.median(r["before_turn"]))
+        for how, r in read.items()
+    }
     if args.json:
         print(json.dumps({
             "goal_us": GOAL_US,
@@ -199,6 +216,10 @@ def main(argv: list[str] | None = None) -> int:
             "all_rounds": {k: {"median_us": m, "p99_us": p} for k, (m, p) in pooled_rows.items()},
             "round_medians_us": [statistics.median(r["cycle"]) for r in rounds],
             "with_event_callback_median_us": listened_median,
+            "context_read": {
+                how: {"cycle_median_us": c, "before_turn_median_us": b}
+                for how, (c, b) in read_medians.items()
+            },
             "cycles_per_round": args.cycles, "rounds": args.rounds,
             "min_live_concepts": concepts, "min_live_intentions": goals,
             "python": sys.version.split()[0], "machine": platform.machine(),
@@ -217,6 +238,12 @@ def main(argv: list[str] | None = None) -> int:
     medians = ", ".join(f"{statistics.median(r['cycle']):.1f}" for r in rounds)
     print(f"round medians (µs): {medians}")
     print(f"cycle with a no-op event callback attached: median {listened_median:.1f} µs")
+    for how, label in (("attributes", "its five attributes"), ("to_dict", "to_dict()")):
+        cycle_median, before_median = read_medians[how]
+        print(
+            f"cycle with the context read ({label}): median {cycle_median:.1f} µs "
+            f"(before_turn {before_median:.1f} µs)"
+        )
     verdict = "met" if median <= GOAL_US else "NOT met"
     print(f"goal: cycle median <= {GOAL_US:.0f} µs — {verdict} (best round)")
     return 0
