@@ -291,4 +291,6 @@ class CodeIndex:
                 "files": dict(c.execute("SELECT language, count(*) FROM files GROUP BY language").fetchall()),
                 "symbols": dict(c.execute("SELECT kind, count(*) FROM symbols GROUP BY kind").fetchall()),
                 "calls": t.count("calls"), "resolved": t.count("calls", "WHERE callee IS NOT NULL"),
+                # calls whose name some indexed symbol carries: the ones that could resolve
+                "calls_to_indexed_names": t.count("calls", "WHERE name IN (SELECT name FROM symbols)"),
             }

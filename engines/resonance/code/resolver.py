@@ -33,6 +33,12 @@ _IMPLICIT_THIS = frozenset({"java", "csharp", "cpp", "ruby"})
 _NAME = re.compile(r"^[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*$")
 # a receiver that builds its object: `new X(..)`, `X::new(..)`, `X.new(..)`, `&X{..}`, `X(..)`
 _CONSTRUCTED = re.compile(r"^(?:new\s+([\w.:]+)|&?([\w.:]+?)(?:::new|\.new)?\s*[({])")
+# Methods of the builtin containers and strings (Python, JS, Ruby, Java): `x.get()` on an
+# untyped receiver is far more often a dict than the one indexed class with a `get`.
+_BUILTIN_METHODS = frozenset("""get items keys values append extend pop add update remove
+    insert clear copy join split strip replace format startswith endswith encode decode lower
+    upper sort index count push map filter forEach reduce slice then catch toString close read
+    write send each size length put contains equals hashCode""".split())  # noqa: SIM905
 _CALLABLE = frozenset({"function", "method", "class", "struct", "enum"})
 
 
@@ -208,6 +214,8 @@ class Resolver:
                     if not cands:
                         return replace(call, reason=f"external: {recv}.{call.name} (module {module} is not in the index)")
             methods = [s for s in self.by_name.get((group, call.name), ()) if s.kind == "method"]
+            if call.name in _BUILTIN_METHODS:
+                return replace(call, reason=f"receiver {recv!r} of unknown type; {call.name!r} is also a builtin method")
             if len(methods) == 1:
                 return replace(call, callee=methods[0].id, reason="unique method name")
             why = f"ambiguous: receiver {recv!r} of unknown type, {len(methods)} methods named {call.name!r}" if methods else "not in the index (builtin or external)"

@@ -59,6 +59,8 @@ class SymbolSearch:
         self._symbols: list[Symbol] | None = None
         self._bm25: Any = None
         self._matrix: Any = None
+        self._by_key: dict[str, list[int]] = {}  # name without case/separators -> rows
+        self._words: list[frozenset[str]] = []  # the words of each name
 
     def invalidate(self) -> None:
         """Forget the built structures (the symbols changed)."""
@@ -71,6 +73,10 @@ class SymbolSearch:
             symbols = self.tables.symbols("ORDER BY file, start_line")
             bm25 = BM25Index()
             bm25.add_many(range(len(symbols)), [_document(s) for s in symbols])
+            self._by_key = {}
+            for i, s in enumerate(symbols):
+                self._by_key.setdefault(_name_key(s.name), []).append(i)
+            self._words = [frozenset(w.lower() for w in split_identifier(s.name).split()) for s in symbols]
             self._symbols, self._bm25, self._matrix = symbols, bm25, None
         return self._symbols
 
@@ -121,7 +127,7 @@ class SymbolSearch:
         kw = {int(i): float(s) for i, s in zip(res.ids, res.scores, strict=True)}
         qkey = _name_key(query)
         qwords = {w.lower() for w in split_identifier(query).split()}
-        named = {i for i, s in enumerate(symbols) if _name_key(s.name) == qkey}
+        named = set(self._by_key.get(qkey, ()))
         cos: dict[int, float] = {}
         embedder = self._embedder_obj()
         if embedder is not None:
@@ -139,8 +145,7 @@ class SymbolSearch:
         scored = []
         for i in cand:
             s = symbols[i]
-            name_words = {w.lower() for w in split_identifier(s.name).split()}
-            name = 1.0 if i in named else (0.5 if qwords and qwords <= name_words else 0.0)
+            name = 1.0 if i in named else (0.5 if qwords and qwords <= self._words[i] else 0.0)
             k_score = kw.get(i, 0.0) / best
             score = (0.5 * k_score + 0.3 * cos.get(i, 0.0) + 0.2 * name) if embedder is not None else (0.8 * k_score + 0.2 * name)
             scored.append((score, s.file, s.start_line, i))
