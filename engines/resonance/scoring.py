@@ -325,12 +325,14 @@ def combine(config: ScoringConfig, inputs: Inputs) -> Scored:
         if not f.enabled or f.weight == 0.0:
             continue
         value = np.asarray(FACTORS[f.name].fn(inputs, f.params), dtype=np.float64)
-        value = np.clip(np.where(np.isfinite(value), value, 1.0), 0.0, 1e6)
-        value = np.broadcast_to(value, (n,)).copy()
+        if value.shape != (n,):
+            value = np.full(n, value)
+        # Factors are finite by construction; this guards a future factor that is not.
+        value = np.minimum(np.maximum(np.where(np.isfinite(value), value, 1.0), 0.0), 1e6)
         factors[f.name] = value
         with np.errstate(divide="ignore"):
             log_final += f.weight * np.log(value)  # log 0 = -inf: the veto
-    final = np.exp(np.clip(log_final, -np.inf, _LOG_MAX))
+    final = np.exp(np.minimum(log_final, _LOG_MAX))
     return Scored(final, factors)
 
 
@@ -349,6 +351,7 @@ class Scorer:
         self._next_check = 0.0
         self._lock = threading.Lock()
         self._scaled: tuple[ScoringConfig, str, ScoringConfig] | None = None
+        self._meta_cache: dict[int, tuple[str, dict[str, Any]]] = {}
         if self._path is not None:
             self._check()
 
@@ -444,5 +447,5 @@ class Scorer:
         if not math.isfinite(now):
             raise ConfigError(f"now must be a finite time in seconds, got {now!r}")
         inputs = Inputs(state, rows, rel, now, affect or Affect(),
-                        _extra_arrays(extra, rows.size))
+                        _extra_arrays(extra, rows.size), self._meta_cache)
         return combine(config, inputs)

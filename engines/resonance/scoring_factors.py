@@ -12,11 +12,13 @@ decodes a row's meta JSON or walks its access history.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -42,6 +44,7 @@ EXTRA_KEYS = (
     "surprise_domain", "realm_reliability",
 )
 _RATES = np.array([DECAY_RATES[Kind(i)] for i in range(len(Kind))])
+_META_CACHE = 65_536  # decoded metas kept per Scorer
 TIERS = (Tier.HOT, Tier.WARM, Tier.COOL, Tier.COLD)
 
 
@@ -51,12 +54,21 @@ def _finite(x: np.ndarray, neutral: float) -> np.ndarray:
     return np.where(np.isfinite(x), x, neutral)
 
 
+def _clip(x: Any, lo: float, hi: float) -> np.ndarray:
+    """np.clip for small arrays, without its ~10 µs of dispatch overhead."""
+    return np.minimum(np.maximum(x, lo), hi)
+
+
 def _number(value: Any, neutral: float) -> float:
     """A meta value as a finite float (bools count as 0/1); anything else is ``neutral``."""
     if isinstance(value, bool):
         return float(value)
-    if isinstance(value, int | float) and math.isfinite(value):
-        return float(value)
+    if isinstance(value, int | float):
+        try:
+            v = float(value)
+        except OverflowError:  # an int beyond float range
+            return neutral
+        return v if math.isfinite(v) else neutral
     return neutral
 
 
@@ -72,12 +84,20 @@ def base_level_activation(created: np.ndarray, history: list[list[float]],
     as spread evenly between the oldest kept access (age ``t_k``) and the creation (age
     ``t_n``), whose integral gives ``m·(t_n^(1−d) − t_k^(1−d)) / ((1−d)(t_n − t_k))``.
     """
+    counts = np.fromiter((len(h) for h in history), np.int64, len(history))
+    flat = np.fromiter(chain.from_iterable(history), np.float64, int(counts.sum()))
+    return _base_level(np.asarray(created, np.float64), flat, counts,
+                       np.asarray(access_count, np.float64), now, decay, min_age)
+
+
+def _base_level(created: np.ndarray, flat: np.ndarray, counts: np.ndarray,
+                access_count: np.ndarray, now: float, decay: float,
+                min_age: float) -> np.ndarray:
+    """`base_level_activation` over the histories laid end to end (``counts`` per row)."""
     n = len(created)
     if n == 0:
         return np.zeros(0)
     floor = min_age / DAY
-    counts = np.fromiter((len(h) for h in history), np.int64, n)
-    flat = np.fromiter(chain.from_iterable(history), np.float64, int(counts.sum()))
     seg = np.repeat(np.arange(n), counts)
     # fmax ignores NaN: an unreadable time counts as a presentation a minute ago.
     age_created = np.fmax((now - _finite(created, now)) / DAY, floor)
@@ -95,7 +115,7 @@ def base_level_activation(created: np.ndarray, history: list[list[float]],
             # All older accesses at one moment (span 0): each counts t_k^−d.
             each = np.where(span > 1e-12 * t_n, spread, t_k ** -decay)
             total = total + older * _finite(each, 0.0)
-    return np.log(np.clip(_finite(total, 0.0), 1e-300, 1e300))
+    return np.log(_clip(_finite(total, 0.0), 1e-300, 1e300))
 
 
 def tier_index(idle_days: np.ndarray, confidence: np.ndarray) -> np.ndarray:
@@ -109,7 +129,8 @@ class Inputs:
     """What the factors may read about the candidate rows, gathered once and lazily."""
 
     def __init__(self, state: State, rows: np.ndarray, relevance: np.ndarray, now: float,
-                 affect: Affect, extra: Mapping[str, np.ndarray]) -> None:
+                 affect: Affect, extra: Mapping[str, np.ndarray],
+                 meta_cache: dict[int, tuple[str, dict[str, Any]]] | None = None) -> None:
         self.state = state
         self.rows = rows
         self.row_list: list[int] = rows.tolist()
@@ -117,9 +138,15 @@ class Inputs:
         self.now = now
         self.affect = affect
         self.extra = extra
+        self._numbers: dict[tuple[str, float], np.ndarray] = {}
+        # row -> (its meta text, decoded): a Scorer keeps one across calls (meta never changes)
+        self.meta_cache = {} if meta_cache is None else meta_cache
 
     def _column(self, column: Any, dtype: type = np.float64) -> np.ndarray:
-        return np.fromiter((column[r] for r in self.row_list), dtype, len(self.row_list))
+        rows = self.row_list
+        if len(rows) < 2:  # itemgetter of one key returns the value, not a tuple
+            return np.array([column[r] for r in rows], dtype)
+        return np.array(itemgetter(*rows)(column), dtype)
 
     @cached_property
     def kind(self) -> np.ndarray:
@@ -134,25 +161,58 @@ class Inputs:
         return self._column(self.state.created)
 
     @cached_property
-    def history(self) -> list[list[float]]:
+    def history(self) -> tuple[np.ndarray, np.ndarray]:
+        """(every row's kept access times laid end to end, how many per row)."""
         accessed = self.state.accessed
-        # list(): a snapshot, in case a writer appends to the row's history meanwhile.
-        return [sorted(accessed.get(r, ())) for r in self.row_list]
+        # tuple() copies: a snapshot, in case a writer appends to a row's history meanwhile.
+        hists = [tuple(accessed.get(r, ())) for r in self.row_list]
+        counts = np.fromiter(map(len, hists), np.int64, len(hists))
+        return np.fromiter(chain.from_iterable(hists), np.float64, int(counts.sum())), counts
 
     @cached_property
-    def meta(self) -> list[dict[str, Any]]:
+    def metas(self) -> list[tuple[int, dict[str, Any]]]:
+        """(position, meta) of the rows that have a non-empty meta; the others have none."""
+        raw, cache = self.state.meta, self.meta_cache
         out = []
-        for r in self.row_list:
-            try:
-                m = self.state.meta_at(r)
-            except ValueError:  # undecodable meta: read as none rather than fail a recall
-                m = {}
-            out.append(m if isinstance(m, dict) else {})
+        for i, r in enumerate(self.row_list):
+            text = raw[r]
+            if not text:
+                continue
+            hit = cache.get(r)
+            if hit is not None and hit[0] is text:  # the row's meta string is never replaced
+                m = hit[1]
+            else:
+                try:
+                    m = json.loads(text)
+                except ValueError:  # undecodable meta: read as none rather than fail a recall
+                    m = None
+                if not isinstance(m, dict):
+                    m = {}
+                if len(cache) >= _META_CACHE:
+                    cache.clear()
+                cache[r] = (text, m)
+            if m:
+                out.append((i, m))
         return out
 
     def meta_number(self, key: str, neutral: float) -> np.ndarray:
         """``meta[key]`` per row as a finite float; ``neutral`` where missing or not a number."""
-        return np.array([_number(m.get(key), neutral) for m in self.meta], np.float64)
+        cache = self._numbers
+        if (key, neutral) not in cache or np.isnan(neutral):
+            out = np.full(len(self.row_list), neutral)
+            for i, m in self.metas:
+                if key in m:
+                    out[i] = _number(m[key], neutral)
+            cache[(key, neutral)] = out
+        return cache[(key, neutral)]
+
+    def meta_lookup(self, key: str, table: Mapping[str, float], default: float) -> np.ndarray:
+        """``table[str(meta[key]).lower()]`` per row; ``default`` where missing or unknown."""
+        out = np.full(len(self.row_list), float(default))
+        for i, m in self.metas:
+            if key in m:
+                out[i] = table.get(str(m[key]).lower(), default)
+        return out
 
     def signal(self, key: str, neutral: float, *, meta: bool = True) -> np.ndarray:
         """A per-row signal: ``extra[key]`` if the caller gave it, else ``meta[key]``."""
@@ -170,7 +230,7 @@ class Inputs:
     @cached_property
     def confidence(self) -> tuple[np.ndarray, np.ndarray]:
         """The decayed (mean, variance), as `Confidence.decay` computes them."""
-        keep = np.exp(-_RATES[np.clip(self.kind, 0, len(_RATES) - 1)] * self.idle_days)
+        keep = np.exp(-_RATES[_clip(self.kind, 0, len(_RATES) - 1)] * self.idle_days)
         mu = _finite(self._column(self.state.mu), 0.0) * keep
         var = PRIOR_VAR + (np.maximum(_finite(self._column(self.state.var), PRIOR_VAR), 0.0)
                            - PRIOR_VAR) * keep
@@ -184,14 +244,15 @@ FactorFn = Callable[[Inputs, Params], np.ndarray]
 def relevance(x: Inputs, p: Params) -> np.ndarray:
     """Cosine in [−1, 1] as (cos + 1)/2 (``scale: cosine``), or a [0, 1] relevance as is."""
     r = _finite(x.relevance, 0.0)
-    return np.clip((r + 1.0) / 2.0 if p["scale"] == "cosine" else r, 0.0, 1.0)
+    return _clip((r + 1.0) / 2.0 if p["scale"] == "cosine" else r, 0.0, 1.0)
 
 
 def actr(x: Inputs, p: Params) -> np.ndarray:
     """``floor + (1 − floor)·sigmoid((B + offset)/width)`` over the base-level activation B."""
-    b = base_level_activation(x.created, x.history, x.access_count, x.now,
-                              decay=p["decay"], min_age=p["min_age_seconds"])
-    z = np.clip((b + p["offset"]) / p["width"], -500.0, 500.0)
+    flat, counts = x.history
+    b = _base_level(x.created, flat, counts, x.access_count, x.now, p["decay"],
+                    p["min_age_seconds"])
+    z = _clip((b + p["offset"]) / p["width"], -500.0, 500.0)
     return p["floor"] + (1.0 - p["floor"]) / (1.0 + np.exp(-z))
 
 
@@ -205,18 +266,18 @@ def confidence(x: Inputs, p: Params) -> np.ndarray:
     """``floor + (1 − floor)·clip(mu − doubt·sd)``: the decayed posterior mean, discounted by
     its standard deviation (a lower credible bound) — few observations count for less."""
     mu, var = x.confidence
-    c = np.clip(mu - p["doubt"] * np.sqrt(var), 0.0, 1.0)
+    c = _clip(mu - p["doubt"] * np.sqrt(var), 0.0, 1.0)
     return p["floor"] + (1.0 - p["floor"]) * c
 
 
 def surprise(x: Inputs, p: Params) -> np.ndarray:
     """``1 + gain·s``, s in [0, 1] from extra["surprise"] or meta["surprise"]."""
-    return 1.0 + p["gain"] * np.clip(x.signal("surprise", 0.0), 0.0, 1.0)
+    return 1.0 + p["gain"] * _clip(x.signal("surprise", 0.0), 0.0, 1.0)
 
 
 def arousal(x: Inputs, p: Params) -> np.ndarray:
     """``1 + gain·a``, the memory's own arousal meta["arousal"] in [0, 1] (flashbulb effect)."""
-    return 1.0 + p["gain"] * np.clip(x.meta_number("arousal", 0.0), 0.0, 1.0)
+    return 1.0 + p["gain"] * _clip(x.meta_number("arousal", 0.0), 0.0, 1.0)
 
 
 def mood_congruence(x: Inputs, p: Params) -> np.ndarray:
@@ -224,9 +285,9 @@ def mood_congruence(x: Inputs, p: Params) -> np.ndarray:
     stored valence (meta["valence"], [−1, 1]) agrees with the query's are boosted; the arousal
     term counts only for memories that store meta["arousal"]."""
     vq, aq = _affect(x.affect)[:2]
-    vm = np.clip(x.meta_number("valence", 0.0), -1.0, 1.0)
+    vm = _clip(x.meta_number("valence", 0.0), -1.0, 1.0)
     am = x.meta_number("arousal", np.nan)
-    align = np.where(np.isnan(am), 0.0, 1.0 - 2.0 * np.abs(aq - np.clip(am, 0.0, 1.0)))
+    align = np.where(np.isnan(am), 0.0, 1.0 - 2.0 * np.abs(aq - _clip(am, 0.0, 1.0)))
     return 1.0 + p["gain"] * vq * vm + p["arousal_gain"] * align
 
 
@@ -238,7 +299,9 @@ def frustration_escalation(x: Inputs, p: Params) -> np.ndarray:
     e = max(f, max(0.0, -v) * a)
     t = p["threshold"]
     e = max(0.0, (e - t) / (1.0 - t)) if t < 1.0 else 0.0
-    boosted = np.isin(x.kind, [int(Kind[k.upper()]) for k in p["kinds"]])
+    table = np.zeros(len(Kind), bool)
+    table[[int(Kind[k.upper()]) for k in p["kinds"]]] = True
+    boosted = table[_clip(x.kind, 0, len(Kind) - 1)]
     return np.where(boosted, 1.0 + p["gain"] * e, 1.0)
 
 
@@ -246,19 +309,22 @@ def status(x: Inputs, p: Params) -> np.ndarray:
     """Table lookup of meta["status"] (verified, active, observed, proposed); a missing or
     unknown status reads as ``default``."""
     values, default = p["values"], p["values"][p["default"]]
-    return np.array([values.get(str(m.get("status", "")).lower(), default) for m in x.meta],
-                    np.float64)
+    return x.meta_lookup("status", values, default)
 
 
 def epistemic(x: Inputs, p: Params) -> np.ndarray:
     """Table lookup of the memory's source (user, tool, model, autonomous); "user:alice"
     reads as "user"; no source or an unknown one reads as ``unknown``."""
     values, unknown, src = p["values"], p["unknown"], x.state.source
-    out = []
-    for r in x.row_list:
-        s = (src[r] or "").lower()
-        out.append(values.get(s, values.get(s.split(":", 1)[0], unknown)))
-    return np.array(out, np.float64)
+    memo: dict[str | None, float] = {}  # few distinct sources: look each up once
+    out = np.empty(len(x.row_list))
+    for i, r in enumerate(x.row_list):
+        s = src[r]
+        if s not in memo:
+            low = (s or "").lower()
+            memo[s] = values.get(low, values.get(low.split(":", 1)[0], unknown))
+        out[i] = memo[s]
+    return out
 
 
 def kind(x: Inputs, p: Params) -> np.ndarray:
@@ -266,7 +332,7 @@ def kind(x: Inputs, p: Params) -> np.ndarray:
     table = np.full(len(Kind), float(p["other"]))
     for label, value in p["values"].items():
         table[int(Kind[label.upper()])] = value
-    return table[np.clip(x.kind, 0, len(Kind) - 1)]
+    return table[_clip(x.kind, 0, len(Kind) - 1)]
 
 
 def realm_reliability(x: Inputs, p: Params) -> np.ndarray:
@@ -277,7 +343,7 @@ def realm_reliability(x: Inputs, p: Params) -> np.ndarray:
     else:
         table, realm = p["realms"], x.state.realm
         r = np.array([table.get(realm[row] or "", 0.5) for row in x.row_list], np.float64)
-    return 1.0 + p["gain"] * (2.0 * np.clip(r, 0.0, 1.0) - 1.0)
+    return 1.0 + p["gain"] * (2.0 * _clip(r, 0.0, 1.0) - 1.0)
 
 
 def interference(x: Inputs, p: Params) -> np.ndarray:
@@ -291,11 +357,22 @@ def spacing(x: Inputs, p: Params) -> np.ndarray:
     at least ``min_accesses`` accesses (others 1.0). The creation is the first presentation
     when the whole history is kept; when older accesses were dropped, only the kept ones."""
     n = len(x.row_list)
-    hist, count = x.history, x.access_count
-    seqs = [h if count[i] > len(h) else [x.created[i], *h] for i, h in enumerate(hist)]
-    lens = np.fromiter((len(s) for s in seqs), np.int64, n)
-    flat = _finite(np.fromiter(chain.from_iterable(seqs), np.float64, int(lens.sum())), 0.0)
+    flat, counts = x.history
+    count = x.access_count
+    # Presentations: the kept accesses, and the creation unless older accesses were dropped.
+    keep = (count <= counts).astype(np.int64)
+    lens = keep + counts
+    start = np.cumsum(lens) - lens
     seg = np.repeat(np.arange(n), lens)
+    times = np.empty(int(lens.sum()))
+    times[start[keep == 1]] = x.created[keep == 1]
+    within = np.arange(len(flat)) - np.repeat(np.cumsum(counts) - counts, counts)
+    times[np.repeat(start + keep, counts) + within] = flat
+    times = _finite(times, 0.0)
+    if (np.diff(times)[seg[1:] == seg[:-1]] < 0).any():  # rare (clock skew): sort per row
+        order = np.lexsort((times, seg))
+        times, seg = times[order], seg[order]
+    flat = times
     same = seg[1:] == seg[:-1]
     gaps, gseg = np.diff(flat)[same], seg[1:][same]
     k = np.bincount(gseg, minlength=n).astype(np.float64)
@@ -311,7 +388,7 @@ def spacing(x: Inputs, p: Params) -> np.ndarray:
 
 def prediction(x: Inputs, p: Params) -> np.ndarray:
     """``1 + gain·p``, p in [0, 1] = extra["prediction"] (predicted to be needed next)."""
-    return 1.0 + p["gain"] * np.clip(x.signal("prediction", 0.0, meta=False), 0.0, 1.0)
+    return 1.0 + p["gain"] * _clip(x.signal("prediction", 0.0, meta=False), 0.0, 1.0)
 
 
 def surprise_domain(x: Inputs, p: Params) -> np.ndarray:
@@ -321,10 +398,8 @@ def surprise_domain(x: Inputs, p: Params) -> np.ndarray:
     if "surprise_domain" in x.extra:
         s = _finite(x.extra["surprise_domain"], 0.0)
     else:
-        roles = p["roles"]
-        s = np.array([roles.get(str(m.get("surprise_domain", "")).lower(), 0.0)
-                      for m in x.meta], np.float64)
-    s = np.clip(s, -1.0, 1.0)
+        s = x.meta_lookup("surprise_domain", p["roles"], 0.0)
+    s = _clip(s, -1.0, 1.0)
     return np.where(s >= 0, 1.0 + p["boost"] * s, 1.0 + p["suppress"] * s)
 
 
@@ -332,7 +407,7 @@ def epistemic_debt(x: Inputs, p: Params) -> np.ndarray:
     """``1 + boost·d·u``: d in [0, 1] marks a memory of an uncertain domain
     (extra/meta "epistemic_debt"); u = 2·(1 − the query affect's confidence), clipped to
     [0, 2], so the seed's 1.1× holds at neutral confidence 0.5, a sure soul does not dig."""
-    d = np.clip(x.signal("epistemic_debt", 0.0), 0.0, 1.0)
+    d = _clip(x.signal("epistemic_debt", 0.0), 0.0, 1.0)
     u = min(max(2.0 * (1.0 - _affect(x.affect)[3]), 0.0), 2.0)
     return 1.0 + p["boost"] * d * u
 
@@ -340,7 +415,7 @@ def epistemic_debt(x: Inputs, p: Params) -> np.ndarray:
 def integration_weight(x: Inputs, p: Params) -> np.ndarray:
     """The learned weight of the recall source that found the row, extra["integration"],
     used as the multiplier itself, clipped to [0, max] (missing: 1.0)."""
-    return np.clip(x.signal("integration", 1.0, meta=False), 0.0, p["max"])
+    return _clip(x.signal("integration", 1.0, meta=False), 0.0, p["max"])
 
 
 def tier(x: Inputs, p: Params) -> np.ndarray:

@@ -194,6 +194,27 @@ def test_spacing_ignores_the_creation_when_older_accesses_were_dropped() -> None
     assert factor("Spacing", [{"created": t0, "accesses": short}])[0] < 0.9
 
 
+def test_spacing_sorts_a_history_logged_out_of_order() -> None:
+    # Writers' clocks can disagree: the kept history may not be in time order.
+    t0 = NOW - 30 * DAY
+    ordered = [t0 + DAY, t0 + 2 * DAY, t0 + 4 * DAY]
+    shuffled = [ordered[2], ordered[0], ordered[1]]
+    early = {"created": t0 + 3 * DAY, "accesses": ordered}  # accessed before its creation
+    got = factor("Spacing", [{"created": t0, "accesses": ordered},
+                             {"created": t0, "accesses": shuffled}, early])
+    assert got[0] == pytest.approx(got[1])
+    gaps = np.array([1.0, 1.0, 1.0])  # t0+1, +2, +3 (created), +4
+    assert got[2] == pytest.approx(0.85 + 0.15 / (1 + gaps.std() / gaps.mean()))
+
+
+def test_a_forgotten_rows_meta_is_not_read_from_the_cache() -> None:
+    state = make_state([{"meta": {"status": "verified"}}])
+    scorer = Scorer(config=ScoringConfig.defaults().only("Status"))
+    assert scorer.score(state, np.array([0]), np.ones(1), now=NOW).final[0] == 1.15
+    state.apply(ops.FORGET, memoryview(ops.encode_forget("m0", NOW)))
+    assert scorer.score(state, np.array([0]), np.ones(1), now=NOW).final[0] == 1.0
+
+
 def test_prediction_surprise_arousal_integration() -> None:
     assert factor("Prediction", [{}, {}], extra={"prediction": [0.5, 2.0]}).tolist() == \
         pytest.approx([1.15, 1.3])
