@@ -41,13 +41,17 @@ _COMMON = frozenset("""
     they they're this those though thus today tomorrow tonight totally true truly um unless
     until us very was we we're well what what's whatever when where whether which while who
     why will with without wow would yeah yes yesterday yet you you're yours
+    add ask call check find get give go keep look make note open put read remember run set
+    show start stop take tell try use write
     monday tuesday wednesday thursday friday saturday sunday january february march april
     may june july august september october november december
 """.split())  # noqa: SIM905 - readable as prose
 _NOT_NAME = ENGLISH_STOP_WORDS | _COMMON
 
 _CAP_WORD = r"(?:[A-Z][a-z]+(?:['’][a-z]+)?|[A-Z]{2,}[a-z]?)"
-_NAME = re.compile(rf"\b{_CAP_WORD}(?:[ \t]+{_CAP_WORD})*")
+# "Museum of Modern Art", "Leonardo da Vinci": a lowercase connector between capitals.
+_CONNECT = r"(?:of|de|del|da|di|van|von|der|du|la|le)"
+_NAME = re.compile(rf"\b{_CAP_WORD}(?:[ \t]+(?:{_CONNECT}[ \t]+)?{_CAP_WORD})*")
 _DOTTED = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:\(\))?")
 _CALL = re.compile(r"\b([A-Za-z_]\w*)\(")
 _SNAKE = re.compile(r"\b[A-Za-z0-9]*[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b")
@@ -81,15 +85,16 @@ def _sentence_starts(text: str) -> set[int]:
     return starts
 
 
-def _names(text: str, starts: set[int]) -> Iterable[tuple[int, str]]:
+def _names(text: str, starts: set[int]) -> Iterable[tuple[int, int, str]]:
     for m in _NAME.finditer(text):
         words = m.group(0).split()
         pos = m.start()
-        # Drop leading words that are common at a sentence start or anywhere (stop words).
+        # Drop leading and trailing words that are common anywhere (stop words, openers).
         while words and (_POSSESSIVE.sub("", words[0]).casefold() in _NOT_NAME):
             pos += len(words[0]) + 1
             words = words[1:]
-        words = [w for w in words if _POSSESSIVE.sub("", w).casefold() not in _NOT_NAME]
+        while words and (_POSSESSIVE.sub("", words[-1]).casefold() in _NOT_NAME):
+            words = words[:-1]
         if not words:
             continue
         words[-1] = _POSSESSIVE.sub("", words[-1])
@@ -98,22 +103,23 @@ def _names(text: str, starts: set[int]) -> Iterable[tuple[int, str]]:
         if len(words) == 1 and pos in starts and re.search(
                 rf"\b{re.escape(words[0].lower())}\b", text):
             continue  # "Pottery was fun ... my pottery": a common word opening a sentence
-        yield pos, " ".join(words)
+        value = " ".join(words)
+        yield pos, pos + len(value), value
 
 
-def _identifiers(text: str) -> Iterable[tuple[int, str]]:
+def _identifiers(text: str) -> Iterable[tuple[int, int, str]]:
     for m in _DOTTED.finditer(text):
         value = m.group(0)
         parts = value.removesuffix("()").split(".")
         # "e.g", "i.e", "a.m" are abbreviations; "v1.2" is a version: not identifiers.
         if max(len(p) for p in parts) < 2 or any(p[0].isdigit() for p in parts):
             continue
-        yield m.start(), value.removesuffix("()")
+        yield m.start(), m.end(), value.removesuffix("()")
     for m in _CALL.finditer(text):
-        yield m.start(), m.group(1)
+        yield m.start(), m.end(1), m.group(1)
     for pattern in (_SNAKE, _CAMEL):
         for m in pattern.finditer(text):
-            yield m.start(), m.group(0)
+            yield m.start(), m.end(), m.group(0)
 
 
 def noun_phrases(text: str) -> list[str]:
@@ -132,6 +138,9 @@ def noun_phrases(text: str) -> list[str]:
     for run in runs:
         for n in (2, 3):
             for i in range(len(run) - n + 1):
+                last = run[i + n - 1]
+                if len(last) > 4 and last.endswith("ed"):
+                    continue  # "agency helped": a past-tense verb, not a noun head
                 out[" ".join(run[i : i + n])] = None
     return list(out)
 
@@ -186,17 +195,27 @@ class PhraseCounter:
 
 def extract_entities(text: str, *, phrases: PhraseCounter | None = None) -> list[str]:
     """Names, code identifiers and (with `phrases`) frequent noun phrases of `text`, in
-    order of first appearance, one per normalised key, in display form."""
-    found: list[tuple[int, str]] = []
+    order of first appearance, one per normalised key, in display form.
+
+    Where matches overlap, the longest wins ("Field.remember" over "Field" and "remember",
+    "KnowledgeGraph" over "Knowledge", "pottery class" over a sentence-initial "Pottery").
+    """
+    found: list[tuple[int, int, str]] = []
     found.extend(_identifiers(text))
     found.extend(_names(text, _sentence_starts(text)))
     if phrases is not None:
         low = text.lower()
-        found.extend((max(low.find(p), 0), p) for p in phrases.frequent(text))
-    found.sort(key=lambda x: x[0])
+        for p in phrases.frequent(text):
+            at = low.find(p)
+            if at >= 0:
+                found.append((at, at + len(p), p))
+    kept: list[tuple[int, int, str]] = []
+    for start, end, value in sorted(found, key=lambda x: (x[0] - x[1], x[0])):  # longest first
+        if not any(start < e and s < end for s, e, _ in kept):
+            kept.append((start, end, value))
     seen: set[str] = set()
     out: list[str] = []
-    for _, value in found:
+    for _, _, value in sorted(kept):
         key = normalise(value)
         if key and key not in seen:
             seen.add(key)
