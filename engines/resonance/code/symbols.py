@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from . import syntax
+from . import local_types, syntax
 from .languages import LanguageSpec, parser_for
 
 __all__ = ["CallSite", "FileSymbols", "Import", "Inheritance", "Symbol", "extract", "module_path"]
@@ -155,8 +155,8 @@ class _Walk:
             scope = self._define(node)
             if scope is not None:
                 return scope
-        if self.scopes and t in syntax._VAR_NODES:
-            self.scopes[-1].types.update(syntax.local_types(node, spec))
+        if self.scopes and t in local_types.VAR_NODES:
+            self.scopes[-1].types.update(local_types.local_types(node, spec))
         if t in spec.scopes:
             return self._scope(node)
         if t in spec.calls or t in spec.constructors:
