@@ -202,7 +202,8 @@ class Scorer:
 
         ``relevance``: one value per row — a cosine in [−1, 1] (the default Relevance scale
         "cosine" maps it to (cos + 1)/2) or, with ``relevance_scale="unit"`` (or the factor's
-        ``scale: unit``), an already fused relevance in [0, 1] taken as is.
+        ``scale: unit``), an already fused relevance >= 0 taken as is (not capped at 1, so
+        boosts past 1 keep their order). Full resonance passes its fused score with "unit".
         ``affect``: the query's affect (default neutral). ``extra``: per-row signals the
         caller knows ("competitors", "prediction", "surprise", "integration",
         "epistemic_debt", "surprise_domain", "realm_reliability"); a missing one is neutral.

@@ -35,9 +35,12 @@ FactorFn = Callable[[Inputs, Params], np.ndarray]
 
 
 def relevance(x: Inputs, p: Params) -> np.ndarray:
-    """Cosine in [−1, 1] as (cos + 1)/2 (``scale: cosine``), or a [0, 1] relevance as is."""
+    """Cosine in [−1, 1] as (cos + 1)/2 (``scale: cosine``), or (``scale: unit``) a fused
+    relevance >= 0 as is — not capped at 1, so scores boosted past 1 keep their order."""
     r = finite_or(x.relevance, 0.0)
-    return clip((r + 1.0) / 2.0 if p["scale"] == "cosine" else r, 0.0, 1.0)
+    if p["scale"] == "cosine":
+        return clip((r + 1.0) / 2.0, 0.0, 1.0)
+    return np.maximum(r, 0.0)
 
 
 def actr(x: Inputs, p: Params) -> np.ndarray:

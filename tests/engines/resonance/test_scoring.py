@@ -127,8 +127,8 @@ def test_relevance_maps_cosine_or_takes_a_unit_relevance() -> None:
     specs = [{}, {}, {}, {}]
     np.testing.assert_allclose(factor("Relevance", specs, relevance=[-1, 0, 1, 0.3]),
                                [0.0, 0.5, 1.0, 0.65])
-    np.testing.assert_allclose(factor("Relevance", specs, relevance=[-1, 0, 1, 0.3],
-                                      scale="unit"), [0.0, 0.0, 1.0, 0.3])
+    np.testing.assert_allclose(factor("Relevance", specs, relevance=[-1, 0, 1.3, 0.3],
+                                      scale="unit"), [0.0, 0.0, 1.3, 0.3])
 
 
 def test_strength_saturates_with_accesses() -> None:
