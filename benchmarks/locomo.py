@@ -8,6 +8,7 @@ nDCG@10 (binary relevance), averaged over all questions with at least one valid 
     python benchmarks/locomo.py                       # through Field (if it exists)
     python benchmarks/locomo.py --via engine          # HybridSearcher directly
     python benchmarks/locomo.py --data PATH --limit 2
+    python benchmarks/locomo.py --resonate --ablation # + full resonance, one row per phase off
 
 The data stays in ../shared/data (licence CC BY-NC 4.0, not copied into the repository).
 Embeddings of turns and questions are cached on disk (--cache), keyed by model and text,
@@ -191,9 +192,16 @@ def engine_systems(
     return out
 
 
-def field_systems(conv: Conversation, embedder: Any, root: Path) -> dict[str, Retriever]:
+# Phases a resonance ablation switches off one at a time (hebbian is off in these runs: it
+# changes the graph as queries go, so the variants would not start from the same field).
+ABLATED = ("spreading", "scoring", "inhibition", "basin", "keyword", "semantic")
+
+
+def field_systems(conv: Conversation, embedder: Any, root: Path, resonate: bool = False,
+                  ablation: bool = False) -> dict[str, Retriever]:
     """keyword / semantic / hybrid (+ RRF) through Field, exactly as the hidden eval does:
-    one `remember(text, meta={"dia_id": ...})` per turn, `recall(q, k=10, mode=...)`."""
+    one `remember(text, meta={"dia_id": ...})` per turn, `recall(q, k=10, mode=...)`.
+    With `resonate`: `resonate(q, k=10)` too, and with `ablation` one row per phase off."""
     from soul.engines.resonance import Field, QualityGateRefused
 
     out: dict[str, Retriever] = {}
@@ -215,6 +223,19 @@ def field_systems(conv: Conversation, embedder: Any, root: Path) -> dict[str, Re
         out[mode] = system(fields["default"], mode)
     out["hybrid rrf"] = system(fields["rrf"], "hybrid")
 
+    def resonance(f: Any, disabled: frozenset[str]) -> Retriever:
+        def run(q: str) -> list[str]:
+            return [h.meta["dia_id"] for h in f.resonate(q, k=10, disabled=disabled)]
+        return run
+
+    if resonate:
+        default = fields["default"]
+        if ablation:
+            for phase in ABLATED:
+                out[f"resonate − {phase}"] = resonance(default, frozenset({phase, "hebbian"}))
+        out["resonate − hebbian"] = resonance(default, frozenset({"hebbian"}))
+        out["resonate"] = resonance(default, frozenset())  # last: its Hebbian edits stay
+
     def close(_q: str) -> list[str]:
         for f in fields.values():
             f.close()
@@ -233,7 +254,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=0, help="first N conversations only")
     ap.add_argument("--json", action="store_true", help="print the results as JSON too")
     ap.add_argument("--ablation", action="store_true",
-                    help="with --via engine: also the fusion variants")
+                    help="with --via engine: also the fusion variants; with --resonate: one "
+                         "row per resonance phase switched off")
+    ap.add_argument("--resonate", action="store_true",
+                    help="through Field: full resonance (Field.resonate) beside hybrid")
     args = ap.parse_args(argv)
     if not args.data.exists():
         print(f"no data at {args.data} (see shared/data/README.md)", file=sys.stderr)
@@ -258,7 +282,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for conv in convs:
             systems: dict[str, Retriever] = {"bm25s k1=1.2": bm25s_system(conv)}
             if via == "field":
-                systems.update(field_systems(conv, embedder, Path(tmp)))
+                systems.update(field_systems(conv, embedder, Path(tmp), args.resonate,
+                                             args.ablation))
             else:
                 systems.update(engine_systems(conv, embedder, args.ablation))
             closer = systems.pop("_close", None)

@@ -85,18 +85,40 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 def cmd_recall(args: argparse.Namespace) -> int:
     with _open(args.field) as field:
-        hits = field.recall(args.query, args.k, mode=args.mode)
+        if args.mode == "resonate":
+            hits = field.resonate(args.query, args.k, session=args.session, explain=args.explain or args.json)
+        else:
+            hits = field.recall(args.query, args.k, mode=args.mode)
     if args.json:
         print(json.dumps([{"id": h.id, "text": h.text, "score": h.score, "kind": h.kind, "tags": list(h.tags), "meta": h.meta, "components": h.components} for h in hits], ensure_ascii=False, indent=2, default=str))
         return 0
     if not hits:
         print("no memories match")
+    if args.explain and hits and "facts" in hits[0].components:
+        _print_facts(hits[0].components["facts"])
     for rank, h in enumerate(hits, start=1):
-        parts = ", ".join(f"{k} {v:.3f}" for k, v in h.components.items() if isinstance(v, int | float))
         print(f"{rank:2}. {h.score:.3f}  [{h.kind}] {h.text}")
-        if args.explain and parts:
-            print(f"      {parts}")
+        if args.explain:
+            _print_components(h.components)
     return 0
+
+
+def _print_facts(facts: dict[str, Any]) -> None:
+    """What each resonance phase did for the whole query."""
+    print("phases: " + ", ".join(facts.get("phases", ())))
+    for phase, fact in facts.items():
+        if phase != "phases":
+            print(f"  {phase}: " + (", ".join(f"{k} {v}" for k, v in fact.items()) if isinstance(fact, dict) else str(fact)))
+
+
+def _print_components(components: dict[str, Any]) -> None:
+    """One hit's signals (recall) or each phase's contribution (resonate)."""
+    plain = {k: v for k, v in components.items() if isinstance(v, int | float) and not k.startswith("factor:")}
+    factors = {k[7:]: v for k, v in components.items() if k.startswith("factor:") and isinstance(v, int | float) and abs(v - 1.0) > 1e-6}
+    if plain:
+        print("      " + ", ".join(f"{k} {v:.3f}" for k, v in plain.items()))
+    if factors:
+        print("      factors: " + ", ".join(f"{k} ×{v:.3f}" for k, v in factors.items()))
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -132,9 +154,10 @@ def add_parsers(sub: Any) -> None:
     v.add_argument("query")
     v.add_argument("--field", required=True)
     v.add_argument("-k", type=int, default=10)
-    v.add_argument("--mode", choices=("hybrid", "semantic", "keyword"), default="hybrid")
+    v.add_argument("--mode", choices=("hybrid", "semantic", "keyword", "resonate"), default="hybrid", help="resonate: full resonance (association through the knowledge graph, scoring, inhibition)")
+    v.add_argument("--session", help="resonate: prime with what this session saw recently")
     v.add_argument("--json", action="store_true", help="hits as JSON, with each signal's component")
-    v.add_argument("--explain", action="store_true", help="show each hit's signal components")
+    v.add_argument("--explain", action="store_true", help="show each hit's signal components (with resonate: every phase's contribution)")
     v.set_defaults(func=cmd_recall)
 
     v = verbs.add_parser("stats", help="counts, kinds, tiers, index state", description="Statistics of a field.")

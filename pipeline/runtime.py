@@ -40,6 +40,7 @@ class TurnState:
     provider_s: float = 0.0
     cognition: Cognition | None = None
     done: dict[str, dict[str, Any]] = field(default_factory=dict)  # outputs of the steps that produced some
+    session: str | None = None  # the session's id, for engines that prime by session
 
 
 def _memory_regions(entries: tuple[MemoryEntry, ...]) -> dict[str, list[str]]:
@@ -125,7 +126,7 @@ class ScopeRunner:
         def render(source: str) -> str:
             return soul.builder.env.from_string(source).render(variables)
 
-        env = StepEnv(variables, render, soul.memory_field, soul.blueprint.memory or {}, ts.ctx.text)
+        env = StepEnv(variables, render, soul.memory_field, soul.blueprint.memory or {}, ts.ctx.text, ts.session)
         try:
             outputs = await kind.run(name, step.params, env)
         except NotImplementedError as exc:

@@ -62,7 +62,7 @@ class Session:
         started = time.perf_counter()
         soul = self.soul
         snapshot = soul.store.snapshot(self.id, ttl_hours=soul.blueprint.memory_ttl_hours)
-        ts = TurnState(context_for(soul, snapshot, text, kind), {})
+        ts = TurnState(context_for(soul, snapshot, text, kind), {}, session=self.id)
         block = soul.blueprint.chetana
         if block is not None and block.get("enabled", True):
             ts.cognition = Cognition.begin(block, snapshot.chetana, text)
@@ -98,7 +98,7 @@ class Session:
             if sub.every and turn_state.ctx.number % sub.every != 0:
                 continue
             snapshot = soul.store.snapshot(self.id, ttl_hours=soul.blueprint.memory_ttl_hours)
-            ts = TurnState(turn_state.ctx, dict(turn_state.outputs), done=dict(turn_state.done))
+            ts = TurnState(turn_state.ctx, dict(turn_state.outputs), done=dict(turn_state.done), session=turn_state.session)
             runner = ScopeRunner(soul, scope, sub.steps, None)
             if sub.when and not soul.gates.when_open(name, sub.when, runner.variables(ts)):
                 continue
@@ -117,7 +117,7 @@ class Session:
         if not items:
             return
         try:
-            self.soul.remember(items)
+            self.soul.remember(items, session=self.id)
         except Exception:
             log.exception("session %s: remembering %d item(s) after the turn failed", self.id, len(items))
 

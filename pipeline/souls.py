@@ -87,13 +87,22 @@ class Soul:
             config = {names[k]: v for k, v in fusion.items() if k in names}
             if block.get("durability"):
                 config["durability"] = block["durability"]
+            if block.get("resonance"):
+                config["resonance"] = dict(block["resonance"])
             path.mkdir(parents=True, exist_ok=True)
             self._field = Field.open(path, **config)
         return self._field
 
-    def remember(self, items: list[dict[str, Any]]) -> list[str | None]:
-        """Write items to the memory field (after a turn has committed)."""
-        return self.memory_field().remember_many(items) if items else []
+    def remember(self, items: list[dict[str, Any]], session: str | None = None) -> list[str | None]:
+        """Write items to the memory field (after a turn has committed); with `session`, they
+        prime that session's next resonance queries."""
+        if not items:
+            return []
+        field = self.memory_field()
+        ids = field.remember_many(items)
+        if session:
+            field.primer.observe(session, [i for i in ids if i is not None])
+        return ids
 
     def close(self) -> None:
         if self._store is not None:

@@ -99,6 +99,7 @@ class StepEnv:
     memory_field: Callable[[], Any]
     memory_config: Mapping[str, Any] = field(default_factory=dict)
     input_text: str = ""  # the raw input, for engines (a search query); never for prompts
+    session: str | None = None  # the session's id (memory priming), None outside a session
 
 
 @dataclass(frozen=True)

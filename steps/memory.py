@@ -68,8 +68,6 @@ class MemoryRecall(StepKind):
     async def run(cls, step: str, params: Mapping[str, Any], env: StepEnv) -> dict[str, Any]:
         recall = env.memory_config.get("recall") or {}
         mode = params.get("mode") or recall.get("mode") or "hybrid"
-        if mode == "resonate":
-            raise NotImplementedError("memory.recall mode 'resonate' (full resonance) is not built yet; use hybrid, semantic or keyword")
         k = int(params.get("k") or recall.get("k") or 5)
         region = params.get("region") or "context"
         query = env.render(params["query"]) if params.get("query") else env.input_text
@@ -77,7 +75,10 @@ class MemoryRecall(StepKind):
             return {"hits": [], "text": "", "region": region}
         field = env.memory_field()
         # the engine is synchronous (numpy, onnxruntime): keep the event loop free meanwhile
-        hits = await asyncio.to_thread(field.recall, query, k, mode=mode, tags=params.get("tags"))
+        if mode == "resonate":
+            hits = await asyncio.to_thread(field.resonate, query, k, session=env.session, tags=params.get("tags"), affect=_affect(env))
+        else:
+            hits = await asyncio.to_thread(field.recall, query, k, mode=mode, tags=params.get("tags"))
         rows = [{"id": h.id, "text": h.text, "score": round(h.score, 4), "kind": h.kind, "tags": list(h.tags)} for h in hits]
         return {"hits": rows, "text": "\n".join(h.text for h in hits), "region": region}
 
@@ -87,6 +88,17 @@ class MemoryRecall(StepKind):
         hits = outputs.get("hits") or []
         region = str(outputs.get("region") or "context")
         return Changes(regions={region: tuple(h["text"] for h in hits)})
+
+
+def _affect(env: StepEnv) -> Any:
+    """The query's affect for the scoring pipeline: Chetana's when the soul has it."""
+    affect = (env.variables.get("chetana") or {}).get("affect")
+    if not isinstance(affect, Mapping):
+        return None
+    from soul.engines.resonance.scoring import Affect
+
+    names = ("valence", "arousal", "frustration", "confidence")
+    return Affect(**{n: float(affect[n]) for n in names if isinstance(affect.get(n), int | float)})
 
 
 class MemoryStore(StepKind):

@@ -34,6 +34,7 @@ import numpy as np
 from .errors import ConfigError, QualityGateRefused, StoreClosed
 from .field_index import FieldIndexes
 from .field_ingest import Ingest, Item
+from .field_resonance import FieldResonance
 from .memory import DAY, DECAY_RATES, Confidence, Kind, Memory, Tier, tier_of
 from .store import CheckReport, Store
 
@@ -59,6 +60,7 @@ class FieldConfig:
     M: int = 16
     ef_construction: int = 200
     ef: int = 64
+    entities: bool = True  # link each remembered memory to the entities its text names
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,7 @@ class Hit:
 def _split_config(config: Mapping[str, Any]) -> tuple[dict, FieldConfig, Any]:
     from .fusion import FusionConfig
 
+    config = {k: v for k, v in config.items() if k != "resonance"}
     store = {k: v for k, v in config.items() if k in _STORE_KEYS}
     own_names = {f.name for f in fields(FieldConfig)}
     fusion_names = {f.name for f in fields(FusionConfig)}
@@ -89,7 +92,7 @@ def _split_config(config: Mapping[str, Any]) -> tuple[dict, FieldConfig, Any]:
     return store, own, fusion
 
 
-class Field:
+class Field(FieldResonance):
     """A memory field on disk. Open with ``Field.open(path)``; use as a context manager."""
 
     def __init__(self, path: str | Path, embedder: Any = None, **config: Any) -> None:
@@ -103,6 +106,7 @@ class Field:
         # Accesses from recall are queued and logged as one entry with the next write (or
         # every `_ACCESS_QUEUE` of them): recall itself never waits for the log.
         self._accessed: list[str] = []
+        self._init_resonance(config.get("resonance"))
         for issue in self.store.report.issues:
             log.warning("resonance field %s: %s", self.path, issue)
 
@@ -114,7 +118,8 @@ class Field:
         ``Embedder.default()`` the first time a text must be embedded. ``config``: store options
         (durability="fsync"|"batch"|"os", segment_bytes, sync_interval, compact_after,
         keep_snapshots), `FieldConfig` options, and fusion options (method, semantic_weight,
-        keyword_weight, tag_weight, rrf_k, depth, ...).
+        keyword_weight, tag_weight, rrf_k, depth, ...); ``resonance``: a dict of
+        `ResonanceConfig` options for `resonate()`.
         """
         return cls(path, embedder, **config)
 
@@ -171,6 +176,8 @@ class Field:
             raise QualityGateRefused(item.refused)
         [memory_id] = self._ingest.run([item])
         assert memory_id is not None
+        if self.config.entities:
+            self.link_entities([memory_id])
         return memory_id
 
     def remember_many(
@@ -182,7 +189,10 @@ class Field:
         where the quality gate refused an item (the reason is logged). ``progress(done,
         total)`` is called after each batch."""
         self.flush_accesses()
-        return self._ingest.remember_many(items, progress)
+        ids = self._ingest.remember_many(items, progress)
+        if self.config.entities:
+            self.link_entities(dict.fromkeys(i for i in ids if i is not None))
+        return ids
 
     def forget(self, memory_id: str) -> None:
         """Remove a memory (its content and vector are cleared from the store)."""
@@ -191,6 +201,8 @@ class Field:
             self._ingest.forgetting(self.store.state.row_of(memory_id))
             row = self.store.forget(memory_id)
             self.indexes.forgotten(row)
+            if self._graph is not None or (self.path / "graph").exists():
+                self.graph.forget_memory(memory_id)
 
     def strengthen(self, memory_id: str) -> Confidence:
         """Observe positive evidence for a memory; return its new confidence."""
@@ -371,6 +383,7 @@ class Field:
                 return
             self.flush_accesses()
             self.indexes.save()
+            self._close_resonance()
             self.store.close()
 
 

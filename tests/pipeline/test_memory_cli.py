@@ -29,6 +29,11 @@ def test_ingest_recall_stats_and_check(tmp_path: Path, capsys: pytest.CaptureFix
     assert {"semantic", "keyword"} <= set(hits[0]["components"])
     assert main(["memory", "recall", "release", "--field", field, "--mode", "keyword"]) == 0
     assert "[milestone] The release is planned for March." in capsys.readouterr().out
+    assert main(["memory", "recall", "what does Miso like", "--field", field, "--mode", "resonate", "--explain", "-k", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "phases: semantic, keyword" in out and "spreading:" in out
+    assert " 1. " in out and "Miso is a tabby cat who likes boxes." in out.split(" 2. ")[0]
+    assert "hybrid " in out and "factors: " in out
     assert main(["memory", "stats", "--field", field]) == 0
     assert json.loads(capsys.readouterr().out)["memories"] == 6
     assert main(["memory", "check", "--field", field]) == 0

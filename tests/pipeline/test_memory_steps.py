@@ -74,11 +74,23 @@ def test_recalled_memories_are_inert_in_the_prompt(write_blueprint, soul_home: P
     s.close()
 
 
-def test_resonate_mode_says_it_is_not_built_yet(write_blueprint, soul_home: Path) -> None:  # type: ignore[no-untyped-def]
+def test_resonate_mode_recalls_by_association_and_primes_the_session(write_blueprint, soul_home: Path) -> None:  # type: ignore[no-untyped-def]
     path = write_blueprint(BLUEPRINT.replace("mode: keyword", "mode: resonate"))
-    s = soul.load(path, provider=ScriptedProvider([]), home=soul_home)
-    with pytest.raises(soul.StepError, match="resonate"):
-        s.session().turn_sync("hi there, anything?")
+    provider = ScriptedProvider([
+        "<external_dialogue>Miso sounds lovely.</external_dialogue>",
+        "<external_dialogue>Miso is a tabby.</external_dialogue>",
+    ])
+    s = soul.load(path, provider=provider, home=soul_home)
+    session = s.session()
+    session.turn_sync("My cat Miso is a tabby who sleeps on the piano.")
+    field = s.memory_field()
+    remembered = [m for m in field.primer.recent(session.id)]
+    assert remembered  # what the turn remembered primes this session's next queries
+    second = session.turn_sync("What does Miso do all day?")
+    hits = second.steps["recall"]["hits"]
+    assert hits and any("Miso" in h["text"] for h in hits)
+    assert {h["id"] for h in hits} & set(remembered)
+    assert field.graph.memories_of("Miso")  # remembered memories were linked to their entities
     s.close()
 
 

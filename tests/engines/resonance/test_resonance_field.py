@@ -4,15 +4,13 @@ stats, pending re-embedding, index persistence, check — with a small determini
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import logging
-import re
 from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from word_embedder import WordEmbedder
 
 import soul.engines.resonance as resonance
 from soul.engines.resonance import (
@@ -23,25 +21,6 @@ from soul.engines.resonance import (
     QualityGateRefused,
     UnknownMemory,
 )
-
-
-class WordEmbedder:
-    """Bag of hashed words: texts sharing words are close; 'FAIL' rows fall back to zero."""
-
-    dim = 64
-
-    def embed(self, texts: list[str]) -> SimpleNamespace:
-        out = np.zeros((len(texts), self.dim), np.float32)
-        ok = np.ones(len(texts), bool)
-        for i, text in enumerate(texts):
-            if "FAIL" in text:
-                ok[i] = False
-                continue
-            for word in re.findall(r"\w+", text.lower()):
-                out[i, int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dim] += 1.0
-            out[i] /= max(np.linalg.norm(out[i]), 1e-9)
-        return SimpleNamespace(vectors=out, ok=ok)
-
 
 FACTS = [
     "Caroline went to the LGBTQ support group on Tuesday",

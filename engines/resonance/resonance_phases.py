@@ -1,0 +1,136 @@
+"""The association phases of full resonance: spreading, priming, basin boost, inhibition.
+
+Each takes the running `Resonator` and its candidate pool and changes scores in place,
+recording its per-row factor in `pool.parts` (what `explain=True` shows) and a summary in
+`facts`. Split from resonate.py so each phase reads on its own.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .fusion import Candidates
+
+if TYPE_CHECKING:
+    from .resonate import Resonator, _Pool
+
+__all__ = ["basin", "inhibit", "prime", "spread"]
+
+
+def spread(
+    res: Resonator, query: str, vector: np.ndarray | None, cands: Candidates,
+    hybrid: np.ndarray, tags: frozenset[str], now: float, kindex: Any, vindex: Any,
+    facts: dict[str, Any],
+) -> tuple[Candidates, np.ndarray, np.ndarray, np.ndarray]:
+    """Spreading activation from the top hybrid candidates through the knowledge graph.
+
+    Memories reached with activation ≥ entry_threshold that were not candidates join the
+    pool, their hybrid signals computed exactly (a second candidate pass that includes them).
+    Returns the (possibly grown) candidates, their hybrid relevance, activation and hop.
+    """
+    cfg, f = res.config, res.field
+    st = f.store.state
+    graph = f.graph
+    top = np.argsort(-hybrid, kind="stable")[: cfg.seeds]
+    seeds = {st.ids[int(cands.ids[j])]: float(hybrid[j]) for j in top if hybrid[j] > 0}
+    if not seeds:
+        return cands, hybrid, np.zeros(len(cands)), np.full(len(cands), -1, np.int64)
+    reached = graph.spread(seeds, strength=cfg.spread_strength, decay=cfg.spread_decay,
+                           max_hops=cfg.max_hops, cutoff=cfg.cutoff)
+    known = set(cands.ids.tolist())
+    joined = []
+    for memory_id, act in reached.memories.items():
+        row = st.rows.get(memory_id)
+        if row is None or row in known or act < cfg.entry_threshold or not st.is_alive(row):
+            continue
+        joined.append(row)
+    if joined:
+        extra = np.asarray(sorted(joined), np.int64)
+        cands = res._candidates(query, vector, extra, kindex, vindex)
+        hybrid = res._hybrid(cands, tags, now)
+    ids = [st.ids[int(i)] for i in cands.ids]
+    activation = np.array([reached.memories.get(m, 0.0) for m in ids], np.float64)
+    hops = np.array([reached.hops.get(m, -1) for m in ids], np.int64)
+    by_hop = Counter(int(h) for h in hops if h > 0)
+    facts["spreading"] = {"seeds": len(seeds), "reached": len(reached.memories),
+                          "joined": len(joined), "by_hop": dict(sorted(by_hop.items()))}
+    return cands, hybrid, activation, hops
+
+
+def prime(res: Resonator, pool: _Pool, session: str, facts: dict[str, Any]) -> None:
+    """Session priming: recent observations ×priming_boost; active topics a smaller boost."""
+    cfg, f = res.config, res.field
+    st = f.store.state
+    recent = f.primer.recent(session)
+    topics = f.primer.topics(session)
+    if not recent and not topics:
+        return
+    ids = [st.ids[int(r)] for r in pool.rows]
+    mult = np.array([cfg.priming_boost if m in recent else 1.0 for m in ids])
+    if topics:
+        graph = f.graph
+        share = np.array([min(1.0, sum(topics.get(e, 0.0) for e in graph.entities_of(m)))
+                          for m in ids])
+        mult *= 1.0 + cfg.topic_boost * share
+    pool.score *= mult
+    pool.parts["priming"] = mult
+    facts["priming"] = {"recent": len(recent), "topics": sorted(topics)[:10],
+                        "boosted": int((mult > 1.0).sum())}
+
+
+def basin(res: Resonator, pool: _Pool, query: str, facts: dict[str, Any]) -> None:
+    """Attractor basin: the strongest attractor a query term names lifts its memories."""
+    from .resonate import query_terms
+
+    cfg, f = res.config, res.field
+    terms = set(query_terms(query))
+    if not terms:
+        return
+    chosen = None
+    for entity, strength in f.graph.attractors(cfg.attractors):
+        words = set(entity.lower().replace("_", " ").replace(".", " ").split())
+        if words & terms and (chosen is None or strength > chosen[1]):
+            chosen = (entity, strength)
+    if chosen is None:
+        return
+    members = set(f.graph.memories_of(chosen[0]))
+    st = f.store.state
+    mult = np.array([cfg.basin_boost if st.ids[int(r)] in members else 1.0 for r in pool.rows])
+    pool.score *= mult
+    pool.parts["basin"] = mult
+    facts["basin"] = {"attractor": chosen[0], "strength": round(chosen[1], 4),
+                      "boosted": int((mult > 1.0).sum())}
+
+
+def inhibit(res: Resonator, pool: _Pool, order: np.ndarray,
+            facts: dict[str, Any]) -> np.ndarray:
+    """Lateral inhibition over the top window: near-duplicates compete, winners damp losers.
+
+    Bounded: cosines among at most `inhibition_window` candidates, and each winner damps at
+    most `inhibition_max_competitors` later ones. Returns the new order.
+    """
+    cfg = res.config
+    window = order[: cfg.inhibition_window]
+    rows = pool.rows[window]
+    vecs = res.field.store.state.vectors[rows]
+    sims = vecs @ vecs.T
+    mult = np.ones(len(window))
+    damped = 0
+    for i in range(len(window)):
+        later = np.flatnonzero(sims[i, i + 1:] > cfg.inhibition_threshold)[
+            : cfg.inhibition_max_competitors] + i + 1
+        for j in later:
+            mult[j] *= 1.0 - cfg.inhibition_strength * float(sims[i, j])
+            damped += 1
+    if damped:
+        full = np.ones(len(pool.rows))
+        full[window] = mult
+        pool.score = pool.score * full
+        pool.parts["inhibition"] = full
+        head = window[np.argsort(-pool.score[window], kind="stable")]
+        order = np.concatenate([head, order[cfg.inhibition_window:]])
+    facts["inhibition"] = {"window": len(window), "damped": damped}
+    return order

@@ -1,0 +1,205 @@
+"""Full resonance (Field.resonate), phase by phase, on small fields whose ranking is known.
+
+The WordEmbedder makes texts that share words close, so which memory the plain hybrid
+recall finds is predictable; each test then shows what one phase changes.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from word_embedder import WordEmbedder
+
+from soul.engines.resonance import ConfigError, Field
+
+DISTRACTORS = [
+    "The quarterly budget meeting moved to the large conference room",
+    "Fresh basil grows best on a sunny kitchen windowsill",
+    "The train to Lisbon leaves from platform nine at dawn",
+    "Thunderstorms are expected over the mountains this weekend",
+    "The violin lesson covered scales and a short minuet",
+    "Our printer jammed twice while printing the annual report",
+]
+
+
+@pytest.fixture
+def field(tmp_path: Path) -> Iterator[Field]:
+    with Field.open(tmp_path / "f", WordEmbedder(), dedup_threshold=None) as f:
+        yield f
+
+
+def ranks(hits: list) -> list[str]:
+    return [h.text for h in hits]
+
+
+def test_spreading_brings_up_a_memory_linked_only_through_an_entity(field: Field) -> None:
+    field.remember("Caroline adopted a puppy named Biscuit from the shelter")
+    linked = field.remember("Biscuit chewed through the new sofa cushions yesterday")
+    for text in DISTRACTORS:
+        field.remember(text)
+    query = "what did Caroline adopt from the shelter"
+    plain = ranks(field.resonate(query, k=len(field), disabled={"spreading", "hebbian"}))
+    assoc = field.resonate(query, k=len(field), explain=True, disabled={"hebbian"})
+    text = field.get(linked).content
+    assert ranks(assoc).index(text) < plain.index(text)
+    # weighted towards association, it comes right after the memory the query names
+    strong = field.resonate(query, k=3, disabled={"hebbian"}, activation_weight=0.6)
+    assert ranks(strong).index(text) == 1
+    hit = next(h for h in assoc if h.id == linked)
+    assert hit.components["activation"] > 0
+    assert hit.components["hop"] == 2  # memory → Biscuit → memory
+
+
+def test_without_a_graph_path_spreading_changes_nothing(field: Field) -> None:
+    for text in DISTRACTORS:
+        field.remember(text)
+    query = "when does the train to Lisbon leave"
+    off = field.resonate(query, k=3, disabled={"spreading", "hebbian"})
+    on = field.resonate(query, k=3, disabled={"hebbian"})
+    assert ranks(on)[0] == ranks(off)[0] == DISTRACTORS[2]
+
+
+def test_lateral_inhibition_lets_a_different_memory_past_a_near_duplicate(field: Field) -> None:
+    a = field.remember("Melanie painted a sunrise over the lake in watercolour")
+    b = field.remember("Melanie painted a sunrise over the lake in watercolours")
+    c = field.remember("Melanie painted her kitchen walls a pale yellow")
+    for text in DISTRACTORS:
+        field.remember(text)
+    query = "what did Melanie paint over the lake"
+    off = field.resonate(query, k=3, disabled={"inhibition", "hebbian", "spreading"})
+    on = field.resonate(query, k=3, explain=True, disabled={"hebbian", "spreading"})
+    assert [h.id for h in off][:2] in ([a, b], [b, a])
+    assert [h.id for h in on][1] == c  # the near-duplicate lost to a different memory
+    damped = [h for h in on if h.components.get("inhibition", 1.0) < 1.0]
+    # a winner damps a later near-duplicate by ×(1 − 0.7·cos), and cos > 0.85 to compete
+    assert damped or len({h.id for h in on} & {a, b}) == 1
+    for h in damped:
+        assert 0.0 < h.components["inhibition"] < 1 - 0.7 * 0.85
+    assert on[0].components["facts"]["inhibition"]["damped"] >= 1
+
+
+def test_the_attractor_basin_lifts_memories_of_the_entity_the_query_names(field: Field) -> None:
+    hub = [field.remember(f"Jordan {verb} the garden shed on {day}")
+           for verb, day in [("painted", "Monday"), ("repaired", "Tuesday"),
+                             ("cleaned", "Wednesday"), ("locked", "Thursday")]]
+    for text in DISTRACTORS:
+        field.remember(text)
+    hits = field.resonate("what happened with Jordan", k=4, explain=True,
+                          disabled={"hebbian", "spreading"})
+    facts = hits[0].components["facts"]
+    assert facts["basin"]["attractor"].lower() == "jordan"
+    for h in hits:
+        assert h.id in hub
+        assert h.components["basin"] == pytest.approx(1.15)
+
+
+def test_session_priming_boosts_what_the_session_saw(field: Field) -> None:
+    first = field.remember("The blue notebook holds the recipe for lemon cake")
+    second = field.remember("The red notebook holds the recipe for lemon tart")
+    for text in DISTRACTORS:
+        field.remember(text)
+    field.primer.observe("s1", [second])
+    query = "which notebook has the lemon recipe"
+    unprimed = field.resonate(query, k=2, disabled={"hebbian", "spreading"})
+    primed = field.resonate(query, k=2, session="s1", explain=True,
+                            disabled={"hebbian", "spreading"})
+    assert {h.id for h in unprimed} == {first, second}
+    assert primed[0].id == second
+    assert primed[0].components["priming"] == pytest.approx(1.3)
+    other = field.resonate(query, k=2, session="s2", disabled={"hebbian", "spreading"})
+    assert [h.id for h in other] == [h.id for h in unprimed]
+
+
+def test_resonating_with_a_session_primes_its_next_query(field: Field) -> None:
+    m = field.remember("The harbour ferry stops running after midnight")
+    for text in DISTRACTORS:
+        field.remember(text)
+    field.resonate("when does the harbour ferry stop", k=1, session="s")
+    assert m in field.primer.recent("s")
+
+
+def test_hebbian_links_co_retrieved_memories_off_the_read_path(field: Field) -> None:
+    a = field.remember("Priya bakes sourdough bread every Sunday morning")
+    b = field.remember("Priya sells sourdough bread at the Sunday market")
+    for text in DISTRACTORS:
+        field.remember(text)
+    field.resonate("Priya sourdough Sunday", k=2)
+    field.graph.flush()
+    links = field.graph.triplets(predicate="relates_to")
+    pairs = {frozenset((t.subject, t.object)) for t in links}
+    assert any(a in " ".join(p) and b in " ".join(p) for p in pairs)
+
+
+def test_scoring_prefers_a_correction_over_an_episode_of_equal_relevance(field: Field) -> None:
+    episode = field.remember("The meeting with Dana is on Friday at noon", kind="episode")
+    correction = field.remember("The meeting with Dana is on Friday at ten", kind="correction")
+    for text in DISTRACTORS:
+        field.remember(text)
+    hits = field.resonate("when is the meeting with Dana on Friday", k=2, explain=True,
+                          disabled={"hebbian", "spreading", "inhibition"})
+    assert [h.id for h in hits] == [correction, episode]
+    assert hits[0].components["factor:Kind"] > hits[1].components["factor:Kind"]
+    off = field.resonate("when is the meeting with Dana on Friday", k=2,
+                         disabled={"hebbian", "spreading", "inhibition", "scoring"})
+    assert {h.id for h in off} == {correction, episode}
+
+
+def test_explain_reports_every_phase_per_hit(field: Field) -> None:
+    for text in DISTRACTORS:
+        field.remember(text)
+    [hit] = field.resonate("the train to Lisbon", k=1, explain=True)
+    comps = hit.components
+    for key in ("hybrid", "activation", "relevance", "facts"):
+        assert key in comps
+    assert any(k.startswith("factor:") for k in comps)
+    assert "spreading" in comps["facts"]["phases"]
+    plain = field.resonate("the train to Lisbon", k=1)
+    assert plain[0].components == {}
+
+
+def test_feedback_credits_the_learners_draw(field: Field) -> None:
+    m = field.remember("The spare key hides under the third flower pot")
+    for text in DISTRACTORS:
+        field.remember(text)
+    before = field.learner.state()
+    [hit] = field.resonate("where is the spare key", k=1, learn=True)
+    assert hit.id == m
+    field.feedback(m, useful=True)
+    assert field.learner.state() != before
+    assert field.get(m).confidence.n >= 1
+
+
+def test_unknown_phase_or_option_is_a_config_error(field: Field) -> None:
+    field.remember("The train to Lisbon leaves from platform nine")
+    with pytest.raises(ConfigError, match="phase"):
+        field.resonate("train", disabled={"telepathy"})
+    with pytest.raises(ConfigError, match="resonate"):
+        field.resonate("train", bogus=1)
+
+
+def test_a_read_does_not_wait_for_a_writer_holding_the_field_lock(field: Field) -> None:
+    for text in DISTRACTORS:
+        field.remember(text)
+    field.resonate("train", k=1)  # indexes built
+    held = threading.Event()
+    release = threading.Event()
+
+    def writer() -> None:
+        with field._lock:
+            held.set()
+            release.wait(5)
+
+    t = threading.Thread(target=writer)
+    t.start()
+    held.wait(5)
+    started = time.perf_counter()
+    hits = field.resonate("the train to Lisbon", k=1)
+    waited = time.perf_counter() - started
+    release.set()
+    t.join()
+    assert hits and hits[0].text == DISTRACTORS[2]
+    assert waited < 2.0
