@@ -12,7 +12,16 @@ from typing import Any
 
 from .config import SYSTEM_MAX_FOCUS_WINDOW, ChetanaConfig, resolve_config
 from .events import ATTENTION_SHIFTED, EventCallback
-from .focus import AttentionWeights, Focus, Ranking, Weighted, focus_order, ranked, weighted
+from .focus import (
+    AttentionWeights,
+    Focus,
+    Ranking,
+    Weighted,
+    focus_order,
+    make_focus,
+    ranked,
+    weighted,
+)
 from .pending import NO_GATE
 from .state import check_float, check_map, check_str, read_list, read_map
 
@@ -358,7 +367,7 @@ class Dhyana:
         window = (
             (tuple(self._ids), tuple(self._sal), self.focus_size) if with_messages else ((), (), 0)
         )
-        return Focus(
+        return make_focus(
             Ranking(map(weighted, self._top)), Ranking(map(weighted, self._tools_top or ())), window
         )
 

@@ -15,6 +15,7 @@ __all__ = [
     "Ranking",
     "Weighted",
     "focus_order",
+    "make_focus",
     "ranked",
     "weighted",
 ]
@@ -106,6 +107,24 @@ class Focus:
 
     def __str__(self) -> str:
         return ", ".join(f"{name} ({weight:.2f})" for name, weight in self.concepts)
+
+
+_new = object.__new__
+_SET_CONCEPTS = Focus.__dict__["concepts"].__set__
+_SET_TOOLS = Focus.__dict__["tools"].__set__
+_SET_WINDOW = Focus.__dict__["_window"].__set__
+
+
+def make_focus(
+    concepts: Ranking, tools: Ranking, window: tuple[tuple[str, ...], tuple[float, ...], int]
+) -> Focus:
+    """Focus(concepts, tools, window) without the frozen dataclass __init__, which sets each
+    field through object.__setattr__ (a Focus is built every turn its context is read)."""
+    focus = _new(Focus)
+    _SET_CONCEPTS(focus, concepts)
+    _SET_TOOLS(focus, tools)
+    _SET_WINDOW(focus, window)
+    return focus
 
 
 def focus_order(saliences: list[float] | tuple[float, ...]) -> list[int]:
