@@ -170,11 +170,11 @@ class AtmaDarshana:
         if record is None:
             record = self._tools[tool] = ToolRecord(call)
 
-        record.total += 1
+        record.total = total = record.total + 1
         if success:
             record.successes += 1
-        rate = record.rate = record.successes / record.total
-        record.avg_latency += (latency_ms - record.avg_latency) / record.total
+        rate = record.rate = record.successes / total
+        record.avg_latency += (latency_ms - record.avg_latency) / total
 
         history = record.history
         history.append(rate)
@@ -191,8 +191,23 @@ class AtmaDarshana:
                 record.last_improved = call
             record.trend = trend
 
-        if predicted_success is not None:
-            self._record_calibration(predicted_success, success)
+        if predicted_success is not None:  # calibration over the last N (predicted, actual)
+            predicted = (
+                0.0
+                if predicted_success < 0.0
+                else 1.0
+                if predicted_success > 1.0
+                else float(predicted_success)
+            )
+            window = self._cal
+            if len(window) == window.maxlen:
+                old_predicted, old_actual = window[0]
+                self._cal_sum_predicted -= old_predicted
+                self._cal_sum_actual -= old_actual
+            window.append((predicted, success))
+            self._cal_sum_predicted += predicted
+            self._cal_sum_actual += success
+            self.calibration = self._calibration_ratio()
 
         if success:
             record.streak = 0
@@ -222,18 +237,6 @@ class AtmaDarshana:
                     "top_tool": self.top_tool(),
                 },
             )
-
-    def _record_calibration(self, predicted: float, actual: bool) -> None:
-        predicted = 0.0 if predicted < 0.0 else 1.0 if predicted > 1.0 else float(predicted)
-        window = self._cal
-        if len(window) == window.maxlen:
-            old_predicted, old_actual = window[0]
-            self._cal_sum_predicted -= old_predicted
-            self._cal_sum_actual -= old_actual
-        window.append((predicted, actual))
-        self._cal_sum_predicted += predicted
-        self._cal_sum_actual += actual
-        self.calibration = self._calibration_ratio()
 
     def _calibration_ratio(self) -> float:
         predicted, actual = self._cal_sum_predicted, self._cal_sum_actual

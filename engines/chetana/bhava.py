@@ -54,6 +54,7 @@ class Bhava:
         "_arousal",
         "_confidence",
         "_frustration",
+        "_gain",
         "_outcomes",
         "_successes",
         "_valence",
@@ -71,6 +72,7 @@ class Bhava:
         self.config = resolve_config(config)
         self.priors = resolve_priors(priors)
         self.on_event = on_event
+        self._gain = self.priors.reactivity_gain  # the priors are frozen: computed once
         self._valence = 0.0
         self._arousal = self.priors.base_arousal
         self._confidence = NEUTRAL_CONFIDENCE
@@ -116,7 +118,7 @@ class Bhava:
         brings relief; errors spike arousal; valence follows the recent success ratio."""
         cfg = self.config
         before = self._frustration
-        gain = self.priors.reactivity_gain
+        gain = self._gain
         if is_correction:
             frustration = before + cfg.frustration_per_correction * gain
         elif is_error:

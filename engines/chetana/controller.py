@@ -187,7 +187,8 @@ class ChetanaController:
         atma, dhyana = self.atma, self.dhyana
         # The prediction is the tool's success rate before this call (the original passed
         # none, so its calibration never moved from 1.0).
-        predicted = atma.success_rate(tool)
+        record = atma._tools.get(tool)  # atma.success_rate(tool), inlined
+        predicted = record.rate if record is not None else None
         self.bhava.on_tool_result(tool, not success, correction)
         dhyana.on_tool_used(tool, success, SUCCESS_PERFORMANCE if success else FAILURE_PERFORMANCE)
         if not success or correction:

@@ -126,7 +126,17 @@ class Sankalpa:
     Fires `goal_created` and, on a real status or priority change, `goal_changed`.
     """
 
-    __slots__ = ("_forms", "_gate", "_goals", "_patience", "_turn", "config", "on_event", "priors")
+    __slots__ = (
+        "_evidence_cap",
+        "_forms",
+        "_gate",
+        "_goals",
+        "_patience",
+        "_turn",
+        "config",
+        "on_event",
+        "priors",
+    )
 
     def __init__(
         self,
@@ -141,6 +151,7 @@ class Sankalpa:
         self._goals: dict[str, _Goal] = {}
         self._turn = 0
         self._patience = self.priors.patience(self.config.goal_abandonment_threshold)
+        self._evidence_cap = min(self.config.max_evidence_per_intention, SYSTEM_MAX_EVIDENCE)
         # Word form -> (active goal, the keyword the form folds to), built when first needed.
         self._forms: dict[str, list[tuple[_Goal, str]]] | None = None
 
@@ -280,13 +291,14 @@ class Sankalpa:
                     found[goal] = {base}
                 else:
                     bases.add(base)
-        cap = min(self.config.max_evidence_per_intention, SYSTEM_MAX_EVIDENCE)
+        cap = self._evidence_cap
         turn = self._turn
         for goal, bases in found.items():  # goals are independent: order cannot matter
             # Goals with a single keyword need that one (the original's fixed 2 meant a goal
             # like "fix the tests" could never progress). "test" and "tests" are one keyword.
             if len(bases) >= goal.needed:
-                goal.progress = min(1.0, round(goal.progress + PROGRESS_INCREMENT, 10))
+                progress = round(goal.progress + PROGRESS_INCREMENT, 10)
+                goal.progress = progress if progress < 1.0 else 1.0
                 goal.last_advanced_turn = turn
                 goal.stale_turns = 0
                 if len(goal.evidence) < cap:
