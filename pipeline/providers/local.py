@@ -126,6 +126,12 @@ class LocalProvider(Provider):
         stop = threading.Event()
         done = object()
 
+        def hand_on(item: Any) -> None:
+            try:
+                loop.call_soon_threadsafe(queue.put_nowait, item)
+            except RuntimeError:  # the loop is closed: the turn was cancelled (a timeout)
+                stop.set()
+
         def produce() -> None:
             try:
                 for part in model.create_chat_completion(**self._arguments(request, True)):
@@ -133,11 +139,11 @@ class LocalProvider(Provider):
                         break  # the consumer went away: stop decoding
                     piece = part["choices"][0]["delta"].get("content") or ""
                     if piece:
-                        loop.call_soon_threadsafe(queue.put_nowait, piece)
+                        hand_on(piece)
             except BaseException as exc:
-                loop.call_soon_threadsafe(queue.put_nowait, exc)
+                hand_on(exc)
             finally:
-                loop.call_soon_threadsafe(queue.put_nowait, done)
+                hand_on(done)
 
         worker = threading.Thread(target=produce, name="soul-local-decode", daemon=True)
         worker.start()
