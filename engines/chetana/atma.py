@@ -89,11 +89,12 @@ class AtmaDarshana:
         "_recovery_count",
         "_recovery_total",
         "_style",
+        "_style_stale",
         "_tools",
         "_total_calls",
         "_turns",
-        "_unsettled",
         "_velocity",
+        "_velocity_stale",
         "calibration",
         "config",
         "known_limitations",
@@ -114,7 +115,10 @@ class AtmaDarshana:
         self._tools: dict[str, ToolRecord] = {}
         self.known_limitations: list[str] = []
         self.calibration = 1.0
-        self._unsettled = False  # velocity and style wait for the next read
+        # Velocity and style wait for their next read (each alone: a self_updated event
+        # reads the velocity after every tool result, the style is rarely read).
+        self._velocity_stale = False
+        self._style_stale = False
         self._velocity = 0.0
         self._style: dict[str, float] = {
             "exploration_vs_exploitation": 0.5,
@@ -225,7 +229,7 @@ class AtmaDarshana:
                 )
 
         # Velocity and style are functions of the counts: settled when read, not per call.
-        self._unsettled = True
+        self._velocity_stale = self._style_stale = True
         self._assessment = None
         if self.on_event is not None:
             self.on_event(
@@ -249,21 +253,18 @@ class AtmaDarshana:
     @property
     def learning_velocity(self) -> float:
         """Change of the mean success rate per call over the last ten calls of each tool."""
-        if self._unsettled:
-            self._settle()
+        if self._velocity_stale:
+            self._velocity_stale = False
+            self._recompute_velocity()
         return self._velocity
 
     @property
     def style_fingerprint(self) -> dict[str, float]:
         """exploration_vs_exploitation, tool_density, error_recovery_speed, each in [0, 1]."""
-        if self._unsettled:
-            self._settle()
+        if self._style_stale:
+            self._style_stale = False
+            self._recompute_style()
         return self._style
-
-    def _settle(self) -> None:
-        self._unsettled = False
-        self._recompute_velocity()
-        self._recompute_style()
 
     def _recompute_velocity(self) -> None:
         # Only tools with TREND_LOOKBACK calls of history take part, on both sides of the
@@ -296,7 +297,7 @@ class AtmaDarshana:
             self._gate.settle()
         self._turns += 1
         self._calls_this_turn = 0
-        self._unsettled = True
+        self._velocity_stale = self._style_stale = True
 
     # --- limitations -------------------------------------------------------------------
 
