@@ -537,18 +537,44 @@ def spread_nodes(adj: Adjacency, seed_nodes: np.ndarray, seed_values: np.ndarray
     strength and clipped to [0, 1]); returns (reached nodes, activation, first hop)."""
     from .kernels.spread import spread_activation
 
-    size = adj.n_nodes
-    act = np.zeros(size, np.float32)
-    hops = np.full(size, -1, np.int32)
-    touched = np.empty(size, np.int32)
+    ws = _workspace(adj.n_nodes)
     k = spread_activation(adj.indptr, adj.indices, adj.weights, adj.delta_src, adj.delta_dst,
                           adj.delta_w, adj.degree, adj.entity,
                           np.ascontiguousarray(seed_nodes, np.int32),
                           np.ascontiguousarray(seed_values, np.float32), np.float32(decay),
-                          np.float32(cutoff), int(max_hops), np.float32(hub_power), act, hops,
-                          touched)
-    reached = touched[:k]
-    return reached, act[reached], hops[reached]
+                          np.float32(cutoff), int(max_hops), np.float32(hub_power), ws.act,
+                          ws.hops, ws.touched, ws.mark, ws.frontier, ws.nxt, ws.values)
+    reached = ws.touched[:k].copy()
+    act, hops = ws.act[reached], ws.hops[reached]
+    ws.act[reached], ws.hops[reached], ws.mark[reached] = 0.0, -1, -1  # clean for the next call
+    return reached, act, hops
+
+
+class _Workspace:
+    """Per-thread kernel arrays, kept between calls and cleaned by resetting only what a
+    call touched (O(reached), not O(nodes))."""
+
+    def __init__(self, n: int) -> None:
+        self.size = n
+        self.act = np.zeros(n, np.float32)
+        self.hops = np.full(n, -1, np.int32)
+        self.mark = np.full(n, -1, np.int32)
+        self.touched = np.empty(n, np.int32)
+        self.frontier = np.empty(n, np.int32)
+        self.nxt = np.empty(n, np.int32)
+        self.values = np.empty(n, np.float32)
+
+
+_local = threading.local()
+
+
+def _workspace(n: int) -> _Workspace:
+    ws: _Workspace | None = getattr(_local, "ws", None)
+    if ws is None or ws.size < n:
+        # grow with headroom: a graph that gains nodes does not reallocate on every call
+        ws = _Workspace(max(n + n // 4, 1024))
+        _local.ws = ws
+    return ws
 
 
 def half_life_days_to_seconds(days: float) -> float:

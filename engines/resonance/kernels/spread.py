@@ -101,26 +101,23 @@ def _lower_bound(a, x):  # pragma: no cover - compiled
         int32[::1], float32[::1],  # seed nodes, seed values
         float32, float32, int64, float32,  # decay, cutoff, max_hops, hub_power
         float32[::1], int32[::1], int32[::1],  # act (in: zeros), hops (in: -1), touched (out)
+        int32[::1], int32[::1], int32[::1], float32[::1],  # mark (in: -1), frontier, nxt, values
     ),
     cache=True,
     nogil=True,
 )
 def spread_activation(indptr, indices, weights, d_src, d_dst, d_w, degree, is_entity,
                       seed_nodes, seed_vals, decay, cutoff, max_hops, hub_power,
-                      act, hops, touched):
+                      act, hops, touched, mark, frontier, nxt, values):
     """Propagate activation hop by hop from the seeds; returns how many nodes were reached.
 
     `touched[:n]` lists the reached nodes in the order they were first reached; `act` and
     `hops` hold their activation and the hop at which they were first reached (seeds: 0).
-    Only touched entries of `act` and `hops` are written, so a caller can reuse the arrays by
-    resetting just those.
+    Only touched entries of `act`, `hops` and `mark` are written, so a caller can reuse the
+    arrays by resetting just those: at a million nodes, allocating and filling them per call
+    cost more than the propagation. `frontier`, `nxt`, `values` are scratch (any content).
     """  # pragma: no cover - compiled
-    n = act.shape[0]
     n_main = indptr.shape[0] - 1
-    frontier = np.empty(n, np.int32)
-    values = np.empty(n, np.float32)
-    nxt = np.empty(n, np.int32)
-    mark = np.full(n, -1, np.int32)
     n_touched = 0
     n_front = 0
     for i in range(seed_nodes.shape[0]):
