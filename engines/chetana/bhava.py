@@ -36,6 +36,9 @@ class Affect(NamedTuple):
     frustration: float  # [0, 1], calm to frustrated
 
 
+_new_affect = tuple.__new__
+
+
 def _clamp01(x: float) -> float:
     return 0.0 if x < 0.0 else 1.0 if x > 1.0 else x
 
@@ -85,7 +88,10 @@ class Bhava:
     @property
     def state(self) -> Affect:
         """The current affect as an immutable snapshot."""
-        return Affect(self._valence, self._arousal, self._confidence, self._frustration)
+        # tuple.__new__ skips NamedTuple's Python-level __new__ (a context takes one per turn).
+        return _new_affect(
+            Affect, (self._valence, self._arousal, self._confidence, self._frustration)
+        )
 
     def get_state(self) -> Affect:
         """The current affect as an immutable snapshot (same as `state`)."""

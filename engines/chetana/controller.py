@@ -31,6 +31,9 @@ STEER_OVERCONFIDENT = "May be overconfident — verify assumptions"
 STEER_UNDERCONFIDENT = "Underconfident — trust your capabilities more"
 
 
+_waiting = LiveContext.waiting
+
+
 def _check_latency(latency_ms: Any) -> None:
     kind = type(latency_ms)
     exact = kind is float or kind is int  # the fast path; bool is an int but not a latency
@@ -124,7 +127,7 @@ class ChetanaController:
         Its focus, self-assessment, intentions and steering are built when first read, or
         before the state they come from changes, whichever is first (see `pending.py`): the
         values are those of this moment either way."""
-        context = LiveContext.waiting(self, self.bhava.state)
+        context = _waiting(self, self.bhava.state)
         self._gate.hold(context)
         return context
 

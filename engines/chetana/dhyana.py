@@ -122,6 +122,7 @@ class Dhyana:
         "_ids",
         "_n_corr",
         "_near",
+        "_recency",
         "_sal",
         "_tools_top",
         "_top",
@@ -152,6 +153,7 @@ class Dhyana:
         self._err_boost = self.config.attention_error_boost
         self._n_corr = 0  # corrections among the kept messages
         self._history = MESSAGE_HISTORY_FACTOR * self.focus_size  # messages kept
+        self._recency: tuple[list[float], list[float]] | None = None  # tables, when needed
         self._top: list[tuple[str, float]] | None = None  # cached top concepts
         self._tools_top: list[tuple[str, float]] | None = None
         self._announced: tuple[str, ...] = ()  # top concepts last reported as a shift
@@ -255,9 +257,11 @@ class Dhyana:
         n = len(self._ids)
         if n:
             cfg = self.config
-            full, half = _recency_tables(
-                cfg.attention_recency_lambda, MESSAGE_HISTORY_FACTOR * SYSTEM_MAX_FOCUS_WINDOW
-            )
+            if self._recency is None:  # the config is frozen: looked up once
+                self._recency = _recency_tables(
+                    cfg.attention_recency_lambda, MESSAGE_HISTORY_FACTOR * SYSTEM_MAX_FOCUS_WINDOW
+                )
+            full, half = self._recency
             # index i has age n-1-i; plus its error boost (0.0 for most, which keeps the value)
             sal = list(map(add, full[n - 1 :: -1], self._near))
             if self._n_corr:
