@@ -129,7 +129,12 @@ def _diagnose(error: Any, source: SourceMap, base: KeyPath = ()) -> list[Diagnos
         return [source.diagnostic(path, f"{_where(path)}must be {error.validator_value!r}, got {value!r}")]
     if kind in ("oneOf", "anyOf"):
         # the branch whose type fits the value says what is wrong with it
-        fitting = [e for e in error.context if e.validator != "type" and len(e.relative_schema_path) > 1]
+        # (a type error inside a branch, e.g. a model slot's `retries: 1.5`, is the value's own
+        # and counts; only a branch-level type mismatch does not)
+        fitting = [
+            e for e in error.context
+            if len(e.relative_schema_path) > 1 and not (e.validator == "type" and len(e.relative_schema_path) == 2)
+        ]
         if fitting:
             branch = fitting[0].relative_schema_path[0]
             return [d for e in fitting if e.relative_schema_path[0] == branch for d in _diagnose(e, source, base)]

@@ -1,5 +1,8 @@
 """One failure policy for every live provider: timeout, retries, circuit breaker.
 
+Every number is a field of `Policy`; a model slot sets them with `timeout`, `retries`,
+`backoff`, `breaker_failures` and `breaker_cooldown` (`Policy.with_options`).
+
 - **Timeout** per call (`timeout` slot option, default 60 s); for a stream it bounds the wait
   for each next chunk, so a long reply that keeps coming is never cut.
 - **Retries** on 429, 5xx, connection errors and timeouts, with exponential backoff and full
@@ -34,11 +37,19 @@ from soul.errors import (
 from soul.providers.base import Chunk, Completion, Provider, Request
 
 RETRYABLE = (ProviderTimeout, ProviderUnavailable, RateLimited)
+# model slot option -> Policy field (validated by the blueprint schema's model options)
+SLOT_OPTIONS: tuple[tuple[str, str, type], ...] = (
+    ("timeout", "timeout", float),
+    ("retries", "attempts", int),
+    ("backoff", "base_delay", float),
+    ("breaker_failures", "failure_threshold", int),
+    ("breaker_cooldown", "cooldown", float),
+)
 
 
 @dataclass(frozen=True, slots=True)
 class Policy:
-    """How hard to try. Every field can be changed; `with_options` reads the slot's `timeout`."""
+    """How hard to try. Every field can be changed; `with_options` reads the slot's options."""
 
     timeout: float = 60.0
     attempts: int = 3  # the first try and up to two retries
@@ -49,9 +60,16 @@ class Policy:
     cooldown: float = 60.0
 
     def with_options(self, options: Mapping[str, Any]) -> Policy:
-        """This policy with the slot's `timeout` option applied."""
-        timeout = options.get("timeout")
-        return replace(self, timeout=float(timeout)) if timeout else self
+        """This policy with the slot's options applied: `timeout` (s), `retries` (after the
+        first try), `backoff` (base delay, s), `breaker_failures`, `breaker_cooldown` (s)."""
+        changes: dict[str, Any] = {}
+        for option, name, kind in SLOT_OPTIONS:
+            value = options.get(option)
+            if value is not None:
+                changes[name] = kind(value)
+        if "attempts" in changes:
+            changes["attempts"] += 1  # `retries: 0` is one attempt
+        return replace(self, **changes) if changes else self
 
     def delay(self, attempt: int, retry_after: float | None, rng: Callable[[], float] = random.random) -> float | None:
         """Seconds to wait before retry number `attempt` (1-based), or None to give up now."""
@@ -109,16 +127,18 @@ class Breaker:
             self.probing = False
 
 
-_breakers: dict[str, Breaker] = {}
+_breakers: dict[tuple[str, int, float], Breaker] = {}
 _breakers_lock = threading.Lock()
 
 
 def breaker_for(name: str, policy: Policy) -> Breaker:
-    """The process-wide breaker of a provider+model (shared by every soul that calls it)."""
+    """The process-wide breaker of a provider+model (shared by every soul that calls it with
+    the same breaker numbers; slots that configure other numbers get a breaker of their own)."""
+    key = (name, policy.failure_threshold, policy.cooldown)
     with _breakers_lock:
-        breaker = _breakers.get(name)
+        breaker = _breakers.get(key)
         if breaker is None:
-            breaker = _breakers[name] = Breaker(policy.failure_threshold, policy.cooldown)
+            breaker = _breakers[key] = Breaker(policy.failure_threshold, policy.cooldown)
         return breaker
 
 

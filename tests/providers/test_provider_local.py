@@ -42,3 +42,23 @@ def test_claudius_answers_offline_from_the_bundled_model(tmp_path: Path) -> None
     assert result["reply"].strip()
     assert result["trace"]["calls"] >= 1
     assert result["steps"]["think"]["text"]  # the grammar made the monologue parse
+
+
+def test_threads_come_from_the_environment_or_the_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    from soul.providers.local import THREADS_ENV, threads
+
+    monkeypatch.delenv(THREADS_ENV, raising=False)
+    assert threads() == (os.cpu_count() or 1)
+    monkeypatch.setenv(THREADS_ENV, "1")
+    assert threads() == 1
+    monkeypatch.setenv(THREADS_ENV, "many")
+    with pytest.raises(ProviderError, match="SOUL_LOCAL_THREADS='many' is not a number of threads"):
+        threads()
+
+
+@pytest.mark.skipif(not HAVE_LOCAL, reason="the `local` extra is not installed")
+def test_the_n_threads_option_reaches_the_provider() -> None:
+    from soul.providers.local import LocalProvider
+
+    assert LocalProvider("", {"n_threads": 1}).n_threads == 1
+    assert LocalProvider("").n_threads is None  # decided at load: $SOUL_LOCAL_THREADS or the cores
