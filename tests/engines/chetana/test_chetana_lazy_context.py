@@ -48,6 +48,8 @@ operation = st.one_of(
     st.tuples(st.just("dhyana.refresh")),
     st.tuples(st.just("atma.record"), st.sampled_from(TOOLS), st.booleans()),
     st.tuples(st.just("atma.end_turn")),
+    # A restored controller must wire its gate again.
+    st.tuples(st.just("restore")),
     # What the caller does with the contexts it holds.
     st.tuples(st.just("read"), st.integers(0, 30)),
     st.tuples(st.just("drop"), st.integers(0, 30)),
@@ -113,7 +115,7 @@ def values(context: ChetanaContext) -> tuple:
     )
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(operation, max_size=50), st.booleans())
 def test_a_lazy_context_equals_the_eager_one_of_its_moment(ops, listen):
     # Two controllers take the same calls; one hands out lazy contexts the test keeps, reads
@@ -135,6 +137,10 @@ def test_a_lazy_context_equals_the_eager_one_of_its_moment(ops, listen):
             if held:
                 del held[op[1] % len(held)]
             continue
+        if op[0] == "restore":
+            lazy = ChetanaController.deserialize(json.loads(json.dumps(lazy.serialize())))
+            eager = ChetanaController.deserialize(json.loads(json.dumps(eager.serialize())))
+            continue
         context = apply(lazy, op, n)
         if op[0] == "before_turn":
             eager.before_turn(op[1], correction=op[2])
@@ -149,7 +155,8 @@ def test_a_lazy_context_equals_the_eager_one_of_its_moment(ops, listen):
         assert context == ChetanaContext(*expected[:2], *expected[3:6])
     # Handing out lazy contexts leaves the state and the events exactly as they were.
     assert lazy.serialize() == eager.serialize()
-    assert events_lazy == events_eager
+    if not any(op[0] == "restore" for op in ops):  # a restored controller has no callback
+        assert events_lazy == events_eager
 
 
 def test_a_held_context_keeps_the_state_of_its_moment():
@@ -218,3 +225,18 @@ def test_an_unread_context_costs_no_work_once_dropped(monkeypatch):
     chetana.after_tool_execution("read", True, 1.0, "cache")
     assert calls == [1]
     assert kept.intentions == []
+
+
+def test_a_restored_controller_hands_out_exact_lazy_contexts():
+    # deserialize() builds new subsystems: they must share the new controller's gate.
+    chetana = ChetanaController()
+    chetana.before_turn("I want to fix the auth bug")
+    chetana.after_tool_execution("read", True, 1.0, "auth bug")
+    chetana = ChetanaController.deserialize(json.loads(json.dumps(chetana.serialize())))
+    context = chetana.before_turn("the parser session")
+    reference = chetana._eager_context()
+    chetana.after_tool_execution("grep", False, 1.0, "auth bug")
+    chetana.mark_tool_disabled("read", "sandboxed")
+    chetana.after_turn()
+    assert values(context) == values(reference)
+    assert "grep" not in context.focus.tools
