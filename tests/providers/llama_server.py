@@ -24,6 +24,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from soul.providers.local import threads as local_threads
+
 ALIAS = "smollm2"
 START_TIMEOUT = 180.0  # seconds; loading a 100 MB model takes a few, a busy machine more
 
@@ -61,6 +63,9 @@ class LlamaServer:
     model: Path
     alias: str = ALIAS
     port: int = field(default_factory=free_port)
+    # like the local provider: $SOUL_LOCAL_THREADS, else the cores (2 here); on a busy machine
+    # 1 is far faster (docs/providers.md, Threads)
+    threads: int = field(default_factory=local_threads)
     process: subprocess.Popen[bytes] | None = None
     log: Path | None = None
 
@@ -74,7 +79,7 @@ class LlamaServer:
             sys.executable, "-c", _BOOT, str(os.getpid()),
             "--model", str(self.model), "--model_alias", self.alias,
             "--host", "127.0.0.1", "--port", str(self.port),
-            "--n_ctx", "2048", "--n_threads", "2",
+            "--n_ctx", "2048", "--n_threads", str(self.threads),
         ]
 
     def start(self, timeout: float = START_TIMEOUT) -> LlamaServer:
