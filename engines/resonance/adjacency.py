@@ -142,14 +142,15 @@ class EdgeTable:
         self.invalid_at = np.full(capacity, np.inf)  # inf: still valid
         self.hebbian = np.zeros(capacity, np.uint8)  # 1: decays with the graph's half-life
         self.last = np.zeros(capacity, np.float64)  # when a Hebbian edge was last reinforced
+        self.mention = np.zeros(capacity, np.uint8)  # 1: memory → entity, else a triplet
 
-    _COLS = ("src", "dst", "w", "valid_from", "invalid_at", "hebbian", "last")
+    COLS = ("src", "dst", "w", "valid_from", "invalid_at", "hebbian", "last", "mention")
 
     def add(self, src: int, dst: int, w: float, valid_from: float, *, hebbian: bool = False,
-            last: float = 0.0) -> int:
+            last: float = 0.0, mention: bool = False) -> int:
         """Append one edge; return its id."""
         if self.n == len(self.src):
-            for name in self._COLS:
+            for name in self.COLS:
                 old = getattr(self, name)
                 new = np.full(2 * len(old), np.inf) if name == "invalid_at" else np.zeros(
                     2 * len(old), old.dtype)
@@ -158,6 +159,7 @@ class EdgeTable:
         e = self.n
         self.src[e], self.dst[e], self.w[e] = src, dst, w
         self.valid_from[e], self.hebbian[e], self.last[e] = valid_from, hebbian, last
+        self.mention[e] = mention
         self.n = e + 1
         return e
 

@@ -29,6 +29,7 @@ import numpy as np
 from . import kg_log
 from .adjacency import Adjacency, _full_build
 from .errors import ConfigError, ResonanceError, StoreClosed
+from .kg_snapshot import read_snapshot, write_snapshot
 from .kg_state import (
     MEMORY_PREFIX,
     GraphState,
@@ -156,7 +157,8 @@ class KnowledgeGraph:
     def __init__(self, path: str | Path, *, durability: Durability = "batch",
                  half_life_days: float = 30.0, floor: float = 0.01,
                  attractor_ttl: float = 60.0, flush_interval: float | None = 1.0,
-                 spread: SpreadConfig | None = None, weights_max_age: float = 3600.0) -> None:
+                 spread: SpreadConfig | None = None, weights_max_age: float = 3600.0,
+                 compact_after: int = 100_000) -> None:
         self.path = Path(path).expanduser()
         if not 0 <= floor < 1:
             raise ConfigError(f"floor {floor}: must be in [0, 1)")
@@ -172,7 +174,14 @@ class KnowledgeGraph:
         self._attr: tuple[int, float, list[tuple[str, float]]] | None = None
         self._closed = False
         self.attractor_refreshes = 0
-        self.log = kg_log.GraphLog(self.path, self.state.apply, durability=durability)
+        self.compact_after = compact_after
+
+        def load(snap: Path) -> tuple[kg_log.Apply, dict[str, int], int]:
+            self.state, covered, max_hlc = read_snapshot(snap, self.half_life, floor)
+            return self.state.apply, covered, max_hlc
+
+        self.log = kg_log.GraphLog(self.path, self.state.apply, load_snapshot=load,
+                                   durability=durability)
         self._stop = threading.Event()
         self._flusher: threading.Thread | None = None
         if flush_interval:
@@ -188,10 +197,11 @@ class KnowledgeGraph:
         Options: ``half_life_days`` (30) and ``floor`` (0.01) of Hebbian decay,
         ``attractor_ttl`` (60 s), ``flush_interval`` (1 s; None: Hebbian updates wait for
         `flush`), ``spread`` (a `SpreadConfig`), ``weights_max_age`` (3600 s: how old the
-        decayed Hebbian weights in the cached adjacency may get).
+        decayed Hebbian weights in the cached adjacency may get), ``compact_after`` (100,000
+        log entries since the last snapshot: `close` compacts).
         """
         known = {"half_life_days", "floor", "attractor_ttl", "flush_interval", "spread",
-                 "weights_max_age"}
+                 "weights_max_age", "compact_after"}
         unknown = set(options) - known
         if unknown:
             raise ConfigError(f"unknown option(s) {', '.join(sorted(unknown))}; known: "
@@ -302,7 +312,8 @@ class KnowledgeGraph:
                 tid = self.state.live.get((ka, "relates_to", kb))
                 if tid is None:
                     tid = self.state.live.get((kb, "relates_to", ka))
-                if tid is not None and self.state.weight_at(tid, now) >= self.floor:
+                if tid is not None and (tid not in self.state.hebbian_ids
+                                        or self.state.weight_at(tid, now) >= self.floor):
                     edges.append((tid, min(1.0, self.state.weight_at(tid, now) + delta), a, b))
                 else:  # new, or decayed away (the old one is dropped when this applies)
                     edges.append((next_id, min(1.0, delta), a, b))
@@ -497,10 +508,23 @@ class KnowledgeGraph:
             "adjacency_full_builds": st.cache.full_builds,
             "adjacency_delta_builds": st.cache.delta_builds,
             "attractor_refreshes": self.attractor_refreshes,
-            "recovered_entries": rep.replayed, "recovery_issues": [str(i) for i in rep.issues],
+            "recovered_entries": rep.replayed,
+            "snapshot": str(self.log.snapshot) if self.log.snapshot else None,
+            "log_entries_since_snapshot": self.log.since_snapshot, "recovery_issues": [str(i) for i in rep.issues],
         }
 
     # -- lifecycle -----------------------------------------------------------------------------
+
+    def compact(self) -> Path:
+        """Snapshot the whole graph, then delete the log segments and older snapshots it
+        covers: the next open loads the snapshot and replays only what follows it."""
+        self.flush()
+        with self._wlock:
+            if self._closed:
+                raise StoreClosed(f"the knowledge graph at {self.path} is closed")
+            return self.log.compact(
+                lambda snap_dir, covered, max_hlc, instance, hlc: write_snapshot(
+                    self.state, covered, max_hlc, snap_dir, instance, hlc))
 
     def sync(self) -> None:
         """Make everything logged so far durable, whatever the durability mode."""
@@ -515,6 +539,9 @@ class KnowledgeGraph:
             self._flusher.join()
         self.flush()
         with self._wlock:
+            if self.log.since_snapshot >= self.compact_after:
+                with contextlib.suppress(OSError):
+                    self.compact()
             self._closed = True
             self.log.close()
 

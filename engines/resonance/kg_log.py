@@ -17,11 +17,11 @@ import contextlib
 import fcntl
 import os
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import StoreError
+from .errors import CorruptSegment, StoreError
 from .recovery import Issue, RecoveryReport, WalReader
 from .wal import Durability, WalWriter
 
@@ -43,6 +43,7 @@ __all__ = [
     "encode_mention",
     "encode_reinforce",
     "encode_relate",
+    "list_snapshots",
 ]
 
 RELATE, REINFORCE, INVALIDATE, MENTION, FORGET_MEMORY, HEBBIAN = 1, 2, 3, 4, 5, 6
@@ -169,19 +170,35 @@ def decode(op: int, payload: memoryview) -> object:
     raise ValueError(f"unknown knowledge-graph op {op}")
 
 
+def list_snapshots(snap_dir: Path) -> list[Path]:
+    """A graph's snapshot files, newest first (the name starts with the clock it was taken
+    at)."""
+    if not snap_dir.is_dir():
+        return []
+    return sorted(snap_dir.glob("snap_*.snap"), reverse=True)
+
+
 Apply = Callable[[int, memoryview], None]
+# Loads a snapshot file: (its apply function, covered, max_hlc); CorruptSegment if damaged.
+LoadSnapshot = Callable[[Path], tuple[Apply, dict[str, int], int]]
+# Writes a snapshot: (snapshot dir, covered, max_hlc, instance, hlc) -> its path.
+WriteSnapshot = Callable[[Path, dict[str, int], int, str, int], Path]
 
 
 class GraphLog:
-    """A graph directory's log: recover it into `apply`, then append through a `WalWriter`.
+    """A graph directory's log: recover (snapshot + log) into the state, then append.
 
     Layout: ``<dir>/graph.lock`` (held while open: one process at a time), ``<dir>/wal/``
-    (segments and manifests, as the store's), ``<dir>/quarantine/`` (damaged bytes).
+    (segments and manifests, as the store's), ``<dir>/snapshots/`` (`kg_snapshot`),
+    ``<dir>/quarantine/`` (damaged bytes).
     """
 
-    def __init__(self, path: Path, apply: Apply, *, durability: Durability = "batch",
-                 segment_bytes: int = 16 << 20, sync_interval: float = 0.05) -> None:
+    def __init__(self, path: Path, apply: Apply, *, load_snapshot: LoadSnapshot | None = None,
+                 durability: Durability = "batch", segment_bytes: int = 16 << 20,
+                 sync_interval: float = 0.05, keep_snapshots: int = 2) -> None:
         self.path = path
+        self.snap_dir = path / "snapshots"
+        self.keep_snapshots = max(1, keep_snapshots)
         path.mkdir(parents=True, exist_ok=True)
         self._lock_fd = os.open(path / "graph.lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -194,17 +211,42 @@ class GraphLog:
                 "by the process that holds it)"
             ) from exc
         try:
+            self.covered: dict[str, int] = {}
+            self.snapshot: Path | None = None
+            snap_issues: list[Issue] = []
+            if load_snapshot is not None:
+                apply, snap_issues = self._load_snapshot(apply, load_snapshot)
             self.report = self._recover(apply)
+            self.report.issues[:0] = snap_issues
+            self.since_snapshot = self.report.replayed
+            self._dead_ranges = {name: rng for name, rng in self.report.segment_ranges.items()}
             self.writer = WalWriter(path / "wal", durability=durability,
                                     segment_bytes=segment_bytes, sync_interval=sync_interval,
-                                    hlc_floor=self.report.max_hlc)
+                                    hlc_floor=self.max_hlc)
         except BaseException:
             os.close(self._lock_fd)
             raise
 
+    def _load_snapshot(self, apply: Apply, load: LoadSnapshot) -> tuple[Apply, list[Issue]]:
+        issues: list[Issue] = []
+        self.max_hlc = 0
+        for snap in list_snapshots(self.snap_dir):
+            try:
+                apply, covered, max_hlc = load(snap)
+            except (CorruptSegment, OSError) as exc:
+                offset = exc.offset if isinstance(exc, CorruptSegment) else 0
+                issues.append(Issue("bad_snapshot", str(snap), offset, 0,
+                                    f"{exc}; falling back to an older snapshot or the full log"))
+                continue
+            self.covered, self.max_hlc, self.snapshot = dict(covered), max_hlc, snap
+            break
+        return apply, issues
+
     def _recover(self, apply: Apply) -> RecoveryReport:
-        reader = WalReader(self.path / "wal", self.path / "quarantine", repair=True)
-        for _, instance, seq, op, payload in _entries(reader):
+        reader = WalReader(self.path / "wal", self.path / "quarantine", repair=True,
+                           covered=self.covered)
+        covered = self.covered
+        for _, instance, seq, op, payload in reader.entries():
             try:
                 apply(op, payload)
             except (ValueError, KeyError, IndexError, UnicodeDecodeError, struct.error) as exc:
@@ -213,15 +255,47 @@ class GraphLog:
                 reader.report.issues.append(Issue(
                     "corrupt", f"{instance} seq {seq}", 0, len(payload),
                     f"graph entry (op {OP_NAMES.get(op, op)}) could not be applied: {exc}"))
+            covered[instance] = seq
+        self.max_hlc = max(getattr(self, "max_hlc", 0), reader.report.max_hlc)
         return reader.report
 
     def append(self, op: int, payload: bytes) -> None:
         """Log one entry (durable as the mode promises once this returns)."""
         self.writer.append(op, payload)
+        self.since_snapshot += 1
 
     def sync(self) -> None:
         """Force everything logged so far to stable storage."""
         self.writer.sync()
+
+    def compact(self, write: WriteSnapshot) -> Path:
+        """Snapshot the state (the caller holds the writer lock, so it matches the log),
+        then delete the segments and older snapshots it makes useless."""
+        self.writer.rotate()  # everything written so far is in sealed, synced segments
+        covered = dict(self.covered)
+        if self.writer.seq:
+            covered[self.writer.instance] = self.writer.seq
+        path = write(self.snap_dir, covered, self.max_hlc, self.writer.instance,
+                     self.writer.next_hlc())
+        self.snapshot, self.since_snapshot = path, 0
+        for old in list_snapshots(self.snap_dir)[self.keep_snapshots :]:
+            old.unlink(missing_ok=True)
+        ranges = dict(self._dead_ranges)
+        ranges.update({s.name: (self.writer.instance, s.first_seq, s.last_seq)
+                       for s in self.writer.sealed_segments})
+        gone = {name for name, (inst, _, last) in ranges.items()
+                if last <= covered.get(inst, 0)}
+        wal = self.path / "wal"
+        for name in gone:
+            (wal / name).unlink(missing_ok=True)
+        self._dead_ranges = {k: v for k, v in self._dead_ranges.items() if k not in gone}
+        self.writer.forget_sealed(gone)
+        # A dead writer with no segment left needs neither manifest nor lock file.
+        left = {p.name.rpartition("_")[0] for p in wal.glob("*.seg")}
+        for instance in {rng[0] for rng in ranges.values()} - left - {self.writer.instance}:
+            for suffix in (".manifest.json", ".lock"):
+                (wal / f"{instance}{suffix}").unlink(missing_ok=True)
+        return path
 
     def close(self) -> None:
         """Close the writer and release the directory."""
@@ -230,7 +304,3 @@ class GraphLog:
         finally:
             with contextlib.suppress(OSError):
                 os.close(self._lock_fd)
-
-
-def _entries(reader: WalReader) -> Iterator[tuple[int, str, int, int, memoryview]]:
-    yield from reader.entries()

@@ -239,7 +239,7 @@ class GraphState:
             en = self.node(key, display, True)
             if en in links:
                 continue
-            links[en] = self.edges.add(m, en, 1.0, at)
+            links[en] = self.edges.add(m, en, 1.0, at, mention=True)
             self._link(m, en, 1)
             self.n_mention_edges += 1
             mems = self.memories.get(en)
