@@ -14,7 +14,7 @@ from .context import ChetanaContext, LiveContext
 from .dhyana import Dhyana, Focus
 from .errors import InputError, StateError
 from .events import EventCallback
-from .pending import Gate
+from .pending import NO_GATE, Gate
 from .report import CognitiveReport, build_report
 from .sankalpa import Intention, Sankalpa
 from .state import check_map, read_int, read_list, read_map
@@ -53,16 +53,16 @@ class ChetanaController:
     """
 
     __slots__ = (
+        "_atma",
+        "_dhyana",
         "_gate",
         "_on_event",
+        "_sankalpa",
         "_tolerance",
         "_turn",
-        "atma",
         "bhava",
         "config",
-        "dhyana",
         "priors",
-        "sankalpa",
     )
 
     def __init__(
@@ -76,19 +76,51 @@ class ChetanaController:
         self._on_event = on_event
         self._turn = 0  # completed turns
         self._tolerance = self.priors.calibration_tolerance
+        self._gate = Gate()  # shared with the subsystems a context reads (see pending.py)
         self.bhava = Bhava(self.config, on_event, self.priors)
         self.dhyana = Dhyana(self.config, on_event)
         self.atma = AtmaDarshana(self.config, on_event, self.priors)
         self.sankalpa = Sankalpa(self.config, on_event, self.priors)
-        self._gate = Gate()
-        self._wire()
 
-    def _wire(self) -> None:
-        # The subsystems whose state a context reads share the controller's gate.
+    # The subsystems a context reads: setting one (deserialize does) settles a waiting
+    # context first, then hands the new one the gate.
+
+    @property
+    def dhyana(self) -> Dhyana:
+        """Attention."""
+        return self._dhyana
+
+    @dhyana.setter
+    def dhyana(self, system: Dhyana) -> None:
+        self._attach("_dhyana", system)
+
+    @property
+    def atma(self) -> AtmaDarshana:
+        """The self-model."""
+        return self._atma
+
+    @atma.setter
+    def atma(self, system: AtmaDarshana) -> None:
+        self._attach("_atma", system)
+
+    @property
+    def sankalpa(self) -> Sankalpa:
+        """Intentions."""
+        return self._sankalpa
+
+    @sankalpa.setter
+    def sankalpa(self, system: Sankalpa) -> None:
+        self._attach("_sankalpa", system)
+
+    def _attach(self, slot: str, system: Dhyana | AtmaDarshana | Sankalpa) -> None:
         gate = self._gate
-        self.dhyana._gate = gate
-        self.atma._gate = gate
-        self.sankalpa._gate = gate
+        if gate.ref is not None:
+            gate.settle()
+        old = getattr(self, slot, None)
+        if old is not None and old is not system:
+            old._gate = NO_GATE
+        setattr(self, slot, system)
+        system._gate = gate
 
     @property
     def on_event(self) -> EventCallback | None:
@@ -98,7 +130,7 @@ class ChetanaController:
     @on_event.setter
     def on_event(self, callback: EventCallback | None) -> None:
         self._on_event = callback
-        for system in (self.bhava, self.dhyana, self.atma, self.sankalpa):
+        for system in (self.bhava, self._dhyana, self._atma, self._sankalpa):
             system.on_event = callback
 
     @property
@@ -116,9 +148,9 @@ class ChetanaController:
             raise InputError(f"text must be a string or None, got {type(text).__name__}")
         if self.config.enabled:
             if text:
-                self.sankalpa.extract_from_message(text)
-                self.dhyana.track_concepts(text)
-            self.dhyana.add_message(f"turn-{self._turn}", False, correction)
+                self._sankalpa.extract_from_message(text)
+                self._dhyana.track_concepts(text)
+            self._dhyana.add_message(f"turn-{self._turn}", False, correction)
         return self.context()
 
     def context(self) -> ChetanaContext:
@@ -133,10 +165,10 @@ class ChetanaController:
 
     def _context_parts(self, affect: Affect) -> tuple[Focus, str, list[Intention], list[str]]:
         # What a LiveContext builds when first read, from the state it was handed out in.
-        intentions = self.sankalpa.get_active_intentions()
+        intentions = self._sankalpa.get_active_intentions()
         return (
-            self.dhyana.focus(),
-            self.atma.get_self_assessment(),
+            self._dhyana.focus(),
+            self._atma.get_self_assessment(),
             intentions,
             self._steering(affect, intentions),
         )
@@ -153,13 +185,13 @@ class ChetanaController:
             suggestions.append(STEER_FRUSTRATED)
         if affect.confidence >= cfg.confidence_autonomy_threshold:
             suggestions.append(STEER_CONFIDENT)
-        half = self.sankalpa.patience / 2
+        half = self._sankalpa.patience / 2
         suggestions.extend(
             f"Goal '{i.goal}' may be stalling — refocus?"
             for i in intentions
             if i.stale_turns > half
         )
-        calibration = self.atma.calibration
+        calibration = self._atma.calibration
         tolerance = self._tolerance
         if calibration > 1.0 + tolerance:
             suggestions.append(STEER_OVERCONFIDENT)
@@ -187,7 +219,7 @@ class ChetanaController:
         if not self.config.enabled:
             return
         success = bool(success)
-        atma, dhyana = self.atma, self.dhyana
+        atma, dhyana = self._atma, self._dhyana
         # The prediction is the tool's success rate before this call (the original passed
         # none, so its calibration never moved from 1.0).
         record = atma._tools.get(tool)  # atma.success_rate(tool), inlined
@@ -198,16 +230,16 @@ class ChetanaController:
             dhyana.flag_latest_message(error=not success, correction=correction)
         atma._record(tool, success, latency_ms, predicted)  # the inputs are checked above
         if content:
-            self.sankalpa.on_tool_result(tool, content)
+            self._sankalpa.on_tool_result(tool, content)
 
     def after_turn(self) -> None:
         """Close the turn: affect decays, salience refreshes, goals age, the turn counts."""
         if not self.config.enabled:
             return
         self.bhava.decay_turn()
-        self.dhyana.refresh_salience()
-        self.sankalpa.end_turn()
-        self.atma.end_turn()
+        self._dhyana.refresh_salience()
+        self._sankalpa.end_turn()
+        self._atma.end_turn()
         self._turn += 1
 
     # --- external signals --------------------------------------------------------------
@@ -225,26 +257,26 @@ class ChetanaController:
     def mark_tool_disabled(self, tool: str, reason: str) -> None:
         """The host disabled a tool; it becomes a known limitation."""
         if self.config.enabled:
-            self.atma.mark_tool_disabled(tool, reason)
+            self._atma.mark_tool_disabled(tool, reason)
 
     def mark_context_recovery(self) -> None:
         """The host recovered lost context; a known limitation."""
         if self.config.enabled:
-            self.atma.mark_context_recovery()
+            self._atma.mark_context_recovery()
 
     def achieve(self, intention_id: str) -> bool:
         """Mark an intention achieved; False if there is no such intention."""
-        return self.sankalpa.achieve(intention_id)
+        return self._sankalpa.achieve(intention_id)
 
     def focus_window(self) -> list[str]:
         """Ids of the most salient turn messages ("turn-<n>"), highest first."""
-        return self.dhyana.get_focus_window()
+        return self._dhyana.get_focus_window()
 
     # --- inspection and persistence ----------------------------------------------------
 
     def cognitive_report(self) -> CognitiveReport:
         """Everything `soul chetana` shows, as a frozen report (`to_dict()`, `render()`)."""
-        return build_report(self.bhava, self.dhyana, self.atma, self.sankalpa)
+        return build_report(self.bhava, self._dhyana, self._atma, self._sankalpa)
 
     def serialize(self) -> dict[str, Any]:
         """The whole state as JSON-safe data (no NaN or Infinity); message salience is
@@ -253,9 +285,9 @@ class ChetanaController:
             "version": STATE_VERSION,
             "turn": self._turn,
             "affect": self.bhava.serialize(),
-            "attention": self.dhyana.serialize(),
-            "self_model": self.atma.serialize() if self.config.self_model_persistence else None,
-            "intentions": self.sankalpa.serialize(),
+            "attention": self._dhyana.serialize(),
+            "self_model": self._atma.serialize() if self.config.self_model_persistence else None,
+            "intentions": self._sankalpa.serialize(),
         }
 
     @classmethod
@@ -287,5 +319,4 @@ class ChetanaController:
         controller.sankalpa = Sankalpa.deserialize(
             intentions, cfg, on_event, pri, turn=controller._turn
         )
-        controller._wire()
         return controller

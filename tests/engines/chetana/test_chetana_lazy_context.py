@@ -48,8 +48,9 @@ operation = st.one_of(
     st.tuples(st.just("dhyana.refresh")),
     st.tuples(st.just("atma.record"), st.sampled_from(TOOLS), st.booleans()),
     st.tuples(st.just("atma.end_turn")),
-    # A restored controller must wire its gate again.
+    # A restored controller must wire its gate again, and so must a replaced subsystem.
     st.tuples(st.just("restore")),
+    st.tuples(st.just("replace"), st.sampled_from(["dhyana", "atma", "sankalpa"])),
     # What the caller does with the contexts it holds.
     st.tuples(st.just("read"), st.integers(0, 30)),
     st.tuples(st.just("drop"), st.integers(0, 30)),
@@ -102,6 +103,17 @@ def apply(chetana: ChetanaController, op: tuple, n: int) -> ChetanaContext | Non
     return None
 
 
+def replace(chetana: ChetanaController, name: str) -> None:
+    """Swap a subsystem for a restored copy of itself (message salience aside, the same)."""
+    system = getattr(chetana, name)
+    if name == "sankalpa":
+        copy_ = type(system).deserialize(system.serialize(), turn=system._turn)
+    else:
+        copy_ = type(system).deserialize(system.serialize())
+    copy_.on_event = system.on_event
+    setattr(chetana, name, copy_)
+
+
 def values(context: ChetanaContext) -> tuple:
     """Everything a context shows, including the lazily ranked focus window."""
     return (
@@ -140,6 +152,10 @@ def test_a_lazy_context_equals_the_eager_one_of_its_moment(ops, listen):
         if op[0] == "restore":
             lazy = ChetanaController.deserialize(json.loads(json.dumps(lazy.serialize())))
             eager = ChetanaController.deserialize(json.loads(json.dumps(eager.serialize())))
+            continue
+        if op[0] == "replace":
+            for controller in (lazy, eager):
+                replace(controller, op[1])
             continue
         context = apply(lazy, op, n)
         if op[0] == "before_turn":
@@ -240,3 +256,20 @@ def test_a_restored_controller_hands_out_exact_lazy_contexts():
     chetana.after_turn()
     assert values(context) == values(reference)
     assert "grep" not in context.focus.tools
+
+
+def test_a_replaced_subsystem_joins_the_gate():
+    chetana = ChetanaController()
+    chetana.before_turn("I want to fix the auth bug")
+    context = chetana.before_turn("the parser session")
+    reference = chetana._eager_context()
+    old = chetana.dhyana
+    chetana.dhyana = type(old).deserialize(old.serialize())  # settles the waiting context
+    chetana.after_tool_execution("grep", False, 1.0, "auth bug")
+    old.track_concepts("a replaced subsystem no longer holds the gate")
+    later = chetana.context()
+    reference_later = chetana._eager_context()
+    chetana.dhyana.on_tool_used("edit", True)
+    chetana.after_turn()
+    assert values(context) == values(reference)
+    assert values(later) == values(reference_later)
