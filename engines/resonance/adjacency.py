@@ -23,7 +23,7 @@ from typing import Protocol
 
 import numpy as np
 
-__all__ = ["Adjacency", "AdjacencyCache", "EdgeTable", "NodeKeys"]
+__all__ = ["Adjacency", "AdjacencyCache", "EdgeTable", "NodeKeys", "build_as_of"]
 
 _EMPTY_I32 = np.zeros(0, np.int32)
 _EMPTY_F32 = np.zeros(0, np.float32)
@@ -286,6 +286,23 @@ class AdjacencyCache:
             self._current = adj
             self._built_version = version
             return adj
+
+
+def build_as_of(state: GraphLike, at: float, *, half_life: float, floor: float,
+                writer_lock: threading.RLock) -> Adjacency:
+    """A CSR of the edges valid at `at` (valid_from ≤ at < invalidated_at), built from
+    scratch; Hebbian weights decayed to `at` from their last reinforcement."""
+    with writer_lock:
+        e, n = state.edges, len(state.keys)
+        m = e.n
+        keep = ((e.valid_from[:m] <= at) & (at < e.invalid_at[:m])).astype(np.uint8)
+        cols = (e.src[:m].copy(), e.dst[:m].copy(), e.effective(at, half_life, floor), keep)
+        ent = state.entity[:n].copy()
+    live = keep.astype(bool) & (cols[2] > 0)
+    deg = (np.bincount(cols[0][live], minlength=n) + np.bincount(
+        cols[1][live & (cols[0] != cols[1])], minlength=n)).astype(np.int32)
+    adj, _ = _full_build(*cols, state.keys, state.index, deg, ent, n, at)
+    return adj
 
 
 def _full_build(src: np.ndarray, dst: np.ndarray, w: np.ndarray, keep: np.ndarray,

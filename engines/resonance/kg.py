@@ -13,21 +13,19 @@ mentions (memory–entity, weight 1). Spreading treats every edge as undirected.
 from __future__ import annotations
 
 import contextlib
-import math
 import re
 import threading
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from . import kg_log
-from .adjacency import Adjacency, _full_build
+from .activation import Spread, SpreadConfig, spread_nodes
+from .adjacency import Adjacency, build_as_of
 from .errors import ConfigError, ResonanceError, StoreClosed
 from .kg_snapshot import read_snapshot, write_snapshot
 from .kg_state import (
@@ -64,91 +62,6 @@ class UnknownTriplet(ResonanceError, KeyError):
 
     def __str__(self) -> str:
         return f"no triplet with id {self.triplet_id}; ids come from relate() or triplets()"
-
-
-@dataclass(frozen=True)
-class SpreadConfig:
-    """Spreading-activation defaults, tuned so a memory two and three memory-hops out scores.
-
-    A memory-hop is two graph hops (memory → entity → memory). Per graph hop an activation
-    is multiplied by ``decay`` and the edge weight, and leaving an entity node by
-    ``degree ** -hub_power`` (hub damping: an entity mentioned by 200 memories gives each
-    1/14 of what a private one gives). With these values, from a seed at 1.0 along a chain of
-    entities each mentioned by two memories: one memory-hop 0.45, two 0.21, three 0.09 —
-    all above the 0.05 entry threshold, so hops 2 and 3 matter; a memory reached only
-    through a 200-memory hub gets 0.045 and stays out. ``max_hops`` 6 allows three
-    memory-hops; ``cutoff`` stops a path whose activation fell below it.
-    """
-
-    strength: float = 1.0
-    decay: float = 0.8
-    max_hops: int = 6
-    cutoff: float = 0.01
-    hub_power: float = 0.5
-
-
-class Spread:
-    """The result of `KnowledgeGraph.spread`: reached nodes as arrays, dicts on demand.
-
-    ``memories`` (memory id → activation), ``entities`` (entity → activation) and ``hops``
-    (memory id → the hop it was first reached at; seeds 0) are built on first access.
-    """
-
-    def __init__(self, nodes: np.ndarray, activation: np.ndarray, hops: np.ndarray,
-                 keys: Sequence[str], display: list[str],
-                 extra_seeds: Mapping[str, float]) -> None:
-        self.nodes, self.activation, self.hop = nodes, activation, hops
-        self._keys, self._display, self._extra = keys, display, extra_seeds
-
-    def __len__(self) -> int:
-        return len(self.nodes) + len(self._extra)
-
-    @cached_property
-    def _split(self) -> tuple[dict[str, float], dict[str, float], dict[str, int]]:
-        mem: dict[str, float] = dict(self._extra)
-        ent: dict[str, float] = {}
-        hops: dict[str, int] = dict.fromkeys(self._extra, 0)
-        keys, display, cut = self._keys, self._display, len(MEMORY_PREFIX)
-        for n, a, h in zip(self.nodes.tolist(), self.activation.tolist(), self.hop.tolist(),
-                           strict=True):
-            key = keys[n]
-            if key.startswith(MEMORY_PREFIX):
-                mem[key[cut:]] = a
-                hops[key[cut:]] = h
-            else:
-                ent[display[n]] = a
-        return mem, ent, hops
-
-    @property
-    def memories(self) -> dict[str, float]:
-        """memory id → activation, for every memory reached (seeds included)."""
-        return self._split[0]
-
-    @property
-    def entities(self) -> dict[str, float]:
-        """entity (display form) → activation."""
-        return self._split[1]
-
-    @property
-    def hops(self) -> dict[str, int]:
-        """memory id → the hop at which it was first reached (seeds: 0)."""
-        return self._split[2]
-
-    def memories_above(self, threshold: float) -> dict[str, float]:
-        """Reached memories with activation ≥ threshold, strongest first (no full dict)."""
-        out: dict[str, float] = {}
-        strong = np.flatnonzero(self.activation >= threshold)
-        strong = strong[np.argsort(-self.activation[strong], kind="stable")]
-        keys, cut = self._keys, len(MEMORY_PREFIX)
-        for node, a in zip(self.nodes[strong].tolist(), self.activation[strong].tolist(),
-                           strict=True):
-            key = keys[node]
-            if key.startswith(MEMORY_PREFIX):
-                out[key[cut:]] = a
-        for k, a in self._extra.items():
-            if a >= threshold:
-                out.setdefault(k, a)
-        return out
 
 
 class KnowledgeGraph:
@@ -361,42 +274,8 @@ class KnowledgeGraph:
         invalidated_at). ``include_invalid``: every stored triplet. Hebbian weights are
         reported decayed to now (or `as_of`); one decayed below the floor is left out.
         """
-        st = self.state
-        if subject is not None or obj is not None:
-            node = st.node_of_name(subject if subject is not None else obj)  # type: ignore[arg-type]
-            if node is None:
-                return []
-            ids: Sequence[int] = st.by_node.get(node, ())
-        elif predicate is not None:
-            ids = st.by_pred.get(predicate, ())
-        else:
-            ids = range(1, len(st.trip))
-        skey = node_key(subject)[0] if subject is not None else None
-        okey = node_key(obj)[0] if obj is not None else None
-        now = time.time()
-        t_at = now if as_of is None else as_of
-        out: list[Triplet] = []
-        for tid in list(ids):
-            t = st.trip[tid]
-            if t is None or (predicate is not None and t.predicate != predicate):
-                continue
-            if skey is not None and node_key(t.subject)[0] != skey:
-                continue
-            if okey is not None and node_key(t.object)[0] != okey:
-                continue
-            if not include_invalid:
-                if as_of is not None and not t.valid_at(as_of):
-                    continue
-                if as_of is None and t.invalidated_at is not None and t.invalidated_at <= now:
-                    continue
-            if tid in st.hebbian_ids:
-                w = st.weight_at(tid, t_at)
-                if w < self.floor:
-                    continue
-                t = Triplet(t.id, t.subject, t.predicate, t.object, w, t.valid_from,
-                            t.invalidated_at, t.memory)
-            out.append(t)
-        return out
+        return self.state.query(subject, predicate, obj, as_of, include_invalid,
+                                time.time())
 
     def entities_of(self, memory_id: str) -> tuple[str, ...]:
         """The entities a memory mentions (display forms)."""
@@ -419,17 +298,9 @@ class KnowledgeGraph:
         cached = self._asof
         if cached is not None and cached[0] == as_of and cached[1] == st.version:
             return cached[2]
-        with self._wlock:
-            version, e, n = st.version, st.edges, len(st.keys)
-            m = e.n
-            keep = ((e.valid_from[:m] <= as_of) & (as_of < e.invalid_at[:m])).astype(np.uint8)
-            cols = (e.src[:m].copy(), e.dst[:m].copy(),
-                    e.effective(as_of, self.half_life, self.floor), keep)
-            ent = st.entity[:n].copy()
-        live = keep.astype(bool) & (cols[2] > 0)
-        deg = (np.bincount(cols[0][live], minlength=n) + np.bincount(
-            cols[1][live & (cols[0] != cols[1])], minlength=n)).astype(np.int32)
-        adj, _ = _full_build(*cols, st.keys, st.index, deg, ent, n, as_of)
+        version = st.version
+        adj = build_as_of(st, as_of, half_life=self.half_life, floor=self.floor,
+                          writer_lock=self._wlock)
         self._asof = (as_of, version, adj)
         return adj
 
@@ -479,16 +350,7 @@ class KnowledgeGraph:
         if (cached is not None and cached[0] == st.version and now - cached[1] < self.attractor_ttl
                 and len(cached[2]) >= min(n, 64)):
             return cached[2][:n]
-        size = len(st.keys)
-        deg = np.where(st.entity[:size].astype(bool), st.degree[:size], 0)
-        k = min(max(n, 64), int((deg > 0).sum()))
-        if k == 0:
-            top: list[tuple[str, float]] = []
-        else:
-            idx = np.argpartition(-deg, k - 1)[:k]
-            idx = idx[np.lexsort((idx, -deg[idx]))]
-            top = [(st.display[i], min(math.log2(1 + int(deg[i])) / 4, 1.0))
-                   for i in idx.tolist()]
+        top = st.top_entities(max(n, 64))
         self._attr = (st.version, now, top)
         self.attractor_refreshes += 1
         return top[:n]
@@ -555,53 +417,6 @@ class KnowledgeGraph:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def spread_nodes(adj: Adjacency, seed_nodes: np.ndarray, seed_values: np.ndarray, *,
-                 decay: float, cutoff: float, max_hops: int,
-                 hub_power: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Run the spreading kernel over an adjacency from seed nodes (values already scaled by
-    strength and clipped to [0, 1]); returns (reached nodes, activation, first hop)."""
-    from .kernels.spread import spread_activation
-
-    ws = _workspace(adj.n_nodes)
-    k = spread_activation(adj.indptr, adj.indices, adj.weights, adj.delta_src, adj.delta_dst,
-                          adj.delta_w, adj.degree, adj.entity,
-                          np.ascontiguousarray(seed_nodes, np.int32),
-                          np.ascontiguousarray(seed_values, np.float32), np.float32(decay),
-                          np.float32(cutoff), int(max_hops), np.float32(hub_power), ws.act,
-                          ws.hops, ws.touched, ws.mark, ws.frontier, ws.nxt, ws.values)
-    reached = ws.touched[:k].copy()
-    act, hops = ws.act[reached], ws.hops[reached]
-    ws.act[reached], ws.hops[reached], ws.mark[reached] = 0.0, -1, -1  # clean for the next call
-    return reached, act, hops
-
-
-class _Workspace:
-    """Per-thread kernel arrays, kept between calls and cleaned by resetting only what a
-    call touched (O(reached), not O(nodes))."""
-
-    def __init__(self, n: int) -> None:
-        self.size = n
-        self.act = np.zeros(n, np.float32)
-        self.hops = np.full(n, -1, np.int32)
-        self.mark = np.full(n, -1, np.int32)
-        self.touched = np.empty(n, np.int32)
-        self.frontier = np.empty(n, np.int32)
-        self.nxt = np.empty(n, np.int32)
-        self.values = np.empty(n, np.float32)
-
-
-_local = threading.local()
-
-
-def _workspace(n: int) -> _Workspace:
-    ws: _Workspace | None = getattr(_local, "ws", None)
-    if ws is None or ws.size < n:
-        # grow with headroom: a graph that gains nodes does not reallocate on every call
-        ws = _Workspace(max(n + n // 4, 1024))
-        _local.ws = ws
-    return ws
 
 
 def half_life_days_to_seconds(days: float) -> float:
