@@ -84,7 +84,7 @@ class KnowledgeGraph:
         self._wlock = threading.RLock()
         self._queue: deque[tuple[tuple[tuple[str, str], ...], float]] = deque()
         self._asof: tuple[float, int, Adjacency] | None = None
-        self._attr: tuple[int, float, list[tuple[str, float]]] | None = None
+        self._attr: tuple[int, float, int, list[tuple[str, float]]] | None = None
         self._closed = False
         self.attractor_refreshes = 0
         self.compact_after = compact_after
@@ -348,10 +348,11 @@ class KnowledgeGraph:
         cached = self._attr
         now = time.monotonic()
         if (cached is not None and cached[0] == st.version and now - cached[1] < self.attractor_ttl
-                and len(cached[2]) >= min(n, 64)):
-            return cached[2][:n]
-        top = st.top_entities(max(n, 64))
-        self._attr = (st.version, now, top)
+                and cached[2] >= n):
+            return cached[3][:n]
+        k = max(n, 64)
+        top = st.top_entities(k)
+        self._attr = (st.version, now, k, top)
         self.attractor_refreshes += 1
         return top[:n]
 

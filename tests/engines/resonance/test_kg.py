@@ -218,6 +218,9 @@ def test_attractors_are_cached_and_refreshed_on_write_and_ttl(path: Path) -> Non
         g.attractors(3)
         assert g.stats()["attractor_refreshes"] == refreshes + 2
         assert g.attractors(1)[0][0] == "Caroline"
+        g.attractors(100)  # more than there are entities: cached all the same
+        before = g.stats()["attractor_refreshes"]
+        assert len(g.attractors(100)) == 3 and g.stats()["attractor_refreshes"] == before
         for i in range(40):
             g.mention(f"c{i}", ["Caroline"])
         assert g.attractors(1)[0][1] == 1.0  # log2(48)/4 > 1: capped
