@@ -60,7 +60,9 @@ _KEY_WORDS = frozenset((
     "remove", "delete", "update", "change", "make", "refactor",
 ))
 # fmt: on
-_PUNCT_TO_SPACE = bytes(c if chr(c).isalnum() else 32 for c in range(256))  # for bytes.translate
+# ASCII text through bytes.translate: letters lowercased, digits kept, the rest a space.
+_PUNCT_TO_SPACE = bytes(ord(chr(c).lower()) if chr(c).isalnum() else 32 for c in range(128))
+_PUNCT_TO_SPACE += bytes([32]) * 128  # never met: only ASCII text takes this path
 _GOAL_END = re.compile(r"[.!?,]")
 _AND = re.compile(r"\s+and\s+", re.IGNORECASE)
 _KEYWORD_SPLIT = re.compile(r"[^a-z0-9]+")
@@ -69,10 +71,9 @@ _TOKEN = re.compile(r"[a-z0-9]+")
 
 def words(text: str) -> list[str]:
     """The lowercase [a-z0-9]+ words of a text (tool results are matched word by word)."""
-    lower = text.lower()
-    if lower.isascii():  # same words, several times faster than the regex
-        return lower.encode("ascii").translate(_PUNCT_TO_SPACE).decode("ascii").split()
-    return _TOKEN.findall(lower)
+    if text.isascii():  # same words, several times faster than the regex
+        return text.encode("ascii").translate(_PUNCT_TO_SPACE).decode("ascii").split()
+    return _TOKEN.findall(text.lower())
 
 
 def fnv1a_32(text: str) -> int:
@@ -126,13 +127,13 @@ def extract_goals(message: str) -> list[str]:
     position): the text after an intent phrase up to . ! ? or a comma, compound goals split
     at "and", whitespace collapsed."""
     found: list[tuple[int, int, str]] = []
-    lower = message.lower()
     # Most messages carry no intent phrase: a phrase at a word start leaves its key word
     # whole once punctuation becomes space, so no key word means no goal.
-    if lower.isascii() and _KEY_WORDS.isdisjoint(
-        lower.encode("ascii").translate(_PUNCT_TO_SPACE).decode("ascii").split()
+    if message.isascii() and _KEY_WORDS.isdisjoint(
+        message.encode("ascii").translate(_PUNCT_TO_SPACE).decode("ascii").split()
     ):
         return []
+    lower = message.lower()
     probe = lower  # where word boundaries are checked
     if len(lower) == len(message):
         hits = []
