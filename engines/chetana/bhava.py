@@ -131,9 +131,12 @@ class Bhava:
             frustration = before + cfg.frustration_per_error * gain
         else:
             frustration = before - cfg.frustration_decay_per_success
-        self._frustration = frustration = _clamp01(frustration)
+        # _clamp01 inlined: this runs for every tool result
+        frustration = 0.0 if frustration < 0.0 else 1.0 if frustration > 1.0 else frustration
+        self._frustration = frustration
         if is_error:
-            self._arousal = _clamp01(self._arousal + AROUSAL_ERROR_SPIKE * gain)
+            arousal = self._arousal + AROUSAL_ERROR_SPIKE * gain
+            self._arousal = 0.0 if arousal < 0.0 else 1.0 if arousal > 1.0 else arousal
 
         outcomes = self._outcomes
         success = not is_error

@@ -205,9 +205,10 @@ class Dhyana:
                 self._n_corr -= sum(self._corr[:drop])
             del self._ids[:drop], self._sal[:drop], err[:drop], self._corr[:drop], near[:drop]
         if lost_error:  # the first messages may have lost their error neighbour
-            boost = self._err_boost
-            for i in range(min(ERROR_ADJACENCY_RADIUS, len(err))):
-                near[i] = boost if self._error_within_radius(i) else 0.0
+            boost, radius = self._err_boost, ERROR_ADJACENCY_RADIUS
+            for i in range(min(radius, len(err))):  # _error_within_radius(i), inlined
+                within = True in err[max(0, i - radius) : i] or True in err[i + 1 : i + radius + 1]
+                near[i] = boost if within else 0.0
 
     def flag_latest_message(self, *, error: bool = False, correction: bool = False) -> None:
         """Mark the newest message as error-bearing or a correction after it was added (the
