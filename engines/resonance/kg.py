@@ -40,6 +40,7 @@ from .wal import Durability
 
 __all__ = [
     "PREDICATES",
+    "Adjacency",
     "KnowledgeGraph",
     "Spread",
     "SpreadConfig",
@@ -176,7 +177,8 @@ class KnowledgeGraph:
             have = self.state.mentions.get(memory_id, {})
             new: dict[str, str] = {}
             for name in entities:
-                key, display = entity_key(name)
+                # NUL separates strings in snapshots: never part of a name
+                key, display = entity_key(name.replace("\x00", ""))
                 n = self.state.index.get(key)
                 if display and (n is None or n not in have) and key not in new:
                     new[key] = display
@@ -200,6 +202,8 @@ class KnowledgeGraph:
         if not (0 < delta <= 1):
             raise ConfigError(f"Hebbian delta {delta}: must be in (0, 1]")
         ids = list(dict.fromkeys(memory_ids))[:HEBBIAN_MAX_IDS]
+        for mid in ids:
+            _check_name(mid, "memory id")
         pairs = tuple((a, b) if a < b else (b, a)
                       for i, a in enumerate(ids) for b in ids[i + 1 :])
         if pairs:

@@ -309,3 +309,12 @@ def test_readers_do_not_wait_for_writers(graph: KnowledgeGraph) -> None:
         stop.set()
         writer.join()
     assert not errors
+
+
+def test_public_names() -> None:
+    from soul.engines.resonance import kg
+
+    assert set(kg.__all__) == {"PREDICATES", "Adjacency", "KnowledgeGraph", "Spread",
+                               "SpreadConfig", "Triplet", "UnknownTriplet", "spread_nodes"}
+    assert kg.SpreadConfig() == kg.SpreadConfig(strength=1.0, decay=0.8, max_hops=6,
+                                                cutoff=0.01, hub_power=0.5)

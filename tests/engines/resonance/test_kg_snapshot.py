@@ -130,3 +130,24 @@ def test_a_damaged_snapshot_falls_back_to_an_older_one(tmp_path: Path) -> None:
         # the older snapshot holds what it held; the log after it was compacted away
         assert [t.object for t in g.triplets()] == ["b"]
         assert np.isfinite(g.stats()["edges"])
+
+
+def test_a_torn_tail_is_cut_and_everything_before_it_kept(tmp_path: Path) -> None:
+    """A crash mid-append (bytes of a half-written entry at the end of the last segment):
+    the store's recovery truncates it, quarantines the bytes, and keeps every entry before."""
+    path = tmp_path / "kg"
+    with KnowledgeGraph.open(path, flush_interval=None) as g:
+        g.relate("a", "calls", "b")
+        g.mention("m1", ["a", "Nul\x00l"])
+        g.hebbian(["m1", "m2"])
+    (seg,) = sorted((path / "wal").glob("*.seg"))
+    with open(seg, "ab") as fh:
+        fh.write(b"\xa7\x5e" + b"\x07" * 20)  # an entry magic, then a header cut short
+    with KnowledgeGraph.open(path, flush_interval=None) as g:
+        issues = g.stats()["recovery_issues"]
+        assert len(issues) == 1 and issues[0].startswith("torn_tail")
+        assert g.entities_of("m1") == ("a", "Null")
+        assert len(g.triplets()) == 2
+    assert list((path / "quarantine").glob("*.bad"))
+    with KnowledgeGraph.open(path, flush_interval=None) as g:
+        assert g.stats()["recovery_issues"] == []  # truncated: found once
