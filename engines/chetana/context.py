@@ -126,13 +126,13 @@ class LiveContext(ChetanaContext):
         source = self._source
         if source is None:
             return
-        _SOURCE.__set__(self, None)
         affect = _AFFECT.__get__(self, LiveContext)
         focus, assessment, intentions, steering = source._context_parts(affect)
         _FOCUS.__set__(self, focus)
         _ASSESSMENT.__set__(self, assessment)
         _INTENTIONS.__set__(self, intentions)
         _STEERING.__set__(self, steering)
+        _SOURCE.__set__(self, None)  # built: only now, so a build that raised can be retried
 
     @property  # type: ignore[override]
     def focus(self) -> Focus:

@@ -7,6 +7,9 @@ shared with its subsystems, and every method that changes what a context shows p
 gate first: a context still alive and unread is built then, from the state it was handed out
 in. A context nobody kept costs nothing; most turns nobody reads the one `before_turn`
 returns once the host took what it needed.
+
+Like the controller itself, this is not thread-safe: a context that goes to another thread
+while the controller keeps running should be read (built) first.
 """
 
 from __future__ import annotations
