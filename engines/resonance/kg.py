@@ -8,6 +8,12 @@ immutable `Adjacency` snapshots (see `kg_state`, `adjacency`).
 Nodes: ``m:<memory id>`` and ``e:<normalised entity>``. Edges: triplets (subject–object,
 weight ≤ 1; Hebbian ``relates_to`` edges between memories decay with a half-life) and
 mentions (memory–entity, weight 1). Spreading treats every edge as undirected.
+
+Several processes (or several objects in one process) may open the same directory at once,
+with the memory store's semantics: each open is its own writer instance, sees what the others
+wrote before it opened (or before its last `refresh`), and never waits for them. Triplet ids
+are content-addressed (`kg_state.triplet_id`), so they agree across writers without any
+coordination.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from . import kg_log
 from .activation import Spread, SpreadConfig, spread_nodes
 from .adjacency import Adjacency, build_as_of
 from .errors import ConfigError, ResonanceError, StoreClosed
-from .kg_snapshot import read_snapshot, write_snapshot
+from .kg_snapshot import read_covered, read_snapshot, write_snapshot
 from .kg_state import (
     MEMORY_PREFIX,
     GraphState,
@@ -90,12 +96,10 @@ class KnowledgeGraph:
         self.attractor_refreshes = 0
         self.compact_after = compact_after
 
-        def load(snap: Path) -> tuple[kg_log.Apply, dict[str, int], int]:
-            self.state, covered, max_hlc = read_snapshot(snap, self.half_life, floor)
-            return self.state.apply, covered, max_hlc
-
+        load = _Loader(self.state, self.half_life, floor)
         self.log = kg_log.GraphLog(self.path, self.state.apply, load_snapshot=load,
                                    durability=durability)
+        self.state = load.state
         self._stop = threading.Event()
         self._flusher: threading.Thread | None = None
         if flush_interval:
@@ -122,6 +126,28 @@ class KnowledgeGraph:
                               f"durability, {', '.join(sorted(known))}")
         return cls(path, durability=durability, **options)
 
+    def refresh(self) -> int:
+        """Rebuild the state from disk, to see what other processes wrote since this one
+        opened; return how many more entries it holds than before.
+
+        The same recovery as at open (newest snapshot, then every writer's entries, this
+        one's included, in global order), so the result is exactly what a fresh open gives;
+        it costs as much as an open (reading the whole log since the snapshot), so call it
+        when needed, not per query. Queued Hebbian updates are flushed first. Nothing is
+        repaired or quarantined here (that happens at open).
+        """
+        self.flush()
+        with self._wlock:
+            if self._closed:
+                raise StoreClosed(f"the knowledge graph at {self.path} is closed")
+            before = sum(self.log.covered.values())
+            load = _Loader(GraphState(self.half_life, self.floor), self.half_life, self.floor)
+            self.log.recover(load.state.apply, load, repair=False)
+            self.state = load.state  # built aside, swapped whole: readers never see it half-done
+            self._asof = None
+            self._attr = None
+            return sum(self.log.covered.values()) - before
+
     # -- writing -----------------------------------------------------------------------------
 
     def _write(self, op: int, payload: bytes) -> None:
@@ -138,6 +164,8 @@ class KnowledgeGraph:
         Relating a live (subject, predicate, obj) again reinforces it: its weight becomes
         ``min(1, weight_now + weight)`` and the same id is returned. Names starting with
         ``m:`` are memory nodes; any other name is an entity, matched case-insensitively.
+        The id is content-addressed (`kg_state.triplet_id`): another process stating the
+        same fact without having seen this one gets the same id, and the two merge.
         """
         _check_name(subject, "subject")
         _check_name(obj, "object")
@@ -151,14 +179,13 @@ class KnowledgeGraph:
         with self._wlock:
             tid = self.state.live.get(spo)
             if tid is not None:
-                new = min(1.0, self.state.weight_at(tid, now) + weight)
-                self._write(kg_log.REINFORCE, kg_log.encode_reinforce(tid, new, now))
+                self._write(kg_log.REINFORCE_BY, kg_log.encode_reinforce_by(tid, weight, now))
                 return tid
-            tid = self.state.next_id
+            tid = self.state.new_id(*spo)
             r = kg_log.Relate(tid, subject, predicate, obj, weight,
                               now if valid_from is None else valid_from, now, memory, False)
             self._write(kg_log.RELATE, kg_log.encode_relate(r))
-            return tid
+            return self.state.resolve(tid)
 
     def invalidate(self, triplet_id: int, at: float | None = None) -> None:
         """Mark a triplet no longer valid from `at` (now); it stays queryable "as of" before.
@@ -168,7 +195,7 @@ class KnowledgeGraph:
             if t.invalidated_at is not None:
                 return
             self._write(kg_log.INVALIDATE,
-                        kg_log.encode_invalidate(triplet_id, time.time() if at is None else at))
+                        kg_log.encode_invalidate(t.id, time.time() if at is None else at))
 
     def mention(self, memory_id: str, entities: Iterable[str]) -> None:
         """Link a memory to the entities it mentions (edges of kind "mentions")."""
@@ -210,7 +237,9 @@ class KnowledgeGraph:
             self._queue.append((pairs, delta))  # deque.append is atomic: no lock
 
     def flush(self) -> None:
-        """Apply the queued Hebbian updates, all in one log entry."""
+        """Apply the queued Hebbian updates, all in one log entry (each pair's summed delta;
+        which edge it strengthens or creates is decided as the entry applies, so writers
+        that flush the same pair concurrently add up instead of creating two edges)."""
         if not self._queue:
             return
         with self._wlock:
@@ -221,22 +250,9 @@ class KnowledgeGraph:
                     total[pair] = total.get(pair, 0.0) + delta
             if self._closed:
                 return
-            now = time.time()
-            next_id = self.state.next_id
-            edges = []
-            for (a, b), delta in total.items():
-                ka, kb = MEMORY_PREFIX + a, MEMORY_PREFIX + b
-                tid = self.state.live.get((ka, "relates_to", kb))
-                if tid is None:
-                    tid = self.state.live.get((kb, "relates_to", ka))
-                if tid is not None and (tid not in self.state.hebbian_ids
-                                        or self.state.weight_at(tid, now) >= self.floor):
-                    edges.append((tid, min(1.0, self.state.weight_at(tid, now) + delta), a, b))
-                else:  # new, or decayed away (the old one is dropped when this applies)
-                    edges.append((next_id, min(1.0, delta), a, b))
-                    next_id += 1
-            self._write(kg_log.HEBBIAN, kg_log.encode_hebbian(
-                kg_log.HebbianSet(now, tuple(edges))))
+            pairs = tuple((a, b, d) for (a, b), d in total.items())
+            self._write(kg_log.HEBBIAN_BY, kg_log.encode_hebbian_by(
+                kg_log.HebbianDeltas(time.time(), pairs)))
 
     def _flush_loop(self, interval: float) -> None:
         while not self._stop.wait(interval):
@@ -259,8 +275,7 @@ class KnowledgeGraph:
     # -- reading -----------------------------------------------------------------------------
 
     def _triplet(self, triplet_id: int) -> Triplet:
-        trip = self.state.trip
-        t = trip[triplet_id] if 0 < triplet_id < len(trip) else None
+        t = self.state.get(triplet_id)
         if t is None:
             raise UnknownTriplet(triplet_id)
         return t
@@ -363,8 +378,9 @@ class KnowledgeGraph:
     def stats(self) -> dict[str, Any]:
         """Counts of nodes, triplets, mentions, Hebbian edges; adjacency builds; recovery."""
         st = self.state
-        live = sum(1 for t in st.trip if t is not None and t.invalidated_at is None)
-        stored = sum(1 for t in st.trip if t is not None)
+        trips = list(st.trip.values())
+        live = sum(1 for t in trips if t.invalidated_at is None)
+        stored = len(trips)
         n_ent = int(st.entity[: len(st.keys)].sum())
         rep = self.log.report
         return {
@@ -377,21 +393,27 @@ class KnowledgeGraph:
             "attractor_refreshes": self.attractor_refreshes,
             "recovered_entries": rep.replayed,
             "snapshot": str(self.log.snapshot) if self.log.snapshot else None,
-            "log_entries_since_snapshot": self.log.since_snapshot, "recovery_issues": [str(i) for i in rep.issues],
+            "log_entries_since_snapshot": self.log.since_snapshot,
+            "recovery_issues": [str(i) for i in rep.issues], "writer": self.log.instance,
         }
 
     # -- lifecycle -----------------------------------------------------------------------------
 
-    def compact(self) -> Path:
+    def compact(self) -> Path | None:
         """Snapshot the whole graph, then delete the log segments and older snapshots it
-        covers: the next open loads the snapshot and replays only what follows it."""
+        covers: the next open loads the snapshot and replays only what follows it.
+
+        None, changing nothing, when another process is compacting this graph or has written
+        a snapshot holding entries this one has not seen (`refresh` first). Segments of
+        writers still open elsewhere are never deleted: only dead writers' and this one's.
+        """
         self.flush()
         with self._wlock:
             if self._closed:
                 raise StoreClosed(f"the knowledge graph at {self.path} is closed")
             return self.log.compact(
                 lambda snap_dir, covered, max_hlc, instance, hlc: write_snapshot(
-                    self.state, covered, max_hlc, snap_dir, instance, hlc))
+                    self.state, covered, max_hlc, snap_dir, instance, hlc), read_covered)
 
     def sync(self) -> None:
         """Make everything logged so far durable, whatever the durability mode."""
@@ -422,6 +444,18 @@ class KnowledgeGraph:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _Loader:
+    """Recovery's snapshot loader: the state recovery builds starts as `state`, or as the
+    snapshot's, and the log's entries after it are applied to that one."""
+
+    def __init__(self, state: GraphState, half_life: float, floor: float) -> None:
+        self.state, self.half_life, self.floor = state, half_life, floor
+
+    def __call__(self, snap: Path) -> tuple[kg_log.Apply, dict[str, int], int]:
+        self.state, covered, max_hlc = read_snapshot(snap, self.half_life, self.floor)
+        return self.state.apply, covered, max_hlc
 
 
 def half_life_days_to_seconds(days: float) -> float:

@@ -8,10 +8,20 @@ never collide; each keeps the display form it was first seen with. Readers never
 lock: every structure they read is either append-only (lists read by index, whose first
 items never change) or replaced whole by the writer (a memory's mention map, an entity's
 memory list, a triplet's record), and single reads and appends are atomic under the GIL.
+
+Triplet ids are content-addressed (`triplet_id`): the 63-bit BLAKE2b hash of the subject
+key, predicate, object key and a *generation* (0 for the first triplet of that (s, p, o), 1
+for the next one once the first was invalidated, and so on: the first generation whose id
+is not taken). Two processes that state the same fact without seeing each other so compute
+the same id, and replay merges the two RELATEs into one triplet (`_relate`). Weight changes
+are logged as deltas with the time they were made (REINFORCE_BY, HEBBIAN_BY) and applied as
+``min(1, weight at that time + delta)``: several writers' reinforcements add up in the
+global log order instead of the last absolute weight winning.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -22,10 +32,19 @@ from . import kg_log
 from .adjacency import AdjacencyCache, EdgeTable
 from .entities import normalise
 
-__all__ = ["GraphState", "Triplet", "entity_key", "node_key"]
+__all__ = ["GraphState", "Triplet", "entity_key", "node_key", "triplet_id"]
 
 MEMORY_PREFIX = "m:"
 ENTITY_PREFIX = "e:"
+_ID_MASK = (1 << 63) - 1  # ids stay positive in a signed 64-bit column (sqlite, numpy <i8)
+
+
+def triplet_id(subject_key: str, predicate: str, object_key: str, generation: int) -> int:
+    """The content id of the `generation`-th triplet (s, p, o): 63 bits of BLAKE2b over the
+    node keys (normalised, so "Alice" and "alice" agree), never 0."""
+    h = hashlib.blake2b(f"{subject_key}\x00{predicate}\x00{object_key}\x00{generation}".encode(),
+                        digest_size=8)
+    return int.from_bytes(h.digest(), "little") & _ID_MASK or 1
 
 
 @dataclass(frozen=True)
@@ -77,9 +96,15 @@ class GraphState:
         self.degree = np.zeros(1024, np.int32)  # live edges per node
         self.entity = np.zeros(1024, np.uint8)
         self.edges = EdgeTable()
-        self.trip: list[Triplet | None] = [None]  # by id; id 0 is never used
-        self.trip_edge: list[int] = [-1]
+        self.trip: dict[int, Triplet] = {}  # by id, in the order they were created
+        self.trip_edge: dict[int, int] = {}
         self.hebbian_ids: set[int] = set()
+        # A RELATE whose fact already had a live triplet under another id (two writers that
+        # had not seen each other's generations): merged, its id kept as an alias.
+        self.alias: dict[int, int] = {}
+        # Ids of dropped Hebbian edges: never given out again, so a stale reference to one
+        # (another writer's reinforcement) cannot land on a newer edge.
+        self.retired: set[int] = set()
         self.live: dict[tuple[str, str, str], int] = {}  # (s key, predicate, o key) -> id
         self.by_node: dict[int, list[int]] = {}  # node -> ids of triplets touching it
         self.by_pred: dict[str, list[int]] = {}
@@ -117,6 +142,23 @@ class GraphState:
 
     # -- weights ---------------------------------------------------------------------------
 
+    def resolve(self, tid: int) -> int:
+        """The id a triplet is stored under (an alias's target, else `tid` itself)."""
+        return self.alias.get(tid, tid)
+
+    def get(self, tid: int) -> Triplet | None:
+        """The triplet with this id (or alias), None if there is none."""
+        return self.trip.get(self.alias.get(tid, tid))
+
+    def new_id(self, skey: str, predicate: str, okey: str) -> int:
+        """The id a new triplet (s, p, o) gets: its first generation not taken here."""
+        g = 0
+        while True:
+            tid = triplet_id(skey, predicate, okey, g)
+            if tid not in self.trip and tid not in self.alias and tid not in self.retired:
+                return tid
+            g += 1
+
     def weight_at(self, triplet_id: int, t: float) -> float:
         """A triplet's weight at t: Hebbian ones decay from their last reinforcement."""
         e = self.trip_edge[triplet_id]
@@ -147,39 +189,46 @@ class GraphState:
             self._forget(memory_id, at)
         elif op == kg_log.HEBBIAN:
             self._hebbian(value)  # type: ignore[arg-type]
+        elif op == kg_log.REINFORCE_BY:
+            tid, delta, at = value  # type: ignore[misc]
+            self._reinforce_by(tid, delta, at)
+        elif op == kg_log.HEBBIAN_BY:
+            self._hebbian_by(value)  # type: ignore[arg-type]
         self.version += 1
         self.cache.touch()
 
-    @property
-    def next_id(self) -> int:
-        """The id the next new triplet gets."""
-        return len(self.trip)
-
     def _relate(self, r: kg_log.Relate) -> None:
-        if r.id < len(self.trip) and self.trip[r.id] is not None:
-            raise ValueError(f"triplet {r.id} already exists")
+        tid = self.alias.get(r.id, r.id)
+        if tid in self.trip:
+            # The same fact (same content id) stated by another writer that had not seen this
+            # one, or a re-logged entry: one triplet, weights combined as a reinforcement
+            # (an invalidation stays: only a new generation makes the fact hold again).
+            self._reinforce(tid, min(1.0, self.weight_at(tid, r.at) + r.weight), r.at)
+            return
         skey, sdisp, s_ent = node_key(r.subject)
         okey, odisp, o_ent = node_key(r.object)
         spo = (skey, r.predicate, okey)
         old = self.live.get(spo)
         if old is not None:
-            # Only a Hebbian re-creation meets a live twin: the old edge had decayed away.
-            self._drop(old)
+            if old in self.hebbian_ids and self.weight_at(old, r.at) < self.floor:
+                self._drop(old)  # a Hebbian re-creation: the old edge had decayed away
+            else:
+                # A live twin under another id: merge into it rather than keep two.
+                self.alias[r.id] = old
+                self._reinforce(old, min(1.0, self.weight_at(old, r.at) + r.weight), r.at)
+                return
+        if r.id in self.retired:
+            # The content id of a Hebbian edge that was dropped here, stated by a writer that
+            # had not seen it go: stored under a fresh id, so stale references stay stale.
+            self.alias[r.id] = new = self.new_id(skey, r.predicate, okey)
+            r = replace(r, id=new)
         s = self.node(skey, sdisp, s_ent)
         o = self.node(okey, odisp, o_ent)
         e = self.edges.add(s, o, r.weight, r.valid_from, hebbian=r.hebbian, last=r.at)
         self._link(s, o, 1)
-        while len(self.trip) < r.id:
-            self.trip.append(None)
-            self.trip_edge.append(-1)
-        t = Triplet(r.id, self.display[s], r.predicate, self.display[o], r.weight,
-                    r.valid_from, None, r.memory)
-        if r.id == len(self.trip):
-            self.trip_edge.append(e)
-            self.trip.append(t)
-        else:
-            self.trip_edge[r.id] = e
-            self.trip[r.id] = t
+        self.trip_edge[r.id] = e
+        self.trip[r.id] = Triplet(r.id, self.display[s], r.predicate, self.display[o],
+                                  r.weight, r.valid_from, None, r.memory)
         if r.hebbian:
             self.hebbian_ids.add(r.id)
         self.live[spo] = r.id
@@ -189,10 +238,15 @@ class GraphState:
         self.by_pred.setdefault(r.predicate, []).append(r.id)
 
     def _get(self, tid: int) -> Triplet:
-        t = self.trip[tid] if 0 < tid < len(self.trip) else None
+        t = self.trip.get(tid)
         if t is None:
             raise KeyError(f"no triplet {tid}")
         return t
+
+    def _reinforce_by(self, tid: int, delta: float, at: float) -> None:
+        tid = self.alias.get(tid, tid)
+        if tid in self.trip:  # else another writer dropped it (forgotten, decayed): nothing
+            self._reinforce(tid, min(1.0, self.weight_at(tid, at) + delta), at)
 
     def _reinforce(self, tid: int, w: float, at: float) -> None:
         t = self._get(tid)
@@ -203,6 +257,10 @@ class GraphState:
         self.cache.edge_changed(e)
 
     def _invalidate(self, tid: int, at: float) -> None:
+        tid = self.alias.get(tid, tid)
+        t = self.trip.get(tid)
+        if t is None and tid in self.retired:
+            return  # a Hebbian edge another writer dropped: already gone
         t = self._get(tid)
         if t.invalidated_at is not None:
             return
@@ -226,7 +284,9 @@ class GraphState:
             del self.live[spo]
         self.edges.w[e] = 0.0
         self.edges.invalid_at[e] = self.edges.valid_from[e]  # never valid: gone from as-of too
-        self.trip[tid] = None
+        del self.trip[tid]
+        del self.trip_edge[tid]
+        self.retired.add(tid)
         self.hebbian_ids.discard(tid)
         self.cache.edge_changed(e)
 
@@ -262,7 +322,7 @@ class GraphState:
         if m is None:
             return
         for tid in list(self.by_node.get(m, ())):
-            t = self.trip[tid]
+            t = self.trip.get(tid)
             if t is None:
                 continue
             if tid in self.hebbian_ids:
@@ -271,13 +331,31 @@ class GraphState:
                 self._invalidate(tid, at)
 
     def _hebbian(self, h: kg_log.HebbianSet) -> None:
+        # The single-writer format (absolute weights, ids chosen by the writer): still read.
         for tid, w, a, b in h.edges:
-            t = self.trip[tid] if tid < len(self.trip) else None
-            if t is not None:
+            if tid in self.trip:
                 self._reinforce(tid, w, h.at)
             else:
                 self._relate(kg_log.Relate(tid, MEMORY_PREFIX + a, "relates_to",
                                            MEMORY_PREFIX + b, w, h.at, h.at, None, True))
+
+    def _hebbian_by(self, h: kg_log.HebbianDeltas) -> None:
+        """Each pair resolved here, by content, not by an id the writer chose: strengthen the
+        live ``relates_to`` between the two memories (either direction; an explicit one too),
+        else create one (replacing a Hebbian edge that decayed below the floor)."""
+        for a, b, delta in h.pairs:
+            ka, kb = MEMORY_PREFIX + a, MEMORY_PREFIX + b
+            tid = self.live.get((ka, "relates_to", kb))
+            if tid is None:
+                tid = self.live.get((kb, "relates_to", ka))
+            if tid is not None and (tid not in self.hebbian_ids
+                                    or self.weight_at(tid, h.at) >= self.floor):
+                self._reinforce(tid, min(1.0, self.weight_at(tid, h.at) + delta), h.at)
+                continue
+            if tid is not None:
+                self._drop(tid)
+            self._relate(kg_log.Relate(self.new_id(ka, "relates_to", kb), ka, "relates_to",
+                                       kb, min(1.0, delta), h.at, h.at, None, True))
 
     # -- queries ---------------------------------------------------------------------------
 
@@ -293,13 +371,13 @@ class GraphState:
         elif predicate is not None:
             ids = st.by_pred.get(predicate, ())
         else:
-            ids = range(1, len(st.trip))
+            ids = list(st.trip)
         skey = node_key(subject)[0] if subject is not None else None
         okey = node_key(obj)[0] if obj is not None else None
         t_at = now if as_of is None else as_of
         out: list[Triplet] = []
         for tid in list(ids):
-            t = st.trip[tid]
+            t = st.trip.get(tid)
             if t is None or (predicate is not None and t.predicate != predicate):
                 continue
             if skey is not None and node_key(t.subject)[0] != skey:

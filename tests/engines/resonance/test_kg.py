@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from soul.engines.resonance import ConfigError, StoreClosed, StoreError
+from soul.engines.resonance import ConfigError, StoreClosed
 from soul.engines.resonance.kg import PREDICATES, KnowledgeGraph, UnknownTriplet
+from soul.engines.resonance.kg_state import triplet_id
 
 DAY = 86400.0
 
@@ -33,7 +34,11 @@ def test_relate_and_query_by_any_part(graph: KnowledgeGraph) -> None:
     a = graph.relate("Field", "calls", "Store.open", memory="m1", valid_from=100.0)
     b = graph.relate("Field", "contains", "HybridSearcher")
     c = graph.relate("Caroline", "likes", "pottery")  # a user-defined predicate
-    assert (a, b, c) == (1, 2, 3)
+    # content ids: the (normalised) fact and its generation, the same in every process
+    assert (a, b, c) == (triplet_id("e:field", "calls", "e:store.open", 0),
+                         triplet_id("e:field", "contains", "e:hybridsearcher", 0),
+                         triplet_id("e:caroline", "likes", "e:pottery", 0))
+    assert len({a, b, c}) == 3 and all(0 < x < 2**63 for x in (a, b, c))
     t = graph.triplet(a)
     assert (t.subject, t.predicate, t.object, t.weight, t.valid_from, t.memory) == (
         "Field", "calls", "Store.open", 1.0, 100.0, "m1")
@@ -257,15 +262,13 @@ def test_everything_survives_reopening(path: Path) -> None:
         assert g.triplet(a).invalidated_at == 20.0
         assert g.stats()["recovery_issues"] == []
         assert g.stats()["recovered_entries"] == 10  # one entry per write, one per flush
-        new = g.relate("x", "calls", "y")  # ids continue after the recovered ones
-        assert new == max(t.id for t in after[0]) + 1
+        new = g.relate("x", "calls", "y")
+        assert new == triplet_id("e:x", "calls", "e:y", 0)
+        # the invalidated fact stated again: its next generation, a new id
+        again = g.relate("Caroline", "lives_in", "Boston")
+        assert again == triplet_id("e:caroline", "lives_in", "e:boston", 1) != a
     with KnowledgeGraph.open(path, flush_interval=None) as g:
         assert g.triplet(new).subject == "x"
-
-
-def test_one_process_at_a_time(graph: KnowledgeGraph) -> None:
-    with pytest.raises(StoreError, match="open in another process"):
-        KnowledgeGraph.open(graph.path)
 
 
 def test_closed_graph_refuses_writes(path: Path) -> None:
