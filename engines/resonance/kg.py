@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from . import kg_log
+from . import kg_log, kg_query
 from .activation import Spread, SpreadConfig, spread_nodes
 from .adjacency import Adjacency, build_as_of
 from .errors import ConfigError, ResonanceError, StoreClosed
@@ -293,7 +293,7 @@ class KnowledgeGraph:
         invalidated_at). ``include_invalid``: every stored triplet. Hebbian weights are
         reported decayed to now (or `as_of`); one decayed below the floor is left out.
         """
-        return self.state.query(subject, predicate, obj, as_of, include_invalid,
+        return kg_query.query(self.state, subject, predicate, obj, as_of, include_invalid,
                                 time.time())
 
     def entities_of(self, memory_id: str) -> tuple[str, ...]:
@@ -370,7 +370,7 @@ class KnowledgeGraph:
                 and cached[2] >= n):
             return cached[3][:n]
         k = max(n, 64)
-        top = st.top_entities(k)
+        top = kg_query.top_entities(st, k)
         self._attr = (st.version, now, k, top)
         self.attractor_refreshes += 1
         return top[:n]

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -356,60 +355,6 @@ class GraphState:
                 self._drop(tid)
             self._relate(kg_log.Relate(self.new_id(ka, "relates_to", kb), ka, "relates_to",
                                        kb, min(1.0, delta), h.at, h.at, None, True))
-
-    # -- queries ---------------------------------------------------------------------------
-
-    def query(self, subject: str | None, predicate: str | None, obj: str | None,
-              as_of: float | None, include_invalid: bool, now: float) -> list[Triplet]:
-        """`KnowledgeGraph.triplets` (see there); reads only, no lock."""
-        st = self
-        if subject is not None or obj is not None:
-            node = st.node_of_name(subject if subject is not None else obj)  # type: ignore[arg-type]
-            if node is None:
-                return []
-            ids: Sequence[int] = st.by_node.get(node, ())
-        elif predicate is not None:
-            ids = st.by_pred.get(predicate, ())
-        else:
-            ids = list(st.trip)
-        skey = node_key(subject)[0] if subject is not None else None
-        okey = node_key(obj)[0] if obj is not None else None
-        t_at = now if as_of is None else as_of
-        out: list[Triplet] = []
-        for tid in list(ids):
-            t = st.trip.get(tid)
-            if t is None or (predicate is not None and t.predicate != predicate):
-                continue
-            if skey is not None and node_key(t.subject)[0] != skey:
-                continue
-            if okey is not None and node_key(t.object)[0] != okey:
-                continue
-            if not include_invalid:
-                if as_of is not None and not t.valid_at(as_of):
-                    continue
-                if as_of is None and t.invalidated_at is not None and t.invalidated_at <= now:
-                    continue
-            if tid in st.hebbian_ids:
-                w = st.weight_at(tid, t_at)
-                if w < self.floor:
-                    continue
-                t = Triplet(t.id, t.subject, t.predicate, t.object, w, t.valid_from,
-                            t.invalidated_at, t.memory)
-            out.append(t)
-        return out
-
-    def top_entities(self, k: int) -> list[tuple[str, float]]:
-        """The k entities with the most live edges, strength ``min(log2(1 + degree)/4, 1)``,
-        strongest first (ties: the older entity first)."""
-        size = len(self.keys)
-        deg = np.where(self.entity[:size].astype(bool), self.degree[:size], 0)
-        k = min(k, int((deg > 0).sum()))
-        if k == 0:
-            return []
-        idx = np.argpartition(-deg, k - 1)[:k]
-        idx = idx[np.lexsort((idx, -deg[idx]))]
-        return [(self.display[i], min(math.log2(1 + int(deg[i])) / 4, 1.0))
-                for i in idx.tolist()]
 
     # -- maintenance -----------------------------------------------------------------------
 

@@ -279,3 +279,102 @@ def test_a_killed_writer_loses_nothing_it_acknowledged(tmp_path: Path,
     with open_graph(path) as g:
         assert {t.object for t in g.triplets(subject="other")} == {
             "before", "during0", "during1", "after"}
+
+
+def _write_format1_snapshot(g: KnowledgeGraph, snap_dir: Path) -> Path:
+    """A snapshot as the single-writer graph wrote them (format 1: a triplet's id is its
+    position in the triplet columns, slot 0 unused), from a graph whose ids are 1..n."""
+    import numpy as np
+
+    from soul.engines.resonance.adjacency import EdgeTable
+    from soul.engines.resonance.kg_snapshot import _DTYPES, COLUMN, HEADER, SEP, STRINGS
+    from soul.engines.resonance.wal import SEGMENT_MAGIC, encode_entry
+
+    st = g.state
+    n_trip = max(st.trip) + 1
+    trip_edge = np.full(n_trip, -1, "<i8")
+    preds, mems = [""] * n_trip, [""] * n_trip
+    for tid, t in st.trip.items():
+        trip_edge[tid], preds[tid], mems[tid] = st.trip_edge[tid], t.predicate, t.memory or ""
+    header = {"format": 1, "nodes": len(st.keys), "edges": st.edges.n, "triplets": n_trip,
+              "covered": dict(g.log.covered), "max_hlc": g.log.max_hlc}
+    entries = [(HEADER, json.dumps(header).encode())]
+    entries += [(STRINGS, SEP.join(x).encode()) for x in (st.keys, st.display, preds, mems)]
+    entries.append((COLUMN, st.entity[: len(st.keys)].astype("u1").tobytes()))
+    entries += [(COLUMN, np.ascontiguousarray(getattr(st.edges, c)[: st.edges.n],
+                                              _DTYPES[c]).tobytes()) for c in EdgeTable.COLS]
+    entries.append((COLUMN, trip_edge.tobytes()))
+    snap_dir.mkdir(parents=True, exist_ok=True)
+    path = snap_dir / f"snap_{g.log.max_hlc + 1:020d}_legacy.snap"
+    path.write_bytes(SEGMENT_MAGIC + b"".join(
+        encode_entry(i, g.log.max_hlc + 1, op, p) for i, (op, p) in enumerate(entries, 1)))
+    return path
+
+
+def test_a_single_writer_era_log_and_snapshot_still_load(tmp_path: Path) -> None:
+    """Graphs written before several writers were allowed: sequential ids, absolute weights
+    (REINFORCE, HEBBIAN) and format-1 snapshots. They load as they were, and go on."""
+    from soul.engines.resonance import kg_log
+    from soul.engines.resonance.wal import WalWriter
+
+    path = tmp_path / "kg"
+    w = WalWriter(path / "wal", durability="os")
+    at = time.time()
+    w.append(kg_log.RELATE, kg_log.encode_relate(kg_log.Relate(
+        1, "a", "calls", "b", 0.4, 10.0, at, "m1", False)))
+    w.append(kg_log.REINFORCE, kg_log.encode_reinforce(1, 0.6, at))
+    w.append(kg_log.RELATE, kg_log.encode_relate(kg_log.Relate(
+        2, "a", "lives_in", "c", 1.0, 10.0, at, None, False)))
+    w.append(kg_log.INVALIDATE, kg_log.encode_invalidate(2, 20.0))
+    w.append(kg_log.MENTION, kg_log.encode_mention("m1", ["a", "b"], at))
+    w.append(kg_log.HEBBIAN, kg_log.encode_hebbian(kg_log.HebbianSet(at, ((3, 0.2, "m1",
+                                                                            "m2"),))))
+    w.append(kg_log.HEBBIAN, kg_log.encode_hebbian(kg_log.HebbianSet(at, ((3, 0.5, "m1",
+                                                                            "m2"),))))
+    w.close()
+    with open_graph(path) as g:
+        assert g.stats()["recovery_issues"] == []
+        assert sorted(g.state.trip) == [1, 2, 3]
+        assert g.triplet(1).weight == pytest.approx(0.6)
+        assert g.triplet(2).invalidated_at == 20.0
+        assert g.triplet(3).weight == pytest.approx(0.5, rel=1e-4)
+        assert g.entities_of("m1") == ("a", "b")
+        before = [(t.id, t.subject, t.object, t.invalidated_at) for t in
+                  g.triplets(include_invalid=True)]
+        snap = _write_format1_snapshot(g, path / "snapshots")
+    for p in (path / "wal").glob("*.seg"):
+        p.unlink()  # only the format-1 snapshot holds the graph now
+    with open_graph(path) as g:
+        assert g.stats()["snapshot"] == str(snap) and g.stats()["recovery_issues"] == []
+        assert [(t.id, t.subject, t.object, t.invalidated_at) for t in
+                g.triplets(include_invalid=True)] == before
+        assert g.relate("A", "calls", "B", weight=0.1) == 1  # a legacy id, reinforced
+        assert g.triplet(1).weight == pytest.approx(0.7)
+        g.hebbian(["m2", "m1"], delta=0.1)
+        g.flush()
+        assert g.triplet(3).weight == pytest.approx(0.6, rel=1e-4)
+        new = g.relate("x", "calls", "y")
+        assert new == triplet_id("e:x", "calls", "e:y", 0)
+    with open_graph(path) as g:
+        assert g.triplet(1).weight == pytest.approx(0.7) and g.triplet(new).object == "y"
+
+
+def test_two_fields_on_one_directory_both_link_their_memories(tmp_path: Path) -> None:
+    """What made the graph multi-writer: a Field opens its graph on every remember, and a
+    field may be open twice at once (two processes, or two souls in one)."""
+    from word_embedder import WordEmbedder
+
+    from soul.engines.resonance import Field
+
+    path = tmp_path / "field"
+    a = Field.open(path, WordEmbedder(), dedup_threshold=None)
+    b = Field.open(path, WordEmbedder(), dedup_threshold=None)
+    try:
+        ma = a.remember("Caroline adopted a puppy named Biscuit from the shelter")
+        mb = b.remember("Biscuit chewed through the new sofa cushions yesterday")
+        assert "Biscuit" in a.graph.entities_of(ma) and "Biscuit" in b.graph.entities_of(mb)
+    finally:
+        a.close()
+        b.close()
+    with KnowledgeGraph.open(path / "graph", flush_interval=None) as g:
+        assert set(g.memories_of("biscuit")) == {ma, mb}
