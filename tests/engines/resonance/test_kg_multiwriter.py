@@ -170,7 +170,6 @@ def _env() -> dict[str, str]:
     return env
 
 
-@pytest.mark.slow
 def test_two_processes_write_concurrently_and_a_fresh_open_sees_everything(
         tmp_path: Path) -> None:
     path, n = tmp_path / "kg", 200
@@ -238,7 +237,6 @@ while True:
 """
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("durability", ["fsync", "batch"])
 def test_a_killed_writer_loses_nothing_it_acknowledged(tmp_path: Path,
                                                         durability: str) -> None:
@@ -378,3 +376,48 @@ def test_two_fields_on_one_directory_both_link_their_memories(tmp_path: Path) ->
         b.close()
     with KnowledgeGraph.open(path / "graph", flush_interval=None) as g:
         assert set(g.memories_of("biscuit")) == {ma, mb}
+
+
+def test_replay_merges_a_fact_logged_under_two_ids_and_never_reuses_a_dropped_id(
+        tmp_path: Path) -> None:
+    """The defensive merge rules of `GraphState.apply`, fed entries directly: a RELATE of a
+    fact that is live under another id merges into it (the second id becomes an alias that
+    later entries may use), and a RELATE carrying the id of a dropped Hebbian edge is stored
+    under a fresh id. Both survive a snapshot."""
+    from soul.engines.resonance import kg_log
+    from soul.engines.resonance.kg_snapshot import read_snapshot, write_snapshot
+    from soul.engines.resonance.kg_state import GraphState
+
+    st = GraphState(30 * 86400.0, 0.01)
+
+    def apply(op: int, payload: bytes) -> None:
+        st.apply(op, memoryview(payload))
+
+    now = time.time()
+    apply(kg_log.RELATE, kg_log.encode_relate(kg_log.Relate(
+        111, "a", "calls", "b", 0.25, 1.0, now, None, False)))
+    apply(kg_log.RELATE, kg_log.encode_relate(kg_log.Relate(
+        222, "A", "calls", "B", 0.25, 2.0, now, None, False)))
+    assert list(st.trip) == [111] and st.alias == {222: 111}
+    apply(kg_log.REINFORCE_BY, kg_log.encode_reinforce_by(222, 0.25, now))
+    assert st.trip[111].weight == pytest.approx(0.75) and st.get(222) is st.trip[111]
+    apply(kg_log.HEBBIAN_BY, kg_log.encode_hebbian_by(kg_log.HebbianDeltas(now, (
+        ("m1", "m2", 0.5),))))
+    heb = st.live[("m:m1", "relates_to", "m:m2")]
+    assert heb == triplet_id("m:m1", "relates_to", "m:m2", 0)
+    apply(kg_log.FORGET_MEMORY, kg_log.encode_forget_memory("m1", now))  # drops it
+    assert heb in st.retired and heb not in st.trip
+    apply(kg_log.REINFORCE_BY, kg_log.encode_reinforce_by(heb, 0.1, now))  # a no-op now
+    apply(kg_log.RELATE, kg_log.encode_relate(kg_log.Relate(  # a writer that missed the drop
+        heb, "m:m1", "relates_to", "m:m2", 0.3, 3.0, now, None, False)))
+    fresh = st.resolve(heb)
+    assert fresh == triplet_id("m:m1", "relates_to", "m:m2", 1) and st.trip[fresh].weight == 0.3
+    apply(kg_log.INVALIDATE, kg_log.encode_invalidate(222, 50.0))  # through the alias
+    assert st.trip[111].invalidated_at == 50.0
+    snap = write_snapshot(st, {"w": 7}, 9, tmp_path, "w", 10)
+    back, covered, max_hlc = read_snapshot(snap, st.half_life, st.floor)
+    assert (covered, max_hlc) == ({"w": 7}, 9)
+    assert back.alias == st.alias and back.retired == st.retired
+    assert list(back.trip.items()) == list(st.trip.items())
+    assert back.new_id("m:m1", "relates_to", "m:m2") == triplet_id(
+        "m:m1", "relates_to", "m:m2", 2)
