@@ -99,7 +99,7 @@ class Soul:
         if not items:
             return []
         field = self.memory_field()
-        ids = field.remember_many(items)
+        ids = field.remember_many(items, session=session)
         if session:
             field.primer.observe(session, [i for i in ids if i is not None])
         return ids
@@ -141,6 +141,23 @@ class Soul:
                 provider = self._wrap(provider)
             self._providers[key] = provider
         return provider, spec, options
+
+    def check_memory(self) -> None:
+        """A soul that uses memory needs the `memory` extra: say so at load, not mid-turn."""
+        bp = self.blueprint
+        groups = [bp.steps, *(sp.steps for sp in bp.subprocesses.values()), *(p.steps for p in bp.processes.values())]
+        uses = any(step.uses.startswith("memory.") for steps in groups for step in steps.values())
+        if not uses:
+            return
+        import importlib.util
+
+        missing = [m for m in ("numpy", "numba", "onnxruntime", "hnswlib") if importlib.util.find_spec(m) is None]
+        if missing:
+            from soul.errors import MissingExtra
+
+            raise MissingExtra(
+                f"soul '{self.name}' uses memory steps, which need {', '.join(missing)}: "
+                "install them with pip install 'soulgraph[memory]'")
 
     def check_providers(self) -> None:
         """Resolve every model the plan calls now, so a missing provider fails before a turn."""
@@ -187,5 +204,6 @@ def load(
     plan = compile_blueprint(name_or_path, registry)
     model = model or os.environ.get("SOUL_MODEL") or None
     soul = Soul(plan, registry=registry, model=model, provider=provider, home=Path(home) if home else None, wrap=wrap)
+    soul.check_memory()
     soul.check_providers()
     return soul

@@ -61,6 +61,11 @@ class FieldConfig:
     ef_construction: int = 200
     ef: int = 64
     entities: bool = True  # link each remembered memory to the entities its text names
+    # Temporal contiguity: a new memory `follows` the one remembered before it in the same
+    # session if that was at most this many seconds earlier (None: never). Measured on
+    # LoCoMo (docs/memory.md): association along these edges is most of resonance's gain.
+    contiguity: float | None = 1800.0
+    contiguity_weight: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -161,12 +166,15 @@ class Field(FieldResonance):
         self, text: str, *, kind: str | Kind = "episode", tags: Iterable[str] = (),
         realm: str | None = None, source: str | None = None, confidence: float | None = None,
         meta: Mapping[str, Any] | None = None, embedding: np.ndarray | None = None,
+        session: str | None = None,
     ) -> str:
         """Store ``text`` as a memory and return its id.
 
         The quality gate refuses text shorter than 10 characters (``QualityGateRefused``); a
         near-duplicate (cosine ≥ ``dedup_threshold``, or the same text) is merged into the
-        existing memory as a reinforcement and that memory's id is returned.
+        existing memory as a reinforcement and that memory's id is returned. A new memory is
+        linked to the entities its text names and follows the previous memory remembered
+        in the same ``session`` (see ``contiguity``).
         """
         self.flush_accesses()
         item = Item.build({"text": text, "kind": kind, "tags": tags, "realm": realm,
@@ -174,24 +182,24 @@ class Field(FieldResonance):
                            "embedding": embedding})
         if item.refused:
             raise QualityGateRefused(item.refused)
+        before = self.store.state.n_rows
         [memory_id] = self._ingest.run([item])
         assert memory_id is not None
-        if self.config.entities:
-            self.link_entities([memory_id])
+        self._link_new([memory_id], before, session)
         return memory_id
 
     def remember_many(
         self, items: Iterable[str | Mapping[str, Any]],
-        progress: Callable[[int, int], None] | None = None,
+        progress: Callable[[int, int], None] | None = None, *, session: str | None = None,
     ) -> list[str | None]:
         """Remember many items (strings, or dicts with ``text`` and remember()'s keywords,
         ``embedding`` included); batched embedding and logging. Returns ids in order, None
         where the quality gate refused an item (the reason is logged). ``progress(done,
         total)`` is called after each batch."""
         self.flush_accesses()
+        before = self.store.state.n_rows
         ids = self._ingest.remember_many(items, progress)
-        if self.config.entities:
-            self.link_entities(dict.fromkeys(i for i in ids if i is not None))
+        self._link_new(ids, before, session)
         return ids
 
     def forget(self, memory_id: str) -> None:

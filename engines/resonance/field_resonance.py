@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
@@ -33,6 +34,8 @@ __all__ = ["FieldResonance", "Resonance"]
 
 log = logging.getLogger("soul.engines.resonance")
 _CREDITS = 2048  # memories whose surfacing draw is kept for feedback
+_SESSIONS = 1024  # sessions whose last memory is kept for contiguity links
+MEMORY_PREFIX = "m:"  # the knowledge graph's memory nodes (kg_state.MEMORY_PREFIX)
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,7 @@ class FieldResonance:
         self.resonance = ResonanceConfig(**given)
         self.primer = SessionPrimer(self.resonance.priming_size)
         self._credits: OrderedDict[str, tuple[Draw | None, int]] = OrderedDict()
+        self._last_new: dict[str | None, tuple[str, float]] = {}  # session -> (id, when)
         self._graph_lock = threading.Lock()
 
     # -- the parts, opened on first use --------------------------------------------------------
@@ -98,9 +102,8 @@ class FieldResonance:
         if self._learner is None:
             from .learner import ThompsonLearner
 
-            path = self.path / "learner.json"
-            self._learner = (ThompsonLearner.load(path) if path.exists()
-                             else ThompsonLearner(path=path))
+            # resumes from the file; a damaged one is logged and learning starts afresh
+            self._learner = ThompsonLearner(path=self.path / "learner.json")
         return self._learner
 
     def code_index(self, *, create: bool = True) -> Any:
@@ -121,6 +124,30 @@ class FieldResonance:
         """State a fact (subject, predicate, object) in the knowledge graph; its id."""
         return self.graph.relate(subject, predicate, obj, weight=weight,
                                  valid_from=valid_from, memory=memory)
+
+    def _link_new(self, ids: list[str | None], before: int, session: str | None) -> None:
+        """After a write: link the memories it created (rows from `before` on) to their
+        entities, and chain them in time (`follows` edges, see FieldConfig.contiguity)."""
+        cfg = self.config  # type: ignore[attr-defined]
+        st = self.store.state
+        new = [m for m in dict.fromkeys(i for i in ids if i is not None) if st.rows[m] >= before]
+        if not new or not (cfg.entities or cfg.contiguity is not None):
+            return
+        if cfg.entities:
+            self.link_entities(new)
+        if cfg.contiguity is None:
+            return
+        now = time.time()
+        last = self._last_new.get(session)
+        prev = last[0] if last is not None and now - last[1] <= cfg.contiguity else None
+        for memory_id in new:
+            if prev is not None and prev in self:  # type: ignore[operator]
+                self.graph.relate(MEMORY_PREFIX + prev, "follows", MEMORY_PREFIX + memory_id,
+                                  weight=cfg.contiguity_weight, memory=memory_id)
+            prev = memory_id
+        self._last_new[session] = (new[-1], now)
+        if len(self._last_new) > _SESSIONS:
+            self._last_new.pop(next(iter(self._last_new)))
 
     def link_entities(self, memory_ids: Iterable[str] | None = None) -> int:
         """Link memories to the entities their text names (done on every remember when
