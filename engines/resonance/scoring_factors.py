@@ -53,9 +53,13 @@ def actr(x: Inputs, p: Params) -> np.ndarray:
 
 
 def strength(x: Inputs, p: Params) -> np.ndarray:
-    """``floor + (1 − floor)·s``, s = accesses/(accesses + half_accesses): reinforcement by use."""
-    a = np.maximum(x.access_count, 0.0)
-    return p["floor"] + (1.0 - p["floor"]) * a / (a + p["half_accesses"])
+    """``floor + (1 − floor)·s``, s = n/(n + half_observations), n = the observations of the
+    memory (merged near-duplicates, strengthen/feedback): reinforcement by evidence. Not by
+    recall accesses — being retrieved is no evidence of being right, and counting it let the
+    memories every query brings up crowd out the rest (LoCoMo dev, after two passes of
+    questions: R@10 .747 counting accesses, .780 counting observations)."""
+    n = np.maximum(x.observations, 0.0)
+    return p["floor"] + (1.0 - p["floor"]) * n / (n + p["half_observations"])
 
 
 def confidence(x: Inputs, p: Params) -> np.ndarray:
@@ -276,7 +280,7 @@ FACTORS: dict[str, FactorSpec] = {
     "Relevance": FactorSpec(relevance, {}),
     "ActR": FactorSpec(actr, {"decay": "open_unit", "min_age_seconds": "pos", "floor": "unit",
                               "offset": "real", "width": "pos"}),
-    "Strength": FactorSpec(strength, {"floor": "unit", "half_accesses": "pos"}),
+    "Strength": FactorSpec(strength, {"floor": "unit", "half_observations": "pos"}),
     "Confidence": FactorSpec(confidence, {"floor": "unit", "doubt": "nonneg"}),
     "Surprise": FactorSpec(surprise, {"gain": "nonneg"}),
     "Arousal": FactorSpec(arousal, {"gain": "nonneg"}),

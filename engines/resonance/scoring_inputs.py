@@ -156,6 +156,10 @@ class Inputs:
         return self._column(self.state.access_count)
 
     @cached_property
+    def observations(self) -> np.ndarray:
+        return self._column(self.state.n)
+
+    @cached_property
     def created(self) -> np.ndarray:
         return self._column(self.state.created)
 

@@ -131,9 +131,9 @@ def test_relevance_maps_cosine_or_takes_a_unit_relevance() -> None:
                                       scale="unit"), [0.0, 0.0, 1.3, 0.3])
 
 
-def test_strength_saturates_with_accesses() -> None:
-    specs = [{"accesses": [NOW - 10] * k} for k in (0, 5, 15)]
-    np.testing.assert_allclose(factor("Strength", specs), [0.5, 0.75, 0.5 + 0.5 * 15 / 20])
+def test_strength_saturates_with_observations_not_accesses() -> None:
+    specs = [{"n": k} for k in (0, 5, 15)] + [{"accesses": [NOW - 10] * 15}]
+    np.testing.assert_allclose(factor("Strength", specs), [0.5, 0.75, 0.5 + 0.5 * 15 / 20, 0.5])
 
 
 def test_confidence_is_the_decayed_mean_discounted_by_its_deviation() -> None:
