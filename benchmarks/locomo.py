@@ -209,6 +209,9 @@ def field_systems(conv: Conversation, embedder: Any, root: Path, resonate: bool 
         "default": Field.open(root / conv.sample_id, embedder=embedder),
         "rrf": Field.open(root / f"{conv.sample_id}-rrf", embedder=embedder, method="rrf"),
     }
+    if resonate and ablation:  # the same turns without temporal contiguity edges
+        fields["nocontig"] = Field.open(root / f"{conv.sample_id}-nc", embedder=embedder,
+                                        contiguity=None)
     for field in fields.values():
         for dia_id, text in conv.turns:
             with contextlib.suppress(QualityGateRefused):  # too short: absent from all modes
@@ -233,6 +236,7 @@ def field_systems(conv: Conversation, embedder: Any, root: Path, resonate: bool 
         if ablation:
             for phase in ABLATED:
                 out[f"resonate − {phase}"] = resonance(default, frozenset({phase, "hebbian"}))
+            out["resonate − contiguity"] = resonance(fields["nocontig"], frozenset({"hebbian"}))
         out["resonate − hebbian"] = resonance(default, frozenset({"hebbian"}))
         out["resonate"] = resonance(default, frozenset())  # last: its Hebbian edits stay
 

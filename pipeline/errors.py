@@ -88,6 +88,10 @@ class ParseError(RunError):
     """A model reply could not be parsed into a step's outputs."""
 
 
+class MissingExtra(RunError):
+    """A blueprint needs an optional part of soulgraph that is not installed."""
+
+
 class ProviderError(SoulError):
     """A model call failed."""
 

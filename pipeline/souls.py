@@ -44,6 +44,10 @@ class Soul:
         self.home = home
         self._store: Any = None
         self._field: Any = None
+        # Recording or replaying a cassette: memory recalls go on the same tape (memory_tape.py)
+        cassette = getattr(wrap, "cassette", None)
+        replaying = getattr(provider, "cassette", None)
+        self._tape: tuple[Any, str] | None = (cassette, "record") if cassette is not None else (replaying, "replay") if replaying is not None else None
         self.call_specs: dict[tuple[str, int, tuple[str, ...]], Any] = {}  # see runtime.CallSpec
         self._units: dict[str, dict[int, Unit]] = {}
 
@@ -91,6 +95,10 @@ class Soul:
                 config["resonance"] = dict(block["resonance"])
             path.mkdir(parents=True, exist_ok=True)
             self._field = Field.open(path, **config)
+            if self._tape is not None:
+                from soul.memory_tape import TapedField
+
+                self._field = TapedField(self._field, *self._tape)
         return self._field
 
     def remember(self, items: list[dict[str, Any]], session: str | None = None) -> list[str | None]:
@@ -99,6 +107,8 @@ class Soul:
         if not items:
             return []
         field = self.memory_field()
+        if session:  # recall can then tell this conversation's memories from older ones
+            items = [{**item, "meta": {**(item.get("meta") or {}), "session": session}} for item in items]
         ids = field.remember_many(items, session=session)
         if session:
             field.primer.observe(session, [i for i in ids if i is not None])

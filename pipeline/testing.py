@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -182,10 +183,14 @@ def _run(soul: Any, messages: Sequence[str], user: str) -> Transcript:
 _UNSTABLE = {"latency_ms", "ms", "framework_ms", "total_ms", "input_tokens", "output_tokens"}
 
 
+_MEMORY_ID = re.compile(r"[0-9a-f]{16}")
+
+
 def _stable(trace: Any) -> Any:
-    """The trace without timings (and token counts, which some providers estimate)."""
+    """The trace without timings (and token counts, which some providers estimate), nor
+    memory ids (random per field)."""
     if isinstance(trace, dict):
-        return {k: _stable(v) for k, v in trace.items() if k not in _UNSTABLE}
+        return {k: _stable(v) for k, v in trace.items() if k not in _UNSTABLE and not (k == "id" and isinstance(v, str) and _MEMORY_ID.fullmatch(v))}
     if isinstance(trace, list):
         return [_stable(v) for v in trace]
     return trace

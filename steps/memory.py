@@ -62,6 +62,7 @@ class MemoryRecall(StepKind):
         mode=param({"enum": [*RECALL_MODES, "resonate"], "default": "hybrid"}, "how to search"),
         region=param({"type": "string", "default": "context"}, "the working-memory region to fill"),
         tags=param({"type": "array", "items": {"type": "string"}}, "tags that boost memories carrying them"),
+        this_session=param({"type": "boolean", "default": False}, "also recall memories of this conversation (its turns are already in the prompt)"),
     )
 
     @classmethod
@@ -75,10 +76,13 @@ class MemoryRecall(StepKind):
             return {"hits": [], "text": "", "region": region}
         field = env.memory_field()
         # the engine is synchronous (numpy, onnxruntime): keep the event loop free meanwhile
+        skip = env.session if env.session and not params.get("this_session") else None
+        want = 2 * k if skip else k  # room for the hits of this conversation that are dropped
         if mode == "resonate":
-            hits = await asyncio.to_thread(field.resonate, query, k, session=env.session, tags=params.get("tags"), affect=_affect(env))
+            hits = await asyncio.to_thread(field.resonate, query, want, session=env.session, tags=params.get("tags"), affect=_affect(env))
         else:
-            hits = await asyncio.to_thread(field.recall, query, k, mode=mode, tags=params.get("tags"))
+            hits = await asyncio.to_thread(field.recall, query, want, mode=mode, tags=params.get("tags"))
+        hits = [h for h in hits if h.score > 0 and (skip is None or h.meta.get("session") != skip)][:k]
         rows = [{"id": h.id, "text": h.text, "score": round(h.score, 4), "kind": h.kind, "tags": list(h.tags)} for h in hits]
         return {"hits": rows, "text": "\n".join(h.text for h in hits), "region": region}
 

@@ -93,6 +93,9 @@ class Cassette:
 
     path: Path
     calls: list[Call] = field(default_factory=list)
+    # Memory recalls of the run (soul.memory_tape): what the field answered, so a replay sees
+    # the field as it was when recorded — the field is the world outside the model too.
+    recalls: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
     def load(cls, path: str | Path) -> Cassette:
@@ -114,7 +117,10 @@ class Cassette:
                 ))
             except (KeyError, TypeError, ValueError) as exc:
                 raise ProviderError(f"cassette {path}: call {i} is malformed ({exc})") from exc
-        return cls(path, calls)
+        recalls = data.get("recalls") or []
+        if not isinstance(recalls, list) or not all(isinstance(r, dict) and "query" in r and isinstance(r.get("hits"), list) for r in recalls):
+            raise ProviderError(f"cassette {path}: 'recalls' must be a list of {{query, hits}} mappings")
+        return cls(path, calls, recalls)
 
     def by_key(self) -> dict[str, list[Call]]:
         index: dict[str, list[Call]] = {}
@@ -142,7 +148,8 @@ class Cassette:
     def save(self) -> None:
         """Write atomically: a run killed mid-write leaves the previous file whole."""
         text = HEADER + yaml.dump(
-            {"format": FORMAT, "calls": [c.to_data() for c in self.calls]},
+            {"format": FORMAT, "calls": [c.to_data() for c in self.calls],
+             **({"recalls": self.recalls} if self.recalls else {})},
             Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100,
         )
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -115,9 +115,20 @@ class RecordingProvider(Provider):
         self.cassette.add(request, "".join(pieces), usage, pieces)
 
 
+class Recorder:
+    """Wraps each provider into a RecordingProvider on one cassette (also given to the soul,
+    which records its memory recalls there: soul.memory_tape)."""
+
+    def __init__(self, cassette: Cassette) -> None:
+        self.cassette = cassette
+
+    def __call__(self, provider: Provider) -> Provider:
+        return RecordingProvider(provider, self.cassette)
+
+
 def recording(path: str | Path) -> Callable[[Provider], Provider]:
     """A wrapper that records every call into a fresh cassette at `path` (a recording replaces
     what the file held); pass it as `soul.load(..., wrap=recording(path))`."""
     cassette = Cassette(Path(path))
     cassette.save()
-    return lambda provider: RecordingProvider(provider, cassette)
+    return Recorder(cassette)

@@ -20,7 +20,7 @@ memory:
   field: field
   store: {episodes: true}
 steps:
-  recall: {uses: memory.recall, with: {k: 3, region: context, mode: keyword}}
+  recall: {uses: memory.recall, with: {k: 3, region: context, mode: keyword, this_session: true}}
   reply: {uses: external_dialogue, after: [recall]}
   note: {uses: memory.store, after: [reply], with: {kind: entity, content: "{{ steps.reply.text }}", tags: [said]}}
 """
@@ -75,22 +75,24 @@ def test_recalled_memories_are_inert_in_the_prompt(write_blueprint, soul_home: P
 
 
 def test_resonate_mode_recalls_by_association_and_primes_the_session(write_blueprint, soul_home: Path) -> None:  # type: ignore[no-untyped-def]
-    path = write_blueprint(BLUEPRINT.replace("mode: keyword", "mode: resonate"))
+    path = write_blueprint(BLUEPRINT.replace("mode: keyword, this_session: true", "mode: resonate"))
     provider = ScriptedProvider([
         "<external_dialogue>Miso sounds lovely.</external_dialogue>",
         "<external_dialogue>Miso is a tabby.</external_dialogue>",
+        "<external_dialogue>Sleeping on the piano, mostly.</external_dialogue>",
     ])
     s = soul.load(path, provider=provider, home=soul_home)
-    session = s.session()
-    session.turn_sync("My cat Miso is a tabby who sleeps on the piano.")
+    first = s.session()
+    first.turn_sync("My cat Miso is a tabby who sleeps on the piano.")
     field = s.memory_field()
-    remembered = [m for m in field.primer.recent(session.id)]
-    assert remembered  # what the turn remembered primes this session's next queries
-    second = session.turn_sync("What does Miso do all day?")
-    hits = second.steps["recall"]["hits"]
-    assert hits and any("Miso" in h["text"] for h in hits)
-    assert {h["id"] for h in hits} & set(remembered)
-    assert field.graph.memories_of("Miso")  # remembered memories were linked to their entities
+    remembered = list(field.primer.recent(first.id))
+    assert remembered  # what the turn remembered primes that session's next queries
+    assert field.graph.memories_of("Miso")  # and was linked to the entities it names
+    again = first.turn_sync("What does Miso do all day?")
+    assert again.steps["recall"]["hits"] == []  # this conversation is in the prompt already
+    later = s.session().turn_sync("What does Miso do all day?")  # another conversation
+    hits = later.steps["recall"]["hits"]
+    assert hits and {h["id"] for h in hits} & set(remembered)
     s.close()
 
 

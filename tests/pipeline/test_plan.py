@@ -105,7 +105,8 @@ def test_in_chained_mode_every_gate_is_decided_before_its_call() -> None:
 
 def test_fused_sections_follow_file_order_where_dependencies_allow() -> None:
     plan = compile_blueprint("claudius")
-    assert plan.turn.units[0].steps == ("think", "reply", "user_check", "user_update", "state_check", "state_update")
+    assert plan.turn.units[0].steps == ("recall",)  # memory first: no model call
+    assert plan.turn.units[1].steps == ("think", "reply", "user_check", "user_update", "state_check", "state_update")
 
 
 def test_compiling_an_invalid_blueprint_raises_with_every_diagnostic(write_blueprint: Write) -> None:

@@ -36,12 +36,13 @@ def test_events_arrive_in_order(soul_home: Path) -> None:
     s = soul.load("claudius", provider=ScriptedProvider([claudius_reply()]), home=soul_home)
     events = collect(s, "hi")
     kinds = [type(e).__name__ for e in events]
-    assert kinds[:4] == ["StepStarted"] * 4
+    assert kinds[:2] == ["StepStarted", "StepFinished"]  # memory recall, before the call
+    assert kinds[2:6] == ["StepStarted"] * 4
     assert kinds[-2:] == ["Reply", "TurnCommitted"]
     first_token = kinds.index("Token")
-    assert all(k == "Token" for k in kinds[first_token : kinds.index("StepFinished")])
+    assert all(k == "Token" for k in kinds[first_token : kinds.index("StepFinished", first_token)])
     finished = [e.step for e in events if isinstance(e, StepFinished)]
-    assert finished == ["think", "reply", "user_check", "user_update"]
+    assert finished == ["recall", "think", "reply", "user_check", "user_update"]
     reply = next(e for e in events if isinstance(e, Reply))
     assert reply.text.startswith("Hello, Ada")
     assert isinstance(events[-1], TurnCommitted) and events[-1].turn == 1

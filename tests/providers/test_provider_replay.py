@@ -123,6 +123,10 @@ def test_cli_record_then_replay_then_miss(tmp_path: Path, capsys: pytest.Capture
     code, out, _ = run(capsys, "run", "claudius", "--script", str(script), "--record", cassette, "-m", "Hello", "--json")
     assert code == 0
     recorded = json.loads(out)["reply"]
+    # claudius recalls memories: the recall is on the tape too, since the field has changed
+    # since (it remembered this very exchange) and a replay must see the field as recorded
+    [recall] = Cassette.load(cassette).recalls
+    assert recall["mode"] == "resonate" and recall["query"] == "Hello" and recall["hits"] == []
     monkeypatch.setenv("SOUL_REPLAY", "strict")  # any live call would now be an error
     code, out, _ = run(capsys, "run", "claudius", "--replay", cassette, "-m", "Hello", "--json")
     assert code == 0 and json.loads(out)["reply"] == recorded == "Hello. What are you building?"
