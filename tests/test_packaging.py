@@ -56,7 +56,7 @@ def test_a_wheel_in_a_fresh_venv_works_from_any_directory(tmp_path: Path) -> Non
 
     assert soul_cmd("validate", "claudius", "samantha").returncode == 0
     graph = soul_cmd("graph", "claudius")
-    assert graph.returncode == 0 and "fused call 1 [local]" in graph.stdout
+    assert graph.returncode == 0 and "fused call 2 [local]" in graph.stdout
     explain = soul_cmd("explain", "claudius", "-m", "Hello")
     assert explain.returncode == 0 and "prompt tokens in all" in explain.stdout
     assert soul_cmd("schema").stdout.startswith("{")

@@ -88,6 +88,41 @@ class Spread:
         """memory id → the hop at which it was first reached (seeds: 0)."""
         return self._split[2]
 
+    def strongest_memories(self, threshold: float, limit: int,
+                           exclude: frozenset[str] = frozenset()) -> dict[str, float]:
+        """At most `limit` reached memories with activation ≥ threshold not in `exclude`,
+        strongest first; looks at nodes in activation order and stops once it has them."""
+        out: dict[str, float] = {}
+        if limit <= 0:
+            return out
+        strong = np.flatnonzero(self.activation >= threshold)
+        strong = strong[np.argsort(-self.activation[strong], kind="stable")]
+        keys, cut = self._keys, len(MEMORY_PREFIX)
+        for node, a in zip(self.nodes[strong].tolist(), self.activation[strong].tolist(),
+                           strict=True):
+            key = keys[node]
+            if key.startswith(MEMORY_PREFIX) and key[cut:] not in exclude:
+                out[key[cut:]] = a
+                if len(out) >= limit:
+                    break
+        return out
+
+    def of_nodes(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(activation, hop) of each graph node in `nodes` (-1: not a node): 0 and -1 where
+        spreading did not reach it. Vectorised: no per-node dictionary."""
+        nodes = np.asarray(nodes, np.int64)
+        act = np.zeros(len(nodes), np.float64)
+        hop = np.full(len(nodes), -1, np.int64)
+        if len(self.nodes) == 0 or len(nodes) == 0:
+            return act, hop
+        order = np.argsort(self.nodes, kind="stable")
+        sorted_nodes = self.nodes[order]
+        pos = np.clip(np.searchsorted(sorted_nodes, nodes), 0, len(sorted_nodes) - 1)
+        hit = (sorted_nodes[pos] == nodes) & (nodes >= 0)
+        act[hit] = self.activation[order[pos[hit]]]
+        hop[hit] = self.hop[order[pos[hit]]]
+        return act, hop
+
     def memories_above(self, threshold: float) -> dict[str, float]:
         """Reached memories with activation ≥ threshold, strongest first (no full dict)."""
         out: dict[str, float] = {}

@@ -36,7 +36,8 @@ import numpy as np
 
 from .errors import ConfigError
 
-__all__ = ["Candidates", "Components", "FusedHit", "FusionConfig", "fuse", "rank_single"]
+__all__ = ["Candidates", "Components", "FusedHit", "FusionConfig", "fuse", "fused_scores",
+           "rank_single"]
 
 
 @dataclass(frozen=True)
@@ -147,6 +148,18 @@ def fuse(
     n = len(cands)
     if n == 0 or k <= 0:
         return []
+    score, sem, kw, tag_v, conf_v = fused_scores(cands, cfg, tag=tag, confidence=confidence)
+    order = np.lexsort((cands.ids, -score))[:k]
+    return [_hit(cands, int(i), float(score[i]), sem, kw, tag_v, conf_v) for i in order]
+
+
+def fused_scores(
+    cands: Candidates, cfg: FusionConfig, *, tag: np.ndarray | None = None,
+    confidence: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(relevance, sem, kw, tag, confidence) per candidate, unranked and vectorised — what
+    `fuse` ranks, for callers that need every candidate's score (full resonance)."""
+    n = len(cands)
     tag_v = np.zeros(n) if tag is None else np.asarray(tag, dtype=np.float64)
     conf_v = np.ones(n) if confidence is None else np.asarray(confidence, dtype=np.float64)
     conf_v = np.clip(conf_v, 0.0, 1.0)
@@ -159,9 +172,7 @@ def fuse(
         base = np.where(srank > 0, 1.0 / (cfg.rrf_k + srank), 0.0)
         base += np.where(krank > 0, 1.0 / (cfg.rrf_k + krank), 0.0)
         base += cfg.tag_weight * tag_v / cfg.rrf_k
-    score = base * (0.5 + 0.5 * conf_v)
-    order = np.lexsort((cands.ids, -score))[:k]
-    return [_hit(cands, int(i), float(score[i]), sem, kw, tag_v, conf_v) for i in order]
+    return base * (0.5 + 0.5 * conf_v), sem, kw, tag_v, conf_v
 
 
 def rank_single(cands: Candidates, k: int, signal: Literal["semantic", "keyword"]) -> list[FusedHit]:

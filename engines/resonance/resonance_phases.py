@@ -40,22 +40,23 @@ def spread(
         return cands, hybrid, np.zeros(len(cands)), np.full(len(cands), -1, np.int64)
     reached = graph.spread(seeds, strength=cfg.spread_strength, decay=cfg.spread_decay,
                            max_hops=cfg.max_hops, cutoff=cfg.cutoff)
-    known = set(cands.ids.tolist())
-    joined = []
-    for memory_id, act in reached.memories.items():
-        row = st.rows.get(memory_id)
-        if row is None or row in known or act < cfg.entry_threshold or not st.is_alive(row):
-            continue
-        joined.append(row)
+    st_ids = st.ids
+    known = frozenset(st_ids[int(i)] for i in cands.ids)
+    # the strongest reached memories that were not candidates join (bounded: association
+    # candidates below the top `join` never reach the top k, and each costs a full scoring)
+    joined = [st.rows[m] for m in reached.strongest_memories(cfg.entry_threshold, cfg.join,
+                                                              known)
+              if m in st.rows and st.is_alive(st.rows[m])]
     if joined:
         extra = np.asarray(sorted(joined), np.int64)
         cands = res._candidates(query, vector, extra, kindex, vindex)
         hybrid = res._hybrid(cands, tags, now)
-    ids = [st.ids[int(i)] for i in cands.ids]
-    activation = np.array([reached.memories.get(m, 0.0) for m in ids], np.float64)
-    hops = np.array([reached.hops.get(m, -1) for m in ids], np.int64)
+    node_of = graph.adjacency().node_of
+    nodes = np.fromiter((-1 if (n := node_of("m:" + st_ids[int(i)])) is None else n
+                         for i in cands.ids), np.int64, count=len(cands))
+    activation, hops = reached.of_nodes(nodes)
     by_hop = Counter(int(h) for h in hops if h > 0)
-    facts["spreading"] = {"seeds": len(seeds), "reached": len(reached.memories),
+    facts["spreading"] = {"seeds": len(seeds), "reached": len(reached),
                           "joined": len(joined), "by_hop": dict(sorted(by_hop.items()))}
     return cands, hybrid, activation, hops
 

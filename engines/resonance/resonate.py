@@ -38,7 +38,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import ConfigError
-from .fusion import Candidates, fuse
+from .fusion import Candidates, fused_scores
+from .ops import FLAG_DELETED
 
 if TYPE_CHECKING:
     from .field import Field
@@ -58,12 +59,16 @@ class ResonanceConfig:
     seeds: int = 20  # top hybrid candidates that start spreading activation
     activation_weight: float = 0.7
     entry_threshold: float = 0.05  # activation at which a non-candidate memory joins
+    join: int = 50  # at most this many of those join (the strongest): each costs a scoring
     spread_strength: float | None = None  # None: the knowledge graph's SpreadConfig default
     # per hop; higher than the graph's 0.8 default so a turn's neighbours two or three turns
     # away still count (LoCoMo dev R@10: 0.7 → .753, 0.8 → .773, 0.9 → .785, 1.0 → .743)
     spread_decay: float | None = 0.9
     max_hops: int | None = None
-    cutoff: float | None = None
+    # a path stops once its activation falls below the entry threshold: activation only
+    # decreases along a path, and the lost remainder changed no LoCoMo ranking (R@10 .784 at
+    # cutoff .01, .02 and .05) while spreading reached 2.5× fewer nodes, 5× faster
+    cutoff: float | None = 0.05
     priming_boost: float = 1.3
     priming_size: int = 50
     topic_boost: float = 0.1
@@ -201,7 +206,8 @@ class Resonator:
 
     def _hybrid(self, cands: Candidates, tags: frozenset[str], now: float) -> np.ndarray:
         st = self.field.store.state
-        alive = np.array([st.is_alive(int(i)) for i in cands.ids], bool)
+        flags = np.frombuffer(st.flags, np.uint8)  # a view: no copy of the column
+        alive = (flags[cands.ids] & FLAG_DELETED) == 0 if len(cands) else np.zeros(0, bool)
         tag = None
         if tags and self.config.on("tags"):
             tag = np.array([len(tags.intersection(st.tags_at(int(i)))) / len(tags)
@@ -211,11 +217,7 @@ class Resonator:
         conf = None
         if len(cands) and not self.config.on("scoring"):
             conf = self.field._confidence(cands.ids, now)
-        fused = fuse(cands, len(cands), self.field._fusion, tag=tag, confidence=conf)
-        score = np.zeros(len(cands), np.float64)
-        pos = {int(i): j for j, i in enumerate(cands.ids.tolist())}
-        for h in fused:
-            score[pos[h.id]] = h.score
+        score = fused_scores(cands, self.field._fusion, tag=tag, confidence=conf)[0]
         score[~alive] = -1.0
         return score
 
