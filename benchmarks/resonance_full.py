@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from resonance import _QueryVectors, _zipf_ranks, row, synth_corpus, synth_queries, timed  # noqa: E402
+from resonance import _QueryVectors, _zipf_ranks, row, synth_corpus, synth_queries, timed
 
 
 def build(n: int, root: Path, n_q: int) -> tuple[object, list[str], dict[str, float]]:
