@@ -13,8 +13,10 @@ attempt (no re-ask, no fallback); a turn over `--timeout` seconds is stopped and
 not parsed. Speed is measured at the provider: first-token latency (prompt evaluation
 included) and decode rate (streamed pieces — one token each in llama-cpp-python — after the
 first, per second). Every turn (raw reply included) is written to the JSONL log, so reply
-quality can be read afterwards. Prints a table: model, grammar, turns, parsed, timeouts,
-tokens/s, first token, seconds per turn, reply length.
+quality can be read afterwards. A reply that repeats eight consecutive words of the
+instructions ("Reply to the user as Claudius, in your own voice...") is counted as echoed: it
+may parse, but it says nothing. Prints a table: model, grammar, turns, parsed, echoed, parsed
+in the model's own words, timeouts, tokens/s, first token, seconds per turn, reply length.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import statistics
 import sys
 import tempfile
@@ -104,6 +107,23 @@ class Timed(Provider):
                 timing.latency_s = time.perf_counter() - start
 
 
+ECHO_WORDS = 8  # a reply sharing this many consecutive words with the instructions parrots them
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9']+", text.lower())
+
+
+def echoes(reply: str, instructions: str) -> bool:
+    """Whether the reply repeats a run of ECHO_WORDS words of the instructions — a tiny model's
+    commonest way to fill a section that parses but says nothing."""
+    said = _words(reply)
+    if len(said) < ECHO_WORDS:
+        return False
+    given = {tuple(w[i:i + ECHO_WORDS]) for w in [_words(instructions)] for i in range(len(w) - ECHO_WORDS + 1)}
+    return any(tuple(said[i:i + ECHO_WORDS]) in given for i in range(len(said) - ECHO_WORDS + 1))
+
+
 def _wait_for_decoders() -> None:
     # a stopped turn's decode thread finishes its current token before it sees the stop flag;
     # the next turn must not share the llama.cpp context with it
@@ -145,6 +165,9 @@ def one_turn(claudius: Any, timed: Timed, text: str, timeout: float) -> dict[str
         record["parsed"] = call["attempts"] == 1 and not any(v in ("fallback", "failed") for v in statuses.values())
         record["raw"] = call["raw"]
         record["reply"] = reply
+        # the system message holds persona and section instructions (not the user's words)
+        system = "\n".join(m["content"] for m in call["messages"] if m["role"] == "system")
+        record["echo"] = echoes(reply, system)
     else:
         record["parsed"] = False
     first = timed.calls[0] if timed.calls else None
@@ -172,16 +195,22 @@ def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "first_token_s": statistics.median(r["first_token_s"] for r in timed) if timed else float("nan"),
             "turn_s": statistics.median(r["seconds"] for r in group),
             "reply_chars": statistics.median(len(r.get("reply") or "") for r in group),
+            "echoed": sum(bool(r.get("echo")) for r in group),
+            "parsed_not_echoed": sum(bool(r["parsed"]) and not r.get("echo") for r in group),
         })
     return rows
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
-    print(f"{'model':12} {'grammar':7} {'turns':>5} {'parsed 1st try':>15} {'timeouts':>8} {'tokens/s':>8} {'first token':>11} {'s/turn':>7} {'reply chars':>11}")
+    print(
+        f"{'model':12} {'grammar':7} {'turns':>5} {'parsed 1st try':>15} {'echoed':>6} {'parsed+own words':>16} "
+        f"{'timeouts':>8} {'tokens/s':>8} {'first token':>11} {'s/turn':>7} {'reply chars':>11}"
+    )
     for r in rows:
-        rate = r["parsed"] / r["turns"] if r["turns"] else 0.0
+        n = r["turns"] or 1
         print(
-            f"{r['model']:12} {r['grammar']:7} {r['turns']:5d} {r['parsed']:5d} ({rate:5.0%})  {r['timeouts']:8d} "
+            f"{r['model']:12} {r['grammar']:7} {r['turns']:5d} {r['parsed']:5d} ({r['parsed'] / n:5.0%})  {r['echoed']:6d} "
+            f"{r['parsed_not_echoed']:6d} ({r['parsed_not_echoed'] / n:5.0%})   {r['timeouts']:8d} "
             f"{r['tokens_per_s']:8.1f} {r['first_token_s']:10.2f}s {r['turn_s']:7.1f} {r['reply_chars']:11.0f}"
         )
 
@@ -227,6 +256,15 @@ def main() -> None:
     args = parser.parse_args()
     if args.summarize:
         records = [json.loads(line) for line in args.summarize.read_text().splitlines() if line.strip()]
+        if any("echo" not in r for r in records):
+            # logs from before the echo check: against the recorded claudius prompt's instructions
+            import yaml
+
+            cassette = Path(__file__).parent.parent / "tests" / "providers" / "cassettes" / "claudius-hello.yaml"
+            call = yaml.safe_load(cassette.read_text())["calls"][0]
+            system = "\n".join(m["content"] for m in call["messages"] if m["role"] == "system")
+            for r in records:
+                r.setdefault("echo", echoes(r.get("reply") or "", system))
     else:
         records = run(args.models, args.turns, args.timeout, args.log, args.threads)
     print_table(summarize(records))
