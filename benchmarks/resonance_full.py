@@ -81,7 +81,9 @@ def main(argv: list[str] | None = None) -> int:
         rng = np.random.default_rng(3)
         st = field.store.state  # type: ignore[attr-defined]
         seeds = [{st.ids[int(r)]: 0.6 for r in rng.integers(0, st.n_rows, 20)} for _ in range(n_q)]
-        spread = timed(lambda i: graph.spread(seeds[i]).memories_above(0.05), n_q)
+        cfg = field.resonance  # type: ignore[attr-defined]
+        spread = timed(lambda i: graph.spread(seeds[i], decay=cfg.spread_decay, cutoff=cfg.cutoff)
+                       .strongest_memories(cfg.entry_threshold, cfg.join), n_q)
 
         def one_relate(i: int) -> None:
             graph.relate(f"Bench{i}", "relates_to", f"Entity{i}")
@@ -92,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
             row(f"Field.resonate k=10, every phase ({args.n:,} memories, {edges:,} edges)", full),
             row("Field.resonate k=10, spreading off", nospread),
             row("Field.recall hybrid k=10 (for comparison)", hybrid),
-            row("KnowledgeGraph.spread, 20 seeds, + memories_above(0.05)", spread),
+            row("KnowledgeGraph.spread, 20 seeds, resonate's decay and cutoff, 50 strongest",
+                spread),
             row("graph CSR full rebuild (adjacency as of now)", rebuild),
             row("one relate + incremental adjacency", relate),
         ]

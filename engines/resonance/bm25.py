@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -306,21 +306,33 @@ class BM25Index:
 
         Fusion uses it: the keyword signals of the semantic candidates come for free.
         """
+        return self.search_keeping(query, k, extra_ids)[0]
+
+    def search_keeping(
+        self, query: str, k: int, extra_ids: Sequence[int] | np.ndarray = ()
+    ) -> tuple[KeywordResult, Callable[[Sequence[int] | np.ndarray], tuple[np.ndarray, np.ndarray]]]:
+        """`search`, plus a function giving (scores, coverage) of more ids from the same
+        scoring pass — full resonance learns of candidates only after spreading, and would
+        otherwise score the whole query again."""
         sc = self._score(query)
+        inv = np.float32(1.0 / sc.total if sc.total > 0 else 0.0)
+
+        def more(ids: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            scores, matched = self._gather(sc, ids)
+            return scores, matched * inv
+
         k = max(int(k), 0)
         out_slots = np.empty(k, dtype=np.int32)
         out_scores = np.empty(k, dtype=np.float32)
         m = topk_sorted(sc.scores, sc.touched, sc.n, k, out_slots, out_scores) if k else 0
         slots = out_slots[:m]
-        inv = 1.0 / sc.total if sc.total > 0 else 0.0
-        extra_scores, extra_cov = self._gather(sc, extra_ids)
-        return KeywordResult(
-            ids=sc.snap.slot_ids[slots].astype(np.int64),
-            scores=out_scores[:m].copy(),
-            coverage=sc.matched[slots] * np.float32(inv),
-            extra_scores=extra_scores,
-            extra_coverage=extra_cov * np.float32(inv),
+        extra_scores, extra_cov = more(extra_ids)
+        result = KeywordResult(
+            ids=sc.snap.slot_ids[slots].astype(np.int64), scores=out_scores[:m].copy(),
+            coverage=sc.matched[slots] * inv, extra_scores=extra_scores,
+            extra_coverage=extra_cov,
         )
+        return result, more
 
     def scores_for(self, query: str, ids: Sequence[int] | np.ndarray) -> np.ndarray:
         """BM25 scores (float32) of the given ids for `query`; 0 for unknown ids."""

@@ -21,14 +21,13 @@ __all__ = ["basin", "inhibit", "prime", "spread"]
 
 
 def spread(
-    res: Resonator, query: str, vector: np.ndarray | None, cands: Candidates,
-    hybrid: np.ndarray, tags: frozenset[str], now: float, kindex: Any, vindex: Any,
-    facts: dict[str, Any],
+    res: Resonator, vector: np.ndarray | None, cands: Candidates, hybrid: np.ndarray,
+    tags: frozenset[str], now: float, vindex: Any, facts: dict[str, Any],
 ) -> tuple[Candidates, np.ndarray, np.ndarray, np.ndarray]:
     """Spreading activation from the top hybrid candidates through the knowledge graph.
 
     Memories reached with activation ≥ entry_threshold that were not candidates join the
-    pool, their hybrid signals computed exactly (a second candidate pass that includes them).
+    pool (the strongest `join` of them), their hybrid signals computed exactly.
     Returns the (possibly grown) candidates, their hybrid relevance, activation and hop.
     """
     cfg, f = res.config, res.field
@@ -48,8 +47,7 @@ def spread(
                                                               known)
               if m in st.rows and st.is_alive(st.rows[m])]
     if joined:
-        extra = np.asarray(sorted(joined), np.int64)
-        cands = res._candidates(query, vector, extra, kindex, vindex)
+        cands = res._extend(cands, np.asarray(joined, np.int64), vector, vindex)
         hybrid = res._hybrid(cands, tags, now)
     node_of = graph.adjacency().node_of
     nodes = np.fromiter((-1 if (n := node_of("m:" + st_ids[int(i)])) is None else n

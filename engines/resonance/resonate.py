@@ -166,43 +166,62 @@ class Resonator:
     def __init__(self, field: Field, config: ResonanceConfig) -> None:
         self.field = field
         self.config = config
+        self._more_keyword: Any = None  # the keyword pass's scorer of further ids
 
     # -- phases 1–2: seeds (semantic + keyword + tags), hybrid relevance -----------------------
 
-    def _candidates(self, query: str, vector: np.ndarray | None, extra: np.ndarray,
-                    kindex: Any, vindex: Any) -> Candidates:
+    def _candidates(self, query: str, vector: np.ndarray | None, kindex: Any,
+                    vindex: Any) -> Candidates:
+        """Semantic top `depth` + keyword top `depth`, every signal exact for each; keeps the
+        keyword scoring pass so `_extend` can score more candidates without a second one."""
         cfg = self.config
         sem_ids = np.zeros(0, np.int64)
         use_sem = vector is not None and vindex is not None and len(vindex) and cfg.on("semantic")
         if use_sem:
             sem_ids, _ = vindex.search(vector, cfg.depth)
-        known = np.concatenate([sem_ids, extra[~np.isin(extra, sem_ids)]]).astype(np.int64)
+        self._more_keyword = None
         if cfg.on("keyword"):
-            kw = kindex.search(query, cfg.depth, known)
+            kw, self._more_keyword = kindex.search_keeping(query, cfg.depth, sem_ids)
             kw_ids, kw_scores, kw_cov = kw.ids, kw.scores, kw.coverage
-            known_bm25, known_cov = kw.extra_scores, kw.extra_coverage
+            sem_bm25, sem_cov = kw.extra_scores, kw.extra_coverage
         else:
             kw_ids = np.zeros(0, np.int64)
             kw_scores = kw_cov = np.zeros(0, np.float32)
-            known_bm25 = known_cov = np.zeros(len(known), np.float32)
-        only_kw = ~np.isin(kw_ids, known)
-        ids = np.concatenate([known, kw_ids[only_kw]]).astype(np.int64)
-        n, m = len(ids), len(known)
+            sem_bm25 = sem_cov = np.zeros(len(sem_ids), np.float32)
+        only_kw = ~np.isin(kw_ids, sem_ids)
+        ids = np.concatenate([sem_ids, kw_ids[only_kw]]).astype(np.int64)
+        n, m = len(ids), len(sem_ids)
         srank = np.full(n, -1, np.int32)
-        srank[: len(sem_ids)] = np.arange(1, len(sem_ids) + 1)
+        srank[:m] = np.arange(1, m + 1)
         krank = np.full(n, -1, np.int32)
-        bm25 = np.zeros(n, np.float32)
-        cov = np.zeros(n, np.float32)
-        bm25[:m], cov[:m] = known_bm25, known_cov
-        bm25[m:], cov[m:] = np.asarray(kw_scores)[only_kw], np.asarray(kw_cov)[only_kw]
         rank_of = {int(i): r + 1 for r, i in enumerate(kw_ids.tolist())}
         krank[:] = [rank_of.get(int(i), -1) for i in ids.tolist()]
-        if vector is not None and vindex is not None and len(vindex):
-            cos, hub = vindex.signals(vector, ids)
-        else:
-            cos = np.full(n, np.nan, np.float32)
-            hub = np.full(n, np.nan, np.float32)
+        bm25 = np.concatenate([sem_bm25, np.asarray(kw_scores)[only_kw]]).astype(np.float32)
+        cov = np.concatenate([sem_cov, np.asarray(kw_cov)[only_kw]]).astype(np.float32)
+        cos, hub = self._vector_signals(vector, vindex, ids)
         return Candidates(ids, cos, hub, bm25, cov, srank, krank)
+
+    def _extend(self, cands: Candidates, extra: np.ndarray, vector: np.ndarray | None,
+                vindex: Any) -> Candidates:
+        """`cands` plus the rows `extra` (ranked by neither list), their signals exact."""
+        n = len(extra)
+        if self._more_keyword is not None:
+            bm25, cov = self._more_keyword(extra)
+        else:
+            bm25 = cov = np.zeros(n, np.float32)
+        cos, hub = self._vector_signals(vector, vindex, extra)
+        none = np.full(n, -1, np.int32)
+        parts = zip((cands.ids, cands.cosine, cands.hub, cands.bm25, cands.coverage,
+                     cands.semantic_rank, cands.keyword_rank),
+                    (extra, cos, hub, bm25, cov, none, none), strict=True)
+        return Candidates(*(np.concatenate([a, b]) for a, b in parts))
+
+    @staticmethod
+    def _vector_signals(vector: np.ndarray | None, vindex: Any,
+                        ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if vector is not None and vindex is not None and len(vindex):
+            return vindex.signals(vector, ids)
+        return np.full(len(ids), np.nan, np.float32), np.full(len(ids), np.nan, np.float32)
 
     def _hybrid(self, cands: Candidates, tags: frozenset[str], now: float) -> np.ndarray:
         st = self.field.store.state
@@ -236,13 +255,13 @@ class Resonator:
             vectors, ok = f.embed([query])
             vector = vectors[0] if ok[0] else None
         kindex, vindex = _indexes(f, vector is not None)
-        cands = self._candidates(query, vector, np.zeros(0, np.int64), kindex, vindex)
+        cands = self._candidates(query, vector, kindex, vindex)
         hybrid = self._hybrid(cands, tags, now)
         graph = f.graph if (cfg.on("spreading") or cfg.on("basin") or cfg.on("priming")) else None
         activation, hops = np.zeros(len(cands)), np.full(len(cands), -1, np.int64)
         if cfg.on("spreading") and graph is not None and len(cands):
-            cands, hybrid, activation, hops = spread(self, query, vector, cands, hybrid,
-                                                     tags, now, kindex, vindex, facts)
+            cands, hybrid, activation, hops = spread(self, vector, cands, hybrid, tags, now,
+                                                     vindex, facts)
         keep = hybrid >= 0
         pool = _Pool(cands.ids[keep], hybrid[keep], activation[keep], hops[keep],
                      np.zeros(int(keep.sum())), {})
