@@ -314,10 +314,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "hybrid" in summary:
         gain = 100 * (summary["hybrid"]["R@10"] - best_single)
         print(f"\nhybrid R@10 − best single-signal R@10: {gain:+.1f} points")
-    print("\nper conversation R@10 (keyword / semantic / hybrid):")
+    extra = " / resonate" if "resonate" in summary else ""
+    print(f"\nper conversation R@10 (keyword / semantic / hybrid{extra}):")
     for sid, row in per_conv.items():
         print(f"  {sid}: {row.get('keyword', 0):.3f} / {row.get('semantic', 0):.3f} / "
-              f"{row.get('hybrid', 0):.3f}")
+              f"{row.get('hybrid', 0):.3f}" + (f" / {row['resonate']:.3f}" if extra else ""))
     if args.json:
         print(json.dumps({"summary": summary, "per_conversation": per_conv}, indent=1))
     return 0
