@@ -217,7 +217,8 @@ class FieldResonance:
                 hits.append(Hit(r["id"], f"{sym.kind} {sym.qualified} ({sym.file}:"
                                 f"{sym.start_line}) {sym.signature}", r["score"], "symbol",
                                 (), {"symbol": sym.qualified, "file": sym.file,
-                                     "line": sym.start_line}, {}))
+                                     "line": sym.start_line},
+                                {"code": r["score"], "facts": facts} if explain else {}))
                 continue
             row = r["row"]
             comps = dict(r.get("explain") or {})

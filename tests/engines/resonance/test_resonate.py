@@ -231,3 +231,35 @@ def test_a_read_does_not_wait_for_a_writer_holding_the_field_lock(field: Field) 
     t.join()
     assert hits and hits[0].text == DISTRACTORS[2]
     assert waited < 2.0
+
+
+def test_code_symbols_join_the_hits_when_the_field_has_a_code_index(field: Field) -> None:
+    for text in DISTRACTORS:
+        field.remember(text)
+    fixture = Path(__file__).parent / "code" / "fixture" / "py"
+    report = field.code_index().index(fixture)
+    assert report.symbols > 0
+    hits = field.resonate("total area of the shapes", k=len(DISTRACTORS) + 5, explain=True)
+    symbols = [h for h in hits if h.kind == "symbol"]
+    assert symbols and symbols[0].meta["symbol"].endswith("total_area")
+    assert hits[0].components["facts"]["code_symbols"] >= 1
+    plain = field.resonate("total area of the shapes", k=5, disabled={"code"})
+    assert all(h.kind != "symbol" for h in plain)
+
+
+def test_the_querys_affect_reaches_the_scoring_factors(field: Field) -> None:
+    from soul.engines.resonance.scoring import Affect
+
+    calm_id = field.remember("The deploy failed because the database password expired",
+                             kind="failure")
+    for text in DISTRACTORS:
+        field.remember(text)
+    calm = field.resonate("why did the deploy fail", k=1, explain=True,
+                          disabled={"spreading", "hebbian"})
+    upset = field.resonate("why did the deploy fail", k=1, explain=True,
+                           disabled={"spreading", "hebbian"},
+                           affect=Affect(valence=-0.8, arousal=0.9, frustration=0.9))
+    assert calm[0].id == upset[0].id == calm_id
+    # a frustrated query lifts failures and corrections (FrustrationEscalation)
+    assert (upset[0].components["factor:FrustrationEscalation"]
+            > calm[0].components["factor:FrustrationEscalation"])
