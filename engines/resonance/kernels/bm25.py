@@ -76,6 +76,29 @@ def _better(sa, da, sb, db):  # pragma: no cover - compiled
     return sa > sb or (sa == sb and da < db)
 
 
+@njit(cache=True, inline="always")
+def _sift_down(out_scores, out_slots, size, s, d):  # pragma: no cover - compiled
+    """Put (s, d) at the root of the min-heap out_*[:size] and sift it down to its place."""
+    j = 0
+    while True:
+        left = 2 * j + 1
+        if left >= size:
+            break
+        child = left
+        right = left + 1
+        if right < size and _better(out_scores[left], out_slots[left],
+                                    out_scores[right], out_slots[right]):
+            child = right
+        if _better(s, d, out_scores[child], out_slots[child]):
+            out_scores[j] = out_scores[child]
+            out_slots[j] = out_slots[child]
+            j = child
+        else:
+            break
+    out_scores[j] = s
+    out_slots[j] = d
+
+
 @njit(
     int64(float32[::1], int32[::1], int64, int64, int32[::1], float32[::1]),
     cache=True,
@@ -106,25 +129,7 @@ def topk_sorted(scores, cand, n_cand, k, out_slots, out_scores):  # pragma: no c
             out_scores[j] = s
             out_slots[j] = d
         elif _better(s, d, out_scores[0], out_slots[0]):
-            # replace the root, sift down
-            j = 0
-            while True:
-                left = 2 * j + 1
-                if left >= m:
-                    break
-                child = left
-                right = left + 1
-                if right < m and _better(out_scores[left], out_slots[left],
-                                         out_scores[right], out_slots[right]):
-                    child = right
-                if _better(s, d, out_scores[child], out_slots[child]):
-                    out_scores[j] = out_scores[child]
-                    out_slots[j] = out_slots[child]
-                    j = child
-                else:
-                    break
-            out_scores[j] = s
-            out_slots[j] = d
+            _sift_down(out_scores, out_slots, m, s, d)  # replace the root
     # heap-sort in place: repeatedly move the worst to the end → best first
     end = m - 1
     while end > 0:
@@ -132,24 +137,7 @@ def topk_sorted(scores, cand, n_cand, k, out_slots, out_scores):  # pragma: no c
         d = out_slots[end]
         out_scores[end] = out_scores[0]
         out_slots[end] = out_slots[0]
-        j = 0
-        while True:
-            left = 2 * j + 1
-            if left >= end:
-                break
-            child = left
-            right = left + 1
-            if right < end and _better(out_scores[left], out_slots[left],
-                                       out_scores[right], out_slots[right]):
-                child = right
-            if _better(s, d, out_scores[child], out_slots[child]):
-                out_scores[j] = out_scores[child]
-                out_slots[j] = out_slots[child]
-                j = child
-            else:
-                break
-        out_scores[j] = s
-        out_slots[j] = d
+        _sift_down(out_scores, out_slots, end, s, d)
         end -= 1
     return m
 
