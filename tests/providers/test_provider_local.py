@@ -33,6 +33,9 @@ def test_the_default_model_is_the_bundled_smollm2() -> None:
 def test_claudius_answers_offline_from_the_bundled_model(tmp_path: Path) -> None:
     # in a subprocess: a llama.cpp crash must fail this test, not the test run
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")} | {"SOUL_HOME": str(tmp_path)}
+    # one decode thread unless told otherwise: on busy shared cores two threads crawl (measured
+    # 1.5 against 33 tokens/s), and this test once hit its 600 s limit that way
+    env.setdefault("SOUL_LOCAL_THREADS", "1")
     proc = subprocess.run(
         [sys.executable, "-m", "soul.cli", "run", "claudius", "-m", "Hello! I'm Ada.", "--json"],
         capture_output=True, text=True, env=env, timeout=600, check=False,

@@ -30,6 +30,8 @@ UNAVAILABLE = "raise ImportError('{name} was made unavailable by the replay test
 def soul_run(*argv: str, home: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     # in a subprocess: a llama.cpp crash must fail this test, not the test run
     base = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k != "SOUL_MODEL"}
+    # one decode thread unless told otherwise: on busy shared cores two threads crawl (docs/providers.md)
+    base.setdefault("SOUL_LOCAL_THREADS", "1")
     return subprocess.run(
         [sys.executable, "-m", "soul.cli", "run", "claudius", *argv],
         capture_output=True, text=True, env=base | {"SOUL_HOME": str(home)} | (env or {}), timeout=600, check=False,
