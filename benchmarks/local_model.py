@@ -215,7 +215,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         )
 
 
-def run(models: list[str], turns: int, timeout: float, log: Path, n_threads: int | None = None) -> list[dict[str, Any]]:
+def run(models: list[str], turns: int, timeout: float, log: Path, n_threads: int | None = None, start: int = 0) -> list[dict[str, Any]]:
     import soul
     from soul.providers.local import LocalProvider, _load
 
@@ -230,10 +230,10 @@ def run(models: list[str], turns: int, timeout: float, log: Path, n_threads: int
                 provider = LocalProvider(model, options)
                 _load(provider.path, provider.n_ctx, provider.n_threads)  # load time is not a turn's first token
                 timed = Timed(provider)
-                # a home per configuration: a soul's memory field has one writer at a time
+                # a home per configuration: each soul's memory holds only its own turns
                 config_home = Path(home) / f"{model}-{'on' if grammar else 'off'}"
                 configs.append((model, grammar, timed, soul.load("claudius", provider=timed, home=config_home)))
-        for i in range(turns):
+        for i in range(start, turns):
             for model, grammar, timed, claudius in configs:
                 record = {"model": model, "grammar": grammar, "turn": i, **one_turn(claudius, timed, MESSAGES[i % len(MESSAGES)], timeout)}
                 records.append(record)
@@ -253,6 +253,7 @@ def main() -> None:
     parser.add_argument("--log", type=Path, default=Path(tempfile.gettempdir()) / "soul-local-model.jsonl")
     parser.add_argument("--threads", type=int, help="decode threads (default: as many as cores; on a busy machine 1 is faster)")
     parser.add_argument("--summarize", type=Path, help="print the table of an earlier run's log and exit")
+    parser.add_argument("--start", type=int, default=0, help="first message (continue a cut-short run into the same --log; its sessions start afresh)")
     args = parser.parse_args()
     if args.summarize:
         records = [json.loads(line) for line in args.summarize.read_text().splitlines() if line.strip()]
@@ -266,7 +267,7 @@ def main() -> None:
             for r in records:
                 r.setdefault("echo", echoes(r.get("reply") or "", system))
     else:
-        records = run(args.models, args.turns, args.timeout, args.log, args.threads)
+        records = run(args.models, args.turns, args.timeout, args.log, args.threads, args.start)
     print_table(summarize(records))
 
 
