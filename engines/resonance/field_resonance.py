@@ -55,6 +55,7 @@ class FieldResonance:
     _scorer: Scorer | None = None
     _learner: ThompsonLearner | None = None
     _code: Any = None
+    _phrases: Any = None  # entities.PhraseCounter: noun phrases seen since the field opened
 
     def _init_resonance(self, resonance: Mapping[str, Any] | None) -> None:
         names = {f.name for f in fields(ResonanceConfig)}
@@ -152,10 +153,12 @@ class FieldResonance:
     def link_entities(self, memory_ids: Iterable[str] | None = None) -> int:
         """Link memories to the entities their text names (done on every remember when
         ``entities`` is on); None: every memory not linked yet. Returns how many."""
-        from .entities import extract_entities
+        from .entities import PhraseCounter, extract_entities
 
         st = self.store.state
         graph = self.graph
+        if self._phrases is None:
+            self._phrases = PhraseCounter()
         ids = list(memory_ids) if memory_ids is not None else [
             st.ids[r] for r in range(st.n_rows) if st.is_alive(r)
             and not graph.entities_of(st.ids[r])]
@@ -164,7 +167,14 @@ class FieldResonance:
             row = st.rows.get(memory_id)
             if row is None or not st.is_alive(row):
                 continue
-            names = extract_entities(st.text[row])
+            text = st.text[row]
+            # a noun phrase becomes an entity once three memories hold it; the earlier ones
+            # are linked to it then
+            for phrase, holders in self._phrases.add(memory_id, text).items():
+                for holder in holders:
+                    if holder != memory_id and holder in self:  # type: ignore[operator]
+                        graph.mention(holder, [phrase])
+            names = extract_entities(text, phrases=self._phrases)
             if names:
                 graph.mention(memory_id, names)
                 done += 1
