@@ -263,3 +263,11 @@ def test_the_querys_affect_reaches_the_scoring_factors(field: Field) -> None:
     # a frustrated query lifts failures and corrections (FrustrationEscalation)
     assert (upset[0].components["factor:FrustrationEscalation"]
             > calm[0].components["factor:FrustrationEscalation"])
+
+
+def test_a_noun_phrase_three_memories_share_becomes_an_entity_of_all_three(field: Field) -> None:
+    ids = [field.remember(f"we went to the pottery class on {day} and made bowls")
+           for day in ("monday", "wednesday", "friday")]
+    assert set(field.graph.memories_of("pottery class")) == set(ids)
+    one = field.remember("the cooking lesson was on saturday with friends")
+    assert one not in field.graph.memories_of("pottery class")
