@@ -25,7 +25,7 @@ from .errors import CorruptSegment
 from .kg_log import list_snapshots
 from .kg_state import MEMORY_PREFIX, GraphState, Triplet
 from .scan import map_file, scan_segment
-from .wal import ENTRY_HEADER, ENTRY_MAGIC, SEGMENT_MAGIC, encode_entry
+from .wal import ENTRY_HEADER, ENTRY_MAGIC, SEGMENT_MAGIC, encode_entry, fsync_dir
 
 __all__ = ["list_snapshots", "read_covered", "read_snapshot", "write_snapshot"]
 
@@ -70,11 +70,7 @@ def write_snapshot(state: GraphState, covered: dict[str, int], max_hlc: int, sna
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
-    fd = os.open(snap_dir, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_dir(snap_dir)
     return path
 
 

@@ -23,6 +23,7 @@ from .errors import CorruptSegment
 from .ops import SEP
 from .recovery import map_file
 from .state import State, alloc_vectors
+from .wal import fsync_dir
 
 __all__ = ["SNAPSHOT_MAGIC", "list_snapshots", "read_header", "read_snapshot", "write_snapshot"]
 
@@ -74,11 +75,7 @@ def write_snapshot(state: State, snap_dir: Path, instance: str, hlc: int) -> Pat
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
-    fd = os.open(snap_dir, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_dir(snap_dir)
     return path
 
 

@@ -103,11 +103,11 @@ def _atomic_write(path: Path, data: bytes, sync: bool) -> None:
             os.fsync(fh.fileno())
     os.replace(tmp, path)
     if sync:
-        _fsync_dir(path.parent)
+        fsync_dir(path.parent)
 
 
-def _fsync_dir(path: Path) -> None:
-    # A new or renamed file survives power loss only once its directory entry is synced.
+def fsync_dir(path: Path) -> None:
+    """fsync a directory, so the files created or renamed in it survive power loss."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -247,7 +247,7 @@ class WalWriter:
         self._first_seq = self.seq + 1
         if self.durability != "os":
             os.fdatasync(self._fd)
-            _fsync_dir(self.dir)
+            fsync_dir(self.dir)
         self._write_manifest(closed=False)
 
     def _seal_active(self) -> None:
