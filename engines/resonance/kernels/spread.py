@@ -144,6 +144,8 @@ def spread_activation(indptr, indices, weights, d_src, d_dst, d_w, degree, is_en
                 base *= np.float32(degree[u]) ** (-hub_power)
             if base < cutoff:  # every weight is <= 1: nothing from u can reach the cutoff
                 continue
+            # The relax step below is written out twice (main CSR, then delta) on purpose: as an
+            # inlined helper returning the two counters it ran 3x slower (0.96 -> 3.1 ms at 100k).
             if u < n_main:
                 for p in range(indptr[u], indptr[u + 1]):
                     a = base * weights[p]
