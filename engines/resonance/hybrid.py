@@ -26,6 +26,7 @@ __all__ = ["HybridSearcher", "Mode"]
 
 Mode = Literal["hybrid", "semantic", "keyword"]
 IdsToValues = Callable[[np.ndarray], np.ndarray]
+KeywordMore = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
 class HybridSearcher:
@@ -43,6 +44,15 @@ class HybridSearcher:
         self, query: str, vector: np.ndarray | None, mode: Mode = "hybrid", depth: int = 100,
     ) -> Candidates:
         """The candidate set of a mode with its signals (see fusion.Candidates)."""
+        return self.candidates_keeping(query, vector, mode, depth)[0]
+
+    def candidates_keeping(
+        self, query: str, vector: np.ndarray | None, mode: Mode = "hybrid", depth: int = 100,
+    ) -> tuple[Candidates, KeywordMore | None]:
+        """`candidates`, plus the keyword pass's scorer of further ids (BM25 score and
+        coverage; None without a keyword pass) — full resonance scores the memories that
+        join by association with it instead of searching again."""
+        more = None
         use_sem = bool(
             mode in ("hybrid", "semantic") and vector is not None and self.vectors is not None
             and len(self.vectors)
@@ -52,7 +62,7 @@ class HybridSearcher:
         if use_sem:
             sem_ids, _ = self.vectors.search(vector, depth)
         if use_kw:
-            kw = self.keyword.search(query, depth, sem_ids)
+            kw, more = self.keyword.search_keeping(query, depth, sem_ids)
             kw_ids = kw.ids
         else:
             kw_ids = np.zeros(0, np.int64)
@@ -81,7 +91,7 @@ class HybridSearcher:
         else:
             cos = np.full(n, np.nan, np.float32)
             hub = np.full(n, np.nan, np.float32)
-        return Candidates(ids, cos, hub, bm25, coverage, srank, krank)
+        return Candidates(ids, cos, hub, bm25, coverage, srank, krank), more
 
     def search(
         self, query: str, vector: np.ndarray | None, k: int = 10, *, mode: Mode = "hybrid",

@@ -172,34 +172,20 @@ class Resonator:
 
     def _candidates(self, query: str, vector: np.ndarray | None, kindex: Any,
                     vindex: Any) -> Candidates:
-        """Semantic top `depth` + keyword top `depth`, every signal exact for each; keeps the
-        keyword scoring pass so `_extend` can score more candidates without a second one."""
-        cfg = self.config
-        sem_ids = np.zeros(0, np.int64)
-        use_sem = vector is not None and vindex is not None and len(vindex) and cfg.on("semantic")
-        if use_sem:
-            sem_ids, _ = vindex.search(vector, cfg.depth)
-        self._more_keyword = None
-        if cfg.on("keyword"):
-            kw, self._more_keyword = kindex.search_keeping(query, cfg.depth, sem_ids)
-            kw_ids, kw_scores, kw_cov = kw.ids, kw.scores, kw.coverage
-            sem_bm25, sem_cov = kw.extra_scores, kw.extra_coverage
-        else:
-            kw_ids = np.zeros(0, np.int64)
-            kw_scores = kw_cov = np.zeros(0, np.float32)
-            sem_bm25 = sem_cov = np.zeros(len(sem_ids), np.float32)
-        only_kw = ~np.isin(kw_ids, sem_ids)
-        ids = np.concatenate([sem_ids, kw_ids[only_kw]]).astype(np.int64)
-        n, m = len(ids), len(sem_ids)
-        srank = np.full(n, -1, np.int32)
-        srank[:m] = np.arange(1, m + 1)
-        krank = np.full(n, -1, np.int32)
-        rank_of = {int(i): r + 1 for r, i in enumerate(kw_ids.tolist())}
-        krank[:] = [rank_of.get(int(i), -1) for i in ids.tolist()]
-        bm25 = np.concatenate([sem_bm25, np.asarray(kw_scores)[only_kw]]).astype(np.float32)
-        cov = np.concatenate([sem_cov, np.asarray(kw_cov)[only_kw]]).astype(np.float32)
-        cos, hub = self._vector_signals(vector, vindex, ids)
-        return Candidates(ids, cos, hub, bm25, cov, srank, krank)
+        """Hybrid recall's candidates (HybridSearcher), the modes the config leaves on; keeps
+        the keyword scoring pass so `_extend` can score more candidates without a second."""
+        from .hybrid import HybridSearcher
+
+        sem, kw = self.config.on("semantic"), self.config.on("keyword")
+        mode = "hybrid" if sem and kw else "semantic" if sem else "keyword"
+        if not (sem or kw):
+            self._more_keyword = None
+            none = np.zeros(0, np.int64)
+            return Candidates(none, *(np.zeros(0, np.float32) for _ in range(4)),
+                              none.astype(np.int32), none.astype(np.int32))
+        cands, self._more_keyword = HybridSearcher(kindex, vindex).candidates_keeping(
+            query, vector, mode, self.config.depth)
+        return cands
 
     def _extend(self, cands: Candidates, extra: np.ndarray, vector: np.ndarray | None,
                 vindex: Any) -> Candidates:
@@ -209,19 +195,15 @@ class Resonator:
             bm25, cov = self._more_keyword(extra)
         else:
             bm25 = cov = np.zeros(n, np.float32)
-        cos, hub = self._vector_signals(vector, vindex, extra)
+        if vector is not None and vindex is not None and len(vindex):
+            cos, hub = vindex.signals(vector, extra)
+        else:
+            cos = hub = np.full(n, np.nan, np.float32)
         none = np.full(n, -1, np.int32)
         parts = zip((cands.ids, cands.cosine, cands.hub, cands.bm25, cands.coverage,
                      cands.semantic_rank, cands.keyword_rank),
                     (extra, cos, hub, bm25, cov, none, none), strict=True)
         return Candidates(*(np.concatenate([a, b]) for a, b in parts))
-
-    @staticmethod
-    def _vector_signals(vector: np.ndarray | None, vindex: Any,
-                        ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        if vector is not None and vindex is not None and len(vindex):
-            return vindex.signals(vector, ids)
-        return np.full(len(ids), np.nan, np.float32), np.full(len(ids), np.nan, np.float32)
 
     def _hybrid(self, cands: Candidates, tags: frozenset[str], now: float) -> np.ndarray:
         st = self.field.store.state
