@@ -311,11 +311,16 @@ class Field(FieldResonance):
                 st.tags_at(h.id), st.meta_at(h.id), h.components.as_dict())
             for h in fused
         ]
-        if hits and self.config.touch_on_recall:
-            self._accessed.extend(h.id for h in hits)
+        self._queue_accesses([h.id for h in hits])
+        return hits
+
+    def _queue_accesses(self, memory_ids: list[str]) -> None:
+        """Queue recalled memories' accesses (touch_on_recall); logged in one entry with the
+        next write, or once `_ACCESS_QUEUE` of them wait."""
+        if memory_ids and self.config.touch_on_recall:
+            self._accessed.extend(memory_ids)
             if len(self._accessed) >= _ACCESS_QUEUE:
                 self.flush_accesses()
-        return hits
 
     def flush_accesses(self) -> None:
         """Log the accesses recall has queued (every write and close() do it too)."""

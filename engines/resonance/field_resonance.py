@@ -35,7 +35,6 @@ __all__ = ["FieldResonance", "Resonance"]
 log = logging.getLogger("soul.engines.resonance")
 _CREDITS = 2048  # memories whose surfacing draw is kept for feedback
 _SESSIONS = 1024  # sessions whose last memory is kept for contiguity links
-MEMORY_PREFIX = "m:"  # the knowledge graph's memory nodes (kg_state.MEMORY_PREFIX)
 
 
 @dataclass(frozen=True)
@@ -138,6 +137,8 @@ class FieldResonance:
             self.link_entities(new)
         if cfg.contiguity is None:
             return
+        from .kg_state import MEMORY_PREFIX
+
         now = time.time()
         last = self._last_new.get(session)
         prev = last[0] if last is not None and now - last[1] <= cfg.contiguity else None
@@ -238,8 +239,7 @@ class FieldResonance:
                             st.tags_at(row), st.meta_at(row), comps))
             if config.on("credit"):
                 self._credit(r["id"], draw, rank)
-        if hits and self.config.touch_on_recall:
-            self._accessed.extend(h.id for h in hits if h.kind != "symbol")
+        self._queue_accesses([h.id for h in hits if h.kind != "symbol"])  # type: ignore[attr-defined]
         return hits
 
     def _credit(self, memory_id: str, draw: Draw | None, rank: int) -> None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .fusion import Candidates
+from .kg_state import MEMORY_PREFIX
 
 if TYPE_CHECKING:
     from .resonate import Resonator, _Pool
@@ -50,7 +51,7 @@ def spread(
         cands = res._extend(cands, np.asarray(joined, np.int64), vector, vindex)
         hybrid = res._hybrid(cands, tags, now)
     node_of = graph.adjacency().node_of
-    nodes = np.fromiter((-1 if (n := node_of("m:" + st_ids[int(i)])) is None else n
+    nodes = np.fromiter((-1 if (n := node_of(MEMORY_PREFIX + st_ids[int(i)])) is None else n
                          for i in cands.ids), np.int64, count=len(cands))
     activation, hops = reached.of_nodes(nodes)
     by_hop = Counter(int(h) for h in hops if h > 0)

@@ -271,3 +271,13 @@ def test_a_noun_phrase_three_memories_share_becomes_an_entity_of_all_three(field
     assert set(field.graph.memories_of("pottery class")) == set(ids)
     one = field.remember("the cooking lesson was on saturday with friends")
     assert one not in field.graph.memories_of("pottery class")
+
+
+def test_resonating_logs_accesses_like_recall_without_an_unbounded_queue(field: Field) -> None:
+    m = field.remember("The harbour ferry stops running after midnight")
+    for text in DISTRACTORS:
+        field.remember(text)
+    for _ in range(60):  # 60 queries x 7 hits: past the queue's bound of 256
+        field.resonate("when does the harbour ferry stop", k=len(field))
+    assert len(field._accessed) < 256  # flushed to the log, as recall does
+    assert field.get(m).access_count >= 60
