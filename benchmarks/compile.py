@@ -40,13 +40,13 @@ def cold_validate(runs: int) -> list[float]:
 
 
 def compile_times(n: int, runs: int) -> list[float]:
-    from soul.plan import compile_blueprint
+    from soul.compiler.plan import compile_blueprint
 
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "big.yaml"
         path.write_text(generated_blueprint(n))
         plan = compile_blueprint(path)  # warm: imports, registry, schema
-        from soul.expressions import analyse_expression
+        from soul.language.expressions import analyse_expression
         assert len(plan.turn.steps) == n
         times = []
         for _ in range(runs):

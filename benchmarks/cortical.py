@@ -33,7 +33,7 @@ def real_embeddings() -> tuple[np.ndarray, np.ndarray]:
     """(turn vectors, question vectors) of LoCoMo dev, unit float32."""
     from locomo import DEFAULT_CACHE, DEFAULT_DATA, CachedEmbedder, load_locomo
 
-    from soul.engines.resonance.embedder import Embedder
+    from soul.engines.resonance.recall.embedder import Embedder
 
     convs = load_locomo(DEFAULT_DATA)
     emb = CachedEmbedder(Embedder.default(), DEFAULT_CACHE)
@@ -90,9 +90,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="also compare the hadamard and gaussian coders")
     args = ap.parse_args(argv)
 
-    from soul.engines.resonance.cortical import CorticalIndex
-    from soul.engines.resonance.dedup import single_thread_blas
-    from soul.engines.resonance.sparse import SparseCoder
+    from soul.engines.resonance.recall.dedup import single_thread_blas
+    from soul.engines.resonance.themes.cortical import CorticalIndex
+    from soul.engines.resonance.themes.sparse import SparseCoder
 
     data, queries = make_data(args.data, args.n, args.queries)
     n = len(data)
@@ -114,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             data.nbytes, "the vectors themselves")
 
     if not args.skip_hnsw:
-        from soul.engines.resonance.index import VectorIndex
+        from soul.engines.resonance.recall.index import VectorIndex
 
         t0 = time.perf_counter()
         hnsw = VectorIndex(data.shape[1])
@@ -147,7 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             build, st["bytes"], "vectors read from the caller's matrix")
 
     if not args.skip_themes:
-        from soul.engines.resonance.themes import ThemeIndex
+        from soul.engines.resonance.themes.themes import ThemeIndex
 
         t0 = time.perf_counter()
         themes = ThemeIndex(data.shape[1])

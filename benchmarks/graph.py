@@ -20,8 +20,8 @@ import time
 
 import numpy as np
 
-from soul.engines.resonance.adjacency import Adjacency, _full_build
-from soul.engines.resonance.kg import KnowledgeGraph, SpreadConfig, spread_nodes
+from soul.engines.resonance.graph.adjacency import Adjacency, _full_build
+from soul.engines.resonance.graph.kg import KnowledgeGraph, SpreadConfig, spread_nodes
 
 
 def synthetic(n_mem: int, per_memory: int = 3, seed: int = 0) -> tuple[np.ndarray, np.ndarray, int]:

@@ -89,7 +89,7 @@ class CachedEmbedder:
 
     def embed(self, texts: Sequence[str], *, fallback: bool = True) -> Any:
         """Embeddings from the cache, the rest from the wrapped model."""
-        from soul.engines.resonance.embedder import Embeddings
+        from soul.engines.resonance.recall.embedder import Embeddings
 
         keys = [self._key(t) for t in texts]
         missing = sorted({(k, t) for k, t in zip(keys, texts, strict=True)
@@ -157,10 +157,10 @@ def engine_systems(
 ) -> dict[str, Retriever]:
     """keyword / semantic / hybrid / rrf through HybridSearcher (no store); with `ablation`,
     also the fusion variants of docs/memory.md."""
-    from soul.engines.resonance.bm25 import BM25Index
-    from soul.engines.resonance.fusion import FusionConfig
-    from soul.engines.resonance.hybrid import HybridSearcher
-    from soul.engines.resonance.index import VectorIndex
+    from soul.engines.resonance.recall.bm25 import BM25Index
+    from soul.engines.resonance.recall.fusion import FusionConfig
+    from soul.engines.resonance.recall.hybrid import HybridSearcher
+    from soul.engines.resonance.recall.index import VectorIndex
 
     texts = [t for _, t in conv.turns]
     ids = np.arange(len(texts))
@@ -266,7 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.data.exists():
         print(f"no data at {args.data} (see shared/data/README.md)", file=sys.stderr)
         return 2
-    from soul.engines.resonance.embedder import Embedder
+    from soul.engines.resonance.recall.embedder import Embedder
 
     via = args.via
     if via == "auto":

@@ -13,12 +13,12 @@ import statistics
 import time
 from collections.abc import Callable
 
-from soul.outputs import parse_step
+from soul.sections.outputs import parse_step
+from soul.sections.streaming import SectionStream
+from soul.sections.xmlparse import extract_sections
 from soul.steps.dialogue import ExternalDialogue
 from soul.steps.monologue import InternalMonologue
 from soul.steps.user_model import UserModelCheck
-from soul.streaming import SectionStream
-from soul.xmlparse import extract_sections
 
 TAGS = ("internal_monologue", "external_dialogue", "user_model_check")
 KINDS = (InternalMonologue, ExternalDialogue, UserModelCheck)

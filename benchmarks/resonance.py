@@ -36,7 +36,7 @@ DIM = 384
 def _vocabulary(vocab: int) -> np.ndarray:
     """Zipf rank → word: the most frequent ranks are English stop words, as in real text
     (the tokenizer drops them); the rest are pseudo-words."""
-    from soul.engines.resonance.text import ENGLISH_STOP_WORDS
+    from soul.engines.resonance.recall.text import ENGLISH_STOP_WORDS
 
     stop = sorted(w for w in ENGLISH_STOP_WORDS if len(w) > 1)
     return np.array(stop + [f"w{i:x}q" for i in range(vocab - len(stop))])
@@ -103,9 +103,9 @@ def row(name: str, lat: np.ndarray | None = None, note: str = "") -> str:
 
 def bench_engine(n: int, n_q: int, rows: list[str]) -> tuple[list[str], np.ndarray]:
     """Build BM25 + HNSW over n synthetic memories; time hybrid, keyword, semantic."""
-    from soul.engines.resonance.bm25 import BM25Index
-    from soul.engines.resonance.hybrid import HybridSearcher
-    from soul.engines.resonance.index import VectorIndex
+    from soul.engines.resonance.recall.bm25 import BM25Index
+    from soul.engines.resonance.recall.hybrid import HybridSearcher
+    from soul.engines.resonance.recall.index import VectorIndex
 
     texts, vecs = synth_corpus(n)
     q_texts, q_vecs = synth_queries(n_q, vecs)
@@ -168,7 +168,7 @@ def bench_engine(n: int, n_q: int, rows: list[str]) -> tuple[list[str], np.ndarr
 
 def bench_embedder(rows: list[str], n_sent: int = 512) -> None:
     """Sentences/s of Embedder.default() on synthetic English-like sentences."""
-    from soul.engines.resonance.embedder import Embedder
+    from soul.engines.resonance.recall.embedder import Embedder
 
     emb = Embedder.default(cache_size=0)
     rng = np.random.default_rng(5)
@@ -262,7 +262,7 @@ def bench_recovery(n: int, rows: list[str], repeats: int = 3) -> None:
     import sys
 
     from soul.engines.resonance import Store
-    from soul.engines.resonance.ops import Row
+    from soul.engines.resonance.store.ops import Row
 
     root = Path(tempfile.mkdtemp(prefix="soul-bench-recovery-"))
     try:

@@ -8,52 +8,109 @@ The front door:
     claudius = soul.load("claudius")           # a runnable Soul
     reply = claudius.session(user="ada").turn_sync("Hello").reply
 
-Names are imported lazily so `import soul` stays cheap.
+Names are imported lazily so `import soul` stays cheap; type checkers see them through the
+`TYPE_CHECKING` imports below.
 """
 
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from soul.compiler import Checked, Graph, Plan, build_graph, load_valid, validate
+    from soul.compiler import compile_blueprint as compile
+    from soul.diagnostics import Diagnostic
+    from soul.errors import (
+        BlueprintError,
+        BlueprintInvalid,
+        BlueprintNotFound,
+        BlueprintTooLarge,
+        ParseError,
+        ProviderError,
+        RegistryError,
+        RunError,
+        SoulError,
+        StepError,
+    )
+    from soul.kinds import Attribute, Output, Registry, Section, StepKind, default_registry
+    from soul.language import Blueprint
+    from soul.providers.base import Provider
+    from soul.providers.scripted import ScriptedProvider
+    from soul.runtime import Session, Soul, Trace, TurnResult, load
 
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "load": "soul.souls",
-    "Soul": "soul.souls",
-    "Session": "soul.session",
-    "TurnResult": "soul.events",
-    "Trace": "soul.events",
+    "load": "soul.runtime",
+    "Soul": "soul.runtime",
+    "Session": "soul.runtime",
+    "TurnResult": "soul.runtime",
+    "Trace": "soul.runtime",
     "ScriptedProvider": "soul.providers.scripted",
     "Provider": "soul.providers.base",
-    "RunError": "soul.errors",
-    "StepError": "soul.errors",
-    "ParseError": "soul.errors",
-    "ProviderError": "soul.errors",
-    "validate": "soul.validate",
-    "load_valid": "soul.validate",
-    "Checked": "soul.validate",
-    "compile": "soul.plan",
-    "Plan": "soul.plan",
-    "Graph": "soul.graph",
-    "build_graph": "soul.graph",
-    "Blueprint": "soul.blueprint",
+    "validate": "soul.compiler",
+    "load_valid": "soul.compiler",
+    "Checked": "soul.compiler",
+    "compile": "soul.compiler",
+    "Plan": "soul.compiler",
+    "Graph": "soul.compiler",
+    "build_graph": "soul.compiler",
+    "Blueprint": "soul.language",
     "Diagnostic": "soul.diagnostics",
-    "StepKind": "soul.stepkind",
-    "Output": "soul.stepkind",
-    "Section": "soul.stepkind",
-    "Attribute": "soul.stepkind",
-    "Registry": "soul.registry",
-    "default_registry": "soul.registry",
+    "StepKind": "soul.kinds",
+    "Output": "soul.kinds",
+    "Section": "soul.kinds",
+    "Attribute": "soul.kinds",
+    "Registry": "soul.kinds",
+    "default_registry": "soul.kinds",
     "SoulError": "soul.errors",
     "BlueprintError": "soul.errors",
     "BlueprintInvalid": "soul.errors",
     "BlueprintNotFound": "soul.errors",
     "BlueprintTooLarge": "soul.errors",
     "RegistryError": "soul.errors",
+    "RunError": "soul.errors",
+    "StepError": "soul.errors",
+    "ParseError": "soul.errors",
+    "ProviderError": "soul.errors",
 }
 
-__all__ = sorted([*_EXPORTS, "__version__"])
+__all__ = [
+    "Attribute",
+    "Blueprint",
+    "BlueprintError",
+    "BlueprintInvalid",
+    "BlueprintNotFound",
+    "BlueprintTooLarge",
+    "Checked",
+    "Diagnostic",
+    "Graph",
+    "Output",
+    "ParseError",
+    "Plan",
+    "Provider",
+    "ProviderError",
+    "Registry",
+    "RegistryError",
+    "RunError",
+    "ScriptedProvider",
+    "Section",
+    "Session",
+    "Soul",
+    "SoulError",
+    "StepError",
+    "StepKind",
+    "Trace",
+    "TurnResult",
+    "__version__",
+    "build_graph",
+    "compile",
+    "default_registry",
+    "load",
+    "load_valid",
+    "validate",
+]
 
 
 def __getattr__(name: str) -> Any:

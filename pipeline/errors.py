@@ -81,7 +81,19 @@ class RunError(SoulError):
 
 
 class StepError(RunError):
-    """A step failed while running."""
+    """A step failed while running; `step` names it and `kind` is its `uses:` kind (either may
+    be None when not known where the error is raised)."""
+
+    def __init__(self, message: str, *, step: str | None = None, kind: str | None = None) -> None:
+        super().__init__(message)
+        self.step = step
+        self.kind = kind
+
+    @classmethod
+    def from_exception(cls, exc: BaseException, *, step: str, kind: str | None = None, what: str = "") -> StepError:
+        """A StepError for `exc` raised inside `step` (raise it `from exc`): "step 'NAME': WHAT: EXC"."""
+        detail = f"{what}: {exc}" if what else str(exc)
+        return cls(f"step '{step}': {detail}", step=step, kind=kind)
 
 
 class ParseError(RunError):

@@ -19,7 +19,7 @@ from soul.steps.summary import Summary
 from soul.steps.user_model import UserModelCheck, UserModelUpdate
 
 if TYPE_CHECKING:
-    from soul.registry import Registry
+    from soul.kinds import Registry
 
 BUILTIN_KINDS = (
     InternalMonologue,

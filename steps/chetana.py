@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from soul.stepkind import Output, StepEnv, StepKind
+from soul.kinds import Output, StepEnv, StepKind
 
 
 class ChetanaContext(StepKind):

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from soul.records import MemoryEntry, MessageRecord
-from soul.stepkind import (
+from soul.kinds import (
     Attribute,
     ChangeContext,
     Changes,
@@ -16,6 +15,7 @@ from soul.stepkind import (
     param,
     params_schema,
 )
+from soul.records import MemoryEntry, MessageRecord
 
 
 class Decision(StepKind):

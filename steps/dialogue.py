@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from soul.kinds import Attribute, ChangeContext, Changes, Output, Section, StepKind, with_memory
 from soul.records import MemoryEntry
-from soul.stepkind import Attribute, ChangeContext, Changes, Output, Section, StepKind, with_memory
 
 DIALOGUE_VERBS = (
     "said", "explained", "offered", "suggested", "noted", "observed", "replied",

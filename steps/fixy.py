@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from soul.stepkind import Output, Section, StepKind, param, params_schema
+from soul.kinds import Output, Section, StepKind, param, params_schema
 
 FIXY_REASONS = (
     "circular_reasoning", "high_conflict", "shallow_discussion",

@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from soul.stepkind import ChangeContext, Changes, Output, StepEnv, StepKind, param, params_schema
+from soul.kinds import ChangeContext, Changes, Output, StepEnv, StepKind, param, params_schema
 
 # The seed's node types, as the resonance engine names them (a test keeps the two in step).
 MEMORY_KINDS = (
@@ -99,7 +99,7 @@ def _affect(env: StepEnv) -> Any:
     affect = (env.variables.get("chetana") or {}).get("affect")
     if not isinstance(affect, Mapping):
         return None
-    from soul.engines.resonance.scoring import Affect
+    from soul.engines.resonance.resonate.scoring import Affect
 
     names = ("valence", "arousal", "frustration", "confidence")
     return Affect(**{n: float(affect[n]) for n in names if isinstance(affect.get(n), int | float)})

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from soul.kinds import ChangeContext, Changes, Output, Section, StepKind
 from soul.records import MessageRecord
-from soul.stepkind import ChangeContext, Changes, Output, Section, StepKind
 
 if TYPE_CHECKING:
-    from soul.blueprint import StateVar
+    from soul.language import StateVar
 
 
 class SoulStateCheck(StepKind):
@@ -71,7 +71,7 @@ def coerce(var: StateVar, text: str) -> tuple[Any, str | None]:
         if var.type == "number":
             return float(text), None
         if var.type == "boolean":
-            from soul.outputs import parse_bool
+            from soul.sections import parse_bool
 
             value = parse_bool(text)
             if value is None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from soul.kinds import ChangeContext, Changes, Output, Section, StepKind
 from soul.records import MessageRecord
-from soul.stepkind import ChangeContext, Changes, Output, Section, StepKind
 
 SILENCE = "[NO_EXTERNAL_OUTPUT]"
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from soul.records import MemoryEntry
-from soul.stepkind import (
+from soul.kinds import (
     ChangeContext,
     Changes,
     Output,
@@ -16,6 +15,7 @@ from soul.stepkind import (
     params_schema,
     with_memory,
 )
+from soul.records import MemoryEntry
 
 
 class Summary(StepKind):

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from soul.kinds import ChangeContext, Changes, Output, Section, StepKind, with_memory
 from soul.records import MemoryEntry, MessageRecord, UserModelChange
-from soul.stepkind import ChangeContext, Changes, Output, Section, StepKind, with_memory
 
 USER_MODEL_SECTIONS = (
     "Persona", "Speaking Style", "Conversational Context", "Worldview",

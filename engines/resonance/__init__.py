@@ -15,21 +15,21 @@ from .errors import (
     StoreError,
     UnknownMemory,
 )
-from .field import Field, FieldConfig, Hit
+from .field.field import Field, FieldConfig, Hit
 from .memory import DECAY_RATES, Confidence, Kind, Memory, Tier
-from .recovery import Issue, RecoveryReport
-from .store import CheckReport, Store
+from .store.durable import CheckReport, Store
+from .store.recovery import Issue, RecoveryReport
 
 # The embedder, the indexes and fusion load onnxruntime, hnswlib or numba: they are exported
 # lazily, so importing the engine (or opening a Field for writing) does not pay for them.
 _LAZY = {
-    "BM25Index": ".bm25",
-    "Embedder": ".embedder",
-    "EmbedderConfig": ".embedder",
-    "FusionConfig": ".fusion",
-    "HybridSearcher": ".hybrid",
-    "IndexParams": ".index",
-    "VectorIndex": ".index",
+    "BM25Index": ".recall.bm25",
+    "Embedder": ".recall.embedder",
+    "EmbedderConfig": ".recall.embedder",
+    "FusionConfig": ".recall.fusion",
+    "HybridSearcher": ".recall.hybrid",
+    "IndexParams": ".recall.index",
+    "VectorIndex": ".recall.index",
 }
 
 

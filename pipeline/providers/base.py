@@ -10,9 +10,18 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-from soul.prompt import Message
+Role = Literal["system", "user", "assistant"]
+
+
+# Not frozen: built on every model call (a frozen init costs 4x); treat it as immutable.
+@dataclass(slots=True)
+class Message:
+    """One message of a model call: who says it and what."""
+
+    role: Role
+    content: str
 
 
 # Not frozen: built on every model call (a frozen init costs 4x); treat it as immutable.

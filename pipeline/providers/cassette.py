@@ -93,7 +93,7 @@ class Cassette:
 
     path: Path
     calls: list[Call] = field(default_factory=list)
-    # Memory recalls of the run (soul.memory_tape): what the field answered, so a replay sees
+    # Memory recalls of the run (soul.runtime.memory): what the field answered, so a replay sees
     # the field as it was when recorded — the field is the world outside the model too.
     recalls: list[dict[str, Any]] = field(default_factory=list)
 

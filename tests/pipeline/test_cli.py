@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from soul.blueprint import builtin_names
-from soul.cli import main
+from soul.cli.main import main
+from soul.language.blueprint import builtin_names
 
 Write = Callable[..., Path]
 

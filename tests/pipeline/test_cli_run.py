@@ -11,7 +11,7 @@ import pytest
 import yaml
 from souls import claudius_reply
 
-from soul.cli import main
+from soul.cli.main import main
 
 
 def script(tmp_path: Path, *replies: str) -> str:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from soul.plan import compile_blueprint
-from soul.validate import validate
+from soul.compiler.plan import compile_blueprint
+from soul.compiler.validation import validate
 
 EVERYTHING = Path(__file__).parent / "data" / "everything" / "ex.yaml"
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from soul import logs
-from soul.home import session_logs_dir
 from soul.records import Commit, MessageRecord
-from soul.store import SessionStore
+from soul.store import logs
+from soul.store.home import session_logs_dir
+from soul.store.sessions import SessionStore
 
 
 def test_layer_and_tag_to_file() -> None:
@@ -119,7 +119,7 @@ CRASHES = {
 
 CHILD = """
 import os, sys
-from soul import logs
+from soul.store import logs
 from soul.records import Commit, MessageRecord
 from soul.store import SessionStore
 {patch}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from soul.cli import main
+from soul.cli.main import main
 
 pytest.importorskip("onnxruntime")
 

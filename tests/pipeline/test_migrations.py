@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from soul import migrations
-from soul.migrations import MIGRATIONS, applied, migrate
+from soul.store import migrations
+from soul.store.migrations import MIGRATIONS, applied, migrate
 
 # table -> [(column, declared type)] in order; a schema change must update this on purpose.
 EXPECTED = {

@@ -6,15 +6,15 @@ from typing import Any
 
 import pytest
 
-from soul.outputs import StepParse, parse_bool, parse_list, parse_mapping, parse_step
-from soul.stepkind import Attribute, Output, Section, StepKind
+from soul.kinds.stepkind import Attribute, Output, Section, StepKind
+from soul.sections.outputs import StepParse, parse_bool, parse_list, parse_mapping, parse_step
+from soul.sections.xmlparse import extract_sections
 from soul.steps.decision import Brainstorm, Decision, MentalQuery
 from soul.steps.dialogue import ExternalDialogue
 from soul.steps.monologue import InternalMonologue
 from soul.steps.soul_state import SoulStateUpdate
 from soul.steps.subconscious import SLoud
 from soul.steps.user_model import UserModelCheck, UserModelUpdate
-from soul.xmlparse import extract_sections
 
 
 def run(kind: type[StepKind], raw: str, params: dict[str, Any] | None = None) -> StepParse:

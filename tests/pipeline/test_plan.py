@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from soul.compiler.plan import compile_blueprint
 from soul.errors import BlueprintInvalid
-from soul.plan import compile_blueprint
 
 Write = Callable[..., Path]
 

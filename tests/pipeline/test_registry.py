@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-import soul.registry as registry_module
+import soul.kinds.registry as registry_module
 from soul.errors import RegistryError
-from soul.registry import ENTRY_POINT_GROUP, Registry, default_registry
-from soul.stepkind import Output, Section, StepKind
+from soul.kinds.registry import ENTRY_POINT_GROUP, Registry, default_registry
+from soul.kinds.stepkind import Output, Section, StepKind
 
 BUILTINS = {
     "internal_monologue", "external_dialogue", "user_model_check", "user_model_update",
@@ -77,7 +77,7 @@ def test_a_third_party_kind_arrives_through_the_entry_point_group(tmp_path: Path
     site = tmp_path / "site"
     (site / "soul_plugin_demo.py").parent.mkdir(parents=True)
     (site / "soul_plugin_demo.py").write_text(textwrap.dedent('''
-        from soul.stepkind import Output, Section, StepKind
+        from soul.kinds.stepkind import Output, Section, StepKind
 
         class Haiku(StepKind):
             name = "haiku"

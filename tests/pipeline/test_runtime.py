@@ -11,10 +11,10 @@ import pytest
 from souls import SAMANTHA_LEARNS, SAMANTHA_TURN, claudius_reply
 
 import soul
-from soul.calls import FALLBACK_REPLY
 from soul.errors import ProviderError, RunError
 from soul.providers.base import Chunk, Completion, Provider, Request, Usage
 from soul.providers.scripted import ScriptedProvider, ScriptExhausted
+from soul.runtime.calls import FALLBACK_REPLY
 
 
 def claudius(replies: list[str], home: Path) -> tuple[soul.Soul, ScriptedProvider]:

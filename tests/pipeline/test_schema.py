@@ -10,9 +10,9 @@ import jsonschema
 import pytest
 import yaml
 
-from soul.blueprint import builtin_folder, builtin_names
-from soul.cli import main
-from soul.schema import blueprint_schema
+from soul.cli.main import main
+from soul.language.blueprint import builtin_folder, builtin_names
+from soul.language.schema import blueprint_schema
 
 
 def _properties(node: Any, path: str = "") -> Iterator[tuple[str, Any]]:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from soul.blueprint import MAX_BYTES, read
 from soul.diagnostics import Position
 from soul.errors import BlueprintNotFound, BlueprintTooLarge
-from soul.sourcemap import MAX_NODES, load_yaml
+from soul.language.blueprint import MAX_BYTES, read
+from soul.language.sourcemap import MAX_NODES, load_yaml
 
 Check = Callable[..., list[str]]
 
@@ -116,7 +116,7 @@ def test_non_utf8_is_refused(tmp_path: Path) -> None:
 
 
 def test_errors_show_the_offending_line_with_a_caret(check: Check, write_blueprint: Callable[..., Path]) -> None:
-    from soul.validate import validate
+    from soul.compiler.validation import validate
 
     checked = validate(write_blueprint("soul: t\nversion: 1\nsteps:\n  x: {uses: nope}\n"))
     text = checked.diagnostics[0].format_with_source()

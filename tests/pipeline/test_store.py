@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from soul import logs
 from soul.errors import SoulError
-from soul.home import session_logs_dir, soul_home
 from soul.records import Commit, MemoryEntry, MessageRecord, UserModelChange
-from soul.store import SessionNotFound, SessionStore, StaleTurn, StoreError
+from soul.store import logs
+from soul.store.home import session_logs_dir, soul_home
+from soul.store.sessions import SessionNotFound, SessionStore, StaleTurn, StoreError
 
 
 @pytest.fixture
@@ -486,9 +486,9 @@ def test_logs_per_layer_one_object_per_message(store: SessionStore) -> None:
 
 
 def test_checkpoints_run_on_a_background_thread(monkeypatch: pytest.MonkeyPatch) -> None:
-    import soul.database
+    import soul.store.database
 
-    monkeypatch.setattr(soul.database, "CHECKPOINT_BYTES", 0)  # every commit wakes the thread
+    monkeypatch.setattr(soul.store.database, "CHECKPOINT_BYTES", 0)  # every commit wakes the thread
     store = SessionStore.open()
     info = store.create_session("claudius", "ann")
     for base in range(20):

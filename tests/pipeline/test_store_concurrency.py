@@ -9,10 +9,10 @@ import sys
 import time
 from pathlib import Path
 
-from soul import logs
-from soul.home import session_logs_dir
-from soul.migrations import MIGRATIONS
-from soul.store import SessionStore
+from soul.store import logs
+from soul.store.home import session_logs_dir
+from soul.store.migrations import MIGRATIONS
+from soul.store.sessions import SessionStore
 
 COMMITS = 50
 
@@ -21,7 +21,8 @@ PRELUDE = """
 import json, os, sys, time
 from pathlib import Path
 from soul.records import Commit, MessageRecord, UserModelChange
-from soul.store import SessionStore, StaleTurn
+from soul.errors import StaleTurn
+from soul.store import SessionStore
 name, go = sys.argv[1], Path(sys.argv[2])
 args = json.loads(sys.argv[3])
 while not go.exists():

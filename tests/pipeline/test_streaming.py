@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from soul.streaming import Closed, Opened, SectionStream, Text
-from soul.xmlparse import extract_sections
+from soul.sections.streaming import Closed, Opened, SectionStream, Text
+from soul.sections.xmlparse import extract_sections
 
 TAGS = ("internal_monologue", "external_dialogue", "user_model_check")
 STREAM = ("external_dialogue",)

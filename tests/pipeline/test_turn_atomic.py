@@ -9,10 +9,10 @@ import pytest
 from souls import claudius_reply
 
 import soul
-import soul.calls
-import soul.prompt
-import soul.runtime
-import soul.session
+import soul.runtime.calls
+import soul.runtime.prompt
+import soul.runtime.session
+import soul.runtime.turn
 import soul.steps.user_model
 from soul.providers.scripted import ScriptedProvider
 
@@ -26,13 +26,13 @@ def _raise(*args: Any, **kwargs: Any) -> Any:
 
 
 POINTS = [
-    ("the turn context", soul.session, "context_for"),
-    ("prompt assembly", soul.prompt.PromptBuilder, "build"),
+    ("the turn context", soul.runtime.session, "context_for"),
+    ("prompt assembly", soul.runtime.prompt.PromptBuilder, "build"),
     ("the model call", ScriptedProvider, "_next"),
-    ("parsing the reply", soul.calls, "extract_sections"),
-    ("typing the outputs", soul.calls, "parse_step"),
+    ("parsing the reply", soul.runtime.calls, "extract_sections"),
+    ("typing the outputs", soul.runtime.calls, "parse_step"),
     ("a step's changes", soul.steps.user_model.UserModelUpdate, "changes"),
-    ("building the commit", soul.session, "build_commit"),
+    ("building the commit", soul.runtime.session, "build_commit"),
     ("the store's commit", None, "commit"),
 ]
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from souls import claudius_reply
 
 import soul
-from soul.events import Reply, StepFinished, StepStarted, Token, TurnCommitted
 from soul.providers.scripted import ScriptedProvider
+from soul.runtime.events import Reply, StepFinished, StepStarted, Token, TurnCommitted
 
 
 def collect(s: soul.Soul, text: str) -> list[object]:

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
-from soul.xmlparse import (
+from soul.sections.xmlparse import (
     ParseResult,
     decode_entities,
     extract_sections,

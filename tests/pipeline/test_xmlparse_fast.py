@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from soul.xmlparse import _fast, _scan_sections, extract_sections
+from soul.sections.xmlparse import _fast, _scan_sections, extract_sections
 
 TAGS = ("internal_monologue", "external_dialogue", "user_model_check", "user_model_update")
 

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from soul.grammar import call_grammar
-from soul.registry import default_registry
+from soul.kinds.registry import default_registry
+from soul.sections.grammar import call_grammar
 
 REG = default_registry()
 

@@ -13,8 +13,8 @@ from wire_server import Fault, WireServer
 
 import soul
 from soul.errors import AuthError, BadRequest, ProviderTimeout, ProviderUnavailable, RateLimited
-from soul.prompt import Message
 from soul.providers import Policy, Request, resolve
+from soul.runtime.prompt import Message
 
 pytest.importorskip("anthropic")
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from soul.errors import AuthError, ProviderError, ProviderTimeout, ProviderUnavailable
-from soul.prompt import Message
 from soul.providers import Policy, Request, resolve
+from soul.runtime.prompt import Message
 
 FAKE = textwrap.dedent('''\
     #!{python}

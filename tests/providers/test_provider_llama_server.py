@@ -22,8 +22,8 @@ import pytest
 from llama_server import LlamaServer
 
 import soul
-from soul.prompt import Message
 from soul.providers import Chunk, Provider, Request, resolve
+from soul.runtime.prompt import Message
 
 pytestmark = pytest.mark.slow
 

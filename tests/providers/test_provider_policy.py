@@ -9,9 +9,9 @@ from collections.abc import AsyncIterator
 import pytest
 
 from soul.errors import AuthError, CircuitOpen, ProviderTimeout, ProviderUnavailable, RateLimited
-from soul.prompt import Message
 from soul.providers.base import Chunk, Completion, Provider, Request, Usage
 from soul.providers.policy import Breaker, Guarded, Policy
+from soul.runtime.prompt import Message
 
 REQUEST = Request("test/model", (Message("user", "hi"),))
 

@@ -13,11 +13,11 @@ from conftest import REPLY
 from wire_server import Fault, WireServer
 
 import soul
+from soul.compiler.validation import validate
 from soul.errors import CircuitOpen, ProviderUnavailable
-from soul.prompt import Message
 from soul.providers import Policy, Request, resolve
 from soul.providers.policy import Guarded, breaker_for
-from soul.validate import validate
+from soul.runtime.prompt import Message
 
 pytest.importorskip("openai")
 

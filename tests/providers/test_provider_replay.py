@@ -11,13 +11,13 @@ import pytest
 import yaml
 
 import soul
-from soul.cli import main
+from soul.cli.main import main
 from soul.errors import ProviderError, ReplayMiss
-from soul.prompt import Message
 from soul.providers import Request, resolve
 from soul.providers.cassette import Cassette, key_of, request_key
 from soul.providers.replay import RecordingProvider, ReplayProvider, recording
 from soul.providers.scripted import ScriptedProvider
+from soul.runtime.prompt import Message
 
 CLAUDIUS = (
     '<internal_monologue verb="mused">A greeting.</internal_monologue>\n'

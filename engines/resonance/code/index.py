@@ -28,8 +28,8 @@ from .errors import CodeIndexMismatch, GrammarMissing
 from .languages import language_for
 from .resolver import Resolver
 from .search import SymbolSearch
-from .store import Tables, connect
 from .symbols import CallSite, Symbol, extract
+from .tables import Tables, connect
 
 __all__ = ["MAX_FILE_BYTES", "SKIP_DIRS", "CodeIndex", "IndexReport"]
 

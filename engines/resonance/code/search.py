@@ -22,8 +22,8 @@ import hashlib
 import re
 from typing import Any
 
-from .store import Tables
 from .symbols import Symbol
+from .tables import Tables
 
 __all__ = ["SymbolSearch", "split_identifier"]
 
@@ -68,7 +68,7 @@ class SymbolSearch:
 
     def _build(self) -> list[Symbol]:
         if self._symbols is None:
-            from ..bm25 import BM25Index  # numba: loaded on the first search only
+            from ..recall.bm25 import BM25Index  # numba: loaded on the first search only
 
             symbols = self.tables.symbols("ORDER BY file, start_line")
             bm25 = BM25Index()
@@ -83,7 +83,7 @@ class SymbolSearch:
     def _embedder_obj(self) -> Any:
         if self._embedder is None and self._embedder_spec is not None:
             if self._embedder_spec == "default":
-                from ..embedder import Embedder
+                from ..recall.embedder import Embedder
 
                 self._embedder = Embedder.default()
             else:

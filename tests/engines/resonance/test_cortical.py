@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from soul.engines.resonance.cortical import CorticalIndex
 from soul.engines.resonance.errors import ConfigError, IndexStale
 from soul.engines.resonance.kernels.cortical import overlap_count, posting_append, select_top
-from soul.engines.resonance.sparse import SparseCoder
+from soul.engines.resonance.themes.cortical import CorticalIndex
+from soul.engines.resonance.themes.sparse import SparseCoder
 
 
 def _unit(x: np.ndarray) -> np.ndarray:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from soul.engines.resonance.entities import (
+from soul.engines.resonance.graph.entities import (
     PhraseCounter,
     extract_entities,
     normalise,

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from soul.engines.resonance import ConfigError, StoreClosed
-from soul.engines.resonance.kg import PREDICATES, KnowledgeGraph, UnknownTriplet
-from soul.engines.resonance.kg_state import triplet_id
+from soul.engines.resonance.graph.kg import PREDICATES, KnowledgeGraph, UnknownTriplet
+from soul.engines.resonance.graph.kg_state import triplet_id
 
 DAY = 86400.0
 
@@ -315,7 +315,7 @@ def test_readers_do_not_wait_for_writers(graph: KnowledgeGraph) -> None:
 
 
 def test_public_names() -> None:
-    from soul.engines.resonance import kg
+    from soul.engines.resonance.graph import kg
 
     assert set(kg.__all__) == {"PREDICATES", "Adjacency", "KnowledgeGraph", "Spread",
                                "SpreadConfig", "Triplet", "UnknownTriplet", "spread_nodes"}

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from soul.engines.resonance.adjacency import Adjacency, AdjacencyCache
-from soul.engines.resonance.kg import KnowledgeGraph
+from soul.engines.resonance.graph.adjacency import Adjacency, AdjacencyCache
+from soul.engines.resonance.graph.kg import KnowledgeGraph
 
 
 def edges_of(adj: Adjacency) -> dict[int, list[tuple[int, float]]]:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from soul.engines.resonance.kg import KnowledgeGraph
-from soul.engines.resonance.kg_state import triplet_id
+from soul.engines.resonance.graph.kg import KnowledgeGraph
+from soul.engines.resonance.graph.kg_state import triplet_id
 
 
 def open_graph(path: Path, **options: object) -> KnowledgeGraph:
@@ -141,7 +141,7 @@ def test_compaction_never_deletes_a_live_writers_segments(tmp_path: Path) -> Non
 WORKER = r"""
 import json, sys, time
 from pathlib import Path
-from soul.engines.resonance.kg import KnowledgeGraph
+from soul.engines.resonance.graph.kg import KnowledgeGraph
 path, name, n = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 g = KnowledgeGraph.open(path, flush_interval=None, durability="batch")
 (path.parent / f"ready-{name}").touch()
@@ -221,7 +221,7 @@ def test_two_processes_write_concurrently_and_a_fresh_open_sees_everything(
 KILLED = r"""
 import sys
 from pathlib import Path
-from soul.engines.resonance.kg import KnowledgeGraph
+from soul.engines.resonance.graph.kg import KnowledgeGraph
 path, durability = Path(sys.argv[1]), sys.argv[2]
 g = KnowledgeGraph.open(path, flush_interval=None, durability=durability)
 print("ready", flush=True)
@@ -284,9 +284,9 @@ def _write_format1_snapshot(g: KnowledgeGraph, snap_dir: Path) -> Path:
     position in the triplet columns, slot 0 unused), from a graph whose ids are 1..n."""
     import numpy as np
 
-    from soul.engines.resonance.adjacency import EdgeTable
-    from soul.engines.resonance.kg_snapshot import _DTYPES, COLUMN, HEADER, SEP, STRINGS
-    from soul.engines.resonance.wal import SEGMENT_MAGIC, encode_entry
+    from soul.engines.resonance.graph.adjacency import EdgeTable
+    from soul.engines.resonance.graph.kg_snapshot import _DTYPES, COLUMN, HEADER, SEP, STRINGS
+    from soul.engines.resonance.store.wal import SEGMENT_MAGIC, encode_entry
 
     st = g.state
     n_trip = max(st.trip) + 1
@@ -312,8 +312,8 @@ def _write_format1_snapshot(g: KnowledgeGraph, snap_dir: Path) -> Path:
 def test_a_single_writer_era_log_and_snapshot_still_load(tmp_path: Path) -> None:
     """Graphs written before several writers were allowed: sequential ids, absolute weights
     (REINFORCE, HEBBIAN) and format-1 snapshots. They load as they were, and go on."""
-    from soul.engines.resonance import kg_log
-    from soul.engines.resonance.wal import WalWriter
+    from soul.engines.resonance.graph import kg_log
+    from soul.engines.resonance.store.wal import WalWriter
 
     path = tmp_path / "kg"
     w = WalWriter(path / "wal", durability="os")
@@ -384,9 +384,9 @@ def test_replay_merges_a_fact_logged_under_two_ids_and_never_reuses_a_dropped_id
     fact that is live under another id merges into it (the second id becomes an alias that
     later entries may use), and a RELATE carrying the id of a dropped Hebbian edge is stored
     under a fresh id. Both survive a snapshot."""
-    from soul.engines.resonance import kg_log
-    from soul.engines.resonance.kg_snapshot import read_snapshot, write_snapshot
-    from soul.engines.resonance.kg_state import GraphState
+    from soul.engines.resonance.graph import kg_log
+    from soul.engines.resonance.graph.kg_snapshot import read_snapshot, write_snapshot
+    from soul.engines.resonance.graph.kg_state import GraphState
 
     st = GraphState(30 * 86400.0, 0.01)
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from soul.engines.resonance.adjacency import EdgeTable
-from soul.engines.resonance.kg import KnowledgeGraph
-from soul.engines.resonance.kg_state import GraphState
+from soul.engines.resonance.graph.adjacency import EdgeTable
+from soul.engines.resonance.graph.kg import KnowledgeGraph
+from soul.engines.resonance.graph.kg_state import GraphState
 
 
 def random_writes(g: KnowledgeGraph, rng: random.Random, n: int) -> None:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from soul.engines.resonance import ConfigError
-from soul.engines.resonance.learner import (
+from soul.engines.resonance.resonate.learner import (
     PARAMETERS,
     Draw,
     LearnerStateError,

@@ -10,10 +10,10 @@ import pytest
 
 pytest.importorskip("numba")
 
-from soul.engines.resonance.bm25 import BM25Index, BM25Params
 from soul.engines.resonance.errors import ConfigError
 from soul.engines.resonance.kernels import bm25_accumulate, csr_merge, topk_sorted
-from soul.engines.resonance.text import TextConfig, light_stem, tokenize
+from soul.engines.resonance.recall.bm25 import BM25Index, BM25Params
+from soul.engines.resonance.recall.text import TextConfig, light_stem, tokenize
 
 K1, B = 1.2, 0.75
 

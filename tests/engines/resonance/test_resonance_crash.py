@@ -24,7 +24,7 @@ from soul.engines.resonance import Store
 WRITER = r"""
 import sys, time, numpy as np
 from soul.engines.resonance import Store
-from soul.engines.resonance.ops import Row
+from soul.engines.resonance.store.ops import Row
 path, trial = sys.argv[1], int(sys.argv[2])
 store = Store.open(path, durability="fsync", segment_bytes=1 << 14, compact_after=10**9)
 rng = np.random.default_rng(trial)
@@ -90,7 +90,7 @@ def _run(path: Path, trials: int, seed: int) -> tuple[int, int]:
 
 @pytest.mark.parametrize("walker", ["python", "kernels"])
 def test_sigkill_a_few_times(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, walker: str) -> None:
-    from soul.engines.resonance import recovery
+    from soul.engines.resonance.store import recovery
 
     monkeypatch.setattr(recovery, "FAST_BYTES", 0 if walker == "kernels" else 1 << 62)
     _, acked = _run(tmp_path, 10, seed=1)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from soul.engines.resonance import Field
-from soul.engines.resonance.dedup import DupIndex
+from soul.engines.resonance.recall.dedup import DupIndex
 
 DIM = 384
 

@@ -10,12 +10,8 @@ import pytest
 pytest.importorskip("onnxruntime")
 pytest.importorskip("tokenizers")
 
-from soul.engines.resonance.embedder import (
-    CircuitBreaker,
-    Embedder,
-    EmbedderConfig,
-)
 from soul.engines.resonance.errors import ConfigError, EmbedderError, EmbedderUnavailable
+from soul.engines.resonance.recall.embedder import CircuitBreaker, Embedder, EmbedderConfig
 
 
 @pytest.fixture(scope="module")
@@ -203,9 +199,9 @@ def test_engine_import_loads_no_heavy_module() -> None:
     import sys
 
     code = (
-        "import sys, soul.engines.resonance, soul.engines.resonance.fusion, "
-        "soul.engines.resonance.text, soul.engines.resonance.embedder, "
-        "soul.engines.resonance.index, soul.engines.resonance.hybrid\n"
+        "import sys, soul.engines.resonance, soul.engines.resonance.recall.fusion, "
+        "soul.engines.resonance.recall.text, soul.engines.resonance.recall.embedder, "
+        "soul.engines.resonance.recall.index, soul.engines.resonance.recall.hybrid\n"
         "heavy = [m for m in ('numba', 'onnxruntime', 'hnswlib', 'tokenizers') "
         "if m in sys.modules]\n"
         "print(','.join(heavy))"

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from soul.engines.resonance.errors import ConfigError
-from soul.engines.resonance.fusion import Candidates, FusionConfig, fuse, rank_single
+from soul.engines.resonance.recall.fusion import Candidates, FusionConfig, fuse, rank_single
 
 
 def _cands(cos, hub, bm25, cov, srank=None, krank=None) -> Candidates:
@@ -73,9 +73,9 @@ def test_single_signal_modes_and_edge_cases() -> None:
 def test_hybrid_searcher_computes_every_signal_exactly() -> None:
     pytest.importorskip("numba")
     pytest.importorskip("hnswlib")
-    from soul.engines.resonance.bm25 import BM25Index
-    from soul.engines.resonance.hybrid import HybridSearcher
-    from soul.engines.resonance.index import VectorIndex
+    from soul.engines.resonance.recall.bm25 import BM25Index
+    from soul.engines.resonance.recall.hybrid import HybridSearcher
+    from soul.engines.resonance.recall.index import VectorIndex
 
     rng = np.random.default_rng(0)
     words = "apple banana cherry river mountain ocean piano violin guitar".split()  # noqa: SIM905
@@ -126,7 +126,7 @@ def test_locomo_hybrid_beats_best_single_signal_by_5_points(tmp_path) -> None:
     bench = importlib.util.module_from_spec(spec)
     sys.modules["locomo_bench"] = bench  # dataclasses look their module up there
     spec.loader.exec_module(bench)
-    from soul.engines.resonance.embedder import Embedder
+    from soul.engines.resonance.recall.embedder import Embedder
 
     # the benchmark's vector cache (keyed by model and text): reruns take seconds
     embedder = bench.CachedEmbedder(Embedder.default(), bench.DEFAULT_CACHE)

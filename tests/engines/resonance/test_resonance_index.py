@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("hnswlib")
 
 from soul.engines.resonance.errors import ConfigError, IndexError_, IndexStale
-from soul.engines.resonance.index import IndexParams, VectorIndex
+from soul.engines.resonance.recall.index import IndexParams, VectorIndex
 
 
 def _unit(rng: np.random.Generator, n: int, dim: int = 32) -> np.ndarray:

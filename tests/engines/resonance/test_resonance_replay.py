@@ -9,10 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from soul.engines.resonance import Store, recovery
-from soul.engines.resonance.ops import Row
-from soul.engines.resonance.scan import scan_segment
-from soul.engines.resonance.state import State
+from soul.engines.resonance import Store
+from soul.engines.resonance.store import recovery
+from soul.engines.resonance.store.ops import Row
+from soul.engines.resonance.store.scan import scan_segment
+from soul.engines.resonance.store.state import State
 
 COLUMNS = ("ids", "kind", "flags", "text", "tags", "realm", "source", "meta", "created",
            "last_active", "mu", "var", "n", "access_count", "covered", "max_hlc", "alive")

@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 
 from soul.engines.resonance import ConfigError, Store
-from soul.engines.resonance.ops import Row
-from soul.engines.resonance.recovery import scan_segment
-from soul.engines.resonance.wal import SEGMENT_MAGIC, WalWriter, encode_entry
+from soul.engines.resonance.store.ops import Row
+from soul.engines.resonance.store.recovery import scan_segment
+from soul.engines.resonance.store.wal import SEGMENT_MAGIC, WalWriter, encode_entry
 
 
 @pytest.fixture(autouse=True, params=["python", "kernels"])
 def replay_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Every test runs with both log walkers: the Python one and the numba one."""
-    from soul.engines.resonance import recovery
+    from soul.engines.resonance.store import recovery
 
     monkeypatch.setattr(recovery, "FAST_BYTES", 0 if request.param == "kernels" else 1 << 62)
     return request.param

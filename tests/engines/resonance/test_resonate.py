@@ -248,7 +248,7 @@ def test_code_symbols_join_the_hits_when_the_field_has_a_code_index(field: Field
 
 
 def test_the_querys_affect_reaches_the_scoring_factors(field: Field) -> None:
-    from soul.engines.resonance.scoring import Affect
+    from soul.engines.resonance.resonate.scoring import Affect
 
     calm_id = field.remember("The deploy failed because the database password expired",
                              kind="failure")

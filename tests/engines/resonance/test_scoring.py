@@ -11,11 +11,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from soul.engines.resonance import ConfigError, ops
+from soul.engines.resonance import ConfigError
 from soul.engines.resonance.memory import DAY, Tier, parse_kind, tier_of
-from soul.engines.resonance.scoring import Affect, Scorer, ScoringConfig
-from soul.engines.resonance.scoring_inputs import TIERS, base_level_activation, tier_index
-from soul.engines.resonance.state import ACCESS_HISTORY, State
+from soul.engines.resonance.resonate.scoring import Affect, Scorer, ScoringConfig
+from soul.engines.resonance.resonate.scoring_inputs import TIERS, base_level_activation, tier_index
+from soul.engines.resonance.store import ops
+from soul.engines.resonance.store.state import ACCESS_HISTORY, State
 
 NOW = 1_700_000_000.0
 

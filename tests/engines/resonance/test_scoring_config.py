@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from soul.engines.resonance import ConfigError
-from soul.engines.resonance.scoring import Scorer, ScoringConfig, ScoringConfigError
-from soul.engines.resonance.scoring_factors import FACTORS
+from soul.engines.resonance.resonate.scoring import Scorer, ScoringConfig, ScoringConfigError
+from soul.engines.resonance.resonate.scoring_factors import FACTORS
 
-LOGGER = "soul.engines.resonance.scoring"
+LOGGER = "soul.engines.resonance.resonate.scoring"
 
 
 def test_defaults_are_the_documented_constants() -> None:

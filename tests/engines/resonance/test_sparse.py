@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from soul.engines.resonance.errors import ConfigError
-from soul.engines.resonance.sparse import SparseCoder
+from soul.engines.resonance.themes.sparse import SparseCoder
 
 
 def _unit(x: np.ndarray) -> np.ndarray:

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from soul.engines.resonance.adjacency import Adjacency
-from soul.engines.resonance.kg import KnowledgeGraph, SpreadConfig, spread_nodes
+from soul.engines.resonance.graph.adjacency import Adjacency
+from soul.engines.resonance.graph.kg import KnowledgeGraph, SpreadConfig, spread_nodes
 
 ENTRY = 0.05  # the entry threshold a resonate phase would use for non-seed memories
 

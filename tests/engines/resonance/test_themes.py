@@ -10,7 +10,7 @@ import pytest
 
 from soul.engines.resonance.errors import ConfigError, IndexStale
 from soul.engines.resonance.kernels.themes import sparsity
-from soul.engines.resonance.themes import ThemeConfig, ThemeIndex
+from soul.engines.resonance.themes.themes import ThemeConfig, ThemeIndex
 
 
 def _unit(x: np.ndarray) -> np.ndarray:

@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("tree_sitter")
 
-from soul.cli import main
+from soul.cli.main import main
 from soul.engines.resonance.code import CodeIndex, CodeIndexMismatch, GrammarMissing
 from soul.engines.resonance.code import languages as langs
 from soul.engines.resonance.code.search import split_identifier
@@ -160,7 +160,7 @@ def test_search_fuses_embedding_cosine_and_caches_vectors(src: Path, tmp_path: P
 
 
 def test_call_graph_triplets_with_history(src: Path, tmp_path: Path) -> None:
-    from soul.engines.resonance.kg import KnowledgeGraph
+    from soul.engines.resonance.graph.kg import KnowledgeGraph
 
     graph = KnowledgeGraph.open(tmp_path / "graph", flush_interval=None)
     try:

@@ -1,0 +1,236 @@
+"""Remembering: items checked by the quality gate, embedded in batches, merged when duplicate.
+
+The gate (memory.gate_reason) refuses text under 10 characters. A duplicate — the same text
+(whitespace and case aside) or a vector within ``dedup_threshold`` cosine of a stored memory
+or of an earlier item of the same batch — is not stored again: the existing memory gets a
+confidence observation of 1 and an access, and its id is returned.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import secrets
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..memory import PRIOR_MU, PRIOR_VAR, Kind, gate_reason, parse_kind
+from ..store import ops
+
+if TYPE_CHECKING:
+    from .field import Field
+
+__all__ = ["Ingest", "Item"]
+
+log = logging.getLogger("soul.engines.resonance")
+_KEYS = {"text", "kind", "tags", "realm", "source", "confidence", "meta", "embedding"}
+
+
+def _text_key(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One item to remember, validated; ``refused`` holds the gate's reason if it failed."""
+
+    text: str
+    kind: Kind
+    tags: tuple[str, ...]
+    realm: str | None
+    source: str | None
+    confidence: float | None
+    meta: str | None
+    embedding: np.ndarray | None
+    refused: str | None = None
+
+    @staticmethod
+    def build(item: str | Mapping[str, Any]) -> Item:
+        """Validate a string or a dict of remember()'s keywords."""
+        if isinstance(item, str):
+            item = {"text": item}
+        unknown = set(item) - _KEYS
+        if unknown:
+            raise ConfigError(f"unknown item key(s) {sorted(unknown)}; known: {sorted(_KEYS)}")
+        text = item.get("text")
+        if not isinstance(text, str):
+            raise ConfigError(f"an item needs a 'text' string, got {type(text).__name__}")
+        text = text.replace("\x00", "")  # NUL separates values in the log: never content
+        tags = item.get("tags") or ()
+        tags = (tags,) if isinstance(tags, str) else tuple(tags)
+        tags = tuple(t for t in (re.sub(r"[\x00\x1f]", "", str(t)).strip() for t in tags) if t)
+        meta = item.get("meta")
+        try:
+            meta_json = json.dumps(dict(meta), ensure_ascii=False) if meta else None
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"meta must be JSON-serialisable: {exc}") from exc
+        conf = item.get("confidence")
+        if conf is not None and not 0.0 <= float(conf) <= 1.0:
+            raise ConfigError(f"confidence must be in [0, 1], got {conf}")
+        emb = item.get("embedding")
+        return Item(
+            text, parse_kind(item.get("kind") or "episode"), tags, item.get("realm"),
+            item.get("source"), None if conf is None else float(conf), meta_json,
+            None if emb is None else np.asarray(emb, np.float32).reshape(-1), gate_reason(text),
+        )
+
+
+class Ingest:
+    """The write side of a Field: gate, embed, deduplicate, log."""
+
+    def __init__(self, field: Field) -> None:
+        self.field = field
+        self._keys: dict[str, int] | None = None  # normalised text -> row, built on first use
+
+    def _text_keys(self) -> dict[str, int]:
+        if self._keys is None:
+            st = self.field.store.state
+            self._keys = {_text_key(t): r for r, t in enumerate(st.text) if st.is_alive(r)}
+        return self._keys
+
+    def forgetting(self, row: int) -> None:
+        """Drop a row about to be forgotten from the exact-text map (its text is still there)."""
+        if self._keys is not None:
+            key = _text_key(self.field.store.state.text[row])
+            if self._keys.get(key) == row:
+                del self._keys[key]
+
+    def remember_many(
+        self, items: Iterable[str | Mapping[str, Any]],
+        progress: Callable[[int, int], None] | None,
+    ) -> list[str | None]:
+        """See Field.remember_many."""
+        built = [Item.build(i) for i in items]
+        out: list[str | None] = [None] * len(built)
+        todo: list[int] = []
+        for i, item in enumerate(built):
+            if item.refused:
+                log.info("remember_many: item %d refused by the quality gate: %s", i, item.refused)
+            else:
+                todo.append(i)
+        size = max(1, self.field.config.batch_size)
+        done = len(built) - len(todo)
+        for start in range(0, len(todo), size):
+            chunk = todo[start : start + size]
+            for i, memory_id in zip(chunk, self.run([built[i] for i in chunk]), strict=True):
+                out[i] = memory_id
+            done += len(chunk)
+            if progress is not None:
+                progress(done, len(built))
+        if progress is not None and not todo:
+            progress(done, len(built))
+        return out
+
+    def _vectors(self, items: list[Item]) -> tuple[np.ndarray, np.ndarray]:
+        from .field import unit_rows
+
+        missing = [j for j, it in enumerate(items) if it.embedding is None]
+        embedded, ok_part = self.field.embed([items[j].text for j in missing])
+        dims = {it.embedding.shape[0] for it in items if it.embedding is not None}
+        if missing:
+            dims.add(embedded.shape[1])
+        if len(dims) != 1:
+            raise ConfigError(f"embeddings of several dimensions in one batch: {sorted(dims)}")
+        vectors = np.zeros((len(items), dims.pop()), np.float32)
+        ok = np.ones(len(items), bool)
+        given = [j for j in range(len(items)) if items[j].embedding is not None]
+        if given:
+            vectors[given] = unit_rows(np.stack([items[j].embedding for j in given]))
+            ok[given] = np.linalg.norm(vectors[given], axis=1) > 0
+        if missing:
+            vectors[missing], ok[missing] = embedded, ok_part
+        return vectors, ok
+
+    def run(self, items: list[Item]) -> list[str | None]:
+        """Remember gate-approved items; return each one's id (new or merged into).
+
+        An item merges into the most similar of the stored memories and the earlier new items
+        of this batch if that one is within ``dedup_threshold`` — what remembering the items
+        one by one would give — or into a memory with the same text.
+        """
+        from ..recall.dedup import single_thread_blas
+
+        field = self.field
+        vectors, ok = self._vectors(items)
+        threshold = field.config.dedup_threshold
+        n_items = len(items)
+        with field._lock:
+            st = field.store.state
+            keys = self._text_keys()
+            if threshold is not None and ok.any() and len(st):
+                best, best_row = field.indexes.nearest(vectors)
+            else:
+                best, best_row = np.full(n_items, -2.0), np.full(n_items, -1)
+            inner = None
+            close_earlier = np.zeros(n_items, bool)  # some earlier item is within threshold
+            if threshold is not None and n_items > 1:
+                with single_thread_blas():
+                    inner = vectors @ vectors.T
+                close_earlier = np.tril(inner >= threshold, -1).any(axis=1)
+            ids: list[str | None] = []
+            rows: list[ops.Row] = []
+            new_pos: list[int] = []  # positions in `items` of the new memories
+            new_keys: dict[str, int] = {}  # their text keys -> position
+            accepted = np.zeros(n_items, bool)  # new, with a real vector: merge targets
+            merges: list[str] = []
+            text_keys = [_text_key(item.text) for item in items]
+            fresh = secrets.token_hex(8 * n_items)
+            now = time.time()
+            for j, item in enumerate(items):
+                key = text_keys[j]
+                target = keys.get(key)
+                if target is not None and not st.is_alive(target):
+                    target = None
+                if target is None and threshold is not None and ok[j]:
+                    earlier = -1
+                    if inner is not None and close_earlier[j]:
+                        sims = np.where(accepted[:j], inner[j, :j], -2.0)
+                        earlier = int(sims.argmax())
+                        if sims[earlier] < threshold or sims[earlier] <= best[j]:
+                            earlier = -1
+                    if earlier >= 0:
+                        ids.append(ids[earlier])
+                        merges.append(ids[earlier])  # type: ignore[arg-type]
+                        continue
+                    if best[j] >= threshold and st.is_alive(int(best_row[j])):
+                        target = int(best_row[j])
+                if target is not None:
+                    ids.append(st.ids[target])
+                    merges.append(st.ids[target])
+                    continue
+                first = new_keys.get(key)
+                if first is not None:  # the same text earlier in this batch
+                    ids.append(ids[first])
+                    merges.append(ids[first])  # type: ignore[arg-type]
+                    continue
+                memory_id = fresh[16 * j : 16 * j + 16]
+                flags = 0 if ok[j] else ops.FLAG_PENDING_EMBED
+                mu = PRIOR_MU if item.confidence is None else item.confidence
+                rows.append(ops.Row(memory_id, int(item.kind), flags, now, mu, PRIOR_VAR, 0,
+                                    item.text, item.tags, item.realm, item.source, item.meta))
+                new_pos.append(j)
+                new_keys[key] = j
+                accepted[j] = ok[j]
+                ids.append(memory_id)
+            if not rows:
+                added = []
+            elif len(rows) == 1:
+                added = [field.store.add(rows[0], vectors[new_pos[0]])]
+            else:
+                added = field.store.add_many(rows, vectors[new_pos])
+            if threshold is not None:
+                field.indexes.dup_added(added, new_pos, ok[new_pos])
+            for row, pos in zip(added, new_pos, strict=True):
+                keys.setdefault(text_keys[pos], row)
+            for memory_id in merges:  # a reinforcement: evidence the memory matters
+                field.store.observe(memory_id, 1.0)
+                log.debug("merged a near-duplicate into %s", memory_id)
+            if merges:
+                field.store.access(merges)
+        return ids

@@ -1,0 +1,465 @@
+"""The temporal knowledge graph: triplets, entity mentions, Hebbian links, spreading activation.
+
+A graph is a directory with its own write-ahead log (`kg_log`). Every write is logged first,
+then applied through the same `GraphState.apply` recovery uses. Reads (`triplets`, `spread`,
+`attractors`, ...) take no lock: they read append-only or swapped-whole structures and
+immutable `Adjacency` snapshots (see `kg_state`, `adjacency`).
+
+Nodes: ``m:<memory id>`` and ``e:<normalised entity>``. Edges: triplets (subject–object,
+weight ≤ 1; Hebbian ``relates_to`` edges between memories decay with a half-life) and
+mentions (memory–entity, weight 1). Spreading treats every edge as undirected.
+
+Several processes (or several objects in one process) may open the same directory at once,
+with the memory store's semantics: each open is its own writer instance, sees what the others
+wrote before it opened (or before its last `refresh`), and never waits for them. Triplet ids
+are content-addressed (`kg_state.triplet_id`), so they agree across writers without any
+coordination.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError, ResonanceError, StoreClosed
+from ..store.wal import Durability
+from . import kg_log, kg_query
+from .activation import Spread, SpreadConfig, spread_nodes
+from .adjacency import Adjacency, build_as_of
+from .kg_snapshot import read_covered, read_snapshot, write_snapshot
+from .kg_state import MEMORY_PREFIX, GraphState, Triplet, entity_key, half_life_days, node_key
+
+__all__ = [
+    "PREDICATES",
+    "Adjacency",
+    "KnowledgeGraph",
+    "Spread",
+    "SpreadConfig",
+    "Triplet",
+    "UnknownTriplet",
+    "spread_nodes",
+]
+
+PREDICATES = ("calls", "contains", "imports", "inherits", "corrects", "relates_to", "mentions")
+_PREDICATE = re.compile(r"^[a-z][a-z0-9_]*$")
+HEBBIAN_MAX_IDS = 5  # pairs among the first five: at most C(5, 2) = 10 per call
+
+
+class UnknownTriplet(ResonanceError, KeyError):
+    """No triplet with this id exists in the graph."""
+
+    def __init__(self, triplet_id: int) -> None:
+        self.triplet_id = triplet_id
+        super().__init__(f"no triplet with id {triplet_id}")
+
+    def __str__(self) -> str:
+        return f"no triplet with id {self.triplet_id}; ids come from relate() or triplets()"
+
+
+class KnowledgeGraph:
+    """A temporal knowledge graph in a directory; open with `KnowledgeGraph.open`."""
+
+    def __init__(self, path: str | Path, *, durability: Durability = "batch",
+                 half_life_days: float = 30.0, floor: float = 0.01,
+                 attractor_ttl: float = 60.0, flush_interval: float | None = 1.0,
+                 spread: SpreadConfig | None = None, weights_max_age: float = 3600.0,
+                 compact_after: int = 100_000) -> None:
+        self.path = Path(path).expanduser()
+        if not 0 <= floor < 1:
+            raise ConfigError(f"floor {floor}: must be in [0, 1)")
+        self.half_life = half_life_days_to_seconds(half_life_days)
+        self.floor = floor
+        self.attractor_ttl = attractor_ttl
+        self.spread_config = spread or SpreadConfig()
+        self.weights_max_age = weights_max_age
+        self.state = GraphState(self.half_life, floor)
+        self._wlock = threading.RLock()
+        self._queue: deque[tuple[tuple[tuple[str, str], ...], float]] = deque()
+        self._asof: tuple[float, int, Adjacency] | None = None
+        self._attr: tuple[int, float, int, list[tuple[str, float]]] | None = None
+        self._closed = False
+        self.attractor_refreshes = 0
+        self.compact_after = compact_after
+
+        load = _Loader(self.state, self.half_life, floor)
+        self.log = kg_log.GraphLog(self.path, self.state.apply, load_snapshot=load,
+                                   durability=durability)
+        self.state = load.state
+        self._stop = threading.Event()
+        self._flusher: threading.Thread | None = None
+        if flush_interval:
+            self._flusher = threading.Thread(target=self._flush_loop, args=(flush_interval,),
+                                             name=f"kg-hebbian-{self.path.name}", daemon=True)
+            self._flusher.start()
+
+    @classmethod
+    def open(cls, path: str | Path, *, durability: Durability = "batch",
+             **options: Any) -> KnowledgeGraph:
+        """Open (creating if missing) the graph in directory `path`, replaying its log.
+
+        Options: ``half_life_days`` (30) and ``floor`` (0.01) of Hebbian decay,
+        ``attractor_ttl`` (60 s), ``flush_interval`` (1 s; None: Hebbian updates wait for
+        `flush`), ``spread`` (a `SpreadConfig`), ``weights_max_age`` (3600 s: how old the
+        decayed Hebbian weights in the cached adjacency may get), ``compact_after`` (100,000
+        log entries since the last snapshot: `close` compacts).
+        """
+        known = {"half_life_days", "floor", "attractor_ttl", "flush_interval", "spread",
+                 "weights_max_age", "compact_after"}
+        unknown = set(options) - known
+        if unknown:
+            raise ConfigError(f"unknown option(s) {', '.join(sorted(unknown))}; known: "
+                              f"durability, {', '.join(sorted(known))}")
+        return cls(path, durability=durability, **options)
+
+    def refresh(self) -> int:
+        """Rebuild the state from disk, to see what other processes wrote since this one
+        opened; return how many more entries it holds than before.
+
+        The same recovery as at open (newest snapshot, then every writer's entries, this
+        one's included, in global order), so the result is exactly what a fresh open gives;
+        it costs as much as an open (reading the whole log since the snapshot), so call it
+        when needed, not per query. Queued Hebbian updates are flushed first. Nothing is
+        repaired or quarantined here (that happens at open).
+        """
+        self.flush()
+        with self._wlock:
+            if self._closed:
+                raise StoreClosed(f"the knowledge graph at {self.path} is closed")
+            before = sum(self.log.covered.values())
+            load = _Loader(GraphState(self.half_life, self.floor), self.half_life, self.floor)
+            self.log.recover(load.state.apply, load, repair=False)
+            self.state = load.state  # built aside, swapped whole: readers never see it half-done
+            self._asof = None
+            self._attr = None
+            return sum(self.log.covered.values()) - before
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def _write(self, op: int, payload: bytes) -> None:
+        # Callers hold _wlock: log first, then apply exactly as recovery would.
+        if self._closed:
+            raise StoreClosed(f"the knowledge graph at {self.path} is closed")
+        self.log.append(op, payload)
+        self.state.apply(op, memoryview(payload))
+
+    def relate(self, subject: str, predicate: str, obj: str, *, weight: float = 1.0,
+               valid_from: float | None = None, memory: str | None = None) -> int:
+        """Add the fact (subject, predicate, obj); return its id.
+
+        Relating a live (subject, predicate, obj) again reinforces it: its weight becomes
+        ``min(1, weight_now + weight)`` and the same id is returned. Names starting with
+        ``m:`` are memory nodes; any other name is an entity, matched case-insensitively.
+        The id is content-addressed (`kg_state.triplet_id`): another process stating the
+        same fact without having seen this one gets the same id, and the two merge.
+        """
+        _check_name(subject, "subject")
+        _check_name(obj, "object")
+        if not _PREDICATE.match(predicate):
+            raise ConfigError(f"predicate {predicate!r}: use a lowercase identifier such as "
+                              f"{', '.join(PREDICATES)}")
+        if not (0 < weight <= 1):
+            raise ConfigError(f"weight {weight}: must be in (0, 1]")
+        now = time.time()
+        spo = (node_key(subject)[0], predicate, node_key(obj)[0])
+        with self._wlock:
+            tid = self.state.live.get(spo)
+            if tid is not None:
+                self._write(kg_log.REINFORCE_BY, kg_log.encode_reinforce_by(tid, weight, now))
+                return tid
+            tid = self.state.new_id(*spo)
+            r = kg_log.Relate(tid, subject, predicate, obj, weight,
+                              now if valid_from is None else valid_from, now, memory, False)
+            self._write(kg_log.RELATE, kg_log.encode_relate(r))
+            return self.state.resolve(tid)
+
+    def invalidate(self, triplet_id: int, at: float | None = None) -> None:
+        """Mark a triplet no longer valid from `at` (now); it stays queryable "as of" before.
+        Invalidating an invalidated triplet changes nothing."""
+        with self._wlock:
+            t = self._triplet(triplet_id)
+            if t.invalidated_at is not None:
+                return
+            self._write(kg_log.INVALIDATE,
+                        kg_log.encode_invalidate(t.id, time.time() if at is None else at))
+
+    def mention(self, memory_id: str, entities: Iterable[str]) -> None:
+        """Link a memory to the entities it mentions (edges of kind "mentions")."""
+        _check_name(memory_id, "memory id")
+        with self._wlock:
+            have = self.state.mentions.get(memory_id, {})
+            new: dict[str, str] = {}
+            for name in entities:
+                # NUL separates strings in snapshots: never part of a name
+                key, display = entity_key(name.replace("\x00", ""))
+                n = self.state.index.get(key)
+                if display and (n is None or n not in have) and key not in new:
+                    new[key] = display
+            if new:
+                self._write(kg_log.MENTION,
+                            kg_log.encode_mention(memory_id, list(new.values()), time.time()))
+
+    def forget_memory(self, memory_id: str) -> None:
+        """Drop a memory node's links: its mentions, and the triplets between it and other
+        memories (Hebbian ones are removed, explicit ones invalidated). Facts it stated stay."""
+        with self._wlock:
+            m = self.state.index.get(MEMORY_PREFIX + memory_id)
+            if memory_id in self.state.mentions or (m is not None and self.state.by_node.get(m)):
+                self._write(kg_log.FORGET_MEMORY,
+                            kg_log.encode_forget_memory(memory_id, time.time()))
+
+    def hebbian(self, memory_ids: Sequence[str], delta: float = 0.03) -> None:
+        """Queue strengthening of every pair among the first five distinct `memory_ids`
+        (a ``relates_to`` edge between the two memory nodes, +delta capped at 1, created
+        if missing). Never blocks: `flush` (or the background flusher) applies the queue."""
+        if not (0 < delta <= 1):
+            raise ConfigError(f"Hebbian delta {delta}: must be in (0, 1]")
+        ids = list(dict.fromkeys(memory_ids))[:HEBBIAN_MAX_IDS]
+        for mid in ids:
+            _check_name(mid, "memory id")
+        pairs = tuple((a, b) if a < b else (b, a)
+                      for i, a in enumerate(ids) for b in ids[i + 1 :])
+        if pairs:
+            self._queue.append((pairs, delta))  # deque.append is atomic: no lock
+
+    def flush(self) -> None:
+        """Apply the queued Hebbian updates, all in one log entry (each pair's summed delta;
+        which edge it strengthens or creates is decided as the entry applies, so writers
+        that flush the same pair concurrently add up instead of creating two edges)."""
+        if not self._queue:
+            return
+        with self._wlock:
+            total: dict[tuple[str, str], float] = {}
+            while self._queue:
+                pairs, delta = self._queue.popleft()
+                for pair in pairs:
+                    total[pair] = total.get(pair, 0.0) + delta
+            if self._closed:
+                return
+            pairs = tuple((a, b, d) for (a, b), d in total.items())
+            self._write(kg_log.HEBBIAN_BY, kg_log.encode_hebbian_by(
+                kg_log.HebbianDeltas(time.time(), pairs)))
+
+    def _flush_loop(self, interval: float) -> None:
+        while not self._stop.wait(interval):
+            if self._queue:
+                with contextlib.suppress(StoreClosed):
+                    self.flush()
+
+    def decay(self, now: float | None = None) -> int:
+        """Remove Hebbian edges whose decayed weight is below the floor; return how many.
+
+        Weights decay lazily (``w · 0.5 ** (age / half_life)`` when read), so this only
+        reclaims memory: an edge below the floor already reads as absent everywhere.
+        """
+        t = time.time() if now is None else now
+        with self._wlock:
+            ids = self.state.decayed_away(t)
+            self.state.drop(ids)
+        return len(ids)
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def _triplet(self, triplet_id: int) -> Triplet:
+        t = self.state.get(triplet_id)
+        if t is None:
+            raise UnknownTriplet(triplet_id)
+        return t
+
+    def triplet(self, triplet_id: int) -> Triplet:
+        """One triplet by id (its weight as stored at the last reinforcement)."""
+        return self._triplet(triplet_id)
+
+    def triplets(self, *, subject: str | None = None, predicate: str | None = None,
+                 obj: str | None = None, as_of: float | None = None,
+                 include_invalid: bool = False) -> list[Triplet]:
+        """Triplets matching the given parts (names matched case-insensitively).
+
+        Default: those valid now. ``as_of=t``: those valid at t (valid_from ≤ t <
+        invalidated_at). ``include_invalid``: every stored triplet. Hebbian weights are
+        reported decayed to now (or `as_of`); one decayed below the floor is left out.
+        """
+        return kg_query.query(self.state, subject, predicate, obj, as_of, include_invalid,
+                                time.time())
+
+    def entities_of(self, memory_id: str) -> tuple[str, ...]:
+        """The entities a memory mentions (display forms)."""
+        display = self.state.display
+        return tuple(display[n] for n in self.state.mentions.get(memory_id, {}))
+
+    def memories_of(self, entity: str) -> tuple[str, ...]:
+        """The memories that mention an entity (matched case-insensitively)."""
+        n = self.state.index.get(entity_key(entity)[0])
+        return tuple(self.state.memories.get(n, ())) if n is not None else ()
+
+    def adjacency(self, as_of: float | None = None) -> Adjacency:
+        """The CSR over all nodes: live (cached, refreshed incrementally), or as of a time
+        (built on demand; the last one is kept)."""
+        st = self.state
+        now = time.time()
+        if as_of is None:
+            return st.cache.get(st, now=now, half_life=self.half_life, floor=self.floor,
+                                writer_lock=self._wlock, max_age=self.weights_max_age)
+        cached = self._asof
+        if cached is not None and cached[0] == as_of and cached[1] == st.version:
+            return cached[2]
+        version = st.version
+        adj = build_as_of(st, as_of, half_life=self.half_life, floor=self.floor,
+                          writer_lock=self._wlock)
+        self._asof = (as_of, version, adj)
+        return adj
+
+    def spread(self, seeds: Mapping[str, float], *, strength: float | None = None,
+               decay: float | None = None, max_hops: int | None = None,
+               cutoff: float | None = None, as_of: float | None = None,
+               hub_power: float | None = None) -> Spread:
+        """Spreading activation from seed memories (memory id → initial activation, e.g.
+        similarity); parameters default to `spread_config`. Seeds not in the graph come
+        back with their own activation at hop 0."""
+        cfg = self.spread_config
+        strength = cfg.strength if strength is None else strength
+        decay = cfg.decay if decay is None else decay
+        max_hops = cfg.max_hops if max_hops is None else max_hops
+        cutoff = cfg.cutoff if cutoff is None else cutoff
+        hub_power = cfg.hub_power if hub_power is None else hub_power
+        if not (0 <= decay <= 1 and strength >= 0 and cutoff > 0 and max_hops >= 0):
+            raise ConfigError(f"spread(strength={strength}, decay={decay}, max_hops="
+                              f"{max_hops}, cutoff={cutoff}): need 0 <= decay <= 1, "
+                              "strength >= 0, cutoff > 0, max_hops >= 0")
+        adj = self.adjacency(as_of)
+        nodes, vals, extra = [], [], {}
+        for mid, value in seeds.items():
+            a = min(max(float(value) * strength, 0.0), 1.0)
+            n = adj.node_of(MEMORY_PREFIX + mid)
+            if n is None:
+                extra[mid] = a
+            else:
+                nodes.append(n)
+                vals.append(a)
+        reached, act, hop = spread_nodes(adj, np.array(nodes, np.int32),
+                                         np.array(vals, np.float32), decay=decay,
+                                         cutoff=cutoff, max_hops=max_hops, hub_power=hub_power)
+        # The state's key list, not adj.keys: the same first items, without a Python-level
+        # __getitem__ per reached node.
+        return Spread(reached, act, hop, self.state.keys, self.state.display, extra)
+
+    def attractors(self, n: int = 10) -> list[tuple[str, float]]:
+        """The n most-connected entities with strength ``min(log2(1 + degree) / 4, 1)``.
+
+        Cached: recomputed after a write (the graph's version changed) or once the cache is
+        older than ``attractor_ttl`` seconds, never per call.
+        """
+        st = self.state
+        cached = self._attr
+        now = time.monotonic()
+        if (cached is not None and cached[0] == st.version and now - cached[1] < self.attractor_ttl
+                and cached[2] >= n):
+            return cached[3][:n]
+        k = max(n, 64)
+        top = kg_query.top_entities(st, k)
+        self._attr = (st.version, now, k, top)
+        self.attractor_refreshes += 1
+        return top[:n]
+
+    def stats(self) -> dict[str, Any]:
+        """Counts of nodes, triplets, mentions, Hebbian edges; adjacency builds; recovery."""
+        st = self.state
+        trips = list(st.trip.values())
+        live = sum(1 for t in trips if t.invalidated_at is None)
+        stored = len(trips)
+        n_ent = int(st.entity[: len(st.keys)].sum())
+        rep = self.log.report
+        return {
+            "nodes": len(st.keys), "entities": n_ent, "memories": len(st.keys) - n_ent,
+            "triplets": stored, "live_triplets": live, "invalidated_triplets": stored - live,
+            "hebbian_edges": len(st.hebbian_ids), "mention_edges": st.n_mention_edges,
+            "edges": st.edges.n, "hebbian_queued": len(self._queue),
+            "adjacency_full_builds": st.cache.full_builds,
+            "adjacency_delta_builds": st.cache.delta_builds,
+            "attractor_refreshes": self.attractor_refreshes,
+            "recovered_entries": rep.replayed,
+            "snapshot": str(self.log.snapshot) if self.log.snapshot else None,
+            "log_entries_since_snapshot": self.log.since_snapshot,
+            "recovery_issues": [str(i) for i in rep.issues], "writer": self.log.instance,
+        }
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def compact(self) -> Path | None:
+        """Snapshot the whole graph, then delete the log segments and older snapshots it
+        covers: the next open loads the snapshot and replays only what follows it.
+
+        None, changing nothing, when another process is compacting this graph or has written
+        a snapshot holding entries this one has not seen (`refresh` first). Segments of
+        writers still open elsewhere are never deleted: only dead writers' and this one's.
+        """
+        self.flush()
+        with self._wlock:
+            if self._closed:
+                raise StoreClosed(f"the knowledge graph at {self.path} is closed")
+            return self.log.compact(
+                lambda snap_dir, covered, max_hlc, instance, hlc: write_snapshot(
+                    self.state, covered, max_hlc, snap_dir, instance, hlc), read_covered)
+
+    def sync(self) -> None:
+        """Make everything logged so far durable, whatever the durability mode."""
+        self.log.sync()
+
+    def close(self) -> None:
+        """Apply queued Hebbian updates, stop the flusher, close the log."""
+        if self._closed:
+            return
+        self._stop.set()
+        if self._flusher is not None:
+            self._flusher.join()
+        self.flush()
+        with self._wlock:
+            if self.log.since_snapshot >= self.compact_after:
+                with contextlib.suppress(OSError):
+                    self.compact()
+            self._closed = True
+            self.log.close()
+
+    @property
+    def closed(self) -> bool:
+        """True once close() ran."""
+        return self._closed
+
+    def __enter__(self) -> KnowledgeGraph:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _Loader:
+    """Recovery's snapshot loader: the state recovery builds starts as `state`, or as the
+    snapshot's, and the log's entries after it are applied to that one."""
+
+    def __init__(self, state: GraphState, half_life: float, floor: float) -> None:
+        self.state, self.half_life, self.floor = state, half_life, floor
+
+    def __call__(self, snap: Path) -> tuple[kg_log.Apply, dict[str, int], int]:
+        self.state, covered, max_hlc = read_snapshot(snap, self.half_life, self.floor)
+        return self.state.apply, covered, max_hlc
+
+
+def half_life_days_to_seconds(days: float) -> float:
+    """The Hebbian half-life option (days) in seconds; a ConfigError if not positive."""
+    try:
+        return half_life_days(days)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
+
+
+def _check_name(name: str, what: str) -> None:
+    if not isinstance(name, str) or not name.strip() or "\x00" in name:
+        raise ConfigError(f"{what} {name!r}: must be a non-empty string without NUL")
+

@@ -1,0 +1,136 @@
+"""The association phases of full resonance: spreading, priming, basin boost, inhibition.
+
+Each takes the running `Resonator` and its candidate pool and changes scores in place,
+recording its per-row factor in `pool.parts` (what `explain=True` shows) and a summary in
+`facts`. Split from resonate.py so each phase reads on its own.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..graph.kg_state import MEMORY_PREFIX
+from ..recall.fusion import Candidates
+
+if TYPE_CHECKING:
+    from .resonator import Resonator, _Pool
+
+__all__ = ["basin", "inhibit", "prime", "spread"]
+
+
+def spread(
+    res: Resonator, vector: np.ndarray | None, cands: Candidates, hybrid: np.ndarray,
+    tags: frozenset[str], now: float, vindex: Any, facts: dict[str, Any],
+) -> tuple[Candidates, np.ndarray, np.ndarray, np.ndarray]:
+    """Spreading activation from the top hybrid candidates through the knowledge graph.
+
+    Memories reached with activation ≥ entry_threshold that were not candidates join the
+    pool (the strongest `join` of them), their hybrid signals computed exactly.
+    Returns the (possibly grown) candidates, their hybrid relevance, activation and hop.
+    """
+    cfg, f = res.config, res.field
+    st = f.store.state
+    graph = f.graph
+    top = np.argsort(-hybrid, kind="stable")[: cfg.seeds]
+    seeds = {st.ids[int(cands.ids[j])]: float(hybrid[j]) for j in top if hybrid[j] > 0}
+    if not seeds:
+        return cands, hybrid, np.zeros(len(cands)), np.full(len(cands), -1, np.int64)
+    reached = graph.spread(seeds, strength=cfg.spread_strength, decay=cfg.spread_decay,
+                           max_hops=cfg.max_hops, cutoff=cfg.cutoff)
+    st_ids = st.ids
+    known = frozenset(st_ids[int(i)] for i in cands.ids)
+    # the strongest reached memories that were not candidates join (bounded: association
+    # candidates below the top `join` never reach the top k, and each costs a full scoring)
+    joined = [st.rows[m] for m in reached.strongest_memories(cfg.entry_threshold, cfg.join,
+                                                              known)
+              if m in st.rows and st.is_alive(st.rows[m])]
+    if joined:
+        cands = res._extend(cands, np.asarray(joined, np.int64), vector, vindex)
+        hybrid = res._hybrid(cands, tags, now)
+    node_of = graph.adjacency().node_of
+    nodes = np.fromiter((-1 if (n := node_of(MEMORY_PREFIX + st_ids[int(i)])) is None else n
+                         for i in cands.ids), np.int64, count=len(cands))
+    activation, hops = reached.of_nodes(nodes)
+    by_hop = Counter(int(h) for h in hops if h > 0)
+    facts["spreading"] = {"seeds": len(seeds), "reached": len(reached),
+                          "joined": len(joined), "by_hop": dict(sorted(by_hop.items()))}
+    return cands, hybrid, activation, hops
+
+
+def prime(res: Resonator, pool: _Pool, session: str, facts: dict[str, Any]) -> None:
+    """Session priming: recent observations ×priming_boost; active topics a smaller boost."""
+    cfg, f = res.config, res.field
+    st = f.store.state
+    recent = f.primer.recent(session)
+    topics = f.primer.topics(session)
+    if not recent and not topics:
+        return
+    ids = [st.ids[int(r)] for r in pool.rows]
+    mult = np.array([cfg.priming_boost if m in recent else 1.0 for m in ids])
+    if topics:
+        graph = f.graph
+        share = np.array([min(1.0, sum(topics.get(e, 0.0) for e in graph.entities_of(m)))
+                          for m in ids])
+        mult *= 1.0 + cfg.topic_boost * share
+    pool.score *= mult
+    pool.parts["priming"] = mult
+    facts["priming"] = {"recent": len(recent), "topics": sorted(topics)[:10],
+                        "boosted": int((mult > 1.0).sum())}
+
+
+def basin(res: Resonator, pool: _Pool, query: str, facts: dict[str, Any]) -> None:
+    """Attractor basin: the strongest attractor a query term names lifts its memories."""
+    from .resonator import query_terms
+
+    cfg, f = res.config, res.field
+    terms = set(query_terms(query))
+    if not terms:
+        return
+    chosen = None
+    for entity, strength in f.graph.attractors(cfg.attractors):
+        words = set(entity.lower().replace("_", " ").replace(".", " ").split())
+        if words & terms and (chosen is None or strength > chosen[1]):
+            chosen = (entity, strength)
+    if chosen is None:
+        return
+    members = set(f.graph.memories_of(chosen[0]))
+    st = f.store.state
+    mult = np.array([cfg.basin_boost if st.ids[int(r)] in members else 1.0 for r in pool.rows])
+    pool.score *= mult
+    pool.parts["basin"] = mult
+    facts["basin"] = {"attractor": chosen[0], "strength": round(chosen[1], 4),
+                      "boosted": int((mult > 1.0).sum())}
+
+
+def inhibit(res: Resonator, pool: _Pool, order: np.ndarray,
+            facts: dict[str, Any]) -> np.ndarray:
+    """Lateral inhibition over the top window: near-duplicates compete, winners damp losers.
+
+    Bounded: cosines among at most `inhibition_window` candidates, and each winner damps at
+    most `inhibition_max_competitors` later ones. Returns the new order.
+    """
+    cfg = res.config
+    window = order[: cfg.inhibition_window]
+    rows = pool.rows[window]
+    vecs = res.field.store.state.vectors[rows]
+    sims = vecs @ vecs.T
+    mult = np.ones(len(window))
+    damped = 0
+    for i in range(len(window)):
+        later = np.flatnonzero(sims[i, i + 1:] > cfg.inhibition_threshold)[
+            : cfg.inhibition_max_competitors] + i + 1
+        for j in later:
+            mult[j] *= 1.0 - cfg.inhibition_strength * float(sims[i, j])
+            damped += 1
+    if damped:
+        full = np.ones(len(pool.rows))
+        full[window] = mult
+        pool.score = pool.score * full
+        pool.parts["inhibition"] = full
+        head = window[np.argsort(-pool.score[window], kind="stable")]
+        order = np.concatenate([head, order[cfg.inhibition_window:]])
+    facts["inhibition"] = {"window": len(window), "damped": damped}
+    return order

@@ -1,0 +1,227 @@
+"""Scoring: the factor pipeline that turns a candidate's relevance into its final score.
+
+    final = Π_i f_i ** w_i        over the enabled factors i (weight 0: the factor is skipped)
+
+Each factor `f_i` (scoring_factors.py) is a finite value >= 0 with 1.0 neutral, and `w_i` its
+weight in [0, 10]. The product, not the seed page's sum: a factor can veto (f = 0 gives 0 — a
+zero relevance never surfaces, whatever the boosts), a neutral factor changes nothing, and a
+weight is an exponent, so `w = 2` doubles a factor's effect on the log score and `w = 0.5`
+halves it. It is computed in the log domain, so no product over- or underflows: the result is
+finite for any input.
+
+The weights and every factor's parameters live in `scoring.json` (the shipped defaults are
+`engines/resonance/data/scoring.json`; parsing and validation in scoring_config.py, the
+row columns the factors read in scoring_inputs.py); a user file lists only what it changes.
+`Scorer(path)`
+re-reads the file when its mtime, size or inode change (checked at most every `check_every`
+seconds), keeps the last good config when a version is malformed and logs why once per bad
+version, and falls back to the defaults (with a warning) while the file is missing.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import ConfigError
+from .scoring_config import FactorConfig, ScoringConfig, ScoringConfigError, unknown_name
+from .scoring_factors import FACTORS
+from .scoring_inputs import EXTRA_KEYS, Inputs
+
+if TYPE_CHECKING:
+    from ..store.state import State
+
+__all__ = [
+    "Affect",
+    "FactorConfig",
+    "Scored",
+    "Scorer",
+    "ScoringConfig",
+    "ScoringConfigError",
+    "combine",
+]
+
+log = logging.getLogger("soul.engines.resonance.resonate.scoring")
+
+_LOG_MAX = 700.0  # exp(700) ~ 1e304: the largest final score, so it stays a finite float64
+
+
+@dataclass(frozen=True)
+class Affect:
+    """The query's affect (Chetana's Bhava when the soul has it): valence [−1, 1], arousal,
+    frustration and confidence [0, 1]. Out-of-range values are clipped, NaN read as neutral."""
+
+    valence: float = 0.0
+    arousal: float = 0.0
+    frustration: float = 0.0
+    confidence: float = 0.5
+
+
+@dataclass(frozen=True)
+class Scored:
+    """Final scores and, per enabled factor, its value for every row (for explain=True)."""
+
+    final: np.ndarray
+    factors: dict[str, np.ndarray]
+
+    def explain(self, i: int) -> dict[str, float]:
+        """Every factor's value for row ``i`` of the scored rows, plus ``final``."""
+        return {**{k: float(v[i]) for k, v in self.factors.items()}, "final": float(self.final[i])}
+
+
+def _extra_arrays(extra: Mapping[str, Any] | None, n: int) -> dict[str, np.ndarray]:
+    out: dict[str, np.ndarray] = {}
+    for key, value in (extra or {}).items():
+        if key not in EXTRA_KEYS:
+            raise ConfigError(unknown_name("extra signal", key, list(EXTRA_KEYS)))
+        arr = np.asarray(value, dtype=np.float64)
+        if arr.shape != (n,):
+            raise ConfigError(f"extra[{key!r}] has shape {arr.shape}; it needs one value per "
+                              f"scored row, shape ({n},)")
+        out[key] = arr
+    return out
+
+
+def combine(config: ScoringConfig, inputs: Inputs) -> Scored:
+    """Evaluate the enabled factors and their weighted product (in the log domain)."""
+    n = len(inputs.row_list)
+    log_final = np.zeros(n)
+    factors: dict[str, np.ndarray] = {}
+    for f in config.factors:
+        if not f.enabled or f.weight == 0.0:
+            continue
+        value = np.asarray(FACTORS[f.name].fn(inputs, f.params), dtype=np.float64)
+        if value.shape != (n,):
+            value = np.full(n, value)
+        # Factors are finite by construction; this guards a future factor that is not.
+        value = np.minimum(np.maximum(np.where(np.isfinite(value), value, 1.0), 0.0), 1e6)
+        factors[f.name] = value
+        with np.errstate(divide="ignore"):
+            log_final += f.weight * np.log(value)  # log 0 = -inf: the veto
+    final = np.exp(np.minimum(log_final, _LOG_MAX))
+    return Scored(final, factors)
+
+
+class Scorer:
+    """Scores candidate rows with the factor pipeline; hot-reloads its scoring.json."""
+
+    def __init__(self, path: str | Path | None = None, *, check_every: float = 1.0,
+                 config: ScoringConfig | None = None) -> None:
+        """``path`` None: the shipped defaults (or ``config``), never reloaded. Otherwise the
+        file is watched: stat at most every ``check_every`` seconds, re-read on a change."""
+        self._path = Path(path).expanduser() if path is not None else None
+        self._check_every = check_every
+        self._config = config or ScoringConfig.defaults()
+        self._stamp: tuple[int, int, int] | None = None  # the version last read (good or bad)
+        self._missing = False
+        self._next_check = 0.0
+        self._lock = threading.Lock()
+        self._scaled: tuple[ScoringConfig, str, ScoringConfig] | None = None
+        self._meta_cache: dict[int, tuple[str, dict[str, Any]]] = {}
+        if self._path is not None:
+            self._check()
+
+    @property
+    def path(self) -> Path | None:
+        """The watched scoring.json, if any."""
+        return self._path
+
+    @property
+    def config(self) -> ScoringConfig:
+        """The config in force (re-checks the file when ``check_every`` has passed)."""
+        if self._path is not None and time.monotonic() >= self._next_check:
+            self._check()
+        return self._config
+
+    def reload(self) -> ScoringConfig:
+        """Check the file now, whatever ``check_every`` says; the config in force after."""
+        if self._path is not None:
+            self._check(force=True)
+        return self._config
+
+    def _check(self, force: bool = False) -> None:
+        # One thread checks; readers arriving meanwhile keep using the current config.
+        if not self._lock.acquire(blocking=force):
+            return
+        try:
+            self._next_check = time.monotonic() + self._check_every
+            path = self._path
+            assert path is not None
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:
+                if not self._missing:
+                    log.warning("scoring config %s is missing: using the defaults", path)
+                    self._missing, self._stamp = True, None
+                    self._config = ScoringConfig.defaults()
+                return
+            except OSError as exc:
+                log.warning("scoring config %s cannot be read (%s): keeping the config in "
+                            "force", path, exc)
+                return
+            stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+            if stamp == self._stamp:
+                return
+            self._stamp = stamp
+            self._missing = False
+            try:
+                text = path.read_text("utf-8")
+                config = ScoringConfig.from_json(text, str(path))
+            except (OSError, UnicodeDecodeError, ScoringConfigError) as exc:
+                log.warning("scoring config not loaded, keeping the last good one (%s): %s",
+                            self._config.source, exc)
+                return
+            self._config = config
+            log.info("scoring config loaded from %s", path)
+        finally:
+            self._lock.release()
+
+    def _rescaled(self, config: ScoringConfig, scale: str) -> ScoringConfig:
+        # Cached: a per-call relevance_scale must not re-validate the config on every query.
+        cached = self._scaled
+        if cached is not None and cached[0] is config and cached[1] == scale:
+            return cached[2]
+        out = config.with_factor("Relevance", scale=scale)
+        self._scaled = (config, scale, out)
+        return out
+
+    def score(self, state: State, rows: np.ndarray, relevance: np.ndarray, *,
+              now: float | None = None, affect: Affect | None = None,
+              extra: Mapping[str, np.ndarray] | None = None,
+              relevance_scale: str | None = None) -> Scored:
+        """Final scores of ``rows`` (int row numbers of ``state``), vectorised over rows.
+
+        ``relevance``: one value per row — a cosine in [−1, 1] (the default Relevance scale
+        "cosine" maps it to (cos + 1)/2) or, with ``relevance_scale="unit"`` (or the factor's
+        ``scale: unit``), an already fused relevance >= 0 taken as is (not capped at 1, so
+        boosts past 1 keep their order). Full resonance passes its fused score with "unit".
+        ``affect``: the query's affect (default neutral). ``extra``: per-row signals the
+        caller knows ("competitors", "prediction", "surprise", "integration",
+        "epistemic_debt", "surprise_domain", "realm_reliability"); a missing one is neutral.
+        """
+        config = self.config
+        if relevance_scale is not None:
+            config = self._rescaled(config, relevance_scale)
+        rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+        rel = np.asarray(relevance, dtype=np.float64).reshape(-1)
+        if rel.shape != rows.shape:
+            raise ConfigError(f"relevance has {rel.size} values for {rows.size} rows; give "
+                              "one per row")
+        if rows.size and (rows.min() < 0 or rows.max() >= state.n_rows):
+            raise ConfigError(f"row numbers must be in [0, {state.n_rows}); got "
+                              f"{int(rows.min())}..{int(rows.max())}")
+        now = time.time() if now is None else float(now)
+        if not math.isfinite(now):
+            raise ConfigError(f"now must be a finite time in seconds, got {now!r}")
+        inputs = Inputs(state, rows, rel, now, affect or Affect(),
+                        _extra_arrays(extra, rows.size), self._meta_cache)
+        return combine(config, inputs)

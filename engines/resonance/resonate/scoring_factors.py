@@ -1,0 +1,301 @@
+"""The scoring factors: one pure function per factor over the candidate rows' `Inputs`.
+
+Every factor maps what is known about a row (its columns in the `State`, its `meta`, the
+caller's per-row `extra` arrays, the query's `Affect`) to a finite value >= 0, where 1.0 is
+neutral. `scoring.Scorer` combines them as a weighted product (docs/memory.md, "Scoring").
+Missing information always gives the neutral value, so a field that never records, say,
+arousal is scored exactly as if the Arousal factor were off. `FACTORS` maps each name to
+its function and the rules its numeric parameters must satisfy (`check_params`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..memory import Kind, Tier
+from .scoring_inputs import (
+    TIERS,
+    Inputs,
+    affect_values,
+    base_level_flat,
+    clip,
+    finite_or,
+    tier_index,
+)
+
+__all__ = ["FACTORS", "RULES", "FactorSpec", "check_params"]
+
+
+Params = Mapping[str, Any]
+FactorFn = Callable[[Inputs, Params], np.ndarray]
+
+
+def relevance(x: Inputs, p: Params) -> np.ndarray:
+    """Cosine in [−1, 1] as (cos + 1)/2 (``scale: cosine``), or (``scale: unit``) a fused
+    relevance >= 0 as is — not capped at 1, so scores boosted past 1 keep their order."""
+    r = finite_or(x.relevance, 0.0)
+    if p["scale"] == "cosine":
+        return clip((r + 1.0) / 2.0, 0.0, 1.0)
+    return np.maximum(r, 0.0)
+
+
+def actr(x: Inputs, p: Params) -> np.ndarray:
+    """``floor + (1 − floor)·sigmoid((B + offset)/width)`` over the base-level activation B."""
+    flat, counts = x.history
+    b = base_level_flat(x.created, flat, counts, x.access_count, x.now, p["decay"],
+                    p["min_age_seconds"])
+    z = clip((b + p["offset"]) / p["width"], -500.0, 500.0)
+    return p["floor"] + (1.0 - p["floor"]) / (1.0 + np.exp(-z))
+
+
+def strength(x: Inputs, p: Params) -> np.ndarray:
+    """``floor + (1 − floor)·s``, s = n/(n + half_observations), n = the observations of the
+    memory (merged near-duplicates, strengthen/feedback): reinforcement by evidence. Not by
+    recall accesses — being retrieved is no evidence of being right, and counting it let the
+    memories every query brings up crowd out the rest (LoCoMo dev, after two passes of
+    questions: R@10 .747 counting accesses, .780 counting observations)."""
+    n = np.maximum(x.observations, 0.0)
+    return p["floor"] + (1.0 - p["floor"]) * n / (n + p["half_observations"])
+
+
+def confidence(x: Inputs, p: Params) -> np.ndarray:
+    """``floor + (1 − floor)·clip(mu − doubt·sd)``: the decayed posterior mean, discounted by
+    its standard deviation (a lower credible bound) — few observations count for less."""
+    mu, var = x.confidence
+    c = clip(mu - p["doubt"] * np.sqrt(var), 0.0, 1.0)
+    return p["floor"] + (1.0 - p["floor"]) * c
+
+
+def surprise(x: Inputs, p: Params) -> np.ndarray:
+    """``1 + gain·s``, s in [0, 1] from extra["surprise"] or meta["surprise"]."""
+    return 1.0 + p["gain"] * clip(x.signal("surprise", 0.0), 0.0, 1.0)
+
+
+def arousal(x: Inputs, p: Params) -> np.ndarray:
+    """``1 + gain·a``, the memory's own arousal meta["arousal"] in [0, 1] (flashbulb effect)."""
+    return 1.0 + p["gain"] * clip(x.meta_number("arousal", 0.0), 0.0, 1.0)
+
+
+def mood_congruence(x: Inputs, p: Params) -> np.ndarray:
+    """Bower (1981): ``1 + gain·v_q·v_m + arousal_gain·(1 − 2|a_q − a_m|)`` — memories whose
+    stored valence (meta["valence"], [−1, 1]) agrees with the query's are boosted; the arousal
+    term counts only for memories that store meta["arousal"]."""
+    vq, aq = affect_values(x.affect)[:2]
+    vm = clip(x.meta_number("valence", 0.0), -1.0, 1.0)
+    am = x.meta_number("arousal", np.nan)
+    align = np.where(np.isnan(am), 0.0, 1.0 - 2.0 * np.abs(aq - clip(am, 0.0, 1.0)))
+    return 1.0 + p["gain"] * vq * vm + p["arousal_gain"] * align
+
+
+def frustration_escalation(x: Inputs, p: Params) -> np.ndarray:
+    """A frustrated query (frustration, or negative valence times arousal, above
+    ``threshold``) boosts the ``kinds`` that fix things (corrections, preferences, failures,
+    approaches): ``1 + gain·e``, e rescaled from [threshold, 1] to [0, 1]."""
+    v, a, f, _ = affect_values(x.affect)
+    e = max(f, max(0.0, -v) * a)
+    t = p["threshold"]
+    e = max(0.0, (e - t) / (1.0 - t)) if t < 1.0 else 0.0
+    table = np.zeros(len(Kind), bool)
+    table[[int(Kind[k.upper()]) for k in p["kinds"]]] = True
+    boosted = table[clip(x.kind, 0, len(Kind) - 1)]
+    return np.where(boosted, 1.0 + p["gain"] * e, 1.0)
+
+
+def status(x: Inputs, p: Params) -> np.ndarray:
+    """Table lookup of meta["status"] (verified, active, observed, proposed); a missing or
+    unknown status reads as ``default``."""
+    values, default = p["values"], p["values"][p["default"]]
+    return x.meta_lookup("status", values, default)
+
+
+def epistemic(x: Inputs, p: Params) -> np.ndarray:
+    """Table lookup of the memory's source (user, tool, model, autonomous); "user:alice"
+    reads as "user"; no source or an unknown one reads as ``unknown``."""
+    values, unknown, src = p["values"], p["unknown"], x.state.source
+    memo: dict[str | None, float] = {}  # few distinct sources: look each up once
+    out = np.empty(len(x.row_list))
+    for i, r in enumerate(x.row_list):
+        s = src[r]
+        if s not in memo:
+            low = (s or "").lower()
+            memo[s] = values.get(low, values.get(low.split(":", 1)[0], unknown))
+        out[i] = memo[s]
+    return out
+
+
+def kind(x: Inputs, p: Params) -> np.ndarray:
+    """Table lookup of the memory's kind (correction/preference 1.3 ... episode 0.7)."""
+    table = np.full(len(Kind), float(p["other"]))
+    for label, value in p["values"].items():
+        table[int(Kind[label.upper()])] = value
+    return table[clip(x.kind, 0, len(Kind) - 1)]
+
+
+def realm_reliability(x: Inputs, p: Params) -> np.ndarray:
+    """``1 + gain·(2r − 1)``, r in [0, 1] the realm's reliability: extra["realm_reliability"]
+    (e.g. `ThompsonLearner.realm_reliability`), else the ``realms`` table, else 0.5 (neutral)."""
+    if "realm_reliability" in x.extra:
+        r = finite_or(x.extra["realm_reliability"], 0.5)
+    else:
+        table, realm = p["realms"], x.state.realm
+        r = np.array([table.get(realm[row] or "", 0.5) for row in x.row_list], np.float64)
+    return 1.0 + p["gain"] * (2.0 * clip(r, 0.0, 1.0) - 1.0)
+
+
+def interference(x: Inputs, p: Params) -> np.ndarray:
+    """``1/(1 + per_competitor·c)``, c = extra["competitors"] (near neighbours crowding it)."""
+    c = np.maximum(x.signal("competitors", 0.0, meta=False), 0.0)
+    return 1.0 / (1.0 + p["per_competitor"] * c)
+
+
+def spacing(x: Inputs, p: Params) -> np.ndarray:
+    """``floor + (1 − floor)/(1 + CV)`` of the intervals between presentations, for rows with
+    at least ``min_accesses`` accesses (others 1.0). The creation is the first presentation
+    when the whole history is kept; when older accesses were dropped, only the kept ones."""
+    n = len(x.row_list)
+    flat, counts = x.history
+    count = x.access_count
+    # Presentations: the kept accesses, and the creation unless older accesses were dropped.
+    keep = (count <= counts).astype(np.int64)
+    lens = keep + counts
+    start = np.cumsum(lens) - lens
+    seg = np.repeat(np.arange(n), lens)
+    times = np.empty(int(lens.sum()))
+    times[start[keep == 1]] = x.created[keep == 1]
+    within = np.arange(len(flat)) - np.repeat(np.cumsum(counts) - counts, counts)
+    times[np.repeat(start + keep, counts) + within] = flat
+    times = finite_or(times, 0.0)
+    if (np.diff(times)[seg[1:] == seg[:-1]] < 0).any():  # rare (clock skew): sort per row
+        order = np.lexsort((times, seg))
+        times, seg = times[order], seg[order]
+    flat = times
+    same = seg[1:] == seg[:-1]
+    gaps, gseg = np.diff(flat)[same], seg[1:][same]
+    k = np.bincount(gseg, minlength=n).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        s1 = np.bincount(gseg, weights=gaps, minlength=n)
+        s2 = np.bincount(gseg, weights=gaps * gaps, minlength=n)
+        mean = s1 / np.maximum(k, 1.0)
+        sd = np.sqrt(np.maximum(s2 / np.maximum(k, 1.0) - mean * mean, 0.0))
+        cv = finite_or(np.where(mean > 0, sd / mean, 0.0), 0.0)
+    value = p["floor"] + (1.0 - p["floor"]) / (1.0 + cv)
+    return np.where((count >= p["min_accesses"]) & (k > 0), value, 1.0)
+
+
+def prediction(x: Inputs, p: Params) -> np.ndarray:
+    """``1 + gain·p``, p in [0, 1] = extra["prediction"] (predicted to be needed next)."""
+    return 1.0 + p["gain"] * clip(x.signal("prediction", 0.0, meta=False), 0.0, 1.0)
+
+
+def surprise_domain(x: Inputs, p: Params) -> np.ndarray:
+    """Outcomes that happened are boosted, expectations that proved wrong suppressed: a signed
+    s in [−1, 1] from extra["surprise_domain"], else meta["surprise_domain"] through ``roles``
+    (actual 1, expected 0, wrong_expected −1); ``1 + boost·s`` or ``1 + suppress·s``."""
+    if "surprise_domain" in x.extra:
+        s = finite_or(x.extra["surprise_domain"], 0.0)
+    else:
+        s = x.meta_lookup("surprise_domain", p["roles"], 0.0)
+    s = clip(s, -1.0, 1.0)
+    return np.where(s >= 0, 1.0 + p["boost"] * s, 1.0 + p["suppress"] * s)
+
+
+def epistemic_debt(x: Inputs, p: Params) -> np.ndarray:
+    """``1 + boost·d·u``: d in [0, 1] marks a memory of an uncertain domain
+    (extra/meta "epistemic_debt"); u = 2·(1 − the query affect's confidence), clipped to
+    [0, 2], so the seed's 1.1× holds at neutral confidence 0.5, a sure soul does not dig."""
+    d = clip(x.signal("epistemic_debt", 0.0), 0.0, 1.0)
+    u = min(max(2.0 * (1.0 - affect_values(x.affect)[3]), 0.0), 2.0)
+    return 1.0 + p["boost"] * d * u
+
+
+def integration_weight(x: Inputs, p: Params) -> np.ndarray:
+    """The learned weight of the recall source that found the row, extra["integration"],
+    used as the multiplier itself, clipped to [0, max] (missing: 1.0)."""
+    return clip(x.signal("integration", 1.0, meta=False), 0.0, p["max"])
+
+
+def tier(x: Inputs, p: Params) -> np.ndarray:
+    """Demotion over time: the row's tier (`memory.tier_of` of idle days and decayed
+    confidence) through the table hot 1.0, warm 0.9, cool 0.75, cold 0.5."""
+    table = np.array([p["values"][t.value] for t in TIERS], np.float64)
+    return table[tier_index(x.idle_days, x.confidence[0])]
+
+
+@dataclass(frozen=True)
+class FactorSpec:
+    """A factor's function and the rule each numeric parameter must satisfy."""
+
+    fn: FactorFn
+    rules: Mapping[str, str]  # numeric param -> a name in RULES
+
+
+RULES: dict[str, tuple[Callable[[float], bool], str]] = {
+    "unit": (lambda v: 0.0 <= v <= 1.0, "must be in [0, 1]"),
+    "unit_half": (lambda v: 0.0 <= v <= 0.5, "must be in [0, 0.5] (the factor stays >= 0)"),
+    "unit_lt1": (lambda v: 0.0 <= v < 1.0, "must be in [0, 1)"),
+    "open_unit": (lambda v: 0.0 < v < 1.0, "must be in (0, 1)"),
+    "signed_unit": (lambda v: -1.0 <= v <= 1.0, "must be in [-1, 1]"),
+    "pos": (lambda v: v > 0.0, "must be > 0"),
+    "nonneg": (lambda v: v >= 0.0, "must be >= 0"),
+    "real": (lambda v: True, "must be a finite number"),
+}
+_KINDS = frozenset(k.label for k in Kind)
+
+
+def check_params(name: str, params: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Problems with a factor's (already type-checked) params, as (key path, what) pairs."""
+    problems: list[tuple[str, str]] = []
+    for key, rule in FACTORS[name].rules.items():
+        ok, what = RULES[rule]
+        if not ok(params[key]):
+            problems.append((key, f"{what}, got {params[key]!r}"))
+    tables = {"Status": ("values", "nonneg"), "Epistemic": ("values", "nonneg"),
+              "Kind": ("values", "nonneg"), "Tier": ("values", "nonneg"),
+              "RealmReliability": ("realms", "unit"), "SurpriseDomain": ("roles", "signed_unit")}
+    if name in tables:
+        key, rule = tables[name]
+        ok, what = RULES[rule]
+        problems += [(f"{key}.{k}", f"{what}, got {v!r}")
+                     for k, v in params[key].items() if not ok(v)]
+    if name == "Relevance" and params["scale"] not in ("cosine", "unit"):
+        problems.append(("scale", f"must be 'cosine' or 'unit', got {params['scale']!r}"))
+    if name == "Status" and params["default"] not in params["values"]:
+        problems.append(("default", f"{params['default']!r} is not a status in values: "
+                                    f"{', '.join(params['values'])}"))
+    if name == "Tier" and set(params["values"]) != {t.value for t in Tier}:
+        problems.append(("values", "must give exactly the tiers hot, warm, cool, cold"))
+    named = (list(params["values"]) if name == "Kind"
+             else list(params["kinds"]) if name == "FrustrationEscalation" else [])
+    problems += [("values" if name == "Kind" else "kinds",
+                  f"unknown kind {k!r}; the kinds are: {', '.join(sorted(_KINDS))}")
+                 for k in named if k not in _KINDS]
+    return problems
+
+
+FACTORS: dict[str, FactorSpec] = {
+    "Relevance": FactorSpec(relevance, {}),
+    "ActR": FactorSpec(actr, {"decay": "open_unit", "min_age_seconds": "pos", "floor": "unit",
+                              "offset": "real", "width": "pos"}),
+    "Strength": FactorSpec(strength, {"floor": "unit", "half_observations": "pos"}),
+    "Confidence": FactorSpec(confidence, {"floor": "unit", "doubt": "nonneg"}),
+    "Surprise": FactorSpec(surprise, {"gain": "nonneg"}),
+    "Arousal": FactorSpec(arousal, {"gain": "nonneg"}),
+    "MoodCongruence": FactorSpec(mood_congruence, {"gain": "unit_half", "arousal_gain": "unit_half"}),
+    "FrustrationEscalation": FactorSpec(frustration_escalation,
+                                        {"gain": "nonneg", "threshold": "unit_lt1"}),
+    "Status": FactorSpec(status, {}),
+    "Epistemic": FactorSpec(epistemic, {"unknown": "nonneg"}),
+    "Kind": FactorSpec(kind, {"other": "nonneg"}),
+    "RealmReliability": FactorSpec(realm_reliability, {"gain": "unit"}),
+    "Interference": FactorSpec(interference, {"per_competitor": "nonneg"}),
+    "Spacing": FactorSpec(spacing, {"floor": "unit", "min_accesses": "nonneg"}),
+    "Prediction": FactorSpec(prediction, {"gain": "nonneg"}),
+    "SurpriseDomain": FactorSpec(surprise_domain, {"boost": "nonneg", "suppress": "unit"}),
+    "EpistemicDebt": FactorSpec(epistemic_debt, {"boost": "nonneg"}),
+    "IntegrationWeight": FactorSpec(integration_weight, {"max": "nonneg"}),
+    "Tier": FactorSpec(tier, {}),
+}

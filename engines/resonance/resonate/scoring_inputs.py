@@ -1,0 +1,249 @@
+"""What the scoring factors read: the candidate rows' columns, gathered once and lazily.
+
+`Inputs` pulls each column of the `State` for the scored rows only when a factor first asks
+for it, so a disabled factor costs nothing: the meta JSON is decoded (and cached by the
+Scorer across calls) only if a meta-reading factor is on, the access histories are laid end to
+end in flat arrays only if ACT-R or Spacing is. Also here: the ACT-R base-level activation
+with Petrov's approximation, and `memory.tier_of` over arrays.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from functools import cached_property
+from itertools import chain
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..memory import DAY, DECAY_RATES, PRIOR_VAR, Kind, Tier
+
+if TYPE_CHECKING:
+    from ..store.state import State
+    from .scoring import Affect
+
+__all__ = [
+    "EXTRA_KEYS",
+    "TIERS",
+    "Inputs",
+    "affect_values",
+    "base_level_activation",
+    "base_level_flat",
+    "clip",
+    "finite_or",
+    "tier_index",
+]
+
+# Keys of `extra` the factors read (one float per row each); anything else is a caller typo.
+EXTRA_KEYS = (
+    "competitors", "prediction", "surprise", "integration", "epistemic_debt",
+    "surprise_domain", "realm_reliability",
+)
+_RATES = np.array([DECAY_RATES[Kind(i)] for i in range(len(Kind))])
+_META_CACHE = 65_536  # decoded metas kept per Scorer
+TIERS = (Tier.HOT, Tier.WARM, Tier.COOL, Tier.COLD)
+
+
+def finite_or(x: np.ndarray, neutral: float) -> np.ndarray:
+    """``x`` as float64 with every NaN/Inf replaced by ``neutral``."""
+    x = np.asarray(x, dtype=np.float64)
+    return np.where(np.isfinite(x), x, neutral)
+
+
+def clip(x: Any, lo: float, hi: float) -> np.ndarray:
+    """np.clip for small arrays, without its ~10 µs of dispatch overhead."""
+    return np.minimum(np.maximum(x, lo), hi)
+
+
+def _number(value: Any, neutral: float) -> float:
+    """A meta value as a finite float (bools count as 0/1); anything else is ``neutral``."""
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, int | float):
+        try:
+            v = float(value)
+        except OverflowError:  # an int beyond float range
+            return neutral
+        return v if math.isfinite(v) else neutral
+    return neutral
+
+
+def base_level_activation(created: np.ndarray, history: list[list[float]],
+                          access_count: np.ndarray, now: float, *, decay: float = 0.5,
+                          min_age: float = 60.0) -> np.ndarray:
+    """ACT-R base-level activation ``B = ln Σ_j t_j^−d`` per row, ages ``t_j`` in days.
+
+    The presentations are the creation plus every access; ages are floored at ``min_age``
+    seconds (a memory touched this instant would otherwise have infinite activation). The
+    state keeps only the latest accesses; when ``access_count`` exceeds the kept history, the
+    ``m`` older accesses are summed with Petrov's (2006) hybrid approximation: they are taken
+    as spread evenly between the oldest kept access (age ``t_k``) and the creation (age
+    ``t_n``), whose integral gives ``m·(t_n^(1−d) − t_k^(1−d)) / ((1−d)(t_n − t_k))``.
+    """
+    counts = np.fromiter((len(h) for h in history), np.int64, len(history))
+    flat = np.fromiter(chain.from_iterable(history), np.float64, int(counts.sum()))
+    return base_level_flat(np.asarray(created, np.float64), flat, counts,
+                       np.asarray(access_count, np.float64), now, decay, min_age)
+
+
+def base_level_flat(created: np.ndarray, flat: np.ndarray, counts: np.ndarray,
+                access_count: np.ndarray, now: float, decay: float,
+                min_age: float) -> np.ndarray:
+    """`base_level_activation` over the histories laid end to end (``counts`` per row)."""
+    n = len(created)
+    if n == 0:
+        return np.zeros(0)
+    floor = min_age / DAY
+    seg = np.repeat(np.arange(n), counts)
+    # fmax ignores NaN: an unreadable time counts as a presentation a minute ago.
+    age_created = np.fmax((now - finite_or(created, now)) / DAY, floor)
+    ages = np.fmax((now - flat) / DAY, floor)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        total = age_created ** -decay + np.bincount(seg, weights=ages ** -decay, minlength=n)
+        older = np.maximum(finite_or(access_count, 0.0) - counts, 0.0)
+        if older.any():
+            t_k = np.full(n, floor)
+            np.maximum.at(t_k, seg, ages)  # the oldest kept access
+            t_n = np.maximum(age_created, t_k)
+            span = t_n - t_k
+            e = 1.0 - decay
+            spread = (t_n ** e - t_k ** e) / (e * np.where(span > 0, span, 1.0))
+            # All older accesses at one moment (span 0): each counts t_k^−d.
+            each = np.where(span > 1e-12 * t_n, spread, t_k ** -decay)
+            total = total + older * finite_or(each, 0.0)
+    return np.log(clip(finite_or(total, 0.0), 1e-300, 1e300))
+
+
+def tier_index(idle_days: np.ndarray, confidence: np.ndarray) -> np.ndarray:
+    """`memory.tier_of` over arrays: 0 hot, 1 warm, 2 cool, 3 cold (index into TIERS)."""
+    idle = finite_or(idle_days, np.inf)
+    out = np.where(idle < 1.0, 0, np.where(idle < 7.0, 1, 2))
+    return np.where((finite_or(confidence, 0.0) < 0.1) | (idle >= 30.0), 3, out)
+
+
+class Inputs:
+    """What the factors may read about the candidate rows, gathered once and lazily."""
+
+    def __init__(self, state: State, rows: np.ndarray, relevance: np.ndarray, now: float,
+                 affect: Affect, extra: Mapping[str, np.ndarray],
+                 meta_cache: dict[int, tuple[str, dict[str, Any]]] | None = None) -> None:
+        self.state = state
+        self.rows = rows
+        self.row_list: list[int] = rows.tolist()
+        self.relevance = relevance
+        self.now = now
+        self.affect = affect
+        self.extra = extra
+        self._numbers: dict[tuple[str, float], np.ndarray] = {}
+        # row -> (its meta text, decoded): a Scorer keeps one across calls (meta never changes)
+        self.meta_cache = {} if meta_cache is None else meta_cache
+
+    def _column(self, column: Any, dtype: type = np.float64) -> np.ndarray:
+        rows = self.row_list
+        if len(rows) < 2:  # itemgetter of one key returns the value, not a tuple
+            return np.array([column[r] for r in rows], dtype)
+        return np.array(itemgetter(*rows)(column), dtype)
+
+    @cached_property
+    def kind(self) -> np.ndarray:
+        return self._column(self.state.kind, np.int64)
+
+    @cached_property
+    def access_count(self) -> np.ndarray:
+        return self._column(self.state.access_count)
+
+    @cached_property
+    def observations(self) -> np.ndarray:
+        return self._column(self.state.n)
+
+    @cached_property
+    def created(self) -> np.ndarray:
+        return self._column(self.state.created)
+
+    @cached_property
+    def history(self) -> tuple[np.ndarray, np.ndarray]:
+        """(every row's kept access times laid end to end, how many per row)."""
+        accessed = self.state.accessed
+        # tuple() copies: a snapshot, in case a writer appends to a row's history meanwhile.
+        hists = [tuple(accessed.get(r, ())) for r in self.row_list]
+        counts = np.fromiter(map(len, hists), np.int64, len(hists))
+        return np.fromiter(chain.from_iterable(hists), np.float64, int(counts.sum())), counts
+
+    @cached_property
+    def metas(self) -> list[tuple[int, dict[str, Any]]]:
+        """(position, meta) of the rows that have a non-empty meta; the others have none."""
+        raw, cache = self.state.meta, self.meta_cache
+        out = []
+        for i, r in enumerate(self.row_list):
+            text = raw[r]
+            if not text:
+                continue
+            hit = cache.get(r)
+            if hit is not None and hit[0] is text:  # the row's meta string is never replaced
+                m = hit[1]
+            else:
+                try:
+                    m = json.loads(text)
+                except ValueError:  # undecodable meta: read as none rather than fail a recall
+                    m = None
+                if not isinstance(m, dict):
+                    m = {}
+                if len(cache) >= _META_CACHE:
+                    cache.clear()
+                cache[r] = (text, m)
+            if m:
+                out.append((i, m))
+        return out
+
+    def meta_number(self, key: str, neutral: float) -> np.ndarray:
+        """``meta[key]`` per row as a finite float; ``neutral`` where missing or not a number."""
+        cache = self._numbers
+        if (key, neutral) not in cache or np.isnan(neutral):
+            out = np.full(len(self.row_list), neutral)
+            for i, m in self.metas:
+                if key in m:
+                    out[i] = _number(m[key], neutral)
+            cache[(key, neutral)] = out
+        return cache[(key, neutral)]
+
+    def meta_lookup(self, key: str, table: Mapping[str, float], default: float) -> np.ndarray:
+        """``table[str(meta[key]).lower()]`` per row; ``default`` where missing or unknown."""
+        out = np.full(len(self.row_list), float(default))
+        for i, m in self.metas:
+            if key in m:
+                out[i] = table.get(str(m[key]).lower(), default)
+        return out
+
+    def signal(self, key: str, neutral: float, *, meta: bool = True) -> np.ndarray:
+        """A per-row signal: ``extra[key]`` if the caller gave it, else ``meta[key]``."""
+        if key in self.extra:
+            return finite_or(self.extra[key], neutral)
+        if meta:
+            return self.meta_number(key, neutral)
+        return np.full(len(self.row_list), neutral)
+
+    @cached_property
+    def idle_days(self) -> np.ndarray:
+        last = finite_or(self._column(self.state.last_active), self.now)
+        return np.maximum(self.now - last, 0.0) / DAY
+
+    @cached_property
+    def confidence(self) -> tuple[np.ndarray, np.ndarray]:
+        """The decayed (mean, variance), as `Confidence.decay` computes them."""
+        keep = np.exp(-_RATES[clip(self.kind, 0, len(_RATES) - 1)] * self.idle_days)
+        mu = finite_or(self._column(self.state.mu), 0.0) * keep
+        var = PRIOR_VAR + (np.maximum(finite_or(self._column(self.state.var), PRIOR_VAR), 0.0)
+                           - PRIOR_VAR) * keep
+        return mu, var
+
+
+def affect_values(affect: Affect) -> tuple[float, float, float, float]:
+    """(valence, arousal, frustration, confidence), clipped, non-finite read as neutral."""
+    def clip(v: float, lo: float, hi: float, neutral: float) -> float:
+        v = _number(v, neutral)
+        return min(max(v, lo), hi)
+    return (clip(affect.valence, -1.0, 1.0, 0.0), clip(affect.arousal, 0.0, 1.0, 0.0),
+            clip(affect.frustration, 0.0, 1.0, 0.0), clip(affect.confidence, 0.0, 1.0, 0.5))

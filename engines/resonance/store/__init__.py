@@ -1,0 +1,1 @@
+"""resonance.store."""

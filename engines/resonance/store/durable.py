@@ -1,0 +1,309 @@
+"""The durable store: recover (snapshot + log), log every change before applying it, compact.
+
+A field directory holds ``wal/`` (each writer's segments and manifest), ``snapshots/`` and
+``quarantine/``. Opening a store loads the newest snapshot that passes its CRCs (falling back
+to an older one), replays every log entry it does not cover in global (hlc, instance, seq)
+order, and starts a new writer instance. Several processes may open the same field: each
+appends to its own files, none waits for another; each sees the others' writes at its next
+open.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ConfigError, CorruptSegment, StoreClosed
+from . import ops
+from .recovery import Issue, RecoveryReport, WalReader, map_file
+from .snapshot import _sections, list_snapshots, read_header, read_snapshot, write_snapshot
+from .state import State
+from .wal import Durability, WalWriter
+
+__all__ = ["CheckReport", "Store"]
+
+log = logging.getLogger("soul.engines.resonance")
+
+BATCH_ROWS = 2048  # memories per ADD_BATCH entry: ~3 MB with 384-d vectors
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """What ``Store.check`` found: counts and every issue (``ok`` when there are none)."""
+
+    path: str
+    segments: int
+    entries: int
+    bytes: int
+    snapshots: int
+    issues: tuple[Issue, ...] = field(default=())
+
+    @property
+    def ok(self) -> bool:
+        """True when every segment and snapshot passed its checks."""
+        return not self.issues
+
+
+class Store:
+    """A field's memories, durable through a write-ahead log. Use ``Store.open``."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        durability: Durability = "batch",
+        segment_bytes: int = 64 << 20,
+        sync_interval: float = 0.05,
+        compact_after: int = 100_000,
+        keep_snapshots: int = 2,
+    ) -> None:
+        self.path = Path(path)
+        self.wal_dir = self.path / "wal"
+        self.snap_dir = self.path / "snapshots"
+        self.quarantine_dir = self.path / "quarantine"
+        self.compact_after = compact_after
+        self.keep_snapshots = max(1, keep_snapshots)
+        self._lock = threading.RLock()
+        self.wal_dir.mkdir(parents=True, exist_ok=True)
+        started = time.perf_counter()
+        self.state, self.snapshot, snap_issues = self._load_snapshot()
+        reader = WalReader(
+            self.wal_dir, self.quarantine_dir, repair=True, covered=self.state.covered
+        )
+        def unapplied(instance: str, seq: int, op: int, payload: memoryview,
+                      exc: Exception) -> None:
+            # A CRC-valid entry that cannot apply (a bug, a newer format): report it and keep
+            # going; one bad entry must not make the whole field unreadable.
+            reader.report.issues.append(Issue(
+                "corrupt", f"{instance} seq {seq}", 0, len(payload),
+                f"entry (op {op}) could not be applied: {exc}",
+            ))
+
+        self.state.size_hint_bytes = sum(p.stat().st_size for p in self.wal_dir.glob("*.seg"))
+        if reader.resolve_fast():  # a large log: runs of ADDs decoded as columns
+            from .replay import replay_blocks
+
+            replay_blocks(self.state, reader.blocks(), unapplied)
+        else:
+            self.state.replay(reader.entries(), unapplied)
+        self.state.size_hint_bytes = 0
+        self.report: RecoveryReport = reader.report
+        self.report.issues[:0] = snap_issues
+        self.report.seconds = time.perf_counter() - started
+        self._since_snapshot = self.report.replayed
+        self._dead_ranges = {
+            name: rng for name, rng in self.report.segment_ranges.items()
+            if rng[0] not in self.report.live_instances
+        }
+        self.writer = WalWriter(
+            self.wal_dir, durability=durability, segment_bytes=segment_bytes,
+            sync_interval=sync_interval, hlc_floor=max(self.report.max_hlc, self.state.max_hlc),
+        )
+
+    @classmethod
+    def open(cls, path: str | Path, **config: object) -> Store:
+        """Open (creating if needed) the store at ``path``; see ``Store.__init__`` options."""
+        return cls(path, **config)  # type: ignore[arg-type]
+
+    def _load_snapshot(self) -> tuple[State, Path | None, list[Issue]]:
+        issues: list[Issue] = []
+        for snap in list_snapshots(self.snap_dir):
+            try:
+                return read_snapshot(snap), snap, issues
+            except (CorruptSegment, OSError, ValueError, KeyError) as exc:
+                offset = exc.offset if isinstance(exc, CorruptSegment) else 0
+                issues.append(Issue(
+                    "bad_snapshot", str(snap), offset, 0,
+                    f"{exc}; falling back to an older snapshot or the full log",
+                ))
+        return State(), None, issues
+
+    # -- writing: log first, then apply ----------------------------------------------------
+
+    def _log(self, op: int, payload: bytes) -> None:
+        with self._lock:
+            seq, hlc = self.writer.append(op, payload)
+            self.state.apply(op, memoryview(payload))
+            self.state.mark_applied(self.writer.instance, seq, hlc)
+            self._since_snapshot += 1
+
+    def _check_vectors(self, vectors: np.ndarray) -> None:
+        dim = self.state.dim
+        if vectors.ndim != 2 or (dim and vectors.shape[1] != dim) or vectors.shape[1] == 0:
+            raise ConfigError(
+                f"vectors of shape {vectors.shape}; this field holds {dim}-d vectors"
+                if dim else f"vectors of shape {vectors.shape}: expected (n, dim) with dim > 0"
+            )
+
+    def add(self, row: ops.Row, vector: np.ndarray) -> int:
+        """Log and apply one new memory; return its row."""
+        self._check_vectors(np.asarray(vector).reshape(1, -1))
+        with self._lock:
+            self._log(ops.ADD, ops.encode_add(row, vector))
+            return self.state.rows[row.id]
+
+    def add_many(self, rows: Sequence[ops.Row], vectors: np.ndarray) -> list[int]:
+        """Log and apply many new memories, ``BATCH_ROWS`` per log entry; return their rows."""
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if len(rows) != len(vectors):
+            raise ConfigError(f"{len(rows)} memories but {len(vectors)} vectors")
+        if not rows:
+            return []
+        self._check_vectors(vectors)
+        out: list[int] = []
+        with self._lock:
+            for start in range(0, len(rows), BATCH_ROWS):
+                chunk = list(rows[start : start + BATCH_ROWS])
+                self._log(ops.ADD_BATCH, ops.encode_add_batch(chunk, vectors[start : start + BATCH_ROWS]))
+                out.extend(self.state.rows[r.id] for r in chunk)
+        return out
+
+    def observe(self, memory_id: str, value: float) -> None:
+        """Log one confidence observation (1 strengthens, 0 weakens)."""
+        self.state.row_of(memory_id)
+        self._log(ops.OBSERVE, ops.encode_observe(memory_id, value, time.time()))
+
+    def access(self, memory_ids: Sequence[str]) -> None:
+        """Log that these memories were read now."""
+        if memory_ids:
+            self._log(ops.ACCESS, ops.encode_access(list(memory_ids), time.time()))
+
+    def forget(self, memory_id: str) -> int:
+        """Log the removal of a memory; return the row it had."""
+        row = self.state.row_of(memory_id)
+        self._log(ops.FORGET, ops.encode_forget(memory_id, time.time()))
+        return row
+
+    def reembed(self, memory_id: str, vector: np.ndarray) -> None:
+        """Log a real vector replacing a memory's zero fallback."""
+        self.state.row_of(memory_id)
+        self._check_vectors(np.asarray(vector).reshape(1, -1))
+        self._log(ops.REEMBED, ops.encode_reembed(memory_id, vector))
+
+    def sync(self) -> None:
+        """Make everything logged so far durable, whatever the durability mode."""
+        self.writer.sync()
+
+    # -- compaction ------------------------------------------------------------------------
+
+    def compact(self) -> Path | None:
+        """Snapshot the state, then delete log segments and old snapshots it makes useless.
+
+        Returns None, changing nothing, when another process is compacting this field, or
+        when the newest snapshot holds entries this process has not seen (another writer
+        compacted after this one opened, and deleted the segments those entries were in: a
+        snapshot from this state would hide them).
+        """
+        with self._lock:
+            if self.writer.closed:
+                raise StoreClosed("the store is closed")
+            self.snap_dir.mkdir(parents=True, exist_ok=True)
+            lock_fd = os.open(self.snap_dir / "compact.lock", os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                try:
+                    fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    log.info("compaction skipped: another process is compacting %s", self.path)
+                    return None
+                if not self._sees_newest_snapshot():
+                    return None
+                self.writer.rotate()  # everything we wrote is now in sealed, synced segments
+                path = write_snapshot(
+                    self.state, self.snap_dir, self.writer.instance, self.writer.next_hlc()
+                )
+                _sections(path, map_file(path))  # read back before deleting what it covers
+                self.snapshot = path
+                self._since_snapshot = 0
+                self._prune(path)
+                return path
+            finally:
+                os.close(lock_fd)
+
+    def _sees_newest_snapshot(self) -> bool:
+        snaps = list_snapshots(self.snap_dir)
+        if not snaps or snaps[0] == self.snapshot:
+            return True
+        header = read_header(snaps[0])
+        if header is None:
+            return True  # unreadable: recovery will not choose it either
+        mine = self.state.covered
+        behind = {i for i, seq in header["covered"].items() if seq > mine.get(i, 0)}
+        if behind:
+            log.info("compaction skipped: %s holds entries of %s that this process has not "
+                     "seen; reopen the field to compact", snaps[0].name, ", ".join(sorted(behind)))
+        return not behind
+
+    def _prune(self, newest: Path) -> None:
+        for old in list_snapshots(self.snap_dir)[self.keep_snapshots :]:
+            old.unlink(missing_ok=True)
+        covered = self.state.covered
+        ranges = dict(self._dead_ranges)
+        ranges.update({s.name: (self.writer.instance, s.first_seq, s.last_seq)
+                       for s in self.writer.sealed_segments})
+        gone: set[str] = set()
+        for name, (instance, _, last) in ranges.items():
+            if last <= covered.get(instance, 0):
+                (self.wal_dir / name).unlink(missing_ok=True)
+                gone.add(name)
+        self._dead_ranges = {k: v for k, v in self._dead_ranges.items() if k not in gone}
+        self.writer.forget_sealed(gone)
+        # A dead writer with no segment left needs neither manifest nor lock file.
+        left = {name.rpartition("_")[0] for name in (p.name for p in self.wal_dir.glob("*.seg"))}
+        for instance in {rng[0] for rng in ranges.values()} - left - {self.writer.instance}:
+            for suffix in (".manifest.json", ".lock"):
+                (self.wal_dir / f"{instance}{suffix}").unlink(missing_ok=True)
+
+    # -- checking and closing --------------------------------------------------------------
+
+    @staticmethod
+    def check(path: str | Path) -> CheckReport:
+        """Verify every segment's and snapshot's CRCs without changing anything."""
+        root = Path(path)
+        snaps = list_snapshots(root / "snapshots")
+        issues: list[Issue] = []
+        covered: dict[str, int] | None = None
+        for snap in snaps:
+            try:
+                sections = _sections(snap, snap.read_bytes())
+            except CorruptSegment as exc:
+                issues.append(Issue("bad_snapshot", str(snap), exc.offset, 0, exc.reason))
+                continue
+            if covered is None:  # the newest good snapshot: what recovery would start from
+                covered = json.loads(bytes(sections[0]))["covered"]
+        reader = WalReader(root / "wal", root / "quarantine", repair=False, covered=covered)
+        for _ in reader.entries():
+            pass
+        issues.extend(reader.report.issues)
+        rep = reader.report
+        return CheckReport(str(root), rep.segments, rep.entries, rep.bytes, len(snaps), tuple(issues))
+
+    def close(self) -> None:
+        """Compact if the log grew past ``compact_after`` entries, then close the writer."""
+        with self._lock:
+            if self.writer.closed:
+                return
+            if self._since_snapshot >= self.compact_after:
+                with contextlib.suppress(OSError):
+                    self.compact()
+            self.writer.close()
+
+    @property
+    def closed(self) -> bool:
+        """True once close() ran."""
+        return self.writer.closed
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

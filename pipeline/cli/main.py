@@ -1,0 +1,213 @@
+"""The `soul` command: validate, graph, explain, new, list, schema, run, sessions, user-model,
+chetana, memory.
+
+Exit codes: 0 success; 1 the blueprint is invalid; 2 usage errors (bad arguments, no such
+file or soul). A SoulError prints as one line (`--debug` shows the traceback); anything else is
+a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from soul.errors import BlueprintInvalid, BlueprintNotFound, BlueprintTooLarge, SoulError
+
+EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+
+
+def _print_diagnostics(diagnostics: Sequence[object], stream: object = None) -> None:
+    out = stream or sys.stderr
+    for d in diagnostics:
+        print(d.format_with_source(), file=out)  # type: ignore[attr-defined]
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from soul.compiler import validate
+
+    worst = EXIT_OK
+    for target in args.blueprints:
+        try:
+            checked = validate(target)
+        except (BlueprintNotFound, BlueprintTooLarge) as exc:
+            print(f"soul: error: {exc}", file=sys.stderr)
+            worst = max(worst, EXIT_USAGE)
+            continue
+        _print_diagnostics(checked.diagnostics)
+        errors, warnings = len(checked.errors), len(checked.warnings)
+        name = checked.blueprint.file if checked.blueprint else target
+        if errors:
+            print(f"{name}: invalid — {errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}", file=sys.stderr)
+            worst = max(worst, EXIT_INVALID)
+        elif not args.quiet:
+            suffix = f" ({warnings} warning{'s' * (warnings != 1)})" if warnings else ""
+            print(f"{name}: valid{suffix}")
+    return worst
+
+
+def _compile(target: str) -> object:
+    from soul.compiler import compile_blueprint
+
+    return compile_blueprint(target)
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    from soul.compiler import draw
+
+    print(draw(_compile(args.blueprint), args.format), end="")  # type: ignore[arg-type]
+    return EXIT_OK
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from soul.runtime import explain, render
+
+    plan = _compile(args.blueprint)
+    print(render(plan, args.message, explain(plan, args.message, user=args.user)), end="")  # type: ignore[arg-type]
+    return EXIT_OK
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    if args.kinds:
+        from soul.kinds import default_registry
+
+        for kind in default_registry():
+            tag = "llm" if kind.llm else "   "
+            print(f"{kind.name:20} {tag}  {kind.description}")
+        return EXIT_OK
+    from soul.compiler import validate
+    from soul.language import builtin_names
+
+    for name in builtin_names():
+        checked = validate(name)
+        description = checked.blueprint.description if checked.blueprint else "(invalid)"
+        print(f"{name:12} {description}")
+    return EXIT_OK
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from soul.cli.run import run_command  # asyncio and rich load only for `soul run`
+
+    return run_command(args)
+
+
+def cmd_chetana(args: argparse.Namespace) -> int:
+    import json
+
+    from soul.runtime import session_report
+    from soul.store import SessionStore
+
+    with SessionStore.open() as store:
+        report = session_report(store, args.session)
+    print(json.dumps(report.to_dict(), ensure_ascii=False, indent=2) if args.json else report.render())
+    return EXIT_OK
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from soul.language import schema_text
+
+    print(schema_text(), end="")
+    return EXIT_OK
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    from soul.cli.new import scaffold
+
+    for path in scaffold(args.name, Path(args.dir)):
+        print(f"created {path}")
+    print(f"next: soul validate {Path(args.dir) / (args.name + '.yaml')}")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="soul",
+        description="Write an LLM agent's soul as a YAML blueprint; validate, draw, explain and run it.",
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = sub.add_parser("validate", help="check blueprints; print every error as FILE:LINE:COL", description="Check blueprint files or built-in souls. Exit 0 valid, 1 invalid, 2 usage error.")
+    p.add_argument("blueprints", nargs="+", metavar="PATH_OR_NAME")
+    p.add_argument("-q", "--quiet", action="store_true", help="print nothing for valid blueprints")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("graph", help="draw the compiled graph with its model calls", description="Print the compiled plan: layers, model calls (fused or chained), gates.")
+    p.add_argument("blueprint", metavar="PATH_OR_NAME")
+    p.add_argument("--format", "-f", choices=("text", "mermaid", "dot"), default="text")
+    p.set_defaults(func=cmd_graph)
+
+    p = sub.add_parser("explain", help="dry-run the first turn: every prompt, with token counts", description="Show the exact prompt of every model call of the first turn, with token counts. No model is called.")
+    p.add_argument("blueprint", metavar="PATH_OR_NAME")
+    p.add_argument("-m", "--message", required=True, help="the user's first message")
+    p.add_argument("--user", default="user", help="the user's name (default: user)")
+    p.set_defaults(func=cmd_explain)
+
+    p = sub.add_parser("new", help="scaffold a blueprint and persona, valid as written", description="Create NAME.yaml and NAME.md in a folder.")
+    p.add_argument("name", help="the soul's name (lowercase letters, digits, _ and -)")
+    p.add_argument("--dir", default=".", help="where to create the files (default: here)")
+    p.set_defaults(func=cmd_new)
+
+    p = sub.add_parser("list", help="list the built-in souls (or step kinds)", description="List the built-in souls, or with --kinds the step kinds.")
+    p.add_argument("--kinds", action="store_true", help="list step kinds instead")
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("run", help="talk to a soul (REPL, or once with -m)", description="Talk to a soul: a streamed REPL, or one message with -m.")
+    p.add_argument("blueprint", metavar="NAME_OR_PATH")
+    p.add_argument("-m", "--message", help="answer this one message and exit")
+    p.add_argument("--session", help="resume a stored session (id or unique prefix)")
+    p.add_argument("--user", default="user", help="who is talking (user models are kept per user)")
+    p.add_argument("--json", action="store_true", help="with -m: print the turn result as JSON")
+    p.add_argument("--show-thoughts", action="store_true", help="show the internal monologue and checks")
+    p.add_argument("--model", help="use this model for every step (overrides the blueprint and SOUL_MODEL)")
+    p.add_argument("--script", metavar="FILE", help="scripted replies: a YAML/JSON list of raw model replies, one per call")
+    p.add_argument("--record", metavar="CASSETTE", help="write every model call to this YAML cassette (replaces it)")
+    p.add_argument("--replay", metavar="CASSETTE", help="serve model calls from a cassette, with no network; a call it lacks is an error")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("chetana", help="the cognitive report of a session (affect, focus, self-model, intentions)", description="Chetana's cognitive report of a stored session, as the seed's /chetana screen.")
+    p.add_argument("session", help="session id or unique prefix")
+    p.add_argument("--json", action="store_true", help="the raw report as JSON")
+    p.set_defaults(func=cmd_chetana)
+
+    from soul.cli.memory import add_parsers as add_memory_parsers
+    from soul.cli.sessions import add_parsers as add_session_parsers
+
+    add_session_parsers(sub)
+    add_memory_parsers(sub)
+
+    p = sub.add_parser("schema", help="print the blueprint JSON Schema", description="Print the JSON Schema (draft 2020-12) of blueprints, for editors.")
+    p.set_defaults(func=cmd_schema)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `soul` command."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except BlueprintInvalid as exc:
+        if args.debug:
+            raise
+        _print_diagnostics(exc.diagnostics)
+        errors = sum(1 for d in exc.diagnostics if d.severity == "error")
+        print(f"soul: error: the blueprint has {errors} error{'s' * (errors != 1)}", file=sys.stderr)
+        return EXIT_INVALID
+    except (BlueprintNotFound, BlueprintTooLarge) as exc:
+        if args.debug:
+            raise
+        print(f"soul: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except SoulError as exc:
+        if args.debug:
+            raise
+        print(f"soul: error: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    except BrokenPipeError:  # `soul schema | head`
+        return EXIT_OK
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

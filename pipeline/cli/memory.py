@@ -1,0 +1,173 @@
+"""`soul memory ingest|recall|stats|check`: a resonance memory field from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from soul.errors import SoulError
+
+
+def read_items(path: Path, kind: str, tags: list[str]) -> Iterator[dict[str, Any]]:
+    """Memories from a file: JSONL (a string or an object with `text` per line), Markdown
+    (one memory per paragraph, headings kept with the paragraph below them) or text (one
+    memory per non-empty line)."""
+    text = path.read_text(encoding="utf-8")
+    base = {"kind": kind, "tags": tuple(tags), "source": path.name}
+    if path.suffix in (".jsonl", ".ndjson"):
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise SoulError(f"{path}:{number}: not JSON: {exc.msg}") from exc
+            if isinstance(value, str):
+                yield {**base, "text": value}
+            elif isinstance(value, dict) and isinstance(value.get("text"), str):
+                yield {**base, **value, "tags": tuple(value.get("tags") or base["tags"])}
+            else:
+                raise SoulError(f"{path}:{number}: expected a string or an object with a `text` string")
+    elif path.suffix in (".md", ".markdown"):
+        heading = ""
+        for block in re.split(r"\n\s*\n", text):
+            block = block.strip()
+            if not block:
+                continue
+            if block.startswith("#") and "\n" not in block:
+                heading = block.lstrip("# ").strip()
+                continue
+            yield {**base, "text": f"{heading}: {block}" if heading else block}
+    else:
+        for line in text.splitlines():
+            if line.strip():
+                yield {**base, "text": line.strip()}
+
+
+def _open(folder: str) -> Any:
+    from soul.engines.resonance import Field
+
+    path = Path(folder).expanduser()
+    path.mkdir(parents=True, exist_ok=True)
+    return Field.open(path)
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    source = Path(args.file)
+    if not source.is_file():
+        raise SoulError(f"{source}: no such file")
+    items = list(read_items(source, args.kind, args.tag or []))
+    started = time.perf_counter()
+    with _open(args.field) as field, Progress(
+        TextColumn("ingesting"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
+        transient=not args.verbose,
+    ) as progress:
+        task = progress.add_task("ingest", total=len(items), rate="")
+
+        def on_progress(done: int, total: int) -> None:
+            elapsed = max(time.perf_counter() - started, 1e-9)
+            progress.update(task, completed=done, rate=f"{done / elapsed:,.0f}/s")
+
+        ids = field.remember_many(items, progress=on_progress)
+    stored = sum(1 for i in ids if i is not None)
+    elapsed = time.perf_counter() - started
+    print(f"{stored} of {len(items)} remembered into {args.field} in {elapsed:.1f} s ({len(items) / max(elapsed, 1e-9):,.0f}/s); "
+          f"{len(items) - stored} refused by the quality gate (too short)")
+    return 0
+
+
+def cmd_recall(args: argparse.Namespace) -> int:
+    with _open(args.field) as field:
+        if args.mode == "resonate":
+            hits = field.resonate(args.query, args.k, session=args.session, explain=args.explain or args.json)
+        else:
+            hits = field.recall(args.query, args.k, mode=args.mode)
+    if args.json:
+        print(json.dumps([{"id": h.id, "text": h.text, "score": h.score, "kind": h.kind, "tags": list(h.tags), "meta": h.meta, "components": h.components} for h in hits], ensure_ascii=False, indent=2, default=str))
+        return 0
+    if not hits:
+        print("no memories match")
+    if args.explain and hits and "facts" in hits[0].components:
+        _print_facts(hits[0].components["facts"])
+    for rank, h in enumerate(hits, start=1):
+        print(f"{rank:2}. {h.score:.3f}  [{h.kind}] {h.text}")
+        if args.explain:
+            _print_components(h.components)
+    return 0
+
+
+def _print_facts(facts: dict[str, Any]) -> None:
+    """What each resonance phase did for the whole query."""
+    print("phases: " + ", ".join(facts.get("phases", ())))
+    for phase, fact in facts.items():
+        if phase != "phases":
+            print(f"  {phase}: " + (", ".join(f"{k} {v}" for k, v in fact.items()) if isinstance(fact, dict) else str(fact)))
+
+
+def _print_components(components: dict[str, Any]) -> None:
+    """One hit's signals (recall) or each phase's contribution (resonate)."""
+    plain = {k: v for k, v in components.items() if isinstance(v, int | float) and not k.startswith("factor:")}
+    factors = {k[7:]: v for k, v in components.items() if k.startswith("factor:") and isinstance(v, int | float) and abs(v - 1.0) > 1e-6}
+    if plain:
+        print("      " + ", ".join(f"{k} {v:.3f}" for k, v in plain.items()))
+    if factors:
+        print("      factors: " + ", ".join(f"{k} ×{v:.3f}" for k, v in factors.items()))
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    with _open(args.field) as field:
+        stats = field.stats()
+    print(json.dumps(stats, ensure_ascii=False, indent=2, default=str))
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from soul.engines.resonance import Field
+
+    report = Field.check(Path(args.field).expanduser())
+    for issue in report.issues:
+        print(issue)
+    print("ok: every segment and snapshot checks out" if report.ok else f"{len(report.issues)} problem(s) found")
+    return 0 if report.ok else 1
+
+
+def add_parsers(sub: Any) -> None:
+    p = sub.add_parser("memory", help="ingest into, recall from, inspect and check a memory field", description="A resonance memory field (a folder).")
+    verbs = p.add_subparsers(dest="memory_command", metavar="VERB", required=True)
+
+    v = verbs.add_parser("ingest", help="remember every item of a file (jsonl, md, txt)", description="Remember the items of a JSONL, Markdown or text file, with a progress bar.")
+    v.add_argument("file")
+    v.add_argument("--field", required=True, help="the field's folder (created if missing)")
+    v.add_argument("--kind", default="episode", help="memory kind for items that name none (default: episode)")
+    v.add_argument("--tag", action="append", help="a tag for every item (repeatable)")
+    v.add_argument("--verbose", action="store_true", help="keep the progress bar on screen")
+    v.set_defaults(func=cmd_ingest)
+
+    v = verbs.add_parser("recall", help="the memories most relevant to a query", description="Recall from a field.")
+    v.add_argument("query")
+    v.add_argument("--field", required=True)
+    v.add_argument("-k", type=int, default=10)
+    v.add_argument("--mode", choices=("hybrid", "semantic", "keyword", "resonate"), default="hybrid", help="resonate: full resonance (association through the knowledge graph, scoring, inhibition)")
+    v.add_argument("--session", help="resonate: prime with what this session saw recently")
+    v.add_argument("--json", action="store_true", help="hits as JSON, with each signal's component")
+    v.add_argument("--explain", action="store_true", help="show each hit's signal components (with resonate: every phase's contribution)")
+    v.set_defaults(func=cmd_recall)
+
+    v = verbs.add_parser("stats", help="counts, kinds, tiers, index state", description="Statistics of a field.")
+    v.add_argument("--field", required=True)
+    v.set_defaults(func=cmd_stats)
+
+    v = verbs.add_parser("check", help="verify every segment's CRCs and report", description="Verify a field's files without changing them; exit 1 on damage.")
+    v.add_argument("--field", required=True)
+    v.set_defaults(func=cmd_check)
+
+    from soul.cli.code import add_parsers as add_code_parsers  # index-code, find-symbol, ...
+
+    add_code_parsers(verbs)

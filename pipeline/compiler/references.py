@@ -1,0 +1,114 @@
+"""Checking what gates and templates read: steps that exist, are upstream, and have that output."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Set
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from soul.diagnostics import Diagnostic, did_you_mean, one_of
+from soul.kinds import CONTEXT_NAMES
+from soul.language import Analysis, KeyPath, analyse_expression, analyse_template, display_path
+
+if TYPE_CHECKING:
+    from soul.compiler.validation import _Rules
+    from soul.language import StateVar, Step
+
+ALLOWED_NAMES = frozenset((*CONTEXT_NAMES, "steps"))
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Where steps live: the turn, a subprocess (which also sees the turn's steps), a process."""
+
+    kind: str
+    outer: frozenset[str]
+    state: Mapping[str, StateVar]
+    outer_steps: Mapping[str, Step] = field(default_factory=dict)
+
+
+def _problems(
+    rules: _Rules,
+    analysis: Analysis,
+    visible: Set[str],
+    scope: Scope,
+    steps: Mapping[str, Step],
+    owner: str | None,
+) -> list[tuple[int, str, str | None]]:
+    """(line within the text, message, hint) for every bad read."""
+    out: list[tuple[int, str, str | None]] = []
+    for name in sorted(analysis.names - ALLOWED_NAMES):
+        out.append((1, f"unknown name '{name}'", did_you_mean(name, ALLOWED_NAMES) or f"names available: {one_of(ALLOWED_NAMES)}"))
+    who = f"step '{owner}'" if owner else "this expression"
+    for ref in analysis.refs:
+        if ref.root == "state":
+            if ref.name not in scope.state:
+                out.append((ref.lineno, f"state has no key '{ref.name}'", did_you_mean(ref.name, scope.state) or f"declared keys: {one_of(scope.state)}"))
+            continue
+        step = steps.get(ref.name) or scope.outer_steps.get(ref.name)
+        if step is None:
+            known = [*steps, *scope.outer_steps]
+            out.append((ref.lineno, f"{who} reads steps.{ref.name}, but there is no step '{ref.name}'", did_you_mean(ref.name, known)))
+            continue
+        rules.read_steps.add(("turn" if ref.name in scope.outer_steps else scope.kind, ref.name))
+        if ref.name == owner:
+            out.append((ref.lineno, f"{who} reads its own output steps.{ref.name}", "a gate is decided before its step runs; read an upstream step"))
+            continue
+        if ref.name not in visible:
+            out.append((ref.lineno, f"{who} reads steps.{ref.name}, but '{ref.name}' is not upstream of it", f"add '{ref.name}' to its `after`"))
+            continue
+        kind = rules.registry.get(step.uses)
+        if kind is not None and ref.attr is not None and ref.attr not in kind.output_names():
+            outputs = kind.output_names()
+            out.append((
+                ref.lineno,
+                f"step '{ref.name}' ({kind.name}) has no output '{ref.attr}'; its outputs are: {', '.join(outputs)}",
+                did_you_mean(ref.attr, outputs),
+            ))
+    return out
+
+
+def check_expression(
+    rules: _Rules,
+    text: str,
+    path: KeyPath,
+    visible: Set[str],
+    scope: Scope,
+    steps: Mapping[str, Step],
+    owner: str | None,
+) -> None:
+    """Check a gate expression written at `path` in the blueprint."""
+    analysis = analyse_expression(text)
+    if analysis.error:
+        rules.error(path, f"`{path[-1]}` does not compile: {analysis.error}", "it is a Jinja expression, e.g. steps.check.result and turn.number > 1")
+        return
+    for _line, message, hint in _problems(rules, analysis, visible, scope, steps, owner):
+        rules.error(path, message, hint)
+
+
+def check_template(rules: _Rules, target: Path, step: Step, scope: Scope, steps: Mapping[str, Step]) -> None:
+    """Check a step's template file; errors point at lines of the template."""
+    text = target.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    shown = display_path(target)
+    analysis = analyse_template(text)
+
+    def emit(line: int, message: str, hint: str | None) -> None:
+        rules.out.append(
+            Diagnostic(
+                file=shown, line=line, col=1, severity="error", message=message, hint=hint,
+                key_path=(*step.path, "template"),
+                source_line=lines[line - 1] if 0 < line <= len(lines) else None,
+            )
+        )
+
+    if analysis.error:
+        emit(analysis.error_line, f"template does not compile: {analysis.error}", None)
+        return
+    from soul.compiler import topology
+
+    after = {n: tuple(d for d in s.after if d in steps) for n, s in steps.items()}
+    visible = scope.outer | topology.ancestors(after).get(step.name, set())
+    for line, message, hint in _problems(rules, analysis, visible, scope, steps, step.name):
+        emit(line, message, hint)

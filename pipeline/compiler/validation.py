@@ -1,0 +1,309 @@
+"""Validation: every problem of a blueprint in one pass, sorted by position.
+
+Stages: YAML with positions → JSON Schema → the typed Blueprint → the graph's own rules (step
+kinds, `with:` parameters, `after`, cycles, reachability, gates and template references, files,
+model slots, fused calls) → warnings (dead steps, unused slots).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from soul.compiler import topology
+from soul.compiler.references import Scope, check_expression, check_template
+from soul.diagnostics import Diagnostic, did_you_mean, one_of, sort_diagnostics
+from soul.errors import BlueprintInvalid
+from soul.kinds import Registry, default_registry
+from soul.language import Blueprint, KeyPath, SourceMap, Step, build, read
+from soul.language import schema as schema_rules
+
+
+@dataclass
+class Checked:
+    """The outcome of validation: the blueprint (None if unreadable) and every diagnostic."""
+
+    blueprint: Blueprint | None
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity == "warning"]
+
+    @property
+    def ok(self) -> bool:
+        return self.blueprint is not None and not self.errors
+
+    def raise_for_errors(self) -> Blueprint:
+        """The blueprint, or BlueprintInvalid carrying every diagnostic."""
+        if not self.ok:
+            raise BlueprintInvalid(self.diagnostics)
+        assert self.blueprint is not None
+        return self.blueprint
+
+
+def validate(name_or_path: str | Path, registry: Registry | None = None) -> Checked:
+    """Load and check a blueprint file or built-in soul; never raises for a bad blueprint."""
+    loaded, path = read(name_or_path)
+    if loaded.data is None or loaded.diagnostics:
+        return Checked(None, sort_diagnostics(loaded.diagnostics))
+    diagnostics = schema_rules.check(loaded.data, loaded.source)
+    if not isinstance(loaded.data, dict):
+        return Checked(None, sort_diagnostics(diagnostics))
+    blueprint = build(loaded.data, loaded.source, path.parent)
+    diagnostics.extend(check_rules(blueprint, registry or default_registry()))
+    return Checked(blueprint, sort_diagnostics(diagnostics))
+
+
+def load_valid(name_or_path: str | Path, registry: Registry | None = None) -> Blueprint:
+    """A valid blueprint, or BlueprintInvalid with every diagnostic."""
+    return validate(name_or_path, registry).raise_for_errors()
+
+
+def _is_provider(spec: str) -> bool:
+    return "/" in spec or ":" in spec or spec == "local"
+
+
+class _Rules:
+    def __init__(self, blueprint: Blueprint, registry: Registry) -> None:
+        self.bp = blueprint
+        self.src: SourceMap = blueprint.source
+        self.registry = registry
+        self.out: list[Diagnostic] = []
+        self.used_slots: set[str] = set()
+        self.read_steps: set[tuple[str, str]] = set()  # (scope, step) read by someone
+
+    def error(self, path: KeyPath, message: str, hint: str | None = None, *, key: bool = False) -> None:
+        self.out.append(self.src.diagnostic(path, message, hint=hint, key=key))
+
+    def warning(self, path: KeyPath, message: str, hint: str | None = None, *, key: bool = False) -> None:
+        self.out.append(self.src.diagnostic(path, message, hint=hint, key=key, severity="warning"))
+
+    # -- files ---------------------------------------------------------------------------
+    def file_beside(self, rel: str, path: KeyPath, what: str) -> Path | None:
+        """The file `rel` inside the blueprint's folder, or None with an error."""
+        folder = self.bp.folder
+        if folder is None:
+            return None
+        target = (folder / rel).resolve()
+        try:
+            target.relative_to(folder.resolve())
+        except ValueError:
+            self.error(path, f"{what} '{rel}' is outside the blueprint's folder", "keep templates and personas beside the blueprint")
+            return None
+        if not target.is_file():
+            near = did_you_mean(Path(rel).name, [p.name for p in folder.iterdir() if p.is_file()])
+            self.error(path, f"{what} '{rel}' not found in {folder}", near)
+            return None
+        return target
+
+    # -- models --------------------------------------------------------------------------
+    def model_ref(self, spec: str | None, path: KeyPath) -> str | None:
+        """The model a reference resolves to (slot name or provider), checking slots exist."""
+        if spec is None:
+            return None
+        if spec in self.bp.models:
+            self.used_slots.add(spec)
+            return spec
+        if _is_provider(spec):
+            return spec
+        self.error(
+            path,
+            f"model slot '{spec}' is not defined",
+            did_you_mean(spec, self.bp.models) or f"defined slots: {one_of(self.bp.models)}; or write provider/model",
+        )
+        return None
+
+    # -- steps ---------------------------------------------------------------------------
+    def scope_steps(self, steps: dict[str, Step], scope: Scope) -> None:
+        after = {name: step.after for name, step in steps.items()}
+        for name, step in steps.items():
+            kind = self.registry.get(step.uses)
+            if kind is None:
+                self.error(
+                    (*step.path, "uses"),
+                    f"unknown step kind '{step.uses}'",
+                    did_you_mean(step.uses, self.registry.names())
+                    or f"known kinds: {one_of(self.registry.names())}",
+                )
+            else:
+                if step.params or kind.params.get("required"):
+                    self.out.extend(schema_rules.check_at(step.params, kind.params, self.src, (*step.path, "with")))
+                if step.stream and not kind.streamable:
+                    self.error((*step.path, "stream"), f"step kind '{kind.name}' cannot stream", "only reply-like steps (external_dialogue, internal_dialog) stream")
+                if not kind.llm and (step.model or step.template):
+                    which = "model" if step.model else "template"
+                    self.error((*step.path, which), f"step kind '{kind.name}' makes no model call; '{which}' has no effect here")
+                if kind.name == "chetana.context" and self.bp.chetana is None:
+                    self.error((*step.path, "uses"), "chetana.context needs the soul's `chetana:` block", "add `chetana: {}` at the top level")
+            for i, dep in enumerate(step.after):
+                at = (*step.path, "after", i) if (*step.path, "after", i) in self.src.values else (*step.path, "after")
+                if dep == name:
+                    self.error(at, f"step '{name}' cannot follow itself")
+                elif dep not in steps:
+                    hint = did_you_mean(dep, steps)
+                    if hint is None and dep in scope.outer:
+                        hint = "the turn's steps all finish before a subprocess; drop it from `after`"
+                    self.error(at, f"`after` names a missing step '{dep}'", hint or f"steps here: {one_of(steps)}")
+            self.model_ref(step.model, (*step.path, "model"))
+            if step.template and kind is not None and kind.llm:
+                target = self.file_beside(step.template, (*step.path, "template"), "template")
+                if target is not None:
+                    check_template(self, target, step, scope, steps)
+        clean = {n: tuple(d for d in deps if d in steps and d != n) for n, deps in after.items()}
+        cyclic: set[str] = set()
+        for cycle in topology.find_cycles(clean):
+            cyclic.update(cycle)
+            first = steps[cycle[0]]
+            self.error((*first.path, "after"), "cycle in the step graph: " + " → ".join(cycle), "remove one of these `after` links", key=True)
+        reached = topology.reachable(clean)
+        for name, step in steps.items():
+            if name not in reached and name not in cyclic:
+                self.error(step.path, f"step '{name}' is unreachable from the turn's input: it only follows steps in a cycle", key=True)
+        upstream = topology.ancestors(clean)
+        for name, step in steps.items():
+            visible = scope.outer | upstream[name]
+            if step.when is not None:
+                check_expression(self, step.when, (*step.path, "when"), visible, scope, steps, name)
+                self.dead_gate(step)
+        self.fused_models(steps, upstream, scope)
+
+    def dead_gate(self, step: Step) -> None:
+        from soul.language import analyse_expression
+
+        analysis = analyse_expression(step.when or "")
+        if analysis.is_constant and not analysis.constant:
+            self.warning((*step.path, "when"), f"step '{step.name}' never runs: its `when` is always false")
+
+    def fused_models(self, steps: dict[str, Step], upstream: dict[str, set[str]], scope: Scope) -> None:
+        """In fused mode, a step on another model must not sit inside a fused call."""
+        if self.bp.mode != "fused" or scope.kind != "turn":
+            return
+        model_of: dict[str, str] = {}
+        for name, step in steps.items():
+            kind = self.registry.get(step.uses)
+            if kind is not None and kind.llm:
+                model_of[name] = step.model or self.bp.model
+        for mid, mid_model in model_of.items():
+            before = [a for a in upstream.get(mid, ()) if model_of.get(a) not in (None, mid_model)]
+            for a in before:
+                after = [c for c in model_of if model_of[c] == model_of[a] and mid in upstream.get(c, ())]
+                if after:
+                    self.error(
+                        (*steps[mid].path, "model") if steps[mid].model else steps[mid].path,
+                        f"fused call mixes models: step '{mid}' uses '{mid_model}' but sits between "
+                        f"'{a}' and '{after[0]}', which share one call on '{model_of[a]}'",
+                        "give it the same model, or use `mode: chained`",
+                        key=steps[mid].model is None,
+                    )
+                    return
+
+    # -- warnings ------------------------------------------------------------------------
+    def dead_steps(self, steps: dict[str, Step], scope: Scope) -> None:
+        for name, step in steps.items():
+            kind = self.registry.get(step.uses)
+            if kind is None or kind.llm or kind.effects or "region" in kind.params.get("properties", {}):
+                continue
+            if (scope.kind, name) not in self.read_steps:
+                self.warning(step.path, f"step '{name}' is dead: nothing reads its outputs and it changes nothing", key=True)
+
+    def unused_slots(self) -> None:
+        for name in self.bp.models:
+            if name not in self.used_slots:
+                self.warning(("models", name), f"model slot '{name}' is never used", key=True)
+
+
+def check_rules(blueprint: Blueprint, registry: Registry) -> list[Diagnostic]:
+    """The graph's own rules over a built blueprint (the schema is checked separately)."""
+    rules = _Rules(blueprint, registry)
+    bp = blueprint
+    if bp.persona:
+        rules.file_beside(bp.persona, ("persona",), "persona")
+    rules.model_ref(bp.model, ("model",))
+    for key, var in bp.state.items():
+        _check_state_var(rules, key, var)
+    turn = Scope("turn", frozenset(), bp.state)
+    rules.scope_steps(bp.steps, turn)
+    rules.dead_steps(bp.steps, turn)
+    for name, sp in sorted(bp.subprocesses.items()):
+        scope = Scope(f"subprocess:{name}", frozenset(bp.steps), bp.state, bp.steps)
+        for clash in sorted(set(sp.steps) & set(bp.steps)):
+            rules.error(sp.steps[clash].path, f"subprocess step '{clash}' has the name of a turn step", "step names are shared with the turn; rename it", key=True)
+        rules.scope_steps(sp.steps, scope)
+        if sp.when:
+            check_expression(rules, sp.when, ("subprocesses", name, "when"), frozenset(bp.steps), scope, {}, None)
+    for name, pr in sorted(bp.processes.items()):
+        scope = Scope(f"process:{name}", frozenset(), bp.state)
+        rules.scope_steps(pr.steps, scope)
+        rules.model_ref(pr.model, ("processes", name, "model"))
+        if pr.persona:
+            rules.file_beside(pr.persona, ("processes", name, "persona"), "persona")
+    _check_triggers(rules)
+    _check_dialogue(rules)
+    rules.unused_slots()
+    return rules.out
+
+
+def _check_state_var(rules: _Rules, key: str, var: object) -> None:
+    from soul.language import StateVar
+
+    assert isinstance(var, StateVar)
+    expected = {
+        "string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
+        "list": (list,), "mapping": (dict,),
+    }.get(var.type, (object,))
+    ok = var.default is None or (isinstance(var.default, expected) and not (var.type in ("integer", "number") and isinstance(var.default, bool)))
+    if not ok:
+        rules.error(("state", key, "default"), f"state '{key}': default {var.default!r} is not a {var.type}")
+    if var.values and var.default not in var.values:
+        rules.error(("state", key, "default"), f"state '{key}': default {var.default!r} is not one of its values", f"values: {', '.join(var.values)}")
+
+
+def _check_triggers(rules: _Rules) -> None:
+    bp = rules.bp
+    for name, trig in bp.triggers.items():
+        path = ("triggers", name)
+        needs = {"s_loud": "source", "idle": "idle_seconds", "schedule": "interval_seconds"}[trig.kind] if trig.kind in ("s_loud", "idle", "schedule") else None
+        if needs and needs not in trig.options:
+            rules.error(path, f"trigger '{name}' of kind {trig.kind} needs `{needs}`", key=True)
+        source = trig.options.get("source")
+        if isinstance(source, str) and "." in source:
+            proc, step = source.split(".", 1)
+            if proc not in bp.processes:
+                rules.error((*path, "source"), f"trigger source names a missing process '{proc}'", did_you_mean(proc, bp.processes) or f"processes: {one_of(bp.processes)}")
+            elif step not in bp.processes[proc].steps:
+                rules.error((*path, "source"), f"process '{proc}' has no step '{step}'", did_you_mean(step, bp.processes[proc].steps))
+            else:
+                kind = rules.registry.get(bp.processes[proc].steps[step].uses)
+                if kind is not None and "trigger" not in kind.output_names():
+                    rules.error((*path, "source"), f"step '{source}' ({kind.name}) has no `trigger` output", "use a step of kind s_loud")
+                rules.read_steps.add((f"process:{proc}", step))
+
+
+def _check_dialogue(rules: _Rules) -> None:
+    dialogue = rules.bp.dialogue
+    if not dialogue:
+        return
+    agents = dialogue.get("agents") if isinstance(dialogue.get("agents"), dict) else {}
+    for name, agent in agents.items():
+        if not isinstance(agent, dict):
+            continue
+        base = ("dialogue", "agents", name)
+        if isinstance(agent.get("persona"), str):
+            rules.file_beside(agent["persona"], (*base, "persona"), "persona")
+        if isinstance(agent.get("blueprint"), str):
+            rules.file_beside(agent["blueprint"], (*base, "blueprint"), "blueprint")
+        if isinstance(agent.get("model"), str):
+            rules.model_ref(agent["model"], (*base, "model"))
+    refs: Iterable[tuple[KeyPath, object]] = (
+        (("dialogue", "speaker_policy", "first"), (dialogue.get("speaker_policy") or {}).get("first")),
+        (("dialogue", "observer", "agent"), (dialogue.get("observer") or {}).get("agent")),
+    )
+    for path, value in refs:
+        if isinstance(value, str) and value not in agents:
+            rules.error(path, f"'{value}' is not one of the dialogue's agents", did_you_mean(value, agents) or f"agents: {one_of(agents)}")

@@ -1,0 +1,200 @@
+"""The step-kind interface: what a kind of cognitive step declares about itself.
+
+A step kind is a small class registered under the name authors write in `uses:`. It declares
+the template variables it reads, its typed outputs, its default template, the XML sections a
+model writes for it (tag, attributes, allowed values), its `with:` parameters as JSON Schema,
+and which stores it may change. The runtime does the calling and the writing; a kind only
+describes and (later) parses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from soul.records import Layer, MemoryEntry, MessageRecord, UserModelChange
+
+if TYPE_CHECKING:
+    from soul.language import StateVar
+
+OutputType = Literal["text", "bool", "list", "mapping", "markdown", "choice", "any"]
+Effect = Literal["state", "user_model", "memory", "mood", "impulses"]
+
+# Names every template and `when` expression may read, besides `steps`.
+CONTEXT_NAMES: tuple[str, ...] = (
+    "soul",  # name, description, persona text
+    "input",  # the turn's input: text, kind (message | spontaneous), user
+    "turn",  # number (1-based), first (bool)
+    "state",  # the soul state, declared keys only
+    "user_model",  # the markdown user model of the current user
+    "memory",  # working-memory regions, in order
+    "chetana",  # affect, focus, self_assessment, intentions, steering (when enabled)
+    "params",  # the step's own `with:` values
+)
+
+
+@dataclass(frozen=True)
+class Output:
+    """One typed output of a step, readable downstream as `steps.<step>.<name>`."""
+
+    name: str
+    type: OutputType
+    description: str
+
+
+@dataclass(frozen=True)
+class Attribute:
+    """An XML attribute of a section; `values` lists the allowed ones (empty: free text)."""
+
+    name: str
+    output: str | None = None
+    values: tuple[str, ...] = ()
+    required: bool = False
+    param: str | None = None  # the allowed values come from this `with:` parameter instead
+
+
+@dataclass(frozen=True)
+class Section:
+    """An XML section the model writes for the step: `<tag attr="...">content</tag>`."""
+
+    tag: str
+    output: str
+    type: OutputType = "text"
+    attributes: tuple[Attribute, ...] = ()
+    required: bool = True
+    description: str = ""
+
+
+# Not frozen: built on every model call (a frozen init costs 4x); treat it as immutable.
+@dataclass(slots=True)
+class Changes:
+    """What a step's outputs change, returned to the runtime (a step never writes a store)."""
+
+    messages: tuple[MessageRecord, ...] = ()
+    state: Mapping[str, Any] | None = None  # new values of declared state keys
+    user_model: UserModelChange | None = None
+    memory: tuple[MemoryEntry, ...] = ()
+    reply: str | None = None  # text that reaches the user
+    flags: tuple[str, ...] = ()
+    regions: Mapping[str, tuple[str, ...]] | None = None  # working memory for this turn only
+    remember: tuple[Mapping[str, Any], ...] = ()  # memory-field items, written after the commit
+
+
+def with_memory(changes: Changes, *entries: MemoryEntry, reply: str | None = None) -> Changes:
+    """`changes` plus working-memory entries (and a reply): cheaper than dataclasses.replace."""
+    return Changes(
+        changes.messages, changes.state, changes.user_model, changes.memory + entries,
+        reply if reply is not None else changes.reply, changes.flags, changes.regions, changes.remember,
+    )
+
+
+@dataclass(frozen=True)
+class StepEnv:
+    """What a non-LLM step may use: the names templates see, a sandboxed renderer for its
+    template parameters, and the soul's memory field (opened on first use)."""
+
+    variables: Mapping[str, Any]
+    render: Callable[[str], str]
+    memory_field: Callable[[], Any]
+    memory_config: Mapping[str, Any] = field(default_factory=dict)
+    input_text: str = ""  # the raw input, for engines (a search query); never for prompts
+    session: str | None = None  # the session's id (memory priming), None outside a session
+
+
+@dataclass(frozen=True)
+class ChangeContext:
+    """What `StepKind.changes` may consult: the declared state and its current values."""
+
+    state_spec: Mapping[str, StateVar] = field(default_factory=dict)
+    state: Mapping[str, Any] = field(default_factory=dict)
+
+
+class StepKind:
+    """Base of every step kind; subclasses set the class attributes below."""
+
+    layer: ClassVar[Layer] = "internal"
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    llm: ClassVar[bool] = True
+    streamable: ClassVar[bool] = False
+    inputs: ClassVar[tuple[str, ...]] = ()
+    outputs: ClassVar[tuple[Output, ...]] = ()
+    sections: ClassVar[tuple[Section, ...]] = ()
+    template: ClassVar[str | None] = None
+    params: ClassVar[dict[str, Any]] = {"type": "object", "additionalProperties": False}
+    effects: ClassVar[tuple[Effect, ...]] = ()
+
+    @classmethod
+    def changes(cls, step: str, outputs: Mapping[str, Any], context: ChangeContext) -> Changes:
+        """The records a run of this step leaves; by default one message of its first section."""
+        if not cls.sections:
+            return Changes()
+        first = cls.sections[0]
+        value = outputs.get(first.output)
+        if value is None:
+            return Changes()
+        if isinstance(value, list):
+            content = "\n".join(f"- {v}" for v in value)
+        elif isinstance(value, dict):
+            content = "\n".join(f"{k}: {v}" for k, v in value.items())
+        else:
+            content = str(value)
+        meta = {k: v for k, v in outputs.items() if k not in (first.output, "verb") and v is not None}
+        if isinstance(value, bool):
+            meta["result"] = value
+        return Changes(messages=(MessageRecord(cls.layer, first.tag, content, step, outputs.get("verb"), meta),))
+
+    @classmethod
+    async def run(cls, step: str, params: Mapping[str, Any], env: StepEnv) -> dict[str, Any]:
+        """A non-LLM step's outputs (LLM kinds are answered by the model instead)."""
+        raise NotImplementedError(f"the {cls.name} step kind has no run() yet")
+
+    @classmethod
+    def output_names(cls) -> tuple[str, ...]:
+        return tuple(o.name for o in cls.outputs)
+
+    @classmethod
+    def check_declaration(cls) -> list[str]:
+        """Problems with the declaration itself (used by the registry on registration)."""
+        problems = []
+        for attr in ("name", "description"):
+            if not isinstance(getattr(cls, attr, None), str) or not getattr(cls, attr):
+                problems.append(f"missing class attribute '{attr}'")
+        names = cls.output_names()
+        if len(set(names)) != len(names):
+            problems.append("duplicate output names")
+        for section in cls.sections:
+            if section.output not in names:
+                problems.append(f"section <{section.tag}> fills unknown output '{section.output}'")
+            for attribute in section.attributes:
+                if attribute.output and attribute.output not in names:
+                    problems.append(
+                        f"attribute '{attribute.name}' of <{section.tag}> fills unknown output "
+                        f"'{attribute.output}'"
+                    )
+        if cls.llm and not cls.sections:
+            problems.append("an LLM step kind must declare at least one XML section")
+        if not cls.llm and cls.sections:
+            problems.append("a non-LLM step kind cannot declare XML sections")
+        if cls.streamable and not cls.llm:
+            problems.append("only LLM step kinds can stream")
+        return problems
+
+
+def param(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    """A `with:` parameter schema with its description (shown by editors)."""
+    return {**schema, "description": description}
+
+
+def params_schema(required: tuple[str, ...] = (), **properties: dict[str, Any]) -> dict[str, Any]:
+    """The JSON Schema of a kind's `with:` block."""
+    schema: dict[str, Any] = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": properties,
+    }
+    if required:
+        schema["required"] = list(required)
+    return schema

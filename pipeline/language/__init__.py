@@ -1,0 +1,57 @@
+"""The blueprint as typed data: YAML with source positions, the JSON Schema, the Blueprint
+dataclasses, and the Jinja sandbox that `when` expressions and templates compile in.
+
+The first stage: it imports nothing of the later ones (compiler, runtime, providers, engines).
+"""
+
+from soul.language.blueprint import (
+    Blueprint,
+    ModelSlot,
+    Process,
+    Retry,
+    StateVar,
+    Step,
+    Subprocess,
+    Trigger,
+    build,
+    builtin_names,
+    display_path,
+    locate,
+    read,
+)
+from soul.language.expressions import (
+    Analysis,
+    Reference,
+    analyse_expression,
+    analyse_template,
+    environment,
+)
+from soul.language.schema import blueprint_schema, schema_text
+from soul.language.sourcemap import KeyPath, Loaded, SourceMap, load_yaml
+
+__all__ = [
+    "Analysis",
+    "Blueprint",
+    "KeyPath",
+    "Loaded",
+    "ModelSlot",
+    "Process",
+    "Reference",
+    "Retry",
+    "SourceMap",
+    "StateVar",
+    "Step",
+    "Subprocess",
+    "Trigger",
+    "analyse_expression",
+    "analyse_template",
+    "blueprint_schema",
+    "build",
+    "builtin_names",
+    "display_path",
+    "environment",
+    "load_yaml",
+    "locate",
+    "read",
+    "schema_text",
+]

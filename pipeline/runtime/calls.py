@@ -1,0 +1,143 @@
+"""One model call over the steps of a unit: prompt, stream or complete, parse, re-ask, fall back.
+
+A reply is read with the tolerant section parser. When a required section is missing, the
+model is asked once more (bounded by the steps' `retry`) with the problem fed back — unless
+part of a streamed section already reached the user, in which case what they saw stands and
+the missing parts fall back. The external dialogue falls back as the Claudius seed does: the
+raw text with tags stripped, or a fixed line when nothing is left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from soul.providers.base import Chunk, Provider, Request, Usage
+from soul.runtime.events import CallTrace, Token
+from soul.runtime.prompt import CallStep, Message
+from soul.sections import SectionStream, StepParse, Text, extract_sections, parse_step, strip_tags
+
+FALLBACK_REPLY = "I had a thought but couldn't form a response."
+REPLY_KINDS = ("external_dialogue",)
+
+
+# Not frozen: built on every model call (a frozen init costs 4x); treat it as immutable.
+@dataclass(slots=True)
+class CallOutcome:
+    parses: dict[str, StepParse]
+    fallbacks: frozenset[str]
+    trace: CallTrace
+    streamed: bool
+
+
+def _reask(missing: Sequence[str], tags: Sequence[str]) -> str:
+    order = " ".join(f"<{t}>" for t in tags)
+    return (
+        f"Your reply could not be read: the section{'s' if len(missing) > 1 else ''} "
+        f"{', '.join(f'<{m}>' for m in missing)} {'are' if len(missing) > 1 else 'is'} missing. "
+        f"Write the whole reply again with every section, in this order: {order}"
+    )
+
+
+async def run_call(
+    provider: Provider,
+    model: str,
+    options: dict[str, Any],
+    steps: Sequence[CallStep],
+    messages: tuple[Message, ...],
+    *,
+    unit: int,
+    stream_steps: Sequence[str] = (),
+    emit: Callable[[Any], None] | None = None,
+    attempts: int = 2,
+    gated_off: Callable[[str, dict[str, StepParse]], bool] | None = None,
+    tags: Sequence[str] | None = None,
+    grammar: str | None = None,
+) -> CallOutcome:
+    """Run one call; `attempts` counts the first try plus re-asks.
+
+    `gated_off(step, parses)` tells whether a step's after-the-call gate is closed on this
+    reply: its sections are then not required (Claudius writes no update after a false check).
+    """
+    if tags is None:
+        tags = tuple(section.tag for step in steps for section in step.kind.sections)
+    tags = tuple(tags)
+    by_tag = {step.kind.sections[0].tag: step.name for step in steps if step.name in stream_steps} if stream_steps else {}
+    history = messages
+    reasks: list[str] = []
+    input_tokens = output_tokens = 0
+    raw = ""
+    streamed = False
+    parses: dict[str, StepParse] = {}
+    repairs: tuple[str, ...] = ()
+    started = time.perf_counter()
+    for attempt in range(1, max(1, attempts) + 1):
+        request = Request(model, history, options, tags, grammar)
+        if emit is not None and by_tag and provider.can_stream:
+            raw, usage, emitted = await _stream(provider, request, tags, by_tag, emit)
+            streamed = streamed or emitted
+        else:
+            completion = await provider.complete(request)
+            raw, usage = completion.text, completion.usage
+        input_tokens += usage.input_tokens
+        output_tokens += usage.output_tokens
+        result = extract_sections(raw, tags)
+        repairs = result.repairs
+        parses = {step.name: parse_step(step.kind, step.params, result) for step in steps}
+        missing = [
+            tag
+            for name, p in parses.items()
+            if p.missing and not (gated_off and gated_off(name, parses))
+            for tag in p.missing
+        ]
+        if not missing or streamed or attempt == attempts:
+            break
+        problem = _reask(missing, tags)
+        reasks.append(problem)
+        history = (*history, Message("assistant", raw), Message("user", problem))
+    fallbacks = set()
+    for step in steps:
+        parse = parses[step.name]
+        if parse.missing and step.kind.name in REPLY_KINDS:
+            text = strip_tags(raw).strip() or FALLBACK_REPLY
+            parses[step.name] = replace(parse, outputs={**parse.outputs, "text": text}, flags=(*parse.flags, "fallback: reply taken from the raw text"))
+            fallbacks.add(step.name)
+    trace = CallTrace(
+        unit, model, tuple(s.name for s in steps), history, raw, len(reasks) + 1,
+        input_tokens, output_tokens, (time.perf_counter() - started) * 1000, repairs, tuple(reasks),
+    )
+    return CallOutcome(parses, frozenset(fallbacks), trace, streamed)
+
+
+async def _stream(
+    provider: Provider,
+    request: Request,
+    tags: Sequence[str],
+    by_tag: dict[str, str],
+    emit: Callable[[Any], None],
+) -> tuple[str, Usage, bool]:
+    """Stream a reply; only the streamed sections' text reaches `emit`."""
+    parser = SectionStream(tags, set(by_tag))
+    pieces: list[str] = []
+    usage = Usage()
+    emitted = False
+    chunk: Chunk
+    async for chunk in provider.stream(request):
+        if chunk.usage is not None:
+            usage = chunk.usage
+        if not chunk.text:
+            continue
+        pieces.append(chunk.text)
+        for event in parser.feed(chunk.text):
+            if isinstance(event, Text) and event.text:
+                emit(Token(by_tag[event.tag], event.text))
+                emitted = True
+        await asyncio.sleep(0)  # let a consumer print as tokens arrive
+    for event in parser.close():
+        if isinstance(event, Text) and event.text:
+            emit(Token(by_tag[event.tag], event.text))
+            emitted = True
+    return "".join(pieces), usage, emitted

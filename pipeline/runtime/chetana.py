@@ -1,0 +1,129 @@
+"""Chetana in a session: the controller's life across a turn, and user corrections.
+
+When a blueprint has a `chetana:` block, each session carries a ChetanaController whose state
+is stored with the session (in the turn's Commit, all or nothing). Per turn: `before_turn` on
+the input (with a correction flag when the user is correcting the soul), one
+`after_tool_execution` per step that ran (name = the step, success = it parsed, latency, its
+output as content), then `after_turn`. Templates see the context as `chetana.*`; events go to
+the trace and to the session's events log.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from soul.records import MessageRecord
+
+# Phrases that mark a message as a correction of what the soul said or did.
+_CORRECTION = re.compile(
+    r"""(?ix)
+    (^|[.!?]\s+|^\s*)(no|nope|nah)\b[\s,.!-]+(i\s+(meant|mean|said|asked|wanted)|that'?s|not|it'?s|you)
+    | \bthat'?s\s+(not\s+(right|correct|true|what\s+i\s+(meant|asked|said|wanted))|wrong|incorrect)\b
+    | \b(that|this|it)\s+is\s+(not\s+(right|correct|what\s+i\s+(meant|asked))|wrong|incorrect)\b
+    | \bnot\s+what\s+i\s+(meant|asked|said|wanted)\b
+    | \byou\s+(misunderstood|misread|got\s+(it|that)\s+wrong|are\s+wrong|'re\s+wrong)\b
+    | \bi\s+(didn'?t|did\s+not)\s+(mean|say|ask)\b
+    | \bactually,?\s+i\s+(meant|said|asked)\b
+    | \b(wrong|incorrect)\s*[,.!]\s*(i|it|the|that)\b
+    """
+)
+
+
+def is_correction(text: str) -> bool:
+    """Whether a user message corrects the soul ("no, I meant…", "that's wrong", …)."""
+    return bool(text) and _CORRECTION.search(text) is not None
+
+
+def _content(outputs: Mapping[str, Any]) -> str:
+    shown = {k: v for k, v in outputs.items() if v not in (None, "")}
+    return json.dumps(shown, ensure_ascii=False, default=str)
+
+
+@dataclass
+class Cognition:
+    """One turn's use of a session's ChetanaController."""
+
+    controller: Any
+    context: dict[str, Any]
+    correction: bool
+    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    _correction_reported: bool = False
+
+    @classmethod
+    def begin(cls, block: Mapping[str, Any], state: Mapping[str, Any] | None, text: str) -> Cognition:
+        """Restore (or create) the controller and run `before_turn` on the input."""
+        from soul.engines.chetana import ChetanaController
+
+        events: list[tuple[str, dict[str, Any]]] = []
+
+        def on_event(name: str, data: Mapping[str, Any]) -> None:
+            events.append((name, dict(data)))
+
+        config = dict(block.get("config") or {})
+        priors = dict(block.get("priors") or {})
+        if state:
+            controller = ChetanaController.deserialize(state, config, on_event, priors)
+        else:
+            controller = ChetanaController(config, on_event, priors)
+        correction = is_correction(text)
+        context = controller.before_turn(text or None, correction=correction).to_dict()
+        context["correction"] = correction
+        return cls(controller, context, correction, events)
+
+    def record(self, step: str, ok: bool, latency_ms: float, outputs: Mapping[str, Any]) -> None:
+        """Report one step's run as a tool execution.
+
+        A user correction is one event: it goes with the turn's first step only, so a
+        four-step call does not count it four times.
+        """
+        correction = self.correction and not self._correction_reported
+        self._correction_reported = self._correction_reported or correction
+        self.controller.after_tool_execution(step, ok, max(0.0, latency_ms), _content(outputs), correction=correction)
+
+    def finish(self) -> dict[str, Any]:
+        """End the turn; the controller's state to store with the session."""
+        self.controller.after_turn()
+        return self.controller.serialize()
+
+    def event_records(self) -> tuple[MessageRecord, ...]:
+        """The turn's events as records for the session's events log."""
+        records = [MessageRecord("system", "chetana_event", name, None, None, _json_safe(data)) for name, data in self.events]
+        if self.correction:
+            records.insert(0, MessageRecord("system", "user_correction", "the user corrected the soul", None, None, {}))
+        return tuple(records)
+
+
+def _json_safe(data: Mapping[str, Any]) -> dict[str, Any]:
+    return json.loads(json.dumps(dict(data), default=str))
+
+
+def session_report(store: Any, session_id: str) -> Any:
+    """The CognitiveReport of a stored session (`soul chetana`, `/chetana`)."""
+    from soul.engines.chetana import ChetanaController
+    from soul.errors import SoulError
+
+    info = store.find_session(session_id)
+    state = store.snapshot(info.id).chetana
+    if state is None:
+        raise SoulError(f"session {info.id} ({info.soul}) has no Chetana state: its blueprint has no `chetana:` block, or no turn ran yet")
+    block = _chetana_block(info.blueprint)
+    controller = ChetanaController.deserialize(state, dict(block.get("config") or {}), None, dict(block.get("priors") or {}))
+    return controller.cognitive_report()
+
+
+def _chetana_block(blueprint_file: str) -> Mapping[str, Any]:
+    """The session's blueprint's `chetana:` block, or {} when the file is gone or invalid."""
+    if not blueprint_file:
+        return {}
+    from soul.compiler import validate
+    from soul.errors import BlueprintError
+
+    try:
+        checked = validate(blueprint_file)
+    except BlueprintError:
+        return {}
+    return (checked.blueprint.chetana or {}) if checked.ok and checked.blueprint else {}

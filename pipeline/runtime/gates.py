@@ -1,0 +1,37 @@
+"""Gates: deciding whether a step runs this turn (`every`) and whether it applies (`when`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from jinja2 import TemplateError
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from soul.compiler import Gate
+from soul.errors import StepError
+
+
+def every_open(gate: Gate | None, turn: int) -> bool:
+    """`every: N` runs on turns N, 2N, 3N, ... (the Claudius seed's `count % N == 0`)."""
+    return gate is None or not gate.every or turn % gate.every == 0
+
+
+class GateEvaluator:
+    """Compiles each `when` once (in the sandbox) and evaluates it against a turn's variables."""
+
+    def __init__(self, env: ImmutableSandboxedEnvironment) -> None:
+        self.env = env
+        self._compiled: dict[str, Callable[..., Any]] = {}
+
+    def when_open(self, step: str, expression: str | None, variables: Mapping[str, Any]) -> bool:
+        if not expression:
+            return True
+        fn = self._compiled.get(expression)
+        if fn is None:
+            fn = self.env.compile_expression(expression, undefined_to_none=False)
+            self._compiled[expression] = fn
+        try:
+            return bool(fn(**variables))
+        except TemplateError as exc:
+            raise StepError(f"step '{step}': its `when` ({expression}) failed: {exc}") from exc

@@ -1,0 +1,172 @@
+"""Session: one conversation with one user — turns, streaming, and after-turn subprocesses.
+
+`await session.turn(text)` runs a turn and commits it; `session.turn_sync(text)` does the same
+from synchronous code (and waits for subprocesses); `async for event in session.stream(text)`
+yields StepStarted / Token / StepFinished / Reply / TurnCommitted as they happen. Subprocesses
+run after the reply is delivered and are cancelled by the next input (Open Souls semantics):
+a cancelled subprocess writes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from soul.records import SessionInfo
+from soul.runtime.chetana import Cognition
+from soul.runtime.events import Reply, SubprocessFinished, Trace, TurnCommitted, TurnResult
+from soul.runtime.turn import ScopeRunner, TurnState, build_commit, context_for, memory_items
+
+if TYPE_CHECKING:
+    from soul.runtime.souls import Soul
+
+log = logging.getLogger(__name__)
+
+
+class Session:
+    """A stored conversation; create with `Soul.session()`."""
+
+    def __init__(self, soul: Soul, info: SessionInfo) -> None:
+        self.soul = soul
+        self.info = info
+        self._background: asyncio.Task[None] | None = None
+
+    @property
+    def id(self) -> str:
+        return self.info.id
+
+    @property
+    def turns(self) -> int:
+        return self.info.turns
+
+    async def _cancel_background(self) -> None:
+        task, self._background = self._background, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def settle(self) -> None:
+        """Wait for after-turn subprocesses to finish."""
+        task, self._background = self._background, None
+        if task is not None:
+            await task
+
+    async def _run(self, text: str, kind: str, emit: Callable[[Any], None] | None) -> TurnResult:
+        await self._cancel_background()  # a new input cancels what still runs from the last turn
+        started = time.perf_counter()
+        soul = self.soul
+        snapshot = soul.store.snapshot(self.id, ttl_hours=soul.blueprint.memory_ttl_hours)
+        ts = TurnState(context_for(soul, snapshot, text, kind), {}, session=self.id)
+        block = soul.blueprint.chetana
+        if block is not None and block.get("enabled", True):
+            ts.cognition = Cognition.begin(block, snapshot.chetana, text)
+            ts.ctx = replace(ts.ctx, chetana=ts.cognition.context)
+        runner = ScopeRunner(soul, soul.plan.turn, soul.blueprint.steps, emit)
+        await runner.run(ts)
+        chetana_state = ts.cognition.finish() if ts.cognition else None
+        total_ms = (time.perf_counter() - started) * 1000
+        trace = Trace(
+            turn=ts.ctx.number, kind=kind, input=text, steps=tuple(ts.steps), calls=tuple(ts.calls),
+            framework_ms=total_ms - ts.provider_s * 1000, total_ms=total_ms,
+            events=tuple({"event": n, **d} for n, d in ts.cognition.events) if ts.cognition else (),
+        )
+        order = list(soul.plan.turn.steps)
+        commit, reply = build_commit(soul, snapshot, ts, order, kind, trace)
+        if ts.cognition is not None:
+            commit = replace(commit, chetana=chetana_state, messages=commit.messages + ts.cognition.event_records())
+        turn = soul.store.commit(commit)
+        self.info = soul.store.session(self.id)
+        self._remember(memory_items(soul, ts, order, reply, kind))
+        if emit is not None:
+            emit(Reply(reply))
+            emit(TurnCommitted(self.id, turn))
+        if soul.plan.subprocesses:
+            self._background = asyncio.create_task(self._subprocesses(ts, emit))
+        outputs = {name: dict(out) for name, out in ts.outputs.items()}
+        return TurnResult(reply=reply, session_id=self.id, turn=turn, steps=outputs, trace=trace)
+
+    async def _subprocesses(self, turn_state: TurnState, emit: Callable[[Any], None] | None) -> None:
+        soul = self.soul
+        for name, scope in soul.plan.subprocesses.items():
+            sub = soul.blueprint.subprocesses[name]
+            if sub.every and turn_state.ctx.number % sub.every != 0:
+                continue
+            snapshot = soul.store.snapshot(self.id, ttl_hours=soul.blueprint.memory_ttl_hours)
+            ts = TurnState(turn_state.ctx, dict(turn_state.outputs), done=dict(turn_state.done), session=turn_state.session)
+            runner = ScopeRunner(soul, scope, sub.steps, None)
+            if sub.when and not soul.gates.when_open(name, sub.when, runner.variables(ts)):
+                continue
+            await runner.run(ts)
+            trace = Trace(turn=ts.ctx.number, kind=f"subprocess:{name}", input=ts.ctx.text, steps=tuple(ts.steps), calls=tuple(ts.calls))
+            commit, _ = build_commit(soul, snapshot, ts, list(scope.steps), "subprocess", trace)
+            if commit.messages or commit.state is not None or commit.user_model is not None or commit.memory:
+                soul.store.commit(commit)
+                self.info = soul.store.session(self.id)
+            if emit is not None:
+                emit(SubprocessFinished(name, True))
+
+    def _remember(self, items: list[dict[str, Any]]) -> None:
+        """Write the turn's memories; the turn is already committed, so a failure here is
+        logged, not raised (the turn stands; the memory is lost and the log says so)."""
+        if not items:
+            return
+        try:
+            self.soul.remember(items, session=self.id)
+        except Exception:
+            log.exception("session %s: remembering %d item(s) after the turn failed", self.id, len(items))
+
+    async def turn(self, text: str) -> TurnResult:
+        """Run one turn on a user message and commit it."""
+        return await self._run(text, "message", None)
+
+    async def spontaneous(self) -> TurnResult:
+        """Run a turn nobody asked for (a trigger fired): no user message."""
+        return await self._run("", "spontaneous", None)
+
+    def turn_sync(self, text: str) -> TurnResult:
+        """`turn` for synchronous code; also waits for the turn's subprocesses."""
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            from soul.errors import RunError
+
+            raise RunError("turn_sync() cannot run inside a running event loop; use `await session.turn(text)`")
+
+        async def go() -> TurnResult:
+            result = await self._run(text, "message", None)
+            await self.settle()
+            return result
+
+        return asyncio.run(go())
+
+    async def stream(self, text: str) -> AsyncIterator[Any]:
+        """Yield the turn's events as they happen; the last is TurnCommitted."""
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        done = object()
+
+        async def work() -> None:
+            try:
+                await self._run(text, "message", queue.put_nowait)
+            finally:
+                queue.put_nowait(done)
+
+        task = asyncio.create_task(work())
+        try:
+            while True:
+                event = await queue.get()
+                if event is done:
+                    break
+                yield event
+            await task  # re-raises the turn's error, if any
+        finally:
+            if not task.done():
+                task.cancel()

@@ -1,0 +1,24 @@
+"""Reading and constraining model replies: the tolerant XML-section scanner, its streaming
+form, typed step outputs from parsed sections, and GBNF grammars for local models."""
+
+from soul.sections.grammar import call_grammar
+from soul.sections.outputs import StepParse, parse_bool, parse_list, parse_mapping, parse_step
+from soul.sections.streaming import Closed, Opened, SectionStream, Text
+from soul.sections.xmlparse import ParsedSection, ParseResult, extract_sections, strip_tags
+
+__all__ = [
+    "Closed",
+    "Opened",
+    "ParseResult",
+    "ParsedSection",
+    "SectionStream",
+    "StepParse",
+    "Text",
+    "call_grammar",
+    "extract_sections",
+    "parse_bool",
+    "parse_list",
+    "parse_mapping",
+    "parse_step",
+    "strip_tags",
+]

@@ -1,0 +1,166 @@
+"""Typed outputs: a step kind's parsed sections turned into the values downstream steps read.
+
+`parse_step` reads a `ParseResult` (from `soul.sections.xmlparse`) through a kind's declared sections:
+text stays text, booleans come from true/yes/1 and false/no/0, lists from bullet lines,
+mappings from `key: value` lines, choices are matched against the step's options, and
+attribute values (verbs) against their allowed values. Problems that do not stop the turn
+become flags; only an absent required section (or an unreadable required boolean) is missing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from soul.kinds import Attribute, Section, StepKind
+from soul.sections.xmlparse import ParsedSection, ParseResult
+
+__all__ = ["StepParse", "parse_bool", "parse_list", "parse_mapping", "parse_step"]
+
+_TRUE = frozenset({"true", "yes", "1", "y", "on"})
+_FALSE = frozenset({"false", "no", "0", "n", "off"})
+# Markdown emphasis, quotes and sentence punctuation models put around a bare answer.
+_DECORATION = " \t\r\n\"'`*_.,;:!?()[]{}<>~"
+_BULLET = re.compile(r"^\s*(?:[-*+•‣◦▪]|\d{1,3}[.)])\s+(.*)$")
+_BULLET_PREFIX = re.compile(r"^\s*(?:[-*+•‣◦▪]|\d{1,3}[.)])\s+")
+_CHOICE_DECORATION = " \t\r\n\"'`*_.,;:!?()[]{}"
+
+
+# Not frozen: built on every model call (a frozen init costs 4x); treat it as immutable.
+@dataclass(slots=True)
+class StepParse:
+    """A step's typed outputs from one reply."""
+
+    outputs: dict[str, Any]  # every output name of the kind -> value (None when absent)
+    missing: tuple[str, ...]  # tags of required sections that were absent (or unreadable bools)
+    flags: tuple[str, ...]  # non-fatal problems, e.g. "unknown verb 'shouted' (kept)"
+
+
+def parse_bool(text: str) -> bool | None:
+    """true/yes/1/y/on -> True, false/no/0/n/off -> False, ignoring case and decoration; else None.
+
+    Decoration is what models wrap a bare answer in: whitespace, punctuation, quotes and
+    markdown emphasis (`True.`, `**true**`, `"no"`).
+    """
+    word = text.strip(_DECORATION).lower()
+    if word in _TRUE:
+        return True
+    if word in _FALSE:
+        return False
+    return None
+
+
+def parse_list(text: str) -> list[str]:
+    """Bullet items (`- x`, `* x`, `1. x`, `• x`), or every non-empty line when there are none."""
+    lines = text.splitlines()
+    items = [m.group(1).strip() for m in map(_BULLET.match, lines) if m is not None]
+    if items:
+        return [item for item in items if item]
+    return [line.strip() for line in lines if line.strip()]
+
+
+def parse_mapping(text: str) -> dict[str, str]:
+    """`key: value` lines as a dict (a bullet before the key is ignored; a later key wins)."""
+    mapping: dict[str, str] = {}
+    for line in text.splitlines():
+        key, colon, value = _BULLET_PREFIX.sub("", line, count=1).partition(":")
+        key = key.strip()
+        if colon and key:
+            mapping[key] = value.strip()
+    return mapping
+
+
+def _normalise(value: str, decoration: str = " \t\r\n") -> str:
+    """Case-folded, whitespace-collapsed, `_`/`-` as spaces: how allowed values are compared."""
+    return " ".join(value.strip(decoration).replace("_", " ").replace("-", " ").casefold().split())
+
+
+def _match(value: str, allowed: Sequence[str], decoration: str = " \t\r\n") -> str | None:
+    wanted = _normalise(value, decoration)
+    for option in allowed:
+        if _normalise(option) == wanted:
+            return option
+    return None
+
+
+def _find(result: ParseResult, tag: str) -> ParsedSection | None:
+    section = result.sections.get(tag)
+    if section is None:  # the runtime may have requested another spelling of the tag
+        lowered = tag.lower()
+        section = next((s for t, s in result.sections.items() if t.lower() == lowered), None)
+    return section
+
+
+def _options(section: Section, params: Mapping[str, Any]) -> tuple[str, ...] | None:
+    """The allowed choices of a choice section, from the `with:` parameter its attribute names."""
+    for attribute in section.attributes:
+        if attribute.param is not None:
+            options = params.get(attribute.param)
+            if isinstance(options, Sequence) and not isinstance(options, str):
+                return tuple(str(option) for option in options)
+    return None
+
+
+def _value(section: Section, text: str, params: Mapping[str, Any], flags: list[str]) -> Any:
+    if section.type == "bool":
+        return parse_bool(text)
+    if section.type == "list":
+        return parse_list(text)
+    if section.type == "mapping":
+        return parse_mapping(text)
+    if section.type == "choice":
+        options = _options(section, params)
+        if options:
+            chosen = _match(text, options, _CHOICE_DECORATION)
+            if chosen is not None:
+                return chosen
+            flags.append(f"choice {text!r} is not one of: {', '.join(options)}")
+        return text
+    return text  # text, markdown, any
+
+
+def _attribute(
+    section: Section, attribute: Attribute, parsed: ParsedSection, outputs: dict[str, Any], flags: list[str]
+) -> None:
+    raw = parsed.attributes.get(attribute.name.lower())
+    if raw is None:
+        if attribute.required:
+            flags.append(f"<{section.tag}> has no '{attribute.name}' attribute")
+        return
+    value = " ".join(raw.split())
+    if attribute.values:
+        canonical = _match(value, attribute.values)
+        if canonical is None:
+            flags.append(f"unknown {attribute.name} {value!r} (kept)")
+        else:
+            value = canonical
+    if attribute.output is not None:
+        outputs[attribute.output] = value
+
+
+def parse_step(kind: type[StepKind], params: Mapping[str, Any], result: ParseResult) -> StepParse:
+    """The typed outputs of one step of `kind` (with its `with:` values) from a parsed reply.
+
+    Every declared output is present (None when its section or attribute is absent). An empty
+    required section counts as present, except a boolean, which must read as true or false.
+    """
+    outputs: dict[str, Any] = dict.fromkeys(kind.output_names())
+    missing: list[str] = []
+    flags: list[str] = []
+    for section in kind.sections:
+        parsed = _find(result, section.tag)
+        if parsed is None:
+            if section.required:
+                missing.append(section.tag)
+            continue
+        value = _value(section, parsed.text, params, flags)
+        if section.type == "bool" and value is None:
+            flags.append(f"<{section.tag}> is not true or false: {parsed.text[:80]!r}")
+            if section.required:
+                missing.append(section.tag)
+        outputs[section.output] = value
+        for attribute in section.attributes:
+            _attribute(section, attribute, parsed, outputs, flags)
+    return StepParse(outputs, tuple(missing), tuple(flags))

@@ -1,0 +1,23 @@
+"""Persistence under the data home (`$SOUL_HOME`, default `~/.soul`): the SQLite session store
+(sessions, messages, state, versioned user models, working memory; one transaction a turn),
+its migrations, export, and the JSONL log mirror."""
+
+from soul.store.home import (
+    data_home,
+    db_path,
+    fields_dir,
+    session_logs_dir,
+    soul_home,
+    valid_session_id,
+)
+from soul.store.sessions import SessionStore
+
+__all__ = [
+    "SessionStore",
+    "data_home",
+    "db_path",
+    "fields_dir",
+    "session_logs_dir",
+    "soul_home",
+    "valid_session_id",
+]

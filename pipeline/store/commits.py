@@ -1,0 +1,200 @@
+"""Committing a turn: one `BEGIN IMMEDIATE` transaction per `Commit`, compare-and-set on the
+session's turn count, then the JSONL mirror written from the same data (and repaired from the
+database after a crash between the two). The commit side of `SessionStore` (a mixin over its
+connection and transactions, like `UserModels` and `Export`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from soul.errors import SessionNotFound, StaleTurn, StoreError
+from soul.records import Commit
+from soul.store import home as soul_home
+from soul.store import logs
+from soul.store.database import Checkpointer
+
+log = logging.getLogger(__name__)
+
+COMMIT_KINDS = ("message", "spontaneous", "subprocess")
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON, as every column of the store keeps it."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+class Commits:
+    """Applying turns and mirroring them to the JSONL logs."""
+
+    _conn: sqlite3.Connection
+    _lock: Any
+    _write: Callable[..., Any]
+    _checkpointer: Checkpointer
+    home: Path
+
+    def commit(self, commit: Commit) -> int:
+        """Apply a turn's changes in one transaction; the session's new turn number.
+
+        Refused with StaleTurn unless the session's turn count equals `commit.base_turn`
+        (subprocess commits keep the count but check it all the same). The JSONL logs are
+        appended after the transaction, from the same data.
+        """
+        if commit.kind not in COMMIT_KINDS:
+            raise StoreError(f"unknown commit kind {commit.kind!r}")
+        now = time.time()
+        turn = commit.turn
+        # Serialised before the transaction: a value that is not JSON fails without a lock held.
+        state = dumps(commit.state) if commit.state is not None else None
+        chetana = dumps(commit.chetana) if commit.chetana is not None else None
+        trace = dumps(commit.trace)
+        metas = [dumps(m.meta) for m in commit.messages]
+        memory = [dumps(m.meta) for m in commit.memory]
+
+        def body(conn: sqlite3.Connection) -> tuple[int, int, dict[str, Any]]:
+            row = conn.execute(
+                "SELECT turns, soul, user FROM sessions WHERE id = ?", (commit.session_id,)
+            ).fetchone()
+            if row is None:
+                raise SessionNotFound(f"no session {commit.session_id!r}")
+            turns, soul, user = row
+            if turns != commit.base_turn:
+                raise StaleTurn(
+                    f"session {commit.session_id} is at turn {turns}, not {commit.base_turn}:"
+                    " another turn was committed meanwhile"
+                )
+            version = None
+            if commit.user_model is not None:
+                latest = conn.execute(
+                    "SELECT max(version) FROM user_models WHERE soul = ? AND user = ?",
+                    (soul, user),
+                ).fetchone()[0]
+                version = (latest or 0) + 1
+            event = {
+                "kind": commit.kind,
+                "messages": len(commit.messages),
+                "memory": len(commit.memory),
+                "state": state is not None,
+                "chetana": chetana is not None,
+                "user_model_version": version,
+            }
+            cid = conn.execute(
+                "INSERT INTO commits (session_id, turn, kind, time, meta) VALUES (?, ?, ?, ?, ?)",
+                (commit.session_id, turn, commit.kind, now, dumps(event)),
+            ).lastrowid
+            assert cid is not None
+            sid = commit.session_id
+            conn.executemany(
+                "INSERT INTO messages (session_id, commit_id, turn, layer, tag, step, verb,"
+                " content, meta, time) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (sid, cid, turn, m.layer, m.tag, m.step, m.verb, m.content, meta, now)
+                    for m, meta in zip(commit.messages, metas, strict=True)
+                ],
+            )
+            if state is not None:
+                conn.execute(
+                    "INSERT OR REPLACE INTO state (session_id, json) VALUES (?, ?)", (sid, state)
+                )
+            if (model := commit.user_model) is not None:
+                conn.execute(
+                    "INSERT INTO user_models (soul, user, version, text, note, session_id, turn,"
+                    " created) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (soul, user, version, model.text, model.note, sid, turn, now),
+                )
+            conn.executemany(
+                "INSERT INTO working_memory (session_id, commit_id, turn, region, entry_type,"
+                " content, verb, meta, time) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (sid, cid, turn, m.region, m.entry_type, m.content, m.verb, meta, now)
+                    for m, meta in zip(commit.memory, memory, strict=True)
+                ],
+            )
+            if chetana is not None:
+                conn.execute(
+                    "INSERT OR REPLACE INTO chetana (session_id, json) VALUES (?, ?)",
+                    (sid, chetana),
+                )
+            conn.execute(
+                "INSERT INTO traces (commit_id, session_id, turn, kind, json)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (cid, sid, turn, commit.kind, trace),
+            )
+            conn.execute(
+                "UPDATE sessions SET turns = ?, updated = ? WHERE id = ?", (turn, now, sid)
+            )
+            previous = conn.execute(
+                "SELECT coalesce(max(id), 0) FROM commits WHERE session_id = ? AND id < ?",
+                (sid, cid),
+            ).fetchone()[0]
+            return previous, cid, event
+
+        previous, cid, event = self._write(body)
+        self._checkpointer.poke()
+        lines = logs.commit_lines(cid, turn, now, event, commit.messages)
+        try:
+            self._mirror(commit.session_id, _Just(previous, cid, lines))
+        except OSError as error:
+            # The turn is committed; the mirror catches up on the next commit or open.
+            log.warning("session %s: logs not written yet (%s)", commit.session_id, error)
+        return turn
+
+    # -- the JSONL mirror ------------------------------------------------------------------
+
+    def repair_logs(self, session_id: str | None = None) -> list[str]:
+        """Write the log lines of commits not yet mirrored (after a crash); the sessions fixed."""
+        query = (
+            "SELECT id FROM sessions s WHERE logged_commit <"
+            " (SELECT coalesce(max(c.id), 0) FROM commits c WHERE c.session_id = s.id)"
+        )
+        with self._lock:
+            if session_id is None:
+                ids = [r[0] for r in self._conn.execute(query)]
+            else:
+                ids = [r[0] for r in self._conn.execute(query + " AND id = ?", (session_id,))]
+        for sid in ids:
+            self._mirror(sid)
+        return ids
+
+    def _mirror(self, session_id: str, just: _Just | None = None) -> None:
+        # Under the folder lock, so two processes never write the same commit twice.
+        folder = soul_home.session_logs_dir(session_id, self.home)
+        with logs.locked(folder) as writer, self._lock:
+            row = self._conn.execute(
+                "SELECT logged_commit FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            if row is None:  # deleted meanwhile
+                return
+            cursor = row[0]
+            if writer.dirty:
+                writer.truncate_after(cursor)
+            if just is not None and just.previous == cursor:
+                # The usual case: everything before this commit is mirrored; no re-read.
+                lines, upto = just.lines, just.commit
+            else:
+                lines, upto = logs.pending_lines(self._conn, session_id, cursor)
+            if upto > cursor:
+                writer.mark_dirty()
+                writer.append(lines)
+                self._write(
+                    lambda conn: conn.execute(
+                        "UPDATE sessions SET logged_commit = ? WHERE id = ? AND logged_commit < ?",
+                        (upto, session_id, upto),
+                    )
+                )
+            writer.mark_clean()
+
+@dataclass(frozen=True)
+class _Just:
+    """The commit just made, so its log lines need not be read back from the database."""
+
+    previous: int  # the session's commit before it (0 for none)
+    commit: int
+    lines: list[logs.LogLine]

@@ -1,0 +1,356 @@
+"""The session store: SQLite (WAL) under the data home, with the JSONL mirror beside it.
+
+A turn's `Commit` is applied in one `BEGIN IMMEDIATE` transaction, compare-and-set on the
+session's turn count: all of it or none of it, and never two writers' half-turns interleaved.
+The JSONL logs are written after the transaction commits and repaired from the database if a
+process dies in between (see `soul.store.logs`).
+
+Several processes may use one home at once (see `soul.store.database`). Committing, user models
+and export live in `soul.store.commits`, `soul.store.user_models` and `soul.store.export`, mixed
+into `SessionStore`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+from soul.errors import SessionNotFound, StaleTurn, StoreError
+from soul.records import (
+    MemoryEntry,
+    MessageRecord,
+    SessionInfo,
+    Snapshot,
+)
+from soul.store import home as soul_home
+from soul.store.commits import Commits, dumps
+from soul.store.database import Checkpointer, connect, dicts, retry
+from soul.store.export import SESSION_COLUMNS, Export
+from soul.store.migrations import migrate
+from soul.store.user_models import UserModels
+
+__all__ = ["SessionNotFound", "SessionStore", "StaleTurn", "StoreError"]
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+class SessionStore(Commits, UserModels, Export):
+    """Sessions, messages, state, user models, working memory and traces of one data home."""
+
+    def __init__(self, conn: sqlite3.Connection, home: Path) -> None:
+        """Use `SessionStore.open()`; this wraps an already configured connection."""
+        self._conn = conn
+        self.home = home
+        # One connection per store; the lock lets the runtime commit from a worker thread.
+        self._lock = threading.RLock()
+        self._checkpointer = Checkpointer(soul_home.db_path(home))
+
+    # -- opening ---------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, home: Path | None = None) -> SessionStore:
+        """Open (creating if needed) `home/soul.db`: WAL, busy timeout, foreign keys, migrated.
+
+        Logs left behind by a process that died after a commit are repaired here.
+        """
+        root = soul_home.data_home(home)
+        conn = connect(soul_home.db_path(root))
+        try:
+            retry(lambda: migrate(conn))
+            store = cls(conn, root)
+            store.repair_logs()
+        except BaseException:
+            conn.close()
+            raise
+        return store
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        self._checkpointer.close()
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> SessionStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The underlying connection (for inspection and tests; write through the methods)."""
+        return self._conn
+
+    # -- transactions ----------------------------------------------------------------------
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        # One read transaction: WAL gives it a consistent view while writers carry on.
+        with self._lock:
+            self._conn.execute("BEGIN")
+            try:
+                yield self._conn
+            finally:
+                self._conn.execute("COMMIT")
+
+    def _write(self, body: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `body` in one BEGIN IMMEDIATE transaction, retried whole on SQLITE_BUSY."""
+
+        def attempt() -> T:
+            with self._lock:
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    result = body(self._conn)
+                    self._conn.execute("COMMIT")
+                except BaseException:
+                    # Also on KeyboardInterrupt: the turn leaves no trace.
+                    if self._conn.in_transaction:
+                        self._conn.execute("ROLLBACK")
+                    raise
+                return result
+
+        return retry(attempt)
+
+    # -- sessions --------------------------------------------------------------------------
+
+    def create_session(
+        self,
+        soul: str,
+        user: str,
+        *,
+        blueprint: str = "",
+        initial_state: dict[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> SessionInfo:
+        """A new session of `soul` with `user`, at turn 0, with `initial_state` if given."""
+        sid = session_id or uuid.uuid4().hex
+        if not soul_home.valid_session_id(sid):
+            raise StoreError(
+                f"invalid session id {sid!r}: use letters, digits, '_' and '-' (at most 64)"
+            )
+        now = time.time()
+        state = dumps(initial_state) if initial_state is not None else None
+
+        def body(conn: sqlite3.Connection) -> None:
+            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchone():
+                raise StoreError(f"session {sid} already exists")
+            conn.execute(
+                "INSERT INTO sessions (id, soul, user, blueprint, created, updated)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (sid, soul, user, blueprint, now, now),
+            )
+            if state is not None:
+                conn.execute("INSERT INTO state (session_id, json) VALUES (?, ?)", (sid, state))
+
+        self._write(body)
+        return SessionInfo(sid, soul, user, 0, now, now, blueprint)
+
+    def session(self, session_id: str) -> SessionInfo:
+        """The session with exactly this id; SessionNotFound if there is none."""
+        with self._lock:
+            row = self._conn.execute(
+                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+        if row is None:
+            raise SessionNotFound(f"no session {session_id!r}")
+        return session_info(row)
+
+    def find_session(self, prefix: str) -> SessionInfo:
+        """The one session whose id starts with `prefix` (an exact id always wins), like git."""
+        if not prefix or not soul_home.valid_session_id(prefix):
+            raise SessionNotFound(f"no session {prefix!r}")
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1 OR id GLOB ?1 || '*'"
+                " ORDER BY created DESC LIMIT 11",
+                (prefix,),
+            ).fetchall()
+        exact = [r for r in rows if r[0] == prefix]
+        if exact or len(rows) == 1:
+            return session_info((exact or rows)[0])
+        if not rows:
+            raise SessionNotFound(f"no session starts with {prefix!r}")
+        listed = "\n".join(f"  {r[0]}  {r[1]} with {r[2]}" for r in rows[:10])
+        more = "\n  ..." if len(rows) > 10 else ""
+        raise SessionNotFound(
+            f"session prefix {prefix!r} is ambiguous; candidates:\n{listed}{more}\n"
+            "give more characters of the id"
+        )
+
+    def sessions(self, soul: str | None = None) -> list[SessionInfo]:
+        """All sessions (of one soul if given), newest first."""
+        query = f"SELECT {SESSION_COLUMNS} FROM sessions"
+        args: tuple[Any, ...] = ()
+        if soul is not None:
+            query += " WHERE soul = ?"
+            args = (soul,)
+        with self._lock:
+            rows = self._conn.execute(query + " ORDER BY created DESC, rowid DESC", args)
+            return [session_info(r) for r in rows]
+
+    def delete_session(self, session_id: str) -> None:
+        """Delete a session with everything of its own and its logs; user models are kept."""
+
+        def body(conn: sqlite3.Connection) -> int:
+            # Every per-session table cascades from sessions (foreign_keys is on).
+            return conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount
+
+        if not self._write(body):
+            raise SessionNotFound(f"no session {session_id!r}")
+        if soul_home.valid_session_id(session_id):
+            shutil.rmtree(soul_home.session_logs_dir(session_id, self.home), ignore_errors=True)
+
+    # -- reading a session -----------------------------------------------------------------
+
+    def snapshot(
+        self, session_id: str, *, recent: int = 20, ttl_hours: float | None = None
+    ) -> Snapshot:
+        """What the next turn starts from, read in one consistent transaction.
+
+        `ttl_hours` drops working-memory entries older than that (and deletes them afterwards,
+        lazily: the seed's 72-hour thread TTL).
+        """
+        cutoff = time.time() - ttl_hours * 3600 if ttl_hours is not None else None
+        with self._read() as conn:
+            row = conn.execute(
+                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            if row is None:
+                raise SessionNotFound(f"no session {session_id!r}")
+            info = session_info(row)
+            state = conn.execute("SELECT json FROM state WHERE session_id = ?", (session_id,))
+            state_row = state.fetchone()
+            chetana_row = conn.execute(
+                "SELECT json FROM chetana WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            model = conn.execute(
+                "SELECT version, text FROM user_models WHERE soul = ? AND user = ?"
+                " ORDER BY version DESC LIMIT 1",
+                (info.soul, info.user),
+            ).fetchone()
+            memory_rows = conn.execute(
+                "SELECT region, entry_type, content, verb, meta, time FROM working_memory"
+                " WHERE session_id = ? ORDER BY id",
+                (session_id,),
+            ).fetchall()
+            recent_rows = (
+                conn.execute(
+                    "SELECT layer, tag, content, step, verb, meta FROM messages"
+                    " WHERE session_id = ? ORDER BY id DESC LIMIT ?",
+                    (session_id, recent),
+                ).fetchall()
+                if recent > 0
+                else []
+            )
+            check = conn.execute(
+                "SELECT content, meta FROM messages WHERE session_id = ? AND tag = ?"
+                " ORDER BY id DESC LIMIT 1",
+                (session_id, "user_model_check"),
+            ).fetchone()
+        memory = tuple(
+            MemoryEntry(region, entry_type, content, verb, json.loads(meta))
+            for region, entry_type, content, verb, meta, at in memory_rows
+            if cutoff is None or at >= cutoff
+        )
+        if len(memory) < len(memory_rows):
+            self._expire_memory(session_id, cutoff)  # type: ignore[arg-type]
+        return Snapshot(
+            session=info,
+            state=json.loads(state_row[0]) if state_row else {},
+            user_model=model[1] if model else "",
+            user_model_version=model[0] if model else 0,
+            memory=memory,
+            recent=tuple(message_record(*r) for r in reversed(recent_rows)),
+            chetana=json.loads(chetana_row[0]) if chetana_row else None,
+            last_user_model_check=_check_result(check),
+        )
+
+    def _expire_memory(self, session_id: str, cutoff: float) -> None:
+        self._write(
+            lambda conn: conn.execute(
+                "DELETE FROM working_memory WHERE session_id = ? AND time < ?",
+                (session_id, cutoff),
+            )
+        )
+
+    def messages(
+        self, session_id: str, *, layer: str | None = None
+    ) -> list[tuple[int, MessageRecord, float]]:
+        """Every message of a session, oldest first, as (turn, record, time)."""
+        query = (
+            "SELECT turn, layer, tag, content, step, verb, meta, time FROM messages"
+            " WHERE session_id = ?"
+        )
+        args: tuple[Any, ...] = (session_id,)
+        if layer is not None:
+            query += " AND layer = ?"
+            args += (layer,)
+        with self._read() as conn:
+            self._require(conn, session_id)
+            rows = conn.execute(query + " ORDER BY id", args).fetchall()
+        return [(r[0], message_record(*r[1:7]), r[7]) for r in rows]
+
+    def trace(self, session_id: str, turn: int) -> dict[str, Any]:
+        """The trace of the commit that made `turn` (its first commit at that turn)."""
+        with self._read() as conn:
+            self._require(conn, session_id)
+            row = conn.execute(
+                "SELECT json FROM traces WHERE session_id = ? AND turn = ?"
+                " ORDER BY commit_id LIMIT 1",
+                (session_id, turn),
+            ).fetchone()
+        if row is None:
+            raise StoreError(f"session {session_id} has no trace for turn {turn}")
+        return json.loads(row[0])
+
+    def traces(self, session_id: str) -> list[dict[str, Any]]:
+        """Every trace of a session in commit order: {"commit", "turn", "kind", "trace"}."""
+        with self._read() as conn:
+            self._require(conn, session_id)
+            return self._traces(conn, session_id)
+
+    @staticmethod
+    def _traces(conn: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
+        return dicts(
+            conn,
+            'SELECT commit_id AS "commit", turn, kind, json AS trace FROM traces'
+            " WHERE session_id = ? ORDER BY commit_id",
+            session_id,
+        )
+
+    @staticmethod
+    def _require(conn: sqlite3.Connection, session_id: str) -> None:
+        if not conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
+            raise SessionNotFound(f"no session {session_id!r}")
+
+
+def session_info(row: tuple[Any, ...]) -> SessionInfo:
+    return SessionInfo(*row)
+
+
+def message_record(
+    layer: Any, tag: str, content: str, step: str | None, verb: str | None, meta: str
+) -> MessageRecord:
+    return MessageRecord(layer, tag, content, step, verb, json.loads(meta))
+
+
+def _check_result(row: tuple[str, str] | None) -> bool | None:
+    # The runtime stores the parsed boolean as meta {"result": bool}; the text is the fallback.
+    if row is None:
+        return None
+    content, meta = row
+    result = json.loads(meta).get("result")
+    if isinstance(result, bool):
+        return result
+    return content.strip().lower() in ("true", "yes", "1")
+
+
