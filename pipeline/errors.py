@@ -10,8 +10,12 @@
     │   ├── SessionNotFound       no session has that id (or unique prefix)
     │   └── StaleTurn             another writer committed the session's turn first
     ├── RunError                  a turn failed
-    │   ├── StepError
-    │   └── ParseError
+    │   ├── StepError             `.step` and `.kind` name the step
+    │   ├── ParseError
+    │   └── MissingExtra          an optional part of soulgraph is not installed
+    ├── EngineError               an engine failed, translated at its bridge
+    │   ├── MemoryFieldError      the memory field cannot be opened, read or written
+    │   └── ChetanaError          Chetana refused its configuration or saved state
     └── ProviderError             a model call failed
         ├── ProviderTimeout       no reply (or no next chunk) within the call's timeout
         ├── ProviderUnavailable   a 5xx, a refused connection, or a stream cut mid-way
@@ -102,6 +106,21 @@ class ParseError(RunError):
 
 class MissingExtra(RunError):
     """A blueprint needs an optional part of soulgraph that is not installed."""
+
+
+class EngineError(SoulError):
+    """An engine (resonance memory, Chetana) failed or refused, translated at its bridge
+    (`soul.runtime.memory`, `soul.runtime.chetana`): the message says what happened, where
+    and how to fix it; the engine's own exception is the `__cause__`."""
+
+
+class MemoryFieldError(EngineError):
+    """The memory field could not be opened, read or written (a bad `memory.field` path, a
+    damaged field, a file where a folder should be, an engine error)."""
+
+
+class ChetanaError(EngineError):
+    """Chetana refused its configuration or its saved state."""
 
 
 class ProviderError(SoulError):

@@ -89,6 +89,12 @@ class MemoryBridge:
             self._field = TapedField(field, *self._tape) if self._tape is not None else field
         return self._field
 
+    def reader(self) -> Any:
+        """What steps may use of the field (opened on first use).
+
+        PARTIAL: for now the Field itself; to become a read-only recall view."""
+        return self.field()
+
     def remember(self, items: list[dict[str, Any]], session: str | None = None) -> list[str | None]:
         """Write items to the field (after a turn has committed); with `session`, they prime
         that session's next resonance queries."""

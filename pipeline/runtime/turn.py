@@ -126,7 +126,7 @@ class ScopeRunner:
         def render(source: str) -> str:
             return soul.builder.env.from_string(source).render(variables)
 
-        env = StepEnv(variables, render, soul.memory_field, soul.blueprint.memory or {}, ts.ctx.text, ts.session)
+        env = StepEnv(variables, render, soul.memory.reader, soul.blueprint.memory or {}, ts.ctx.text, ts.session)
         try:
             outputs = await kind.run(name, step.params, env)
         except NotImplementedError as exc:
