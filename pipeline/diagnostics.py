@@ -42,8 +42,8 @@ class Diagnostic:
         """The one-line form, then the offending YAML line with a caret under the column."""
         text = self.format()
         if self.source_line is not None:
-            caret = " " * (max(self.col, 1) - 1) + "^"
-            text += f"\n    {self.source_line.rstrip()}\n    {caret}"
+            line, col = _window(self.source_line.rstrip(), max(self.col, 1))
+            text += f"\n    {line}\n    {' ' * (col - 1)}^"
         return text
 
     def sort_key(self) -> tuple[str, int, int, int, str]:
@@ -72,3 +72,17 @@ def one_of(candidates: Iterable[str]) -> str:
     """A readable, sorted list of names for messages: 'a, b, c'."""
     names = sorted(candidates)
     return ", ".join(names) if names else "(none)"
+
+
+SOURCE_WIDTH = 100  # a long line (a minified or hostile file) is shown around the column
+
+
+def _window(line: str, col: int) -> tuple[str, int]:
+    """At most SOURCE_WIDTH characters of `line` around `col`, and the column within them."""
+    if len(line) <= SOURCE_WIDTH:
+        return line, col
+    start = max(0, min(col - 1 - SOURCE_WIDTH // 2, len(line) - SOURCE_WIDTH))
+    shown = line[start : start + SOURCE_WIDTH]
+    prefix = "…" if start else ""
+    suffix = "…" if start + SOURCE_WIDTH < len(line) else ""
+    return prefix + shown + suffix, col - start + len(prefix)

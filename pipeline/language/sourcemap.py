@@ -19,6 +19,10 @@ from soul.diagnostics import Diagnostic, Position, Severity
 KeyPath = tuple[str | int, ...]
 
 MAX_NODES = 200_000  # an alias bomb expands far past this; a real blueprint has hundreds
+# Nesting deeper than this is refused before composing: libyaml's composer recurses in C
+# (50k nested `[` crashed the process) and ours in Python; a real blueprint nests about 6 deep.
+MAX_DEPTH = 64
+MAX_SCALAR_DIGITS = 100  # a longer number is refused (Python refuses to read > 4300 digits)
 
 _CORE_TAGS = {
     "tag:yaml.org,2002:str",
@@ -112,6 +116,8 @@ class _Builder:
         self.count += 1
         if self.count > MAX_NODES:
             raise _TooManyNodes
+        if len(path) > MAX_DEPTH:  # aliases can nest a shallow file deeply
+            raise _TooDeep
         pos = _pos(node.start_mark)
         self.source.values[path] = pos
         if node.tag not in _CORE_TAGS:
@@ -128,6 +134,9 @@ class _Builder:
             return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
         if node.tag == "tag:yaml.org,2002:timestamp":
             return str(node.value)
+        if node.tag in _NUMBER_TAGS and len(node.value) > MAX_SCALAR_DIGITS:
+            self.error(path, pos, f"a number of {len(node.value)} characters", "quote it if it is meant as text")
+            return None
         return self.constructor.construct_object(node, deep=True)
 
     def _mapping(self, node: yaml.MappingNode, path: KeyPath) -> dict[str, Any]:
@@ -164,6 +173,34 @@ class _TooManyNodes(Exception):
     pass
 
 
+class _TooDeep(Exception):
+    pass
+
+
+_NUMBER_TAGS = {"tag:yaml.org,2002:int", "tag:yaml.org,2002:float"}
+
+
+def _structure_problem(text: str) -> tuple[str, yaml.Mark | None, str] | None:
+    """Nesting past MAX_DEPTH or a recursive alias, found from the parser's events, which
+    libyaml produces without recursion, before anything composes the tree recursively."""
+    depth = 0
+    open_anchors: list[str | None] = []
+    for event in yaml.parse(text, Loader=_Loader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                return (f"the YAML nests more than {MAX_DEPTH} levels deep", event.start_mark,
+                        "flatten it: a blueprint nests a few levels")
+            open_anchors.append(event.anchor)
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+            open_anchors.pop()
+        elif isinstance(event, yaml.AliasEvent) and event.anchor in open_anchors:
+            return (f"alias *{event.anchor} refers to a collection that contains it", event.start_mark,
+                    "an alias may only name a finished node")
+    return None
+
+
 def load_yaml(text: str, file: str) -> Loaded:
     """Parse YAML text with safe-load semantics, keeping positions; never raises on bad input."""
     lines = text.splitlines()
@@ -183,6 +220,10 @@ def load_yaml(text: str, file: str) -> Loaded:
     if diagnostics:
         return Loaded(None, source, diagnostics)
     try:
+        problem = _structure_problem(text)
+        if problem is not None:
+            message, mark, hint = problem
+            return Loaded(None, source, [source.diagnostic((), message, hint=hint, at=_pos(mark) if mark else None)])
         nodes = list(yaml.compose_all(text, Loader=_Loader))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -214,5 +255,11 @@ def load_yaml(text: str, file: str) -> Loaded:
             None,
             source,
             [source.diagnostic((), f"the YAML expands to more than {MAX_NODES} nodes", hint="aliases (*name) are expanded; use fewer")],
+        )
+    except _TooDeep:
+        return Loaded(
+            None,
+            source,
+            [source.diagnostic((), f"the YAML nests more than {MAX_DEPTH} levels deep once aliases are expanded", hint="use fewer nested aliases")],
         )
     return Loaded(data, source, builder.diagnostics)

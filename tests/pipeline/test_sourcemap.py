@@ -6,6 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from soul.diagnostics import Position
 from soul.errors import BlueprintNotFound, BlueprintTooLarge
@@ -121,3 +123,60 @@ def test_errors_show_the_offending_line_with_a_caret(check: Check, write_bluepri
     checked = validate(write_blueprint("soul: t\nversion: 1\nsteps:\n  x: {uses: nope}\n"))
     text = checked.diagnostics[0].format_with_source()
     assert text.splitlines()[1:] == ["      x: {uses: nope}", "                ^"]
+
+
+# Structures that crashed `soul validate` (issue 12.5): refused before anything recurses.
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("a: " + "[" * 50_000, "nests more than 64 levels deep"),  # libyaml's composer segfaulted
+        ("a: " + "[" * 1_000 + "]" * 1_000, "nests more than 64 levels deep"),  # was a RecursionError
+        ("a: " + "{b: " * 200 + "1" + "}" * 200, "nests more than 64 levels deep"),
+        ("a: &a [*a]", "alias *a refers to a collection that contains it"),
+        ("a: &a {b: *a}", "alias *a refers to a collection that contains it"),
+        ("version: " + "9" * 5_000, "a number of 5000 characters"),  # int() refuses > 4300 digits
+        ("version: 1" + "0" * 400 + ".5", "a number of 403 characters"),
+    ],
+    ids=["50k-brackets", "1k-brackets", "200-maps", "self-alias", "self-alias-map", "5000-digits", "long-float"],
+)
+def test_hostile_structures_become_one_positioned_diagnostic(text: str, message: str) -> None:
+    loaded = load_yaml(text, "f.yaml")
+    assert [d.message for d in loaded.diagnostics if message in d.message] != [], loaded.diagnostics
+    assert all(d.line >= 1 and d.col >= 1 for d in loaded.diagnostics)
+
+
+def test_aliases_that_nest_a_shallow_file_deeply_are_refused() -> None:
+    # each line is 30 deep, but the chain of aliases nests them into one another
+    lines = ["x0: &x0 " + "[" * 30 + "1" + "]" * 30]
+    lines += [f"x{i}: &x{i} " + "[" * 30 + f"*x{i - 1}" + "]" * 30 for i in range(1, 20)]
+    loaded = load_yaml("\n".join(lines), "f.yaml")
+    assert loaded.data is None
+    assert "levels deep once aliases are expanded" in loaded.diagnostics[0].message
+
+
+def test_an_alias_to_a_finished_node_still_loads() -> None:
+    loaded = load_yaml("base: &b {x: 1}\nuse: [*b, *b]\n", "f.yaml")
+    assert loaded.diagnostics == []
+    assert loaded.data == {"base": {"x": 1}, "use": [{"x": 1}, {"x": 1}]}
+
+
+def test_a_long_line_is_shown_around_the_error_not_whole() -> None:
+    loaded = load_yaml("a: " + "x" * 3_000 + ": [", "f.yaml")
+    shown = loaded.diagnostics[0].format_with_source().splitlines()
+    assert len(shown[1]) < 120
+    # the caret still sits under the column the message names
+    line, caret = shown[1], shown[2]
+    assert caret.index("^") < len(line) and line[caret.index("^")] in ":x"
+
+
+_PIECES = st.sampled_from(["[", "]", "{", "}", "a: ", "- ", "&x ", "*x", ", ", "\n", "  ", "1", "'q'", "9" * 120, ": "])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PIECES, max_size=400).map("".join), st.integers(min_value=0, max_value=3_000))
+def test_any_nesting_gives_data_or_diagnostics_never_an_exception(text: str, depth: int) -> None:
+    # random YAML-ish text, optionally under a deep prefix of brackets
+    loaded = load_yaml("[" * depth + text, "f.yaml")  # must not raise
+    assert all(d.line >= 1 and d.col >= 1 for d in loaded.diagnostics)
+    if depth > 64:
+        assert loaded.data is None and loaded.diagnostics
