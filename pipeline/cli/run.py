@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
+import contextlib
 from typing import Any
 
+from soul.cli.terminal import json_text, markup_safe, shown
 from soul.errors import SoulError
 from soul.runtime import Reply, Token, TurnCommitted
 
+EXIT_INTERRUPTED = 130  # the shell's convention for a process ended by SIGINT
 HELP = "commands: /thoughts (toggle), /state, /user, /chetana, /quit"
 
 
@@ -70,21 +72,22 @@ class Printer:
             if not self.streaming:
                 self.console.print(f"[bold magenta]{self.name}>[/] ", end="")
                 self.streaming = True
-            self.console.print(event.text, end="", markup=False, highlight=False, soft_wrap=True)
+            self.console.print(shown(event.text), end="", markup=False, highlight=False, soft_wrap=True)
         elif isinstance(event, Reply):
             self.stop_spinner()
             if self.streaming:
                 self.console.print()
             elif event.text:
                 self.console.print(f"[bold magenta]{self.name}>[/] ", end="")
-                self.console.print(event.text, markup=False, highlight=False)
+                self.console.print(shown(event.text), markup=False, highlight=False)
 
     def show_thoughts(self, trace: dict[str, Any]) -> None:
         """The other steps' outputs, after the reply (so they never interleave with it)."""
         for step in trace.get("steps", []):
-            shown = {k: v for k, v in step["outputs"].items() if v not in (None, "")}
-            if step["kind"] != "external_dialogue" and shown:
-                self.console.print(f"[dim]  ({step['step']} · {step['status']}) {json.dumps(shown, ensure_ascii=False)}[/]", highlight=False)
+            outputs = {k: v for k, v in step["outputs"].items() if v not in (None, "")}
+            if step["kind"] != "external_dialogue" and outputs:
+                line = markup_safe(f"({step['step']} · {step['status']}) {json_text(outputs, indent=None)}")
+                self.console.print(f"[dim]  {line}[/]", highlight=False)
 
 
 async def _one_turn(session: Any, text: str, printer: Printer) -> Any:
@@ -111,7 +114,7 @@ def run_command(args: argparse.Namespace) -> int:
         if args.message is not None:
             if args.json:
                 result = session.turn_sync(args.message)
-                print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
+                print(json_text(result.to_json()))
                 return 0
             from rich.console import Console
 
@@ -121,60 +124,107 @@ def run_command(args: argparse.Namespace) -> int:
                 await _one_turn(session, args.message, printer)
                 await session.settle()
 
-            asyncio.run(once())
+            try:
+                asyncio.run(once())  # on Ctrl-C it cancels the turn and waits for it to unwind
+            except KeyboardInterrupt:
+                printer.stop_spinner()
+                printer.console.print("\n[yellow]turn abandoned; nothing was stored[/]")
+                return EXIT_INTERRUPTED
             return 0
-        return asyncio.run(_repl(soul, session, args))
+        return _repl(soul, session, args)
     finally:
         soul.close()
 
 
-async def _repl(soul: Any, session: Any, args: argparse.Namespace) -> int:
+class _Loop:
+    """An event loop in its own thread, so the prompt can read in the main thread.
+
+    `input()` must run in the main thread: Ctrl-C there raises KeyboardInterrupt at once
+    (read in a worker thread, it hung until Enter and then printed a traceback). Turns and
+    their after-turn subprocesses run on this loop meanwhile; Ctrl-C during a turn cancels it
+    and waits until the cancellation has unwound, so nothing of it is stored.
+    """
+
+    def __init__(self) -> None:
+        import threading
+
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="soul-repl", daemon=True)
+        self.thread.start()
+
+    def run(self, coro: Any) -> Any:
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        try:
+            return future.result()
+        except KeyboardInterrupt:
+            future.cancel()
+            import concurrent.futures
+
+            with contextlib.suppress(concurrent.futures.CancelledError, Exception):
+                future.result(timeout=30)
+            raise
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=5)
+        self.loop.close()
+
+
+def _repl(soul: Any, session: Any, args: argparse.Namespace) -> int:
     from rich.console import Console
 
     console = Console()
     printer = Printer(console, soul.name, args.show_thoughts)
     console.print(f"[bold]{soul.name}[/] · session {session.id} · {HELP}")
-    while True:
-        try:
-            line = await asyncio.to_thread(input, "you> ")
-        except (EOFError, KeyboardInterrupt):
-            console.print()
-            break
-        text = line.strip()
-        if not text:
-            continue
-        if text in ("/quit", "/exit"):
-            break
-        if text == "/thoughts":
-            printer.thoughts = not printer.thoughts
-            console.print(f"[dim]thoughts {'on' if printer.thoughts else 'off'}[/]")
-            continue
-        if text == "/state":
-            snap = soul.store.snapshot(session.id)
-            console.print_json(json.dumps(snap.state, ensure_ascii=False))
-            continue
-        if text == "/user":
-            snap = soul.store.snapshot(session.id)
-            console.print(snap.user_model or f"(nothing is known about {session.info.user} yet)", markup=False)
-            continue
-        if text == "/chetana":
-            from soul.runtime import session_report
-
+    loop = _Loop()
+    try:
+        while True:
             try:
-                console.print(session_report(soul.store, session.id).render(), markup=False, highlight=False)
-            except SoulError as exc:
-                console.print(f"[yellow]{exc}[/]")
-            continue
-        if text.startswith("/"):
-            console.print(f"[yellow]unknown command {text}[/] — {HELP}")
-            continue
-        try:
-            await _one_turn(session, text, printer)
-        except KeyboardInterrupt:
-            console.print("\n[yellow]turn abandoned; nothing was stored[/]")
-        except Exception as exc:
-            if not isinstance(exc, SoulError) or args.debug:
-                raise
-            console.print(f"[red]error:[/] {exc}", markup=True, highlight=False)
-    await session.settle()
+                line = input("you> ")
+            except (EOFError, KeyboardInterrupt):
+                console.print()
+                break
+            text = line.strip()
+            if not text:
+                continue
+            if text in ("/quit", "/exit"):
+                break
+            if text.startswith("/"):
+                _command(text, soul, session, printer, console)
+                continue
+            try:
+                loop.run(_one_turn(session, text, printer))
+            except KeyboardInterrupt:
+                printer.stop_spinner()
+                console.print("\n[yellow]turn abandoned; nothing was stored[/]")
+            except Exception as exc:
+                if not isinstance(exc, SoulError) or args.debug:
+                    raise
+                console.print(f"[red]error:[/] {markup_safe(str(exc))}", highlight=False)
+        with contextlib.suppress(KeyboardInterrupt):  # a second Ctrl-C leaves at once
+            loop.run(session.settle())
+    finally:
+        loop.close()
     return 0
+
+
+def _command(text: str, soul: Any, session: Any, printer: Printer, console: Any) -> None:
+    """A REPL command (`/thoughts`, `/state`, `/user`, `/chetana`)."""
+    if text == "/thoughts":
+        printer.thoughts = not printer.thoughts
+        console.print(f"[dim]thoughts {'on' if printer.thoughts else 'off'}[/]")
+    elif text == "/state":
+        snap = soul.store.snapshot(session.id)
+        console.print(json_text(snap.state), markup=False, highlight=False)
+    elif text == "/user":
+        snap = soul.store.snapshot(session.id)
+        console.print(shown(snap.user_model or f"(nothing is known about {session.info.user} yet)"), markup=False)
+    elif text == "/chetana":
+        from soul.runtime import session_report
+
+        try:
+            console.print(shown(session_report(soul.store, session.id).render()), markup=False, highlight=False)
+        except SoulError as exc:
+            console.print(f"[yellow]{markup_safe(str(exc))}[/]")
+    else:
+        console.print(f"[yellow]unknown command {markup_safe(text)}[/] — {HELP}")

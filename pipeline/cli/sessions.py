@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import json
 import time
 from typing import Any
 
+from soul.cli.terminal import json_text, shown
 from soul.errors import SoulError
 
 
@@ -28,19 +28,19 @@ def sessions_command(args: argparse.Namespace) -> int:
             if not rows:
                 print("no sessions yet — start one with: soul run claudius")
             for s in rows:
-                print(f"{s.id}  {s.soul:12} {s.user:12} {s.turns:4} turns  {_when(s.updated)}")
+                print(shown(f"{s.id}  {s.soul:12} {s.user:12} {s.turns:4} turns  {_when(s.updated)}"))
             return 0
         if not args.id:
             raise SoulError(f"soul sessions {args.action} needs a session id (see: soul sessions list)")
         info = store.find_session(args.id)
         if args.action == "show":
-            print(f"session {info.id} · soul {info.soul} · user {info.user} · {info.turns} turns")
+            print(shown(f"session {info.id} · soul {info.soul} · user {info.user} · {info.turns} turns"))
             for turn, record, _ in store.messages(info.id, layer=None if args.all else "external"):
                 who = info.user if record.tag == "user" else (info.soul if record.layer == "external" else f"  ({record.tag})")
-                print(f"[{turn}] {who}: {record.content}")
+                print(shown(f"[{turn}] {who}: {record.content}"))
             return 0
         if args.action == "export":
-            print(json.dumps(store.export_session(info.id), ensure_ascii=False, indent=2))
+            print(json_text(store.export_session(info.id)))
             return 0
         if args.action == "delete":
             store.delete_session(info.id)
@@ -56,7 +56,7 @@ def user_model_command(args: argparse.Namespace) -> int:
             if current is None:
                 print(f"{args.soul} knows nothing about {args.user} yet")
             else:
-                print(f"# version {current.version} · {current.note}\n{current.text}")
+                print(shown(f"# version {current.version} · {current.note}\n{current.text}"))
             return 0
         history = store.user_model_history(args.soul, args.user)
         if args.action == "history":
@@ -64,7 +64,7 @@ def user_model_command(args: argparse.Namespace) -> int:
                 print(f"{args.soul} knows nothing about {args.user} yet")
             for v in history:
                 where = f" · session {v.session_id[:8]} turn {v.turn}" if v.session_id else ""
-                print(f"v{v.version}  {_when(v.created)}{where}  {v.note}")
+                print(shown(f"v{v.version}  {_when(v.created)}{where}  {v.note}"))
             return 0
         versions = {v.version: v for v in history}
         if args.action == "diff":
@@ -78,7 +78,7 @@ def user_model_command(args: argparse.Namespace) -> int:
                 raise SoulError(f"no version {old if a is None else new}; versions: {', '.join(map(str, versions))}")
             before = a.text.splitlines(keepends=True) if a else []
             diff = difflib.unified_diff(before, b.text.splitlines(keepends=True), f"v{old}", f"v{new}")
-            print("".join(diff), end="")
+            print(shown("".join(diff)), end="")
             return 0
         if args.action == "revert":
             if args.version not in versions:
