@@ -188,11 +188,11 @@ def soulgraph_series(folder: Path, runs: int, turns: int) -> list[Series]:
         first = session.turn_sync("Is everything fine?")  # imports, template caches, the schema
         assert all(v == {"result": True} for v in first.steps.values()), first.steps
         snapshot = s.store.snapshot(session.id, ttl_hours=s.blueprint.memory_ttl_hours)
-        ctx = context_for(s, snapshot, "Is everything fine?", "message")
+        ctx = context_for(s.plan, snapshot, "Is everything fine?", "message")
 
         async def graph_only(s: Any = s, ctx: Any = ctx, steps: int = steps) -> None:
             ts = TurnState(ctx, {})
-            await ScopeRunner(s, s.plan.turn, s.blueprint.steps, None).run(ts)
+            await ScopeRunner(s.plan, s.plan.turn, s.services, None).run(ts)
             assert len(ts.outputs) == steps
 
         times = asyncio.run(timed_async(graph_only, runs, provider))
@@ -354,7 +354,8 @@ def claudius_turn(folder: Path, turns: int) -> tuple[dict[str, tuple[list[float]
     names = ("render", "parse", "commit")
     now: dict[str, list[float]] = {n: [0.0, 0.0] for n in names}  # this turn's sums
     commits: list[Any] = []
-    build, extract, parse_step, commit = s.builder.build, soul.runtime.calls.extract_sections, soul.runtime.calls.parse_step, s.store.commit
+    builder = s.services.builder
+    build, extract, parse_step, commit = builder.build, soul.runtime.calls.extract_sections, soul.runtime.calls.parse_step, s.store.commit
 
     def timed(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -372,7 +373,7 @@ def claudius_turn(folder: Path, turns: int) -> tuple[dict[str, tuple[list[float]
         commits.append(c)
         return commit(c)
 
-    s.builder.build = timed("render", build)  # type: ignore[method-assign]
+    builder.build = timed("render", build)  # type: ignore[method-assign]
     soul.runtime.calls.extract_sections = timed("parse", extract)
     soul.runtime.calls.parse_step = timed("parse", parse_step)
     s.store.commit = timed("commit", keep)  # type: ignore[method-assign]
@@ -405,7 +406,7 @@ def claudius_turn(folder: Path, turns: int) -> tuple[dict[str, tuple[list[float]
     finally:
         soul.runtime.calls.extract_sections = extract
         soul.runtime.calls.parse_step = parse_step
-        s.builder.build = build  # type: ignore[method-assign]
+        builder.build = build  # type: ignore[method-assign]
         s.store.commit = commit  # type: ignore[method-assign]
     assert provider.calls >= turns
     # the commit alone, replayed: a typical turn's Commit applied to fresh sessions, unwrapped

@@ -1,53 +1,11 @@
-"""Drawing a compiled plan: plain text, Mermaid and Graphviz DOT, with call groups visible."""
+"""Drawing a compiled plan: plain text (the plan's own `text()`), Mermaid and Graphviz DOT, with
+call groups visible."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from soul.compiler.graph import StepGraph
-    from soul.compiler.plan import Plan, ScopePlan
+from soul.compiler.plan import Plan, plan_text
 
 FORMATS = ("text", "mermaid", "dot")
-
-
-def _scopes(plan: Plan) -> list[tuple[str, ScopePlan, StepGraph]]:
-    """(title, plan, graph) of every scope, the turn first."""
-    g = plan.graph
-    out = [("turn", plan.turn, g.turn)]
-    out += [(f"subprocess {n}", sp, g.subprocesses[n]) for n, sp in plan.subprocesses.items()]
-    out += [(f"process {n}", sp, g.processes[n]) for n, sp in plan.processes.items()]
-    return out
-
-
-def plan_text(plan: Plan) -> str:
-    """The stable text form: scopes, layers, units and their steps with gates."""
-    bp = plan.blueprint
-    lines = [f"soul {bp.name} — mode {bp.mode}, model {bp.model}"]
-    for title, sp, graph in _scopes(plan):
-        calls = len(sp.calls())
-        lines.append(f"{title}: {len(sp.steps)} steps, {calls} model call{'s' if calls != 1 else ''}")
-        units = {u.index: u for u in sp.units}
-        width = max((len(n) for n in sp.steps), default=0)
-        for depth, layer in enumerate(sp.layers, start=1):
-            lines.append(f"  layer {depth}")
-            for index in layer:
-                unit = units[index]
-                lines.append(f"    {unit.label()}")
-                for name in unit.steps:
-                    ps = sp.steps[name]
-                    after = sorted(graph.dag.predecessors(name), key=list(graph.dag.nodes).index)
-                    extras = [ps.kind]
-                    if ps.stream:
-                        extras.append("stream")
-                    if ps.gate:
-                        extras.append(ps.gate.describe())
-                    if after:
-                        extras.append("after " + ", ".join(after))
-                    lines.append(f"      {name.ljust(width)}  " + " · ".join(extras))
-    for name, trig in bp.triggers.items():
-        lines.append(f"trigger {name}: {trig.kind}" + (f" from {trig.options['source']}" if "source" in trig.options else ""))
-    return "\n".join(lines) + "\n"
 
 
 def _id(scope: str, name: str) -> str:
@@ -57,14 +15,14 @@ def _id(scope: str, name: str) -> str:
 def mermaid(plan: Plan) -> str:
     """A Mermaid flowchart: each model call a subgraph, gates on the edges' targets."""
     lines = ["flowchart TD", "  input([input])"]
-    for _title, sp, graph in _scopes(plan):
+    for _title, sp, graph in plan.scopes():
         scope = sp.scope
         for unit in sp.units:
             if unit.is_call:
                 lines.append(f'  subgraph {_id(scope, f"call{unit.index}")}["{scope} · {unit.label()}"]')
             for name in unit.steps:
                 ps = sp.steps[name]
-                label = f"{name}<br/><i>{ps.kind}</i>"
+                label = f"{name}<br/><i>{ps.kind.name}</i>"
                 if ps.gate:
                     label += f"<br/>{ps.gate.describe()}"
                 label = label.replace('"', "'")
@@ -87,7 +45,7 @@ def mermaid(plan: Plan) -> str:
 def dot(plan: Plan) -> str:
     """Graphviz DOT: each model call a cluster."""
     lines = [f'digraph "{plan.blueprint.name}" {{', "  rankdir=TB;", '  node [shape=box, fontname="Helvetica"];', '  input [shape=oval];']
-    for _title, sp, _graph in _scopes(plan):
+    for _title, sp, _graph in plan.scopes():
         scope = sp.scope
         for unit in sp.units:
             indent = "  "
@@ -97,12 +55,12 @@ def dot(plan: Plan) -> str:
                 indent = "    "
             for name in unit.steps:
                 ps = sp.steps[name]
-                label = f"{name}\\n{ps.kind}" + (f"\\n{ps.gate.describe()}" if ps.gate else "")
+                label = f"{name}\\n{ps.kind.name}" + (f"\\n{ps.gate.describe()}" if ps.gate else "")
                 label = label.replace('"', "'")
                 lines.append(f'{indent}"{_id(scope, name)}" [label="{label}"];')
             if unit.is_call:
                 lines.append("  }")
-    for _title, _sp, graph in _scopes(plan):
+    for _title, _sp, graph in plan.scopes():
         sid = graph.scope
         for a, b in graph.dag.edges:
             lines.append(f'  "{_id(sid, a)}" -> "{_id(sid, b)}";')

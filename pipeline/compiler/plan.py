@@ -6,16 +6,21 @@ Units are ordered in topological layers; the units of a layer are independent an
 concurrently. Gates say when a step runs: `every` and a `when` that reads only earlier units
 are decided before the call; a `when` that reads a step of the same fused call is decided after
 it, on the parsed reply (the section is asked for, its effects apply only if the gate is true).
+
+The plan is bound: each step carries its kind class, `with:` values, template and gate, and a
+subprocess's scope carries its own gate, so a turn runs from the plan and its services alone —
+no blueprint or registry look-ups while it runs.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from soul.compiler.graph import Graph, StepGraph, build_graph
-from soul.kinds import Registry
+from soul.kinds import Registry, StepKind
 from soul.language import Blueprint, Retry
 
 GatePhase = Literal["before", "after"]
@@ -40,14 +45,17 @@ class Gate:
 
 @dataclass(frozen=True)
 class PlannedStep:
+    """A step bound for running: its kind class, `with:` values, template and gate."""
+
     name: str
-    kind: str
+    kind: type[StepKind]
+    params: Mapping[str, Any]
+    template: str | None
+    gate: Gate | None
     llm: bool
     model: str | None
-    gate: Gate | None
     stream: bool
     retry: Retry
-    template: str | None
     unit: int
 
 
@@ -71,17 +79,59 @@ class Unit:
         return f"{how} {self.index} [{self.model}]"
 
 
+# Identity, not value, is a call plan's hash: the runtime keys what it binds to one (provider, grammar) by it.
+@dataclass(frozen=True, eq=False)
+class CallPlan:
+    """A model call over the steps of a unit that run this turn: all of it the plan fixes."""
+
+    unit: Unit
+    steps: tuple[PlannedStep, ...]
+    tags: tuple[str, ...]  # every section asked for, in order
+    stream_steps: tuple[str, ...]
+    attempts: int  # the first try plus re-asks: the most any step's `retry` allows
+    after_gates: dict[str, str]  # step -> its `when`, decided on the parsed reply
+    gates: dict[str, str | None]  # each step's gate, described for the trace
+    optional: frozenset[int]  # positions of steps whose sections a reply may leave out
+
+
 @dataclass(frozen=True)
 class ScopePlan:
-    """The plan of one scope: units in layers, and each step's place."""
+    """The plan of one scope: units in layers, each step's place, and (for a subprocess) the
+    gate that decides whether the scope runs after a turn."""
 
     scope: str
     units: tuple[Unit, ...]
     layers: tuple[tuple[int, ...], ...]
     steps: dict[str, PlannedStep] = field(default_factory=dict)
+    gate: Gate | None = None
+    # call plans by (unit, steps that run): a pure function of the plan, worked out once
+    _calls: dict[tuple[int, tuple[str, ...]], CallPlan] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def calls(self) -> list[Unit]:
         return [u for u in self.units if u.is_call]
+
+    def unit(self, index: int) -> Unit:
+        """The unit numbered `index` (units are numbered from 1 in order)."""
+        return self.units[index - 1]
+
+    def call_plan(self, unit: Unit, active: tuple[str, ...]) -> CallPlan:
+        """The call of `unit` asking for the steps `active` (those whose gates let them run)."""
+        key = (unit.index, active)
+        plan = self._calls.get(key)
+        if plan is None:
+            steps = tuple(self.steps[name] for name in active)
+            after = {s.name: s.gate.when for s in steps if s.gate and s.gate.when and s.gate.phase == "after"}
+            plan = self._calls[key] = CallPlan(
+                unit=unit,
+                steps=steps,
+                tags=tuple(section.tag for s in steps for section in s.kind.sections),
+                stream_steps=tuple(s.name for s in steps if s.stream),
+                attempts=1 + max(s.retry.attempts for s in steps),
+                after_gates=after,
+                gates={s.name: s.gate.describe() if s.gate else None for s in steps},
+                optional=frozenset(i for i, s in enumerate(steps) if s.name in after),
+            )
+        return plan
 
 
 @dataclass(frozen=True)
@@ -98,11 +148,56 @@ class Plan:
     def mode(self) -> str:
         return self.blueprint.mode
 
-    def text(self) -> str:
-        """A stable, printable form of the plan."""
-        from soul.compiler.drawing import plan_text
+    def initial_state(self, stored: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The soul state a turn starts from: each declared key's default, overlaid by the
+        `stored` values of declared keys (a new session stores the defaults alone)."""
+        declared = self.blueprint.state
+        state = {key: var.default for key, var in declared.items()}
+        if stored:
+            state.update((key, value) for key, value in stored.items() if key in declared)
+        return state
 
+    def scopes(self) -> Iterator[tuple[str, ScopePlan, StepGraph]]:
+        """(title, plan, graph) of every scope, the turn first."""
+        g = self.graph
+        yield "turn", self.turn, g.turn
+        for name, sp in self.subprocesses.items():
+            yield f"subprocess {name}", sp, g.subprocesses[name]
+        for name, sp in self.processes.items():
+            yield f"process {name}", sp, g.processes[name]
+
+    def text(self) -> str:
+        """A stable, printable form of the plan (also `soul graph --format text`)."""
         return plan_text(self)
+
+
+def plan_text(plan: Plan) -> str:
+    """The stable text form: scopes, layers, units and their steps with gates."""
+    bp = plan.blueprint
+    lines = [f"soul {bp.name} — mode {bp.mode}, model {bp.model}"]
+    for title, sp, graph in plan.scopes():
+        calls = len(sp.calls())
+        lines.append(f"{title}: {len(sp.steps)} steps, {calls} model call{'s' if calls != 1 else ''}")
+        width = max((len(n) for n in sp.steps), default=0)
+        for depth, layer in enumerate(sp.layers, start=1):
+            lines.append(f"  layer {depth}")
+            for index in layer:
+                unit = sp.unit(index)
+                lines.append(f"    {unit.label()}")
+                for name in unit.steps:
+                    ps = sp.steps[name]
+                    after = sorted(graph.dag.predecessors(name), key=list(graph.dag.nodes).index)
+                    extras = [ps.kind.name]
+                    if ps.stream:
+                        extras.append("stream")
+                    if ps.gate:
+                        extras.append(ps.gate.describe())
+                    if after:
+                        extras.append("after " + ", ".join(after))
+                    lines.append(f"      {name.ljust(width)}  " + " · ".join(extras))
+    for name, trig in bp.triggers.items():
+        lines.append(f"trigger {name}: {trig.kind}" + (f" from {trig.options['source']}" if "source" in trig.options else ""))
+    return "\n".join(lines) + "\n"
 
 
 def _group_calls(sg: StepGraph, order: list[str], fused: bool) -> list[list[str]]:
@@ -131,7 +226,7 @@ def _group_calls(sg: StepGraph, order: list[str], fused: bool) -> list[list[str]
     return units
 
 
-def _plan_scope(sg: StepGraph, fused: bool) -> ScopePlan:
+def _plan_scope(sg: StepGraph, fused: bool, scope_gate: Gate | None = None) -> ScopePlan:
     import networkx as nx
 
     position = {name: i for i, name in enumerate(sg.dag.nodes)}
@@ -164,19 +259,26 @@ def _plan_scope(sg: StepGraph, fused: bool) -> ScopePlan:
                     phase = "after"
             gate = Gate(step.every, step.when, phase)
         steps[name] = PlannedStep(
-            name, node.kind.name, node.llm, node.model, gate, step.stream, step.retry, step.template, unit_of[name]
+            name, node.kind, step.params, step.template, gate, node.llm, node.model, step.stream, step.retry, unit_of[name]
         )
-    return ScopePlan(sg.scope, units, layers, steps)
+    return ScopePlan(sg.scope, units, layers, steps, scope_gate)
 
 
 def compile_graph(graph: Graph) -> Plan:
     """Graph → Plan."""
-    fused = graph.blueprint.mode == "fused"
+    bp = graph.blueprint
+    fused = bp.mode == "fused"
+    subprocesses = {}
+    for name, sg in graph.subprocesses.items():
+        sub = bp.subprocesses[name]
+        # whether the subprocess runs after a turn: decided before it, like a step's gate
+        gate = Gate(sub.every, sub.when) if sub.every or sub.when else None
+        subprocesses[name] = _plan_scope(sg, fused, gate)
     return Plan(
-        graph.blueprint,
+        bp,
         graph,
         _plan_scope(graph.turn, fused),
-        {name: _plan_scope(sg, fused) for name, sg in graph.subprocesses.items()},
+        subprocesses,
         {name: _plan_scope(sg, False) for name, sg in graph.processes.items()},
     )
 

@@ -1,21 +1,36 @@
-"""Checking what gates and templates read: steps that exist, are upstream, and have that output."""
+"""Checking what gates and templates read: steps that exist, are upstream, and have that output.
+
+The checks report into a `Findings` (validation's rule set is one) rather than importing the
+validator: validation uses this module, never the other way round.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
+from soul.compiler.topology import ancestors
 from soul.diagnostics import Diagnostic, did_you_mean, one_of
-from soul.kinds import CONTEXT_NAMES
+from soul.kinds import CONTEXT_NAMES, Registry
 from soul.language import Analysis, KeyPath, analyse_expression, analyse_template, display_path
 
 if TYPE_CHECKING:
-    from soul.compiler.validation import _Rules
     from soul.language import StateVar, Step
 
 ALLOWED_NAMES = frozenset((*CONTEXT_NAMES, "steps"))
+
+
+class Findings(Protocol):
+    """Where reference checks report: errors, the steps someone reads (for the dead-step
+    warning), and the registry that says which outputs a kind has."""
+
+    registry: Registry
+    out: list[Diagnostic]
+    read_steps: set[tuple[str, str]]  # (scope, step)
+
+    def error(self, path: KeyPath, message: str, hint: str | None = None, *, key: bool = False) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -29,7 +44,7 @@ class Scope:
 
 
 def _problems(
-    rules: _Rules,
+    rules: Findings,
     analysis: Analysis,
     visible: Set[str],
     scope: Scope,
@@ -70,7 +85,7 @@ def _problems(
 
 
 def check_expression(
-    rules: _Rules,
+    rules: Findings,
     text: str,
     path: KeyPath,
     visible: Set[str],
@@ -87,7 +102,7 @@ def check_expression(
         rules.error(path, message, hint)
 
 
-def check_template(rules: _Rules, target: Path, step: Step, scope: Scope, steps: Mapping[str, Step]) -> None:
+def check_template(rules: Findings, target: Path, step: Step, scope: Scope, steps: Mapping[str, Step]) -> None:
     """Check a step's template file; errors point at lines of the template."""
     text = target.read_text(encoding="utf-8")
     lines = text.splitlines()
@@ -106,9 +121,7 @@ def check_template(rules: _Rules, target: Path, step: Step, scope: Scope, steps:
     if analysis.error:
         emit(analysis.error_line, f"template does not compile: {analysis.error}", None)
         return
-    from soul.compiler import topology
-
     after = {n: tuple(d for d in s.after if d in steps) for n, s in steps.items()}
-    visible = scope.outer | topology.ancestors(after).get(step.name, set())
+    visible = scope.outer | ancestors(after).get(step.name, set())
     for line, message, hint in _problems(rules, analysis, visible, scope, steps, step.name):
         emit(line, message, hint)

@@ -11,13 +11,21 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from soul.compiler import topology
 from soul.compiler.references import Scope, check_expression, check_template
+from soul.compiler.topology import ancestors, find_cycles, reachable
 from soul.diagnostics import Diagnostic, did_you_mean, one_of, sort_diagnostics
 from soul.errors import BlueprintInvalid
 from soul.kinds import Registry, default_registry
-from soul.language import Blueprint, KeyPath, SourceMap, Step, build, read
-from soul.language import schema as schema_rules
+from soul.language import (
+    Blueprint,
+    KeyPath,
+    SourceMap,
+    Step,
+    build,
+    check_schema,
+    check_schema_at,
+    read,
+)
 
 
 @dataclass
@@ -52,7 +60,7 @@ def validate(name_or_path: str | Path, registry: Registry | None = None) -> Chec
     loaded, path = read(name_or_path)
     if loaded.data is None or loaded.diagnostics:
         return Checked(None, sort_diagnostics(loaded.diagnostics))
-    diagnostics = schema_rules.check(loaded.data, loaded.source)
+    diagnostics = check_schema(loaded.data, loaded.source)
     if not isinstance(loaded.data, dict):
         return Checked(None, sort_diagnostics(diagnostics))
     blueprint = build(loaded.data, loaded.source, path.parent)
@@ -133,7 +141,7 @@ class _Rules:
                 )
             else:
                 if step.params or kind.params.get("required"):
-                    self.out.extend(schema_rules.check_at(step.params, kind.params, self.src, (*step.path, "with")))
+                    self.out.extend(check_schema_at(step.params, kind.params, self.src, (*step.path, "with")))
                 if step.stream and not kind.streamable:
                     self.error((*step.path, "stream"), f"step kind '{kind.name}' cannot stream", "only reply-like steps (external_dialogue, internal_dialog) stream")
                 if not kind.llm and (step.model or step.template):
@@ -157,15 +165,15 @@ class _Rules:
                     check_template(self, target, step, scope, steps)
         clean = {n: tuple(d for d in deps if d in steps and d != n) for n, deps in after.items()}
         cyclic: set[str] = set()
-        for cycle in topology.find_cycles(clean):
+        for cycle in find_cycles(clean):
             cyclic.update(cycle)
             first = steps[cycle[0]]
             self.error((*first.path, "after"), "cycle in the step graph: " + " → ".join(cycle), "remove one of these `after` links", key=True)
-        reached = topology.reachable(clean)
+        reached = reachable(clean)
         for name, step in steps.items():
             if name not in reached and name not in cyclic:
                 self.error(step.path, f"step '{name}' is unreachable from the turn's input: it only follows steps in a cycle", key=True)
-        upstream = topology.ancestors(clean)
+        upstream = ancestors(clean)
         for name, step in steps.items():
             visible = scope.outer | upstream[name]
             if step.when is not None:

@@ -27,6 +27,8 @@ from soul.language.expressions import (
     environment,
 )
 from soul.language.schema import blueprint_schema, schema_text
+from soul.language.schema import check as check_schema
+from soul.language.schema import check_at as check_schema_at
 from soul.language.sourcemap import KeyPath, Loaded, SourceMap, load_yaml
 
 __all__ = [
@@ -48,6 +50,8 @@ __all__ = [
     "blueprint_schema",
     "build",
     "builtin_names",
+    "check_schema",
+    "check_schema_at",
     "display_path",
     "environment",
     "load_yaml",

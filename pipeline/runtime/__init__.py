@@ -1,10 +1,16 @@
-"""Running souls: `load()` → `Soul` → `Session` → turns. A turn runs the plan's units layer by
-layer (model calls through the providers, non-LLM steps through their kinds), gathers every
-step's changes into one Commit for the store, and streams events as it goes. The only modules
-that touch the engines are the bridges `runtime/chetana.py` and `runtime/memory.py`."""
+"""Running souls: `load()` → `Soul` → `Session` → turns. A turn runs from the plan and its
+`Services` (prompt builder, gate evaluator, providers, memory bridge, Chetana's starter): the
+plan's units layer by layer (model calls through the providers, non-LLM steps through their
+kinds), every step's changes gathered into one Commit for the store, events streamed as it
+goes. `explain` is a dry run of the same turn code. The only modules that touch the engines are
+the bridges `runtime/chetana.py` and `runtime/memory.py`.
+
+Modules import only those before them: events, prompt, gates, calls, eager, the bridges
+chetana and memory → services → turn → session → souls; the dry run builds on turn.
+"""
 
 from soul.runtime.chetana import session_report
-from soul.runtime.dry_run import ExplainedCall, count_tokens, explain, render
+from soul.runtime.dry_run import ExplainedCall, count_tokens, dry_services, explain, render
 from soul.runtime.events import (
     CallTrace,
     Reply,
@@ -17,13 +23,18 @@ from soul.runtime.events import (
     TurnCommitted,
     TurnResult,
 )
+from soul.runtime.memory import MemoryBridge, MemoryReader, field_errors
+from soul.runtime.services import Services, services_for
 from soul.runtime.session import Session
 from soul.runtime.souls import Soul, load
 
 __all__ = [
     "CallTrace",
     "ExplainedCall",
+    "MemoryBridge",
+    "MemoryReader",
     "Reply",
+    "Services",
     "Session",
     "Soul",
     "StepFinished",
@@ -35,8 +46,11 @@ __all__ = [
     "TurnCommitted",
     "TurnResult",
     "count_tokens",
+    "dry_services",
     "explain",
+    "field_errors",
     "load",
     "render",
+    "services_for",
     "session_report",
 ]

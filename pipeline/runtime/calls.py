@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from soul.providers.base import Chunk, Provider, Request, Usage
+from soul.compiler import PlannedStep
+from soul.providers import Chunk, Message, Provider, Request, Usage
 from soul.runtime.events import CallTrace, Token
-from soul.runtime.prompt import CallStep, Message
 from soul.sections import SectionStream, StepParse, Text, extract_sections, parse_step, strip_tags
 
 FALLBACK_REPLY = "I had a thought but couldn't form a response."
@@ -46,7 +46,7 @@ async def run_call(
     provider: Provider,
     model: str,
     options: dict[str, Any],
-    steps: Sequence[CallStep],
+    steps: Sequence[PlannedStep],
     messages: tuple[Message, ...],
     *,
     unit: int,

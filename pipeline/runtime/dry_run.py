@@ -1,21 +1,32 @@
 """`soul explain`: a dry run of the first turn — the exact prompt of every model call, with token
 counts, and no provider called.
 
-Outputs of steps that have not run are shown as placeholders (⟨steps.think.text⟩); gates that
-depend on them are listed as decided at run time.
+The dry run walks the real turn code (`turn.ScopeRunner`: the same layers, units and gates)
+from a new session's snapshot, with nothing real done: a step that makes no model call yields
+placeholders instead of running, a model call records its prompt and yields placeholders
+(⟨steps.think.text⟩), and no change applies. A `when` decided before a call reads outputs a
+dry run does not have, so it counts as open and is listed as decided at run time. Chetana's
+context comes from the services, as in a real turn.
 """
 
 from __future__ import annotations
 
+import asyncio
 import gzip
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib.resources import files
 from typing import Any
 
-from soul.compiler import Plan, ScopePlan, Unit
-from soul.kinds import default_registry
-from soul.runtime.prompt import CallStep, Message, PromptBuilder, TurnContext
+from soul.compiler import CallPlan, Gate, Plan, PlannedStep, Unit
+from soul.providers import Message
+from soul.records import SessionInfo, Snapshot
+from soul.runtime.calls import CallOutcome
+from soul.runtime.events import CallTrace
+from soul.runtime.services import Services, services_for
+from soul.runtime.turn import GatedOff, ScopeRunner, TurnState, start_turn
+from soul.sections import StepParse
 
 TOKENIZER_NOTE = "tokens counted with the SmolLM2 tokenizer of the bundled local model"
 
@@ -49,62 +60,77 @@ def count_tokens(text: str) -> int:
     return len(_tokenizer().encode(text, add_special_tokens=False).ids)
 
 
-def _skip_reason(plan_scope: ScopePlan, name: str, turn: int) -> str | None:
-    gate = plan_scope.steps[name].gate
-    if gate and gate.every and turn % gate.every != 0:
-        return f"every {gate.every}: runs on turns {gate.every}, {2 * gate.every}, ..."
-    return None
+def placeholders(step: PlannedStep) -> dict[str, Any]:
+    """Every output of `step` as a placeholder naming it."""
+    return {o: Placeholder(f"⟨steps.{step.name}.{o}⟩") for o in step.kind.output_names()}
 
 
-def explain(plan: Plan, message: str, user: str = "user") -> list[ExplainedCall]:
-    """The model calls of the first turn of `plan` on `message`, in execution order."""
-    bp = plan.blueprint
-    registry = default_registry()
-    builder = PromptBuilder(bp)
-    state = {k: v.default for k, v in bp.state.items()}
-    known: dict[str, dict[str, str]] = {}
-    calls: list[ExplainedCall] = []
-    chetana = None
-    if bp.chetana is not None and bp.chetana.get("enabled", True):
-        from soul.runtime.chetana import Cognition  # a fresh controller: what the first turn sees
+class UndecidedGates:
+    """A dry run's `when` gates: open, since they read outputs that only a real turn has."""
 
-        chetana = Cognition.begin(bp.chetana, None, message).context
-    scope = plan.turn
-    units = {u.index: u for u in scope.units}
-    for layer in scope.layers:
-        for index in layer:
-            unit = units[index]
-            active, skipped, after_gates = [], [], []
-            for name in unit.steps:
-                why = _skip_reason(scope, name, 1)
-                ps = scope.steps[name]
-                if why:
-                    skipped.append((name, why))
-                elif ps.gate and ps.gate.when and ps.gate.phase == "after":
-                    after_gates.append((name, ps.gate.when))
-                    active.append(name)
-                elif ps.gate and ps.gate.when:
-                    after_gates.append((name, ps.gate.when + " (decided before the call, at run time)"))
-                    active.append(name)
-                else:
-                    active.append(name)
-            for name in unit.steps:
-                kind = registry.get(scope.steps[name].kind)
-                assert kind is not None
-                known[name] = {o: Placeholder(f"⟨steps.{name}.{o}⟩") for o in kind.output_names()}
-            if not unit.is_call or not active:
-                continue
-            call_steps = []
-            for name in active:
-                step = bp.steps[name]
-                kind = registry.get(step.uses)
-                assert kind is not None
-                call_steps.append(CallStep(name, kind, step.params, step.template))
-            earlier = {n: v for n, v in known.items() if n not in unit.steps}
-            ctx = TurnContext(text=message, user=user, number=1, state=state, steps=earlier, chetana=chetana)
-            messages = builder.build(call_steps, ctx)
-            tokens = tuple(count_tokens(m.content) for m in messages)
-            calls.append(ExplainedCall(unit, tuple(active), tuple(skipped), tuple(after_gates), messages, tokens))
+    def when_open(self, step: str, expression: str | None, variables: Mapping[str, Any], kind: str | None = None) -> bool:
+        return True
+
+
+class DryRun(ScopeRunner):
+    """The turn's walk with nothing real done: placeholders for outputs, no changes."""
+
+    applies_changes = False
+
+    async def step_outputs(self, step: PlannedStep, ts: TurnState) -> dict[str, Any]:
+        return placeholders(step)
+
+    async def ask(self, call: CallPlan, messages: tuple[Message, ...], gated_off: GatedOff | None) -> CallOutcome:
+        parses = {s.name: StepParse(placeholders(s), (), ()) for s in call.steps}
+        names = tuple(s.name for s in call.steps)
+        trace = CallTrace(call.unit.index, call.unit.model or "", names, messages, "", 0, 0, 0, 0.0)
+        return CallOutcome(parses, frozenset(), trace, False)
+
+
+def dry_services(plan: Plan) -> Services:
+    """Services for a dry run of `plan`: the real prompt builder and Chetana's starter; no
+    providers, no memory, and `when` gates left open."""
+    return services_for(plan, gates=UndecidedGates())
+
+
+def first_snapshot(plan: Plan, user: str) -> Snapshot:
+    """What a new session's first turn starts from: nothing stored but the initial state."""
+    info = SessionInfo(id="", soul=plan.blueprint.name, user=user, turns=0, created=0.0, updated=0.0, blueprint=plan.blueprint.file)
+    return Snapshot(info, plan.initial_state(), "", 0, (), (), None, None)
+
+
+def _skip_reason(gate: Gate | None) -> str:
+    """Why a step did not run on the first turn: in a dry run, only `every` skips a step."""
+    if gate is None or not gate.every:
+        return "its gate is closed"
+    return f"every {gate.every}: runs on turns {gate.every}, {2 * gate.every}, ..."
+
+
+def explain(plan: Plan, message: str, user: str = "user", services: Services | None = None) -> list[ExplainedCall]:
+    """The model calls of the first turn of `plan` on `message`, in execution order.
+
+    `services` are a Soul's (`Soul.services`) or `dry_services(plan)`; either way nothing real
+    is done and every `when` stays open."""
+    if services is None:
+        services = dry_services(plan)
+    elif not isinstance(services.gates, UndecidedGates):
+        services = replace(services, gates=UndecidedGates())
+    ts = start_turn(plan, services, first_snapshot(plan, user), message, "message")
+    asyncio.run(DryRun(plan, plan.turn, services).run(ts))
+    status = {trace.step: trace.status for trace in ts.steps}
+    steps = plan.turn.steps
+    calls = []
+    for call in ts.calls:
+        unit = plan.turn.unit(call.unit)
+        skipped = tuple((name, _skip_reason(steps[name].gate)) for name in unit.steps if status.get(name) == "skipped")
+        after_gates = []
+        for name in call.steps:
+            gate = steps[name].gate
+            if gate and gate.when:
+                decided = "" if gate.phase == "after" else " (decided before the call, at run time)"
+                after_gates.append((name, gate.when + decided))
+        tokens = tuple(count_tokens(m.content) for m in call.messages)
+        calls.append(ExplainedCall(unit, call.steps, skipped, tuple(after_gates), tuple(call.messages), tokens))
     return calls
 
 

@@ -56,7 +56,7 @@ class CallTrace:
     unit: int
     model: str
     steps: tuple[str, ...]
-    messages: tuple[Any, ...]  # soul.runtime.prompt.Message; plain dicts once the trace is stored
+    messages: tuple[Any, ...]  # soul.providers.base.Message; plain dicts once the trace is stored
     raw: str
     attempts: int
     input_tokens: int

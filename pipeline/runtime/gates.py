@@ -24,7 +24,8 @@ class GateEvaluator:
         self.env = env
         self._compiled: dict[str, Callable[..., Any]] = {}
 
-    def when_open(self, step: str, expression: str | None, variables: Mapping[str, Any]) -> bool:
+    def when_open(self, step: str, expression: str | None, variables: Mapping[str, Any], kind: str | None = None) -> bool:
+        """Whether `expression` (the `when` of `step`, of kind `kind`) is true on `variables`."""
         if not expression:
             return True
         fn = self._compiled.get(expression)
@@ -34,4 +35,4 @@ class GateEvaluator:
         try:
             return bool(fn(**variables))
         except TemplateError as exc:
-            raise StepError(f"step '{step}': its `when` ({expression}) failed: {exc}") from exc
+            raise StepError.from_exception(exc, step=step, kind=kind, what=f"its `when` ({expression}) failed") from exc

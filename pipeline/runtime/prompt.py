@@ -17,9 +17,10 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from soul.kinds import Section, StepKind
+from soul.compiler import PlannedStep
+from soul.kinds import Section
 from soul.language import Blueprint, environment
-from soul.providers.base import Message
+from soul.providers import Message
 
 
 @dataclass(frozen=True)
@@ -36,16 +37,6 @@ class TurnContext:
     memory: Mapping[str, Sequence[str]] = field(default_factory=dict)
     chetana: Mapping[str, Any] | None = None
     steps: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class CallStep:
-    """A step inside a call: its name, kind and `with:` parameters."""
-
-    name: str
-    kind: type[StepKind]
-    params: Mapping[str, Any]
-    template: str | None = None
 
 
 def escape_untrusted(text: str) -> str:
@@ -91,7 +82,7 @@ class PromptBuilder:
         search.append(Path(str(files("soul.templates"))))
         self.env = environment(search)
         self._static_templates: dict[str, bool] = {}
-        self._formats: dict[int, tuple[Sequence[CallStep], str]] = {}
+        self._formats: dict[int, tuple[Sequence[PlannedStep], str]] = {}
         self._user_message: tuple[tuple[str, str, str], str] = (("", "", ""), "")
         self._head_cache: tuple[TurnContext | None, str] = (None, "")
         self._lines: dict[int, tuple[Mapping[str, Any], str]] = {}
@@ -124,14 +115,14 @@ class PromptBuilder:
         listed = list(self.blueprint.regions)
         return listed + sorted(r for r in ctx.memory if r not in listed)
 
-    def instructions(self, step: CallStep, ctx: TurnContext, earlier: Mapping[str, Any] | None = None) -> str:
+    def instructions(self, step: PlannedStep, ctx: TurnContext, earlier: Mapping[str, Any] | None = None) -> str:
         name = step.template or step.kind.template
         if name is None:
             return ""
         template = self.env.get_template(name)
         return template.render(self.variables(ctx, step.params, earlier)).strip()
 
-    def _static(self, step: CallStep) -> bool:
+    def _static(self, step: PlannedStep) -> bool:
         """Whether a step's instructions read only `soul` and `params` (fixed for the soul)."""
         name = step.template or step.kind.template
         if name is None:
@@ -145,11 +136,11 @@ class PromptBuilder:
             static = self._static_templates[name] = analyse_template(source).names <= {"soul", "params"}
         return static
 
-    def response_format(self, steps: Sequence[CallStep], ctx: TurnContext, earlier: Mapping[str, Any] | None = None) -> str:
+    def response_format(self, steps: Sequence[PlannedStep], ctx: TurnContext, earlier: Mapping[str, Any] | None = None) -> str:
         """The cognitive instructions: each step's sections with its instructions.
 
         When every step's template is static, the text is the same every turn: it is built
-        once per group of steps (they live as long as the soul's call specs).
+        once per group of steps (a call plan's tuple, which lives as long as the plan).
         """
         cached = self._formats.get(id(steps))
         if cached is not None and cached[0] is steps:  # the same (call spec's) tuple of steps
@@ -159,7 +150,7 @@ class PromptBuilder:
             self._formats[id(steps)] = (steps, text)
         return text
 
-    def _response_format(self, steps: Sequence[CallStep], ctx: TurnContext, earlier: Mapping[str, Any] | None) -> str:
+    def _response_format(self, steps: Sequence[PlannedStep], ctx: TurnContext, earlier: Mapping[str, Any] | None) -> str:
         parts = ["## Response Format", "Write these XML sections, in this order, and nothing outside them:"]
         for step in steps:
             guide = self.instructions(step, ctx, earlier)
@@ -171,7 +162,7 @@ class PromptBuilder:
                 parts.append(f"{section_format(section, step.params)}{optional}\n{body}\n</{section.tag}>")
         return "\n\n".join(parts)
 
-    def system(self, steps: Sequence[CallStep], ctx: TurnContext, earlier: Mapping[str, Any] | None = None) -> str:
+    def system(self, steps: Sequence[PlannedStep], ctx: TurnContext, earlier: Mapping[str, Any] | None = None) -> str:
         parts = [self._head(ctx)]
         done = ctx.steps if earlier is None else earlier
         if done and self.blueprint.mode == "chained":
@@ -231,6 +222,6 @@ class PromptBuilder:
             + fence(f"{ctx.user}: {escape_untrusted(ctx.text)}")
         )
 
-    def build(self, steps: Sequence[CallStep], ctx: TurnContext, earlier: Mapping[str, Any] | None = None) -> tuple[Message, ...]:
+    def build(self, steps: Sequence[PlannedStep], ctx: TurnContext, earlier: Mapping[str, Any] | None = None) -> tuple[Message, ...]:
         """The messages of one model call over `steps`; `earlier` overrides `ctx.steps`."""
         return (Message("system", self.system(steps, ctx, earlier)), Message("user", self.user(ctx)))

@@ -5,6 +5,9 @@ from synchronous code (and waits for subprocesses); `async for event in session.
 yields StepStarted / Token / StepFinished / Reply / TurnCommitted as they happen. Subprocesses
 run after the reply is delivered and are cancelled by the next input (Open Souls semantics):
 a cancelled subprocess writes nothing.
+
+A session runs its turns from the soul's plan and services (`runtime/services.py`) and commits
+them through the session store; it knows nothing of the `Soul` that opened it.
 """
 
 from __future__ import annotations
@@ -17,13 +20,14 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from soul.compiler import Plan
 from soul.records import SessionInfo
-from soul.runtime.chetana import Cognition
 from soul.runtime.events import Reply, SubprocessFinished, Trace, TurnCommitted, TurnResult
-from soul.runtime.turn import ScopeRunner, TurnState, build_commit, context_for, memory_items
+from soul.runtime.services import Services
+from soul.runtime.turn import ScopeRunner, TurnState, build_commit, memory_items, start_turn
 
 if TYPE_CHECKING:
-    from soul.runtime.souls import Soul
+    from soul.store import SessionStore
 
 log = logging.getLogger(__name__)
 
@@ -31,9 +35,12 @@ log = logging.getLogger(__name__)
 class Session:
     """A stored conversation; create with `Soul.session()`."""
 
-    def __init__(self, soul: Soul, info: SessionInfo) -> None:
-        self.soul = soul
+    def __init__(self, plan: Plan, services: Services, store: SessionStore, info: SessionInfo) -> None:
+        self.plan = plan
+        self.services = services
+        self.store = store  # where the session lives: snapshots, commits, traces
         self.info = info
+        self._order = tuple(plan.turn.steps)  # plan order: the order changes are committed in
         self._background: asyncio.Task[None] | None = None
 
     @property
@@ -60,15 +67,10 @@ class Session:
     async def _run(self, text: str, kind: str, emit: Callable[[Any], None] | None) -> TurnResult:
         await self._cancel_background()  # a new input cancels what still runs from the last turn
         started = time.perf_counter()
-        soul = self.soul
-        snapshot = soul.store.snapshot(self.id, ttl_hours=soul.blueprint.memory_ttl_hours)
-        ts = TurnState(context_for(soul, snapshot, text, kind), {}, session=self.id)
-        block = soul.blueprint.chetana
-        if block is not None and block.get("enabled", True):
-            ts.cognition = Cognition.begin(block, snapshot.chetana, text)
-            ts.ctx = replace(ts.ctx, chetana=ts.cognition.context)
-        runner = ScopeRunner(soul, soul.plan.turn, soul.blueprint.steps, emit)
-        await runner.run(ts)
+        plan, services, store = self.plan, self.services, self.store
+        snapshot = store.snapshot(self.id, ttl_hours=plan.blueprint.memory_ttl_hours)
+        ts = start_turn(plan, services, snapshot, text, kind, session=self.id)
+        await ScopeRunner(plan, plan.turn, services, emit).run(ts)
         chetana_state = ts.cognition.finish() if ts.cognition else None
         total_ms = (time.perf_counter() - started) * 1000
         trace = Trace(
@@ -76,38 +78,34 @@ class Session:
             framework_ms=total_ms - ts.provider_s * 1000, total_ms=total_ms,
             events=tuple({"event": n, **d} for n, d in ts.cognition.events) if ts.cognition else (),
         )
-        order = list(soul.plan.turn.steps)
-        commit, reply = build_commit(soul, snapshot, ts, order, kind, trace)
+        commit, reply = build_commit(snapshot, ts, self._order, kind, trace)
         if ts.cognition is not None:
             commit = replace(commit, chetana=chetana_state, messages=commit.messages + ts.cognition.event_records())
-        turn = soul.store.commit(commit)
-        self.info = soul.store.session(self.id)
-        self._remember(memory_items(soul, ts, order, reply, kind))
+        turn = store.commit(commit)
+        self.info = store.session(self.id)
+        self._remember(memory_items(plan, ts, self._order, reply, kind))
         if emit is not None:
             emit(Reply(reply))
             emit(TurnCommitted(self.id, turn))
-        if soul.plan.subprocesses:
+        if plan.subprocesses:
             self._background = asyncio.create_task(self._subprocesses(ts, emit))
         outputs = {name: dict(out) for name, out in ts.outputs.items()}
         return TurnResult(reply=reply, session_id=self.id, turn=turn, steps=outputs, trace=trace)
 
     async def _subprocesses(self, turn_state: TurnState, emit: Callable[[Any], None] | None) -> None:
-        soul = self.soul
-        for name, scope in soul.plan.subprocesses.items():
-            sub = soul.blueprint.subprocesses[name]
-            if sub.every and turn_state.ctx.number % sub.every != 0:
-                continue
-            snapshot = soul.store.snapshot(self.id, ttl_hours=soul.blueprint.memory_ttl_hours)
+        plan, services, store = self.plan, self.services, self.store
+        for name, scope in plan.subprocesses.items():
             ts = TurnState(turn_state.ctx, dict(turn_state.outputs), done=dict(turn_state.done), session=turn_state.session)
-            runner = ScopeRunner(soul, scope, sub.steps, None)
-            if sub.when and not soul.gates.when_open(name, sub.when, runner.variables(ts)):
+            runner = ScopeRunner(plan, scope, services, None)
+            if not runner.scope_open(ts):  # the subprocess's `every` and `when`, from the plan
                 continue
+            snapshot = store.snapshot(self.id, ttl_hours=plan.blueprint.memory_ttl_hours)
             await runner.run(ts)
             trace = Trace(turn=ts.ctx.number, kind=f"subprocess:{name}", input=ts.ctx.text, steps=tuple(ts.steps), calls=tuple(ts.calls))
-            commit, _ = build_commit(soul, snapshot, ts, list(scope.steps), "subprocess", trace)
+            commit, _ = build_commit(snapshot, ts, tuple(scope.steps), "subprocess", trace)
             if commit.messages or commit.state is not None or commit.user_model is not None or commit.memory:
-                soul.store.commit(commit)
-                self.info = soul.store.session(self.id)
+                store.commit(commit)
+                self.info = store.session(self.id)
             if emit is not None:
                 emit(SubprocessFinished(name, True))
 
@@ -116,8 +114,12 @@ class Session:
         logged, not raised (the turn stands; the memory is lost and the log says so)."""
         if not items:
             return
+        memory = self.services.memory
+        if memory is None:
+            log.warning("session %s: %d memory item(s) dropped: these services have no memory bridge", self.id, len(items))
+            return
         try:
-            self.soul.remember(items, session=self.id)
+            memory.remember(items, session=self.id)
         except Exception:
             log.exception("session %s: remembering %d item(s) after the turn failed", self.id, len(items))
 

@@ -1,8 +1,9 @@
 """The front door for running souls: `soul.load()` → `Soul` → `Session`.
 
-A Soul is a compiled blueprint with its prompt builder, gate evaluator and model providers.
-A Session is one conversation with one user, stored under the data home; its turns run
-through `soul.runtime` and commit through the session store, all or nothing.
+A Soul is a compiled plan with the services its turns use (`Soul.services`: the prompt
+builder and gate evaluator, the model providers, the memory bridge, Chetana's starter) and its
+session store. A Session is one conversation with one user, stored under the data home; its
+turns run from the plan and the services and commit through the store, all or nothing.
 """
 
 from __future__ import annotations
@@ -11,13 +12,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from soul.compiler import Plan, ScopePlan, Unit, compile_blueprint
-from soul.kinds import Registry, default_registry
+from soul.compiler import Plan, compile_blueprint
+from soul.kinds import Registry
 from soul.language import Blueprint
-from soul.providers.base import Provider
-from soul.runtime.gates import GateEvaluator
+from soul.providers import Provider
 from soul.runtime.memory import MemoryBridge
-from soul.runtime.prompt import PromptBuilder
+from soul.runtime.services import services_for
+from soul.runtime.session import Session
+from soul.store import SessionStore
 
 
 class Soul:
@@ -27,7 +29,6 @@ class Soul:
         self,
         plan: Plan,
         *,
-        registry: Registry | None = None,
         model: str | None = None,
         provider: Provider | None = None,
         home: Path | None = None,
@@ -35,39 +36,27 @@ class Soul:
     ) -> None:
         self.plan = plan
         self.blueprint: Blueprint = plan.blueprint
-        self.registry = registry or default_registry()
-        self.builder = PromptBuilder(self.blueprint)
-        self.gates = GateEvaluator(self.builder.env)
         self.model_override = model
         self._provider_override = provider
         self._providers: dict[str, Provider] = {}
         self._wrap = wrap  # e.g. recording every call into a cassette (soul run --record)
         self.home = home
-        self._store: Any = None
+        self._store: SessionStore | None = None
         # Recording or replaying a cassette: memory recalls go on the same tape (runtime/memory.py)
         cassette = getattr(wrap, "cassette", None)
         replaying = getattr(provider, "cassette", None)
         tape: Any = (cassette, "record") if cassette is not None else (replaying, "replay") if replaying is not None else None
         self.memory = MemoryBridge(self.blueprint, home, tape)
-        self.call_specs: dict[tuple[str, int, tuple[str, ...]], Any] = {}  # see runtime.CallSpec
-        self._units: dict[str, dict[int, Unit]] = {}
-
-    def units_by_index(self, scope: ScopePlan) -> dict[int, Unit]:
-        units = self._units.get(scope.scope)
-        if units is None:
-            units = self._units[scope.scope] = {u.index: u for u in scope.units}
-        return units
+        self.services = services_for(plan, providers=self.provider_for, memory=self.memory)
 
     @property
     def name(self) -> str:
         return self.blueprint.name
 
     @property
-    def store(self) -> Any:
+    def store(self) -> SessionStore:
         """The session store under the data home (opened on first use)."""
         if self._store is None:
-            from soul.store import SessionStore
-
             self._store = SessionStore.open(self.home)
         return self._store
 
@@ -124,20 +113,17 @@ class Soul:
                 if unit.model:
                     self.provider_for(unit.model)
 
-    def session(self, id: str | None = None, user: str = "user") -> Any:
+    def session(self, id: str | None = None, user: str = "user") -> Session:
         """A new session with `user`, or the stored session `id` (a unique prefix will do)."""
-        from soul.runtime.session import Session
-
         if id is None:
-            state = {k: v.default for k, v in self.blueprint.state.items()}
-            info = self.store.create_session(self.name, user, blueprint=self.blueprint.file, initial_state=state)
+            info = self.store.create_session(self.name, user, blueprint=self.blueprint.file, initial_state=self.plan.initial_state())
         else:
             info = self.store.find_session(id)
             if info.soul != self.name:
                 from soul.errors import RunError
 
                 raise RunError(f"session {info.id} belongs to soul '{info.soul}', not '{self.name}'")
-        return Session(self, info)
+        return Session(self.plan, self.services, self.store, info)
 
 
 def load(
@@ -160,7 +146,7 @@ def load(
 
     plan = compile_blueprint(name_or_path, registry)
     model = model or os.environ.get("SOUL_MODEL") or None
-    soul = Soul(plan, registry=registry, model=model, provider=provider, home=Path(home) if home else None, wrap=wrap)
+    soul = Soul(plan, model=model, provider=provider, home=Path(home) if home else None, wrap=wrap)
     MemoryBridge.check_installed(soul.blueprint)
     soul.check_providers()
     return soul

@@ -26,7 +26,7 @@ def _raise(*args: Any, **kwargs: Any) -> Any:
 
 
 POINTS = [
-    ("the turn context", soul.runtime.session, "context_for"),
+    ("the turn context", soul.runtime.turn, "context_for"),
     ("prompt assembly", soul.runtime.prompt.PromptBuilder, "build"),
     ("the model call", ScriptedProvider, "_next"),
     ("parsing the reply", soul.runtime.calls, "extract_sections"),

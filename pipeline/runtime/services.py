@@ -1,0 +1,95 @@
+"""Services: what running a plan needs besides the plan itself.
+
+A turn runs from `(plan, services)`: the plan says what to do (steps bound to their kinds,
+units, gates); the services are the collaborators that do it — the prompt builder and the gate
+evaluator (built from the blueprint once), the model providers, the memory bridge, and
+Chetana's starter. A Soul builds its services once and hands them to its sessions; `soul
+explain` builds dry ones (no providers, no memory) and walks the same turn code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Protocol
+
+from soul.compiler import CallPlan, Plan
+from soul.providers import Provider
+from soul.runtime.chetana import Cognition
+from soul.runtime.gates import GateEvaluator
+from soul.runtime.memory import MemoryBridge
+from soul.runtime.prompt import PromptBuilder
+
+# model slot name or provider spec -> (provider, provider spec, options)
+ProviderResolver = Callable[[str], tuple[Provider, str, dict[str, Any]]]
+# (the session's saved controller state or None, the input text) -> the turn's Cognition
+ChetanaStart = Callable[[Mapping[str, Any] | None, str], Cognition]
+
+
+@dataclass(frozen=True)
+class BoundCall:
+    """A call plan bound to services: the provider, its spec and options, and the GBNF grammar
+    for providers that constrain decoding."""
+
+    provider: Provider
+    model: str
+    options: dict[str, Any]
+    grammar: str | None = None
+
+
+class Gates(Protocol):
+    """Decides `when` expressions (a GateEvaluator; a dry run leaves them open)."""
+
+    def when_open(self, step: str, expression: str | None, variables: Mapping[str, Any], kind: str | None = None) -> bool: ...
+
+
+@dataclass(frozen=True)
+class Services:
+    """The collaborators a turn uses; `providers`, `memory` or `chetana` is None where a run
+    has none (a dry run calls no model; a soul without a `chetana:` block starts no controller)."""
+
+    builder: PromptBuilder
+    gates: Gates
+    providers: ProviderResolver | None = None
+    memory: MemoryBridge | None = None
+    chetana: ChetanaStart | None = None
+    # each call plan bound once to its provider and grammar (see `bind`)
+    _bound: dict[CallPlan, BoundCall] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def provider(self, model: str) -> tuple[Provider, str, dict[str, Any]]:
+        """The provider, provider spec and options of a model slot name or spec."""
+        if self.providers is None:
+            from soul.errors import RunError
+
+            raise RunError(f"no model providers in this run: the call on '{model}' cannot be made")
+        return self.providers(model)
+
+    def bind(self, call: CallPlan) -> BoundCall:
+        """What a call plan needs from these services, worked out on its first call."""
+        bound = self._bound.get(call)
+        if bound is None:
+            provider, spec, options = self.provider(call.unit.model or "")
+            grammar = None
+            if getattr(provider, "wants_grammar", False):  # local models: constrained decoding
+                from soul.sections import call_grammar
+
+                # sections of steps whose gate is decided after the call may be left out
+                grammar = call_grammar([(s.kind, s.params) for s in call.steps], set(call.optional))
+            bound = self._bound[call] = BoundCall(provider, spec, options, grammar)
+        return bound
+
+
+def services_for(
+    plan: Plan,
+    *,
+    providers: ProviderResolver | None = None,
+    memory: MemoryBridge | None = None,
+    gates: Gates | None = None,
+) -> Services:
+    """The services a plan runs with: a prompt builder and a gate evaluator built from its
+    blueprint, Chetana's starter when the blueprint enables Chetana, and what is passed in."""
+    builder = PromptBuilder(plan.blueprint)
+    block = plan.blueprint.chetana
+    chetana = partial(Cognition.begin, block) if block is not None and block.get("enabled", True) else None
+    return Services(builder, gates or GateEvaluator(builder.env), providers, memory, chetana)
