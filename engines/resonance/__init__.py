@@ -1,34 +1,68 @@
-"""Resonance: a durable, hybrid-recall memory engine (WAL store, embedder, HNSW + BM25)."""
+"""Resonance: a durable, hybrid-recall memory engine (WAL store, embedder, HNSW + BM25).
+
+The front door: code outside the engine imports from here, never from its subpackages.
+"""
+
+from typing import TYPE_CHECKING
 
 from .errors import (
     ConfigError,
     CorruptSegment,
     EmbedderError,
     EmbedderUnavailable,
-    IndexError_,
     IndexStale,
     ManifestError,
-    MemoryError_,
+    MemoryModelError,
     QualityGateRefused,
     ResonanceError,
+    SearchIndexError,
     StoreClosed,
     StoreError,
     UnknownMemory,
 )
-from .field.field import Field, FieldConfig, Hit
-from .memory import DECAY_RATES, Confidence, Kind, Memory, Tier
-from .store.durable import CheckReport, Store
-from .store.recovery import Issue, RecoveryReport
+from .kinds import Kind
 
-# The embedder, the indexes and fusion load onnxruntime, hnswlib or numba: they are exported
-# lazily, so importing the engine (or opening a Field for writing) does not pay for them.
+if TYPE_CHECKING:
+    from .code import CodeIndex
+    from .field.config import FieldConfig
+    from .field.field import Field
+    from .field.hits import Hit
+    from .graph.kg import KnowledgeGraph
+    from .memory import DECAY_RATES, Confidence, Memory, Tier
+    from .recall.bm25 import BM25Index
+    from .recall.embedder import Embedder, EmbedderConfig
+    from .recall.fusion import FusionConfig
+    from .recall.hybrid import HybridSearcher
+    from .recall.index import IndexParams, VectorIndex
+    from .resonate.scoring import Affect
+    from .store.durable import CheckReport, Store
+    from .store.recovery import Issue, RecoveryReport
+
+# Only the errors and the kinds load with the engine (standard library only): a blueprint's
+# validation lists the memory kinds without numpy. The rest is exported lazily — the Field and
+# the store load numpy; the embedder, the indexes, the graph, the scoring pipeline and the code
+# index load onnxruntime, hnswlib, numba or tree-sitter — so nobody pays for what they don't use.
 _LAZY = {
+    "CheckReport": ".store.durable",
+    "Confidence": ".memory",
+    "DECAY_RATES": ".memory",
+    "Field": ".field.field",
+    "FieldConfig": ".field.config",
+    "Hit": ".field.hits",
+    "Issue": ".store.recovery",
+    "Memory": ".memory",
+    "RecoveryReport": ".store.recovery",
+    "Store": ".store.durable",
+    "Tier": ".memory",
+    "Affect": ".resonate.scoring",
     "BM25Index": ".recall.bm25",
+    "CodeIndex": ".code",
     "Embedder": ".recall.embedder",
     "EmbedderConfig": ".recall.embedder",
     "FusionConfig": ".recall.fusion",
     "HybridSearcher": ".recall.hybrid",
     "IndexParams": ".recall.index",
+    "KnowledgeGraph": ".graph.kg",
     "VectorIndex": ".recall.index",
 }
 
@@ -43,8 +77,10 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "DECAY_RATES",
+    "Affect",
     "BM25Index",
     "CheckReport",
+    "CodeIndex",
     "Confidence",
     "ConfigError",
     "CorruptSegment",
@@ -57,17 +93,18 @@ __all__ = [
     "FusionConfig",
     "Hit",
     "HybridSearcher",
-    "IndexError_",
     "IndexParams",
     "IndexStale",
     "Issue",
     "Kind",
+    "KnowledgeGraph",
     "ManifestError",
     "Memory",
-    "MemoryError_",
+    "MemoryModelError",
     "QualityGateRefused",
     "RecoveryReport",
     "ResonanceError",
+    "SearchIndexError",
     "Store",
     "StoreClosed",
     "StoreError",

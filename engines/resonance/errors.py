@@ -5,12 +5,12 @@
     │   ├── CorruptSegment         a segment/snapshot failed its CRC or framing check
     │   ├── ManifestError          a writer manifest could not be read or written
     │   └── StoreClosed            an operation on a closed store or field
-    ├── MemoryError_               the memory model (named with "_" to not shadow the builtin)
+    ├── MemoryModelError           the memory model: what may be remembered, what exists
     │   ├── QualityGateRefused     remember() refused content (too short, ...)
     │   └── UnknownMemory          an id that is not (or no longer) in the field
     ├── EmbedderError              the embedder (model load, inference, tokenizer)
     │   └── EmbedderUnavailable    the circuit breaker is open / no model could be loaded
-    ├── IndexError_                a vector or keyword index (named with "_": builtin clash)
+    ├── SearchIndexError           a vector or keyword index
     │   └── IndexStale             a persisted index does not match the store
     └── ConfigError                a bad option given to Field.open() or a component
 
@@ -26,12 +26,12 @@ __all__ = [
     "CorruptSegment",
     "EmbedderError",
     "EmbedderUnavailable",
-    "IndexError_",
     "IndexStale",
     "ManifestError",
-    "MemoryError_",
+    "MemoryModelError",
     "QualityGateRefused",
     "ResonanceError",
+    "SearchIndexError",
     "StoreClosed",
     "StoreError",
     "UnknownMemory",
@@ -64,11 +64,11 @@ class StoreClosed(StoreError):
     """The store or field was used after close()."""
 
 
-class MemoryError_(ResonanceError):  # "_": the builtin MemoryError
+class MemoryModelError(ResonanceError):
     """The memory model refused or could not find something."""
 
 
-class QualityGateRefused(MemoryError_):
+class QualityGateRefused(MemoryModelError):
     """remember() refused content; `reason` says why (e.g. "too short: 4 < 10 characters")."""
 
     def __init__(self, reason: str) -> None:
@@ -76,7 +76,7 @@ class QualityGateRefused(MemoryError_):
         super().__init__(reason)
 
 
-class UnknownMemory(MemoryError_, KeyError):
+class UnknownMemory(MemoryModelError, KeyError):
     """No memory with this id exists in the field."""
 
     def __init__(self, memory_id: str) -> None:
@@ -95,11 +95,11 @@ class EmbedderUnavailable(EmbedderError):
     """The embedder cannot serve now (circuit breaker open, no model)."""
 
 
-class IndexError_(ResonanceError):  # "_": the builtin IndexError
+class SearchIndexError(ResonanceError):
     """A vector or keyword index failed."""
 
 
-class IndexStale(IndexError_):
+class IndexStale(SearchIndexError):
     """A persisted index does not match the store and must be rebuilt."""
 
 

@@ -13,12 +13,13 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from enum import IntEnum, StrEnum
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
 
 from .errors import ConfigError
+from .kinds import Kind
 
 __all__ = [
     "DECAY_RATES",
@@ -34,42 +35,6 @@ __all__ = [
 
 MIN_CHARS = 10
 DAY = 86_400.0
-
-
-class Kind(IntEnum):
-    """The seed's 26 node types, numbered as in the seed (the code is what the WAL stores)."""
-
-    WISDOM = 0
-    BELIEF = 1
-    INTENTION = 2
-    EPISODE = 3
-    FAILURE = 4
-    ASPIRATION = 5
-    DREAM = 6
-    QUESTION = 7
-    CORRECTION = 8
-    ENTITY = 9
-    TERM = 10
-    EDGE = 11
-    INSIGHT = 12
-    SIGNAL = 13
-    STATE = 14
-    SUMMARY = 15
-    REVIEW = 16
-    PREFERENCE = 17
-    MILESTONE = 18
-    APPROACH = 19
-    OUTCOME = 20
-    GAP = 21
-    SYMBOL = 22
-    PROJECT_ESSENCE = 23
-    MODULE_STATE = 24
-    PATTERN_STATE = 25
-
-    @property
-    def label(self) -> str:
-        """The name users write: ``episode``, ``project_essence``."""
-        return self.name.lower()
 
 
 # Per-day decay rates. The first six are the seed's; the rest are ours, set by the same

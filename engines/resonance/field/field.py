@@ -1,22 +1,19 @@
-"""The Field: the resonance engine's front door — remember, recall, forget, strengthen.
+"""The Field: the resonance engine's front door — remember, recall, resonate, forget.
 
-A Field composes the durable `Store` (every change logged before it is applied), an embedder,
-and the recall indexes (`VectorIndex` over hnswlib, `BM25Index`, fused by `HybridSearcher`).
+A Field composes its collaborators, each built with exactly what it needs (the store, the
+Field's lock, a config, a callable), none of them with the Field itself:
+
+    Store           the durable memories: every change logged before it is applied
+    FieldEmbedder   the embedder (the default loaded on first use); unit vectors
+    FieldIndexes    the recall indexes (`VectorIndex` over hnswlib, `BM25Index`, fused by
+                    `HybridSearcher`) and the duplicate index
+    Ingest          the write side: quality gate, batched embedding, deduplication
+    AccessQueue     the accesses recall queues, logged with the next write
+    Association     the knowledge graph, full resonance, scoring and the learner
+
 Row numbers of the store are the indexes' int ids. The indexes trail the store: new rows are
 added to them in chunks when a recall or a duplicate check needs them, so writing stays at
-store speed; rows not yet indexed are compared by brute force (at most `tail_limit` of them).
-
-Uses from the embedder/index side: `Embedder.default()`, `.dim`, `.embed(texts) ->
-Embeddings(vectors, ok)`; `VectorIndex(dim, IndexParams)` add/remove/search/save/load;
-`BM25Index` add_many/remove; `HybridSearcher.search` with tag_of/confidence_of/allow
-callables returning `FusedHit`s with `Components.as_dict()`.
-
-Wanted from that side (not blocking; the Field works around each):
-- `VectorIndex.search_many(vectors, k)`: one batched knn_query for duplicate checks (the
-  Field loops over `search`, one lock round-trip per vector).
-- `BM25Index.save/load`: a large field re-tokenises every text on its first recall.
-- `VectorIndex.save` with a per-process temporary name: two processes closing one field at
-  the same moment write the same `.tmp` file (the meta check then forces a rebuild).
+store speed.
 """
 
 from __future__ import annotations
@@ -25,93 +22,60 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from ..errors import ConfigError, QualityGateRefused, StoreClosed
-from ..memory import DAY, DECAY_RATES, Confidence, Kind, Memory, Tier, tier_of
+from ..memory import Confidence, Kind, Memory
 from ..store.durable import CheckReport, Store
+from .accesses import AccessQueue
+from .association import Association
+from .confidence import decayed_confidence, tier_counts
+from .config import FieldConfig, split_config
+from .embedding import FieldEmbedder
+from .hits import Hit, memory_hit
 from .indexes import FieldIndexes
 from .ingest import Ingest, Item
-from .resonance import FieldResonance
+
+if TYPE_CHECKING:
+    from ..graph.kg import KnowledgeGraph
+    from ..resonate.config import ResonanceConfig
+    from ..resonate.learner import ThompsonLearner
+    from ..resonate.priming import SessionPrimer
+    from ..resonate.scoring import Scorer
 
 __all__ = ["Field", "FieldConfig", "Hit"]
 
 log = logging.getLogger("soul.engines.resonance")
 
 Mode = Literal["hybrid", "semantic", "keyword"]
-_STORE_KEYS = ("durability", "segment_bytes", "sync_interval", "compact_after", "keep_snapshots")
 _ACCESS_QUEUE = 256
-_RATES = np.array([DECAY_RATES[Kind(i)] for i in range(len(Kind))])
 
 
-@dataclass(frozen=True)
-class FieldConfig:
-    """Options of a Field besides the store's (durability, segment_bytes, sync_interval,
-    compact_after, keep_snapshots) and the fusion's (semantic_weight, method, ...)."""
-
-    dedup_threshold: float | None = 0.95  # cosine at which remember() merges; None: never
-    touch_on_recall: bool = True  # log an access for every recalled memory
-    tail_limit: int = 4096  # rows compared by brute force before the vector index catches up
-    batch_size: int = 512  # remember_many: items embedded and logged per step
-    M: int = 16
-    ef_construction: int = 200
-    ef: int = 64
-    entities: bool = True  # link each remembered memory to the entities its text names
-    # Temporal contiguity: a new memory `follows` the one remembered before it in the same
-    # session if that was at most this many seconds earlier (None: never). Measured on
-    # LoCoMo (docs/memory.md): association along these edges is most of resonance's gain.
-    contiguity: float | None = 1800.0
-    contiguity_weight: float = 1.0
-
-
-@dataclass(frozen=True)
-class Hit:
-    """One recalled memory with its score and the per-signal components behind it."""
-
-    id: str
-    text: str
-    score: float
-    kind: str
-    tags: tuple[str, ...]
-    meta: dict[str, Any] = field(default_factory=dict)
-    components: dict[str, Any] = field(default_factory=dict)
-
-
-def _split_config(config: Mapping[str, Any]) -> tuple[dict, FieldConfig, Any]:
-    from ..recall.fusion import FusionConfig
-
-    config = {k: v for k, v in config.items() if k != "resonance"}
-    store = {k: v for k, v in config.items() if k in _STORE_KEYS}
-    own_names = {f.name for f in fields(FieldConfig)}
-    fusion_names = {f.name for f in fields(FusionConfig)}
-    unknown = set(config) - set(_STORE_KEYS) - own_names - fusion_names
-    if unknown:
-        known = ", ".join(sorted({*_STORE_KEYS, *own_names, *fusion_names}))
-        raise ConfigError(f"unknown Field option(s) {', '.join(sorted(unknown))}; known: {known}")
-    own = FieldConfig(**{k: v for k, v in config.items() if k in own_names})
-    fusion = FusionConfig(**{k: v for k, v in config.items() if k in fusion_names})
-    return store, own, fusion
-
-
-class Field(FieldResonance):
+class Field:
     """A memory field on disk. Open with ``Field.open(path)``; use as a context manager."""
 
     def __init__(self, path: str | Path, embedder: Any = None, **config: Any) -> None:
-        store_cfg, self.config, self._fusion = _split_config(config)
+        split = split_config(config)
         self.path = Path(path)
-        self.store = Store(self.path, **store_cfg)
-        self._embedder = embedder
+        self.store = Store(self.path, **split.store)
+        # one lock for every write and every index catch-up, shared with the collaborators
+        # that take it (a reentrant lock: a write may flush queued accesses inside it)
         self._lock = threading.RLock()
-        self.indexes = FieldIndexes(self)
-        self._ingest = Ingest(self)
+        self._fusion = split.fusion
+        self._embedding = FieldEmbedder(self.store, embedder)
+        self.indexes = FieldIndexes(self.store, self.path, split.field, self._embedding,
+                                    self._lock)
+        self._ingest = Ingest(self.store, self._lock, self.indexes, self._embedding.embed,
+                              split.field)
         # Accesses from recall are queued and logged as one entry with the next write (or
         # every `_ACCESS_QUEUE` of them): recall itself never waits for the log.
-        self._accessed: list[str] = []
-        self._init_resonance(config.get("resonance"))
+        self.accesses = AccessQueue(self.store, self._lock, _ACCESS_QUEUE)
+        self.association = Association(self.path, self.store, self._embedding, self.indexes,
+                                       split.fusion, split.field, split.resonance)
+        self._config = split.field
         for issue in self.store.report.issues:
             log.warning("resonance field %s: %s", self.path, issue)
 
@@ -139,28 +103,68 @@ class Field(FieldResonance):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- embedding -------------------------------------------------------------------------
+    # -- the collaborators' parts --------------------------------------------------------------
+
+    @property
+    def config(self) -> FieldConfig:
+        """The field's options; replacing them on an open field reaches every collaborator."""
+        return self._config
+
+    @config.setter
+    def config(self, config: FieldConfig) -> None:
+        self._config = self.indexes.config = self._ingest.config = config
+        self.association.config = config
 
     @property
     def embedder(self) -> Any:
         """The embedder, loading the default one on first use."""
-        if self._embedder is None:
-            from ..recall.embedder import Embedder
-
-            self._embedder = Embedder.default()
-        return self._embedder
+        return self._embedding.embedder
 
     def embed(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(unit vectors (n, dim) float32, ok mask): rows not ok are zero fallbacks."""
-        if not texts:
-            return np.zeros((0, self.store.state.dim or 0), np.float32), np.zeros(0, bool)
-        out = self.embedder.embed(list(texts))
-        vectors = np.asarray(getattr(out, "vectors", out), dtype=np.float32)
-        ok = getattr(out, "ok", None)
-        ok = np.linalg.norm(vectors, axis=1) > 0 if ok is None else np.asarray(ok, bool)
-        return unit_rows(vectors), ok
+        return self._embedding.embed(texts)
+
+    @property
+    def resonance(self) -> ResonanceConfig:
+        """The defaults of `resonate()` (the ``resonance`` option of `open`)."""
+        return self.association.resonance
+
+    @property
+    def primer(self) -> SessionPrimer:
+        """What each session saw recently: `resonate(..., session=...)` primes with it."""
+        return self.association.primer
+
+    @property
+    def graph(self) -> KnowledgeGraph:
+        """The field's knowledge graph (``<field>/graph``), opened on first use."""
+        return self.association.graph
+
+    @property
+    def scorer(self) -> Scorer:
+        """The scoring pipeline (``<field>/scoring.json`` if it exists, else the defaults)."""
+        return self.association.scorer
+
+    @property
+    def learner(self) -> ThompsonLearner:
+        """The Thompson learner over the resonance parameters (``<field>/learner.json``)."""
+        return self.association.learner
+
+    def code_index(self, *, create: bool = True) -> Any:
+        """The field's code index (``<field>/code``); None if there is none and not `create`."""
+        return self.association.code_index(create=create)
 
     # -- writing ---------------------------------------------------------------------------
+
+    def relate(self, subject: str, predicate: str, obj: str, *, weight: float = 1.0,
+               valid_from: float | None = None, memory: str | None = None) -> int:
+        """State a fact (subject, predicate, object) in the knowledge graph; its id."""
+        return self.graph.relate(subject, predicate, obj, weight=weight,
+                                 valid_from=valid_from, memory=memory)
+
+    def link_entities(self, memory_ids: Iterable[str] | None = None) -> int:
+        """Link memories to the entities their text names (done on every remember when
+        ``entities`` is on); None: every memory not linked yet. Returns how many."""
+        return self.association.link_entities(memory_ids)
 
     def remember(
         self, text: str, *, kind: str | Kind = "episode", tags: Iterable[str] = (),
@@ -185,7 +189,7 @@ class Field(FieldResonance):
         before = self.store.state.n_rows
         [memory_id] = self._ingest.run([item])
         assert memory_id is not None
-        self._link_new([memory_id], before, session)
+        self.association.linked([memory_id], before, session)
         return memory_id
 
     def remember_many(
@@ -199,7 +203,7 @@ class Field(FieldResonance):
         self.flush_accesses()
         before = self.store.state.n_rows
         ids = self._ingest.remember_many(items, progress)
-        self._link_new(ids, before, session)
+        self.association.linked(ids, before, session)
         return ids
 
     def forget(self, memory_id: str) -> None:
@@ -209,8 +213,7 @@ class Field(FieldResonance):
             self._ingest.forgetting(self.store.state.row_of(memory_id))
             row = self.store.forget(memory_id)
             self.indexes.forgotten(row)
-            if self._graph is not None or (self.path / "graph").exists():
-                self.graph.forget_memory(memory_id)
+            self.association.forgotten(memory_id)
 
     def strengthen(self, memory_id: str) -> Confidence:
         """Observe positive evidence for a memory; return its new confidence."""
@@ -249,7 +252,7 @@ class Field(FieldResonance):
 
     def get(self, memory_id: str) -> Memory:
         """The memory with this id (``UnknownMemory`` if there is none)."""
-        if self._accessed:
+        if len(self.accesses):
             self.flush_accesses()
         st = self.store.state
         return st.memory(st.row_of(memory_id))
@@ -284,9 +287,7 @@ class Field(FieldResonance):
             vector = vectors[0] if ok[0] else None
             if vector is None:
                 log.warning("query embedding failed: recall falls back to keywords")
-        with self._lock:
-            kindex = self.indexes.keyword()
-            vindex = self.indexes.vector() if vector is not None else None
+        kindex, vindex = self.indexes.caught_up(vector is not None)
         searcher = HybridSearcher(kindex, vindex, self._fusion)
         wanted = frozenset(tags or ())
         st = self.store.state
@@ -299,46 +300,52 @@ class Field(FieldResonance):
                             np.float32)
 
         def confidence_of(ids: np.ndarray) -> np.ndarray:
-            return self._confidence(ids, now)
+            return decayed_confidence(st, ids, now)
 
         def allow(ids: np.ndarray) -> np.ndarray:
             return np.array([st.is_alive(i) for i in ids], bool)
 
         fused = searcher.search(query, vector, k, mode=mode, tag_of=tag_of,
                                 confidence_of=confidence_of, allow=allow)
-        hits = [
-            Hit(st.ids[h.id], st.text[h.id], float(h.score), Kind(st.kind[h.id]).label,
-                st.tags_at(h.id), st.meta_at(h.id), h.components.as_dict())
-            for h in fused
-        ]
+        hits = [memory_hit(st, h.id, float(h.score), h.components.as_dict()) for h in fused]
         self._queue_accesses([h.id for h in hits])
         return hits
 
+    def resonate(
+        self, query: str, k: int = 10, *, session: str | None = None, explain: bool = False,
+        tags: Iterable[str] | None = None, affect: Any = None, learn: bool | None = None,
+        **overrides: Any,
+    ) -> list[Hit]:
+        """Full resonance: the ``k`` memories that best answer ``query`` by content and by
+        association (module resonate/resonator.py lists the phases).
+
+        ``session`` primes with what that session saw recently; ``affect`` (a
+        scoring.Affect, e.g. from Chetana) drives the mood factors; ``explain`` fills each
+        hit's ``components`` with every phase's contribution; ``learn`` draws the parameters
+        from the Thompson learner (default: the ``learn`` option of the resonance config);
+        ``overrides``: ResonanceConfig fields for this query only (e.g. disabled={"spreading"}).
+        """
+        if self.store.closed:
+            raise StoreClosed("the field is closed")
+        hits = self.association.resonate(query, k, session=session, explain=explain, tags=tags,
+                                         affect=affect, learn=learn, overrides=overrides)
+        self._queue_accesses([h.id for h in hits if h.kind != "symbol"])
+        return hits
+
+    def feedback(self, memory_id: str, useful: bool) -> None:
+        """Say whether a recalled memory helped: its confidence observes it, and the learner
+        credits the parameters that surfaced it (discounted by its rank)."""
+        (self.strengthen if useful else self.weaken)(memory_id)
+        self.association.credit(memory_id, useful)
+
     def _queue_accesses(self, memory_ids: list[str]) -> None:
-        """Queue recalled memories' accesses (touch_on_recall); logged in one entry with the
-        next write, or once `_ACCESS_QUEUE` of them wait."""
+        """Queue recalled memories' accesses if ``touch_on_recall`` (see `AccessQueue`)."""
         if memory_ids and self.config.touch_on_recall:
-            self._accessed.extend(memory_ids)
-            if len(self._accessed) >= _ACCESS_QUEUE:
-                self.flush_accesses()
+            self.accesses.add(memory_ids)
 
     def flush_accesses(self) -> None:
         """Log the accesses recall has queued (every write and close() do it too)."""
-        with self._lock:
-            queued, self._accessed = self._accessed, []
-            alive = [m for m in queued if m in self]
-            if alive and not self.store.closed:
-                self.store.access(alive)
-
-    def _confidence(self, rows: np.ndarray, now: float) -> np.ndarray:
-        st = self.store.state
-        rows = np.asarray(rows, np.int64)
-        mu = np.array([st.mu[i] for i in rows])
-        idle = np.array([now - st.last_active[i] for i in rows]) / DAY
-        rate = _RATES[np.array([st.kind[i] for i in rows], np.int64)]
-        return (mu * np.exp(-rate * np.maximum(idle, 0.0))).astype(np.float32)
-
-    # -- indexes ---------------------------------------------------------------------------
+        self.accesses.flush()
 
     # -- housekeeping ----------------------------------------------------------------------
 
@@ -349,15 +356,9 @@ class Field(FieldResonance):
         now = time.time()
         alive = np.flatnonzero((np.frombuffer(bytes(st.flags), np.uint8) & 2) == 0)
         kinds = np.bincount(np.frombuffer(bytes(st.kind), np.uint8)[alive], minlength=len(Kind))
-        tiers = {t.value: 0 for t in Tier}
-        if len(alive):
-            conf = self._confidence(alive, now)
-            idle = (now - np.frombuffer(st.last_active, np.float64)[alive]) / DAY
-            for c, d in zip(conf.tolist(), idle.tolist(), strict=True):
-                tiers[tier_of(d, c).value] += 1
         wal = list((self.path / "wal").glob("*.seg"))
         rep = self.store.report
-        emb_stats = getattr(self._embedder, "stats", None)
+        emb_stats = getattr(self._embedding.loaded, "stats", None)
         return {
             "path": str(self.path),
             "memories": len(st),
@@ -366,7 +367,7 @@ class Field(FieldResonance):
             "pending_embeddings": len(st.pending_rows()),
             "dim": st.dim,
             "kinds": {Kind(i).label: int(c) for i, c in enumerate(kinds) if c},
-            "tiers": tiers,
+            "tiers": tier_counts(st, alive, now),
             "durability": self.store.writer.durability,
             "writer": self.store.writer.instance,
             "segments": len(wal),
@@ -396,12 +397,5 @@ class Field(FieldResonance):
                 return
             self.flush_accesses()
             self.indexes.save()
-            self._close_resonance()
+            self.association.close()
             self.store.close()
-
-
-def unit_rows(vectors: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit length (zero rows stay zero)."""
-    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)

@@ -3,14 +3,29 @@
 Row numbers of the store are the indexes' int ids. The recall indexes trail the store: rows
 written since the last catch-up are added in chunks when a recall needs them, so remembering
 runs at store speed. The duplicate check has its own index (`dedup.DupIndex`), which takes in
-each new row as it is written (its hash is already computed by the check). The vector index is saved at close, stamped with the set of log
-entries the state holds, and loaded at the next open only if that stamp and its count match.
+each new row as it is written (its hash is already computed by the check). The vector index
+is saved at close, stamped with the set of log entries the state holds, and loaded at the
+next open only if that stamp and its count match.
+
+Uses from the embedder/index side: `Embedder.default()`, `.dim`, `.embed(texts) ->
+Embeddings(vectors, ok)`; `VectorIndex(dim, IndexParams)` add/remove/search/save/load;
+`BM25Index` add_many/remove; `HybridSearcher.search` with tag_of/confidence_of/allow
+callables returning `FusedHit`s with `Components.as_dict()`.
+
+Wanted from that side (not blocking; the Field works around each):
+- `VectorIndex.search_many(vectors, k)`: one batched knn_query for duplicate checks (the
+  Field loops over `search`, one lock round-trip per vector).
+- `BM25Index.save/load`: a large field re-tokenises every text on its first recall.
+- `VectorIndex.save` with a per-process temporary name: two processes closing one field at
+  the same moment write the same `.tmp` file (the meta check then forces a rebuild).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import zlib
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -18,7 +33,9 @@ import numpy as np
 from ..errors import IndexStale
 
 if TYPE_CHECKING:
-    from .field import Field
+    from ..store.durable import Store
+    from .config import FieldConfig
+    from .embedding import FieldEmbedder
 
 __all__ = ["FieldIndexes"]
 
@@ -27,11 +44,20 @@ _CHUNK = 20_000  # rows per add to the vector index while catching up
 
 
 class FieldIndexes:
-    """The vector and keyword indexes of one Field (callers hold the Field's lock)."""
+    """The vector, keyword and duplicate indexes over one Field's store.
 
-    def __init__(self, field: Field) -> None:
-        self.field = field
-        self.path = field.path / "index" / "vectors.hnsw"
+    Callers hold the Field's ``lock`` around every method but `caught_up` and `for_reading`,
+    which take it themselves. ``config`` gives the HNSW parameters; ``embedding`` the
+    dimension while the store has none yet.
+    """
+
+    def __init__(self, store: Store, path: Path, config: FieldConfig,
+                 embedding: FieldEmbedder, lock: threading.RLock) -> None:
+        self.store = store
+        self.config = config
+        self._embedding = embedding
+        self._lock = lock
+        self.path = path / "index" / "vectors.hnsw"
         self._vindex: Any = None  # VectorIndex once needed
         self._v_upto = 0  # rows below this were offered to the vector index
         self._kindex: Any = None  # BM25Index once needed
@@ -42,19 +68,19 @@ class FieldIndexes:
 
     def stamp(self) -> int:
         """Identifies the set of applied log entries (and so the row numbering) of the state."""
-        st = self.field.store.state
+        st = self.store.state
         return zlib.crc32(repr((st.n_rows, sorted(st.covered.items()))).encode())
 
     def indexable(self, start: int, stop: int) -> np.ndarray:
         """Rows in [start, stop) that are alive and have a real (not fallback) vector."""
-        flags = np.frombuffer(bytes(self.field.store.state.flags[start:stop]), np.uint8)
+        flags = np.frombuffer(bytes(self.store.state.flags[start:stop]), np.uint8)
         return np.flatnonzero(flags == 0) + start
 
     def vector(self) -> Any:
         """The vector index, loaded or built, caught up with every row."""
         from ..recall.index import IndexParams, VectorIndex
 
-        st, cfg = self.field.store.state, self.field.config
+        st, cfg = self.store.state, self.config
         if self._vindex is None:
             params = IndexParams(M=cfg.M, ef_construction=cfg.ef_construction, ef=cfg.ef)
             try:
@@ -66,7 +92,7 @@ class FieldIndexes:
             except IndexStale as exc:
                 if self.path.exists():
                     log.info("rebuilding the vector index: %s", exc)
-                self._vindex = VectorIndex(st.dim or self.field.embedder.dim, params)
+                self._vindex = VectorIndex(st.dim or self._embedding.embedder.dim, params)
                 self._v_upto = 0
         if self._v_upto < st.n_rows:
             stop = st.n_rows
@@ -81,7 +107,7 @@ class FieldIndexes:
         """The BM25 index, caught up with every row."""
         from ..recall.bm25 import BM25Index
 
-        st = self.field.store.state
+        st = self.store.state
         if self._kindex is None:
             self._kindex = BM25Index()
             self._k_upto = 0
@@ -92,6 +118,25 @@ class FieldIndexes:
             self._k_upto = stop
         return self._kindex
 
+    def caught_up(self, semantic: bool) -> tuple[Any, Any]:
+        """(keyword index, vector index or None unless ``semantic``), both caught up with
+        every row; waits for a writer holding the lock."""
+        with self._lock:
+            return self.keyword(), self.vector() if semantic else None
+
+    def for_reading(self, semantic: bool) -> tuple[Any, Any]:
+        """Like `caught_up` if the lock is free. While a writer holds it, the indexes as they
+        are (they miss only the rows being written) rather than wait: reads never queue
+        behind a write. Only the first read, before anything is built, waits."""
+        if self._lock.acquire(blocking=False):
+            try:
+                return self.keyword(), self.vector() if semantic else None
+            finally:
+                self._lock.release()
+        if self._kindex is not None and (self._vindex is not None or not semantic):
+            return self._kindex, self._vindex if semantic else None
+        return self.caught_up(semantic)
+
     def nearest(self, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(best cosine, its row) among stored memories for each unit vector (row -1: none).
 
@@ -99,7 +144,7 @@ class FieldIndexes:
         does not wait for hnswlib's insertion. Rows written since the last call are inserted
         first, so the answer covers every stored row.
         """
-        st = self.field.store.state
+        st = self.store.state
         m = vectors.shape[0]
         best = np.full(m, -2.0, np.float32)
         best_row = np.full(m, -1, np.int64)
@@ -115,9 +160,9 @@ class FieldIndexes:
     def _dup_caught_up(self) -> Any:
         from ..recall.dedup import DupIndex
 
-        st = self.field.store.state
+        st = self.store.state
         if self._dup is None:
-            self._dup = DupIndex(st.dim or self.field.embedder.dim)
+            self._dup = DupIndex(st.dim or self._embedding.embedder.dim)
             self._d_upto = 0
         if self._d_upto < st.n_rows:
             rows = self.indexable(self._d_upto, st.n_rows)
@@ -130,7 +175,7 @@ class FieldIndexes:
     def dup_added(self, rows: list[int], codes_at: list[int], ok: np.ndarray) -> None:
         """New rows just written for the vectors of the last `nearest` call (``codes_at``:
         their positions in it): insert them with the codes already computed."""
-        st = self.field.store.state
+        st = self.store.state
         if (self._dup is None or self._last_codes is None or not rows
                 or rows[0] != self._d_upto or rows[-1] != st.n_rows - 1
                 or len(rows) != rows[-1] - rows[0] + 1):
@@ -166,7 +211,7 @@ class FieldIndexes:
 
     def save(self) -> None:
         """Persist the vector index if it is current (a failure only means a rebuild)."""
-        if self._vindex is None or self._v_upto != self.field.store.state.n_rows:
+        if self._vindex is None or self._v_upto != self.store.state.n_rows:
             return
         self.path.parent.mkdir(exist_ok=True)
         try:

@@ -12,8 +12,9 @@ import json
 import logging
 import re
 import secrets
+import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -22,9 +23,14 @@ import numpy as np
 from ..errors import ConfigError
 from ..memory import PRIOR_MU, PRIOR_VAR, Kind, gate_reason, parse_kind
 from ..store import ops
+from .embedding import unit_rows
 
 if TYPE_CHECKING:
-    from .field import Field
+    from ..store.durable import Store
+    from .config import FieldConfig
+    from .indexes import FieldIndexes
+
+Embed = Callable[[Sequence[str]], tuple[np.ndarray, np.ndarray]]
 
 __all__ = ["Ingest", "Item"]
 
@@ -82,22 +88,32 @@ class Item:
 
 
 class Ingest:
-    """The write side of a Field: gate, embed, deduplicate, log."""
+    """The write side of a Field: gate, embed, deduplicate, log.
 
-    def __init__(self, field: Field) -> None:
-        self.field = field
+    Built with what it writes through: the ``store``, the Field's ``lock`` (held while a
+    batch is checked and logged), the ``indexes`` (their duplicate index), ``embed`` (texts ->
+    (unit vectors, ok)) and the ``config`` (batch size, dedup threshold).
+    """
+
+    def __init__(self, store: Store, lock: threading.RLock, indexes: FieldIndexes,
+                 embed: Embed, config: FieldConfig) -> None:
+        self.store = store
+        self.config = config
+        self._lock = lock
+        self._indexes = indexes
+        self._embed = embed
         self._keys: dict[str, int] | None = None  # normalised text -> row, built on first use
 
     def _text_keys(self) -> dict[str, int]:
         if self._keys is None:
-            st = self.field.store.state
+            st = self.store.state
             self._keys = {_text_key(t): r for r, t in enumerate(st.text) if st.is_alive(r)}
         return self._keys
 
     def forgetting(self, row: int) -> None:
         """Drop a row about to be forgotten from the exact-text map (its text is still there)."""
         if self._keys is not None:
-            key = _text_key(self.field.store.state.text[row])
+            key = _text_key(self.store.state.text[row])
             if self._keys.get(key) == row:
                 del self._keys[key]
 
@@ -114,7 +130,7 @@ class Ingest:
                 log.info("remember_many: item %d refused by the quality gate: %s", i, item.refused)
             else:
                 todo.append(i)
-        size = max(1, self.field.config.batch_size)
+        size = max(1, self.config.batch_size)
         done = len(built) - len(todo)
         for start in range(0, len(todo), size):
             chunk = todo[start : start + size]
@@ -128,10 +144,8 @@ class Ingest:
         return out
 
     def _vectors(self, items: list[Item]) -> tuple[np.ndarray, np.ndarray]:
-        from .field import unit_rows
-
         missing = [j for j, it in enumerate(items) if it.embedding is None]
-        embedded, ok_part = self.field.embed([items[j].text for j in missing])
+        embedded, ok_part = self._embed([items[j].text for j in missing])
         dims = {it.embedding.shape[0] for it in items if it.embedding is not None}
         if missing:
             dims.add(embedded.shape[1])
@@ -156,15 +170,14 @@ class Ingest:
         """
         from ..recall.dedup import single_thread_blas
 
-        field = self.field
         vectors, ok = self._vectors(items)
-        threshold = field.config.dedup_threshold
+        threshold = self.config.dedup_threshold
         n_items = len(items)
-        with field._lock:
-            st = field.store.state
+        with self._lock:
+            st = self.store.state
             keys = self._text_keys()
             if threshold is not None and ok.any() and len(st):
-                best, best_row = field.indexes.nearest(vectors)
+                best, best_row = self._indexes.nearest(vectors)
             else:
                 best, best_row = np.full(n_items, -2.0), np.full(n_items, -1)
             inner = None
@@ -221,16 +234,16 @@ class Ingest:
             if not rows:
                 added = []
             elif len(rows) == 1:
-                added = [field.store.add(rows[0], vectors[new_pos[0]])]
+                added = [self.store.add(rows[0], vectors[new_pos[0]])]
             else:
-                added = field.store.add_many(rows, vectors[new_pos])
+                added = self.store.add_many(rows, vectors[new_pos])
             if threshold is not None:
-                field.indexes.dup_added(added, new_pos, ok[new_pos])
+                self._indexes.dup_added(added, new_pos, ok[new_pos])
             for row, pos in zip(added, new_pos, strict=True):
                 keys.setdefault(text_keys[pos], row)
             for memory_id in merges:  # a reinforcement: evidence the memory matters
-                field.store.observe(memory_id, 1.0)
+                self.store.observe(memory_id, 1.0)
                 log.debug("merged a near-duplicate into %s", memory_id)
             if merges:
-                field.store.access(merges)
+                self.store.access(merges)
         return ids

@@ -1,8 +1,9 @@
 """Spreading activation: its parameters (`SpreadConfig`), its result (`Spread`), and the call
 into the numba kernel (`spread_nodes`, with per-thread reusable arrays).
 
-The propagation rule is documented in `kernels/spread.py`; `KnowledgeGraph.spread` maps
-memory ids to nodes and calls `spread_nodes` over the graph's current `Adjacency`.
+The propagation rule is documented in `kernels/spread.py`; `spread_seeds` (what
+`KnowledgeGraph.spread` runs) maps memory ids to nodes and calls `spread_nodes` over the
+graph's current `Adjacency`.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from functools import cached_property
 
 import numpy as np
 
+from ..errors import ConfigError
 from .adjacency import Adjacency
 from .kg_state import MEMORY_PREFIX
 
-__all__ = ["Spread", "SpreadConfig", "spread_nodes"]
+__all__ = ["Spread", "SpreadConfig", "spread_nodes", "spread_seeds"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,24 @@ class SpreadConfig:
     max_hops: int = 6
     cutoff: float = 0.01
     hub_power: float = 0.5
+
+    def overridden(self, *, strength: float | None = None, decay: float | None = None,
+                   max_hops: int | None = None, cutoff: float | None = None,
+                   hub_power: float | None = None) -> SpreadConfig:
+        """A copy with the given values (None keeps this one's); `ConfigError` if invalid."""
+        cfg = SpreadConfig(
+            strength=self.strength if strength is None else strength,
+            decay=self.decay if decay is None else decay,
+            max_hops=self.max_hops if max_hops is None else max_hops,
+            cutoff=self.cutoff if cutoff is None else cutoff,
+            hub_power=self.hub_power if hub_power is None else hub_power,
+        )
+        if not (0 <= cfg.decay <= 1 and cfg.strength >= 0 and cfg.cutoff > 0
+                and cfg.max_hops >= 0):
+            raise ConfigError(f"spread(strength={cfg.strength}, decay={cfg.decay}, max_hops="
+                              f"{cfg.max_hops}, cutoff={cfg.cutoff}): need 0 <= decay <= 1, "
+                              "strength >= 0, cutoff > 0, max_hops >= 0")
+        return cfg
 
 
 class Spread:
@@ -138,6 +158,26 @@ class Spread:
             if a >= threshold:
                 out.setdefault(k, a)
         return out
+
+
+def spread_seeds(adj: Adjacency, seeds: Mapping[str, float], cfg: SpreadConfig,
+                 keys: Sequence[str], display: list[str]) -> Spread:
+    """Spreading activation from seed memories (memory id → initial activation) over
+    ``adj``; ``keys`` and ``display`` name its nodes. Seeds not in the graph come back with
+    their own activation at hop 0."""
+    nodes, vals, extra = [], [], {}
+    for mid, value in seeds.items():
+        a = min(max(float(value) * cfg.strength, 0.0), 1.0)
+        n = adj.node_of(MEMORY_PREFIX + mid)
+        if n is None:
+            extra[mid] = a
+        else:
+            nodes.append(n)
+            vals.append(a)
+    reached, act, hop = spread_nodes(adj, np.array(nodes, np.int32), np.array(vals, np.float32),
+                                     decay=cfg.decay, cutoff=cfg.cutoff,
+                                     max_hops=cfg.max_hops, hub_power=cfg.hub_power)
+    return Spread(reached, act, hop, keys, display, extra)
 
 
 def spread_nodes(adj: Adjacency, seed_nodes: np.ndarray, seed_values: np.ndarray, *,

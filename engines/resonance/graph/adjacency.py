@@ -1,4 +1,4 @@
-"""CSR adjacency of the knowledge graph: immutable snapshots, rebuilt incrementally.
+"""CSR adjacency of the knowledge graph: immutable read views, rebuilt incrementally.
 
 The graph's edges live in an `EdgeTable` (growable columns, one row per edge, owned by the
 writer). Readers get an `Adjacency`: a main CSR over every live edge when it was built, plus
@@ -77,7 +77,7 @@ class Adjacency:
 
     @property
     def n_nodes(self) -> int:
-        """How many nodes this snapshot knows."""
+        """How many nodes this view knows."""
         return len(self.keys)
 
     @property
@@ -199,7 +199,7 @@ class AdjacencyCache:
     """Builds and caches the live `Adjacency` from an `EdgeTable`, incrementally.
 
     The graph calls `edge_changed(e)` when an existing edge's weight or validity changes and
-    `touch()` after any write; `get(...)` returns the cached snapshot while nothing changed.
+    `touch()` after any write; `get(...)` returns the cached view while nothing changed.
     """
 
     def __init__(self) -> None:
@@ -228,7 +228,7 @@ class AdjacencyCache:
         self._changed = set()
 
     def current(self) -> Adjacency | None:
-        """The cached snapshot if it is up to date, without building."""
+        """The cached view if it is up to date, without building."""
         return self._current if self._built_version == self._version else None
 
     def get(self, state: GraphLike, *, now: float, half_life: float, floor: float,

@@ -3,7 +3,7 @@
 A graph is a directory with its own write-ahead log (`kg_log`). Every write is logged first,
 then applied through the same `GraphState.apply` recovery uses. Reads (`triplets`, `spread`,
 `attractors`, ...) take no lock: they read append-only or swapped-whole structures and
-immutable `Adjacency` snapshots (see `kg_state`, `adjacency`).
+immutable `Adjacency` views (see `kg_state`, `adjacency`).
 
 Nodes: ``m:<memory id>`` and ``e:<normalised entity>``. Edges: triplets (subject–object,
 weight ≤ 1; Hebbian ``relates_to`` edges between memories decay with a half-life) and
@@ -22,20 +22,25 @@ import contextlib
 import re
 import threading
 import time
-from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ..errors import ConfigError, ResonanceError, StoreClosed
 from ..store.wal import Durability
-from . import kg_log, kg_query
-from .activation import Spread, SpreadConfig, spread_nodes
+from . import kg_log, kg_query, kg_state
+from .activation import Spread, SpreadConfig, spread_nodes, spread_seeds
 from .adjacency import Adjacency, build_as_of
-from .kg_snapshot import read_covered, read_snapshot, write_snapshot
-from .kg_state import MEMORY_PREFIX, GraphState, Triplet, entity_key, half_life_days, node_key
+from .hebbian import HebbianQueue
+from .kg_snapshot import SnapshotLoader, read_covered, write_snapshot
+from .kg_state import (
+    MEMORY_PREFIX,
+    GraphState,
+    Triplet,
+    check_name,
+    entity_key,
+    node_key,
+)
 
 __all__ = [
     "PREDICATES",
@@ -50,7 +55,6 @@ __all__ = [
 
 PREDICATES = ("calls", "contains", "imports", "inherits", "corrects", "relates_to", "mentions")
 _PREDICATE = re.compile(r"^[a-z][a-z0-9_]*$")
-HEBBIAN_MAX_IDS = 5  # pairs among the first five: at most C(5, 2) = 10 per call
 
 
 class UnknownTriplet(ResonanceError, KeyError):
@@ -75,21 +79,21 @@ class KnowledgeGraph:
         self.path = Path(path).expanduser()
         if not 0 <= floor < 1:
             raise ConfigError(f"floor {floor}: must be in [0, 1)")
-        self.half_life = half_life_days_to_seconds(half_life_days)
+        self.half_life = kg_state.half_life_days(half_life_days)
         self.floor = floor
         self.attractor_ttl = attractor_ttl
         self.spread_config = spread or SpreadConfig()
         self.weights_max_age = weights_max_age
         self.state = GraphState(self.half_life, floor)
         self._wlock = threading.RLock()
-        self._queue: deque[tuple[tuple[tuple[str, str], ...], float]] = deque()
+        self._hebbian = HebbianQueue()
         self._asof: tuple[float, int, Adjacency] | None = None
         self._attr: tuple[int, float, int, list[tuple[str, float]]] | None = None
         self._closed = False
         self.attractor_refreshes = 0
         self.compact_after = compact_after
 
-        load = _Loader(self.state, self.half_life, floor)
+        load = SnapshotLoader(self.state, self.half_life, floor)
         self.log = kg_log.GraphLog(self.path, self.state.apply, load_snapshot=load,
                                    durability=durability)
         self.state = load.state
@@ -134,7 +138,7 @@ class KnowledgeGraph:
             if self._closed:
                 raise StoreClosed(f"the knowledge graph at {self.path} is closed")
             before = sum(self.log.covered.values())
-            load = _Loader(GraphState(self.half_life, self.floor), self.half_life, self.floor)
+            load = SnapshotLoader(GraphState(self.half_life, self.floor), self.half_life, self.floor)
             self.log.recover(load.state.apply, load, repair=False)
             self.state = load.state  # built aside, swapped whole: readers never see it half-done
             self._asof = None
@@ -160,8 +164,8 @@ class KnowledgeGraph:
         The id is content-addressed (`kg_state.triplet_id`): another process stating the
         same fact without having seen this one gets the same id, and the two merge.
         """
-        _check_name(subject, "subject")
-        _check_name(obj, "object")
+        check_name(subject, "subject")
+        check_name(obj, "object")
         if not _PREDICATE.match(predicate):
             raise ConfigError(f"predicate {predicate!r}: use a lowercase identifier such as "
                               f"{', '.join(PREDICATES)}")
@@ -184,7 +188,7 @@ class KnowledgeGraph:
         """Mark a triplet no longer valid from `at` (now); it stays queryable "as of" before.
         Invalidating an invalidated triplet changes nothing."""
         with self._wlock:
-            t = self._triplet(triplet_id)
+            t = self.triplet(triplet_id)
             if t.invalidated_at is not None:
                 return
             self._write(kg_log.INVALIDATE,
@@ -192,7 +196,7 @@ class KnowledgeGraph:
 
     def mention(self, memory_id: str, entities: Iterable[str]) -> None:
         """Link a memory to the entities it mentions (edges of kind "mentions")."""
-        _check_name(memory_id, "memory id")
+        check_name(memory_id, "memory id")
         with self._wlock:
             have = self.state.mentions.get(memory_id, {})
             new: dict[str, str] = {}
@@ -219,37 +223,24 @@ class KnowledgeGraph:
         """Queue strengthening of every pair among the first five distinct `memory_ids`
         (a ``relates_to`` edge between the two memory nodes, +delta capped at 1, created
         if missing). Never blocks: `flush` (or the background flusher) applies the queue."""
-        if not (0 < delta <= 1):
-            raise ConfigError(f"Hebbian delta {delta}: must be in (0, 1]")
-        ids = list(dict.fromkeys(memory_ids))[:HEBBIAN_MAX_IDS]
-        for mid in ids:
-            _check_name(mid, "memory id")
-        pairs = tuple((a, b) if a < b else (b, a)
-                      for i, a in enumerate(ids) for b in ids[i + 1 :])
-        if pairs:
-            self._queue.append((pairs, delta))  # deque.append is atomic: no lock
+        self._hebbian.add(memory_ids, delta)
 
     def flush(self) -> None:
         """Apply the queued Hebbian updates, all in one log entry (each pair's summed delta;
         which edge it strengthens or creates is decided as the entry applies, so writers
         that flush the same pair concurrently add up instead of creating two edges)."""
-        if not self._queue:
+        if not self._hebbian:
             return
         with self._wlock:
-            total: dict[tuple[str, str], float] = {}
-            while self._queue:
-                pairs, delta = self._queue.popleft()
-                for pair in pairs:
-                    total[pair] = total.get(pair, 0.0) + delta
+            pairs = self._hebbian.drain()
             if self._closed:
                 return
-            pairs = tuple((a, b, d) for (a, b), d in total.items())
             self._write(kg_log.HEBBIAN_BY, kg_log.encode_hebbian_by(
                 kg_log.HebbianDeltas(time.time(), pairs)))
 
     def _flush_loop(self, interval: float) -> None:
         while not self._stop.wait(interval):
-            if self._queue:
+            if self._hebbian:
                 with contextlib.suppress(StoreClosed):
                     self.flush()
 
@@ -267,15 +258,12 @@ class KnowledgeGraph:
 
     # -- reading -----------------------------------------------------------------------------
 
-    def _triplet(self, triplet_id: int) -> Triplet:
+    def triplet(self, triplet_id: int) -> Triplet:
+        """One triplet by id (its weight as stored at the last reinforcement)."""
         t = self.state.get(triplet_id)
         if t is None:
             raise UnknownTriplet(triplet_id)
         return t
-
-    def triplet(self, triplet_id: int) -> Triplet:
-        """One triplet by id (its weight as stored at the last reinforcement)."""
-        return self._triplet(triplet_id)
 
     def triplets(self, *, subject: str | None = None, predicate: str | None = None,
                  obj: str | None = None, as_of: float | None = None,
@@ -323,32 +311,12 @@ class KnowledgeGraph:
         """Spreading activation from seed memories (memory id → initial activation, e.g.
         similarity); parameters default to `spread_config`. Seeds not in the graph come
         back with their own activation at hop 0."""
-        cfg = self.spread_config
-        strength = cfg.strength if strength is None else strength
-        decay = cfg.decay if decay is None else decay
-        max_hops = cfg.max_hops if max_hops is None else max_hops
-        cutoff = cfg.cutoff if cutoff is None else cutoff
-        hub_power = cfg.hub_power if hub_power is None else hub_power
-        if not (0 <= decay <= 1 and strength >= 0 and cutoff > 0 and max_hops >= 0):
-            raise ConfigError(f"spread(strength={strength}, decay={decay}, max_hops="
-                              f"{max_hops}, cutoff={cutoff}): need 0 <= decay <= 1, "
-                              "strength >= 0, cutoff > 0, max_hops >= 0")
-        adj = self.adjacency(as_of)
-        nodes, vals, extra = [], [], {}
-        for mid, value in seeds.items():
-            a = min(max(float(value) * strength, 0.0), 1.0)
-            n = adj.node_of(MEMORY_PREFIX + mid)
-            if n is None:
-                extra[mid] = a
-            else:
-                nodes.append(n)
-                vals.append(a)
-        reached, act, hop = spread_nodes(adj, np.array(nodes, np.int32),
-                                         np.array(vals, np.float32), decay=decay,
-                                         cutoff=cutoff, max_hops=max_hops, hub_power=hub_power)
+        cfg = self.spread_config.overridden(strength=strength, decay=decay, max_hops=max_hops,
+                                            cutoff=cutoff, hub_power=hub_power)
         # The state's key list, not adj.keys: the same first items, without a Python-level
         # __getitem__ per reached node.
-        return Spread(reached, act, hop, self.state.keys, self.state.display, extra)
+        return spread_seeds(self.adjacency(as_of), seeds, cfg, self.state.keys,
+                            self.state.display)
 
     def attractors(self, n: int = 10) -> list[tuple[str, float]]:
         """The n most-connected entities with strength ``min(log2(1 + degree) / 4, 1)``.
@@ -380,7 +348,7 @@ class KnowledgeGraph:
             "nodes": len(st.keys), "entities": n_ent, "memories": len(st.keys) - n_ent,
             "triplets": stored, "live_triplets": live, "invalidated_triplets": stored - live,
             "hebbian_edges": len(st.hebbian_ids), "mention_edges": st.n_mention_edges,
-            "edges": st.edges.n, "hebbian_queued": len(self._queue),
+            "edges": st.edges.n, "hebbian_queued": len(self._hebbian),
             "adjacency_full_builds": st.cache.full_builds,
             "adjacency_delta_builds": st.cache.delta_builds,
             "attractor_refreshes": self.attractor_refreshes,
@@ -437,29 +405,4 @@ class KnowledgeGraph:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-class _Loader:
-    """Recovery's snapshot loader: the state recovery builds starts as `state`, or as the
-    snapshot's, and the log's entries after it are applied to that one."""
-
-    def __init__(self, state: GraphState, half_life: float, floor: float) -> None:
-        self.state, self.half_life, self.floor = state, half_life, floor
-
-    def __call__(self, snap: Path) -> tuple[kg_log.Apply, dict[str, int], int]:
-        self.state, covered, max_hlc = read_snapshot(snap, self.half_life, self.floor)
-        return self.state.apply, covered, max_hlc
-
-
-def half_life_days_to_seconds(days: float) -> float:
-    """The Hebbian half-life option (days) in seconds; a ConfigError if not positive."""
-    try:
-        return half_life_days(days)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from exc
-
-
-def _check_name(name: str, what: str) -> None:
-    if not isinstance(name, str) or not name.strip() or "\x00" in name:
-        raise ConfigError(f"{what} {name!r}: must be a non-empty string without NUL")
 

@@ -19,16 +19,16 @@ applies every instance's entries in global (hlc, instance, seq) order.
 
 from __future__ import annotations
 
-import fcntl
 import logging
-import os
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CorruptSegment
+from ..store.locks import compaction_lock
 from ..store.recovery import Issue, RecoveryReport, WalReader
+from ..store.snapshot import list_snapshots  # the same file names as the store's
 from ..store.wal import Durability, WalWriter
 
 __all__ = [
@@ -218,14 +218,6 @@ def decode(op: int, payload: memoryview) -> object:
     raise ValueError(f"unknown knowledge-graph op {op}")
 
 
-def list_snapshots(snap_dir: Path) -> list[Path]:
-    """A graph's snapshot files, newest first (the name starts with the clock it was taken
-    at)."""
-    if not snap_dir.is_dir():
-        return []
-    return sorted(snap_dir.glob("snap_*.snap"), reverse=True)
-
-
 Apply = Callable[[int, memoryview], None]
 # Loads a snapshot file: (its apply function, covered, max_hlc); CorruptSegment if damaged.
 LoadSnapshot = Callable[[Path], tuple[Apply, dict[str, int], int]]
@@ -343,12 +335,8 @@ class GraphLog:
         """
         writer = self.writer
         assert writer is not None
-        self.snap_dir.mkdir(parents=True, exist_ok=True)
-        lock_fd = os.open(self.snap_dir / "compact.lock", os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            try:
-                fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
+        with compaction_lock(self.snap_dir) as held:
+            if not held:
                 log.info("graph compaction skipped: another process is compacting %s",
                          self.path)
                 return None
@@ -361,8 +349,6 @@ class GraphLog:
             self.snapshot, self.since_snapshot = path, 0
             self._prune(covered)
             return path
-        finally:
-            os.close(lock_fd)
 
     def _sees_newest_snapshot(self, read_covered: ReadCovered) -> bool:
         snaps = list_snapshots(self.snap_dir)

@@ -24,10 +24,10 @@ from ..errors import CorruptSegment
 from ..store.scan import map_file, scan_segment
 from ..store.wal import ENTRY_HEADER, ENTRY_MAGIC, SEGMENT_MAGIC, encode_entry, fsync_dir
 from .adjacency import EdgeTable
-from .kg_log import list_snapshots
+from .kg_log import Apply, list_snapshots
 from .kg_state import MEMORY_PREFIX, GraphState, Triplet
 
-__all__ = ["list_snapshots", "read_covered", "read_snapshot", "write_snapshot"]
+__all__ = ["SnapshotLoader", "list_snapshots", "read_covered", "read_snapshot", "write_snapshot"]
 
 HEADER, STRINGS, COLUMN = 100, 101, 102  # op codes inside snapshot files only
 SEP = "\x00"
@@ -185,3 +185,15 @@ def _restore(st: GraphState, header: dict, strings: dict[str, list[str]],
     st.alias = {int(a): int(b) for a, b in header.get("aliases", [])}
     st.retired = set(retired.tolist())
     return st
+
+
+class SnapshotLoader:
+    """Recovery's snapshot loader: the state recovery builds starts as `state`, or as the
+    snapshot's, and the log's entries after it are applied to that one."""
+
+    def __init__(self, state: GraphState, half_life: float, floor: float) -> None:
+        self.state, self.half_life, self.floor = state, half_life, floor
+
+    def __call__(self, snap: Path) -> tuple[Apply, dict[str, int], int]:
+        self.state, covered, max_hlc = read_snapshot(snap, self.half_life, self.floor)
+        return self.state.apply, covered, max_hlc

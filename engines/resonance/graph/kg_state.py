@@ -27,11 +27,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..errors import ConfigError
 from . import kg_log
 from .adjacency import AdjacencyCache, EdgeTable
 from .entities import normalise
 
-__all__ = ["GraphState", "Triplet", "entity_key", "node_key", "triplet_id"]
+__all__ = ["GraphState", "Triplet", "check_name", "entity_key", "node_key", "triplet_id"]
 
 MEMORY_PREFIX = "m:"
 ENTITY_PREFIX = "e:"
@@ -76,6 +77,12 @@ def node_key(name: str) -> tuple[str, str, bool]:
         return name, name, False
     display = " ".join(name.split())
     return ENTITY_PREFIX + normalise(display), display, True
+
+
+def check_name(name: str, what: str) -> None:
+    """`ConfigError` unless ``name`` (a ``what``: subject, memory id...) can name a node."""
+    if not isinstance(name, str) or not name.strip() or "\x00" in name:
+        raise ConfigError(f"{what} {name!r}: must be a non-empty string without NUL")
 
 
 def entity_key(name: str) -> tuple[str, str]:
@@ -377,7 +384,8 @@ class GraphState:
 
 
 def half_life_days(days: float) -> float:
-    """Seconds in `days` days (the half-life option is given in days)."""
+    """Seconds in `days` days (the half-life option is given in days); `ConfigError` unless
+    positive and finite."""
     if not (days > 0 and math.isfinite(days)):
-        raise ValueError(f"half-life {days} days: must be a positive number")
+        raise ConfigError(f"half-life {days} days: must be a positive number")
     return days * 86400.0

@@ -7,8 +7,8 @@ same score array; when the buffer passes `merge_every` documents it is merged in
 CSR by a linear counting-sort kernel that also drops removed documents. Statistics (N,
 avgdl, df) are always exact: df is updated on add and remove, not at merge time.
 
-Reads take the lock only to snapshot array references; the kernels run outside it (numba
-`nogil`), so concurrent queries do not serialise on each other.
+Reads take the lock only to copy array references (a read view); the kernels run outside it
+(numba `nogil`), so concurrent queries do not serialise on each other.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ class BM25Params:
 
 
 @dataclass(frozen=True)
-class _Snapshot:
+class _ReadView:
     """Array references a query needs; valid even if the index changes meanwhile."""
 
     main: tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -65,7 +65,7 @@ class _Scored:
     matched: np.ndarray
     touched: np.ndarray
     n: int
-    snap: _Snapshot
+    view: _ReadView
     total: float  # Σ query weights (idf · count)
 
 
@@ -85,7 +85,7 @@ class KeywordResult:
 
 
 def _grow(arr: np.ndarray, need: int) -> np.ndarray:
-    """A copy with capacity >= need (doubling), so old snapshots keep their own array."""
+    """A copy with capacity >= need (doubling), so older read views keep their own array."""
     if need <= arr.shape[0]:
         return arr
     new = np.zeros(max(need, 2 * arr.shape[0], 64), dtype=arr.dtype)
@@ -241,8 +241,8 @@ class BM25Index:
         return terms, docs, tfs
 
     # ---- reads ----------------------------------------------------------------------------
-    def _query_terms(self, query: str) -> tuple[np.ndarray, np.ndarray, _Snapshot]:
-        """Query term ids and weights (idf · count), and a snapshot to score against."""
+    def _query_terms(self, query: str) -> tuple[np.ndarray, np.ndarray, _ReadView]:
+        """Query term ids and weights (idf · count), and a read view to score against."""
         counts = Counter(tokenize(query, self.text))
         with self._lock:
             if self._buf and self._buf_csr is None:
@@ -263,7 +263,7 @@ class BM25Index:
                 ids.append(t)
                 weights.append(c * np.log1p((n - df + 0.5) / (df + 0.5)))
             empty_csr = (np.zeros(1, dtype=np.int64), _EMPTY_I32, _EMPTY_F32)
-            snap = _Snapshot(
+            view = _ReadView(
                 main=self._main,
                 delta=self._buf_csr if self._buf else empty_csr,
                 doc_len=self._doc_len,
@@ -272,27 +272,27 @@ class BM25Index:
                 n_slots=self._n_slots,
                 avgdl=self._total_len / n if n else 1.0,
             )
-        return np.asarray(ids, np.int32), np.asarray(weights, np.float32), snap
+        return np.asarray(ids, np.int32), np.asarray(weights, np.float32), view
 
     def _score(self, query: str) -> _Scored:
-        """Dense slot scores and matched query weight, the touched slots, the snapshot."""
-        q_terms, q_weights, snap = self._query_terms(query)
-        size = max(snap.n_slots, 1)
+        """Dense slot scores and matched query weight, the touched slots, the read view."""
+        q_terms, q_weights, view = self._query_terms(query)
+        size = max(view.n_slots, 1)
         scores = np.zeros(size, dtype=np.float32)
         matched = np.zeros(size, dtype=np.float32)
         touched = np.empty(size, dtype=np.int32)
         n = 0
         if q_terms.shape[0]:
             k1, b = np.float32(self.params.k1), np.float32(self.params.b)
-            avg = np.float32(snap.avgdl or 1.0)
-            for offsets, docs, tfs in (snap.main, snap.delta):
+            avg = np.float32(view.avgdl or 1.0)
+            for offsets, docs, tfs in (view.main, view.delta):
                 if docs.shape[0]:
                     n = bm25_accumulate(
-                        offsets, docs, tfs, snap.doc_len, snap.alive, q_terms, q_weights,
+                        offsets, docs, tfs, view.doc_len, view.alive, q_terms, q_weights,
                         k1, b, avg, scores, matched, touched, n,
                     )
         total = float(q_weights.sum())
-        return _Scored(scores, matched, touched, n, snap, total)
+        return _Scored(scores, matched, touched, n, view, total)
 
     def top_k(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray]:
         """The k best (ids int64, scores float32), best first; only docs sharing a term."""
@@ -328,7 +328,7 @@ class BM25Index:
         slots = out_slots[:m]
         extra_scores, extra_cov = more(extra_ids)
         result = KeywordResult(
-            ids=sc.snap.slot_ids[slots].astype(np.int64), scores=out_scores[:m].copy(),
+            ids=sc.view.slot_ids[slots].astype(np.int64), scores=out_scores[:m].copy(),
             coverage=sc.matched[slots] * inv, extra_scores=extra_scores,
             extra_coverage=extra_cov,
         )
@@ -345,7 +345,7 @@ class BM25Index:
         slots = np.full(len(ids), -1, dtype=np.int64)
         for i, doc_id in enumerate(ids):
             slot = slot_of.get(int(doc_id))
-            if slot is not None and slot < sc.snap.n_slots:
+            if slot is not None and slot < sc.view.n_slots:
                 slots[i] = slot
         found = slots >= 0
         scores = np.zeros(len(ids), dtype=np.float32)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ConfigError, IndexError_, IndexStale
+from ..errors import ConfigError, IndexStale, SearchIndexError
 
 __all__ = ["IndexMeta", "IndexParams", "VectorIndex"]
 
@@ -120,7 +120,7 @@ class VectorIndex:
             raise ConfigError("add got the same id twice in one call")
         norms = np.linalg.norm(vecs, axis=1)
         if not np.isfinite(vecs).all() or (norms < 1e-12).any():
-            raise IndexError_("refusing zero or non-finite vectors (re-embed them first)")
+            raise SearchIndexError("refusing zero or non-finite vectors (re-embed them first)")
         unit = vecs / norms[:, None]
         with self._lock:
             rows = np.empty(ids_arr.shape[0], dtype=np.int64)

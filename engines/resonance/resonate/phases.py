@@ -1,13 +1,16 @@
 """The association phases of full resonance: spreading, priming, basin boost, inhibition.
 
-Each takes the running `Resonator` and its candidate pool and changes scores in place,
-recording its per-row factor in `pool.parts` (what `explain=True` shows) and a summary in
-`facts`. Split from resonate.py so each phase reads on its own.
+Each takes the query's config, the `Sources` it reads and the candidate `Pool`, and changes
+scores in place, recording its per-row factor in `pool.parts` (what `explain=True` shows)
+and a summary in `facts`. Split from resonator.py so each phase reads on its own.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -16,24 +19,41 @@ from ..graph.kg_state import MEMORY_PREFIX
 from ..recall.fusion import Candidates
 
 if TYPE_CHECKING:
-    from .resonator import Resonator, _Pool
+    from ..store.state import State
+    from .config import ResonanceConfig
+    from .sources import Sources
 
-__all__ = ["basin", "inhibit", "prime", "spread"]
+__all__ = ["Pool", "basin", "inhibit", "prime", "query_terms", "spread"]
+
+_TERM = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.'-]*")
+
+
+@dataclass
+class Pool:
+    """The candidates of one resonance query, as aligned arrays (rows = store rows)."""
+
+    rows: np.ndarray
+    hybrid: np.ndarray
+    activation: np.ndarray
+    hops: np.ndarray
+    score: np.ndarray
+    parts: dict[str, np.ndarray]  # phase -> per-row factor or value, for explain
 
 
 def spread(
-    res: Resonator, vector: np.ndarray | None, cands: Candidates, hybrid: np.ndarray,
-    tags: frozenset[str], now: float, vindex: Any, facts: dict[str, Any],
+    cfg: ResonanceConfig, src: Sources, cands: Candidates, hybrid: np.ndarray,
+    grow: Callable[[Candidates, np.ndarray], tuple[Candidates, np.ndarray]],
+    facts: dict[str, Any],
 ) -> tuple[Candidates, np.ndarray, np.ndarray, np.ndarray]:
     """Spreading activation from the top hybrid candidates through the knowledge graph.
 
     Memories reached with activation ≥ entry_threshold that were not candidates join the
-    pool (the strongest `join` of them), their hybrid signals computed exactly.
+    pool (the strongest `join` of them): ``grow(cands, rows)`` adds them with their hybrid
+    signals computed exactly and returns the candidates and their hybrid relevance.
     Returns the (possibly grown) candidates, their hybrid relevance, activation and hop.
     """
-    cfg, f = res.config, res.field
-    st = f.store.state
-    graph = f.graph
+    st = src.state
+    graph = src.graph()
     top = np.argsort(-hybrid, kind="stable")[: cfg.seeds]
     seeds = {st.ids[int(cands.ids[j])]: float(hybrid[j]) for j in top if hybrid[j] > 0}
     if not seeds:
@@ -48,8 +68,7 @@ def spread(
                                                               known)
               if m in st.rows and st.is_alive(st.rows[m])]
     if joined:
-        cands = res._extend(cands, np.asarray(joined, np.int64), vector, vindex)
-        hybrid = res._hybrid(cands, tags, now)
+        cands, hybrid = grow(cands, np.asarray(joined, np.int64))
     node_of = graph.adjacency().node_of
     nodes = np.fromiter((-1 if (n := node_of(MEMORY_PREFIX + st_ids[int(i)])) is None else n
                          for i in cands.ids), np.int64, count=len(cands))
@@ -60,18 +79,18 @@ def spread(
     return cands, hybrid, activation, hops
 
 
-def prime(res: Resonator, pool: _Pool, session: str, facts: dict[str, Any]) -> None:
+def prime(cfg: ResonanceConfig, src: Sources, pool: Pool, session: str,
+          facts: dict[str, Any]) -> None:
     """Session priming: recent observations ×priming_boost; active topics a smaller boost."""
-    cfg, f = res.config, res.field
-    st = f.store.state
-    recent = f.primer.recent(session)
-    topics = f.primer.topics(session)
+    st = src.state
+    recent = src.primer.recent(session)
+    topics = src.primer.topics(session)
     if not recent and not topics:
         return
     ids = [st.ids[int(r)] for r in pool.rows]
     mult = np.array([cfg.priming_boost if m in recent else 1.0 for m in ids])
     if topics:
-        graph = f.graph
+        graph = src.graph()
         share = np.array([min(1.0, sum(topics.get(e, 0.0) for e in graph.entities_of(m)))
                           for m in ids])
         mult *= 1.0 + cfg.topic_boost * share
@@ -81,23 +100,22 @@ def prime(res: Resonator, pool: _Pool, session: str, facts: dict[str, Any]) -> N
                         "boosted": int((mult > 1.0).sum())}
 
 
-def basin(res: Resonator, pool: _Pool, query: str, facts: dict[str, Any]) -> None:
+def basin(cfg: ResonanceConfig, src: Sources, pool: Pool, query: str,
+          facts: dict[str, Any]) -> None:
     """Attractor basin: the strongest attractor a query term names lifts its memories."""
-    from .resonator import query_terms
-
-    cfg, f = res.config, res.field
+    graph = src.graph()
     terms = set(query_terms(query))
     if not terms:
         return
     chosen = None
-    for entity, strength in f.graph.attractors(cfg.attractors):
+    for entity, strength in graph.attractors(cfg.attractors):
         words = set(entity.lower().replace("_", " ").replace(".", " ").split())
         if words & terms and (chosen is None or strength > chosen[1]):
             chosen = (entity, strength)
     if chosen is None:
         return
-    members = set(f.graph.memories_of(chosen[0]))
-    st = f.store.state
+    members = set(graph.memories_of(chosen[0]))
+    st = src.state
     mult = np.array([cfg.basin_boost if st.ids[int(r)] in members else 1.0 for r in pool.rows])
     pool.score *= mult
     pool.parts["basin"] = mult
@@ -105,17 +123,16 @@ def basin(res: Resonator, pool: _Pool, query: str, facts: dict[str, Any]) -> Non
                       "boosted": int((mult > 1.0).sum())}
 
 
-def inhibit(res: Resonator, pool: _Pool, order: np.ndarray,
+def inhibit(cfg: ResonanceConfig, state: State, pool: Pool, order: np.ndarray,
             facts: dict[str, Any]) -> np.ndarray:
     """Lateral inhibition over the top window: near-duplicates compete, winners damp losers.
 
     Bounded: cosines among at most `inhibition_window` candidates, and each winner damps at
     most `inhibition_max_competitors` later ones. Returns the new order.
     """
-    cfg = res.config
     window = order[: cfg.inhibition_window]
     rows = pool.rows[window]
-    vecs = res.field.store.state.vectors[rows]
+    vecs = state.vectors[rows]
     sims = vecs @ vecs.T
     mult = np.ones(len(window))
     damped = 0
@@ -134,3 +151,8 @@ def inhibit(res: Resonator, pool: _Pool, order: np.ndarray,
         order = np.concatenate([head, order[cfg.inhibition_window:]])
     facts["inhibition"] = {"window": len(window), "damped": damped}
     return order
+
+
+def query_terms(query: str) -> list[str]:
+    """The query's words, case-folded (for attractor matching)."""
+    return [t.lower().strip(".'-") for t in _TERM.findall(query) if len(t) > 2]

@@ -35,7 +35,7 @@ import numpy as np
 from ..errors import ConfigError
 from .scoring_config import FactorConfig, ScoringConfig, ScoringConfigError, unknown_name
 from .scoring_factors import FACTORS
-from .scoring_inputs import EXTRA_KEYS, Inputs
+from .scoring_inputs import EXTRA_KEYS, Affect, Inputs
 
 if TYPE_CHECKING:
     from ..store.state import State
@@ -53,17 +53,6 @@ __all__ = [
 log = logging.getLogger("soul.engines.resonance.resonate.scoring")
 
 _LOG_MAX = 700.0  # exp(700) ~ 1e304: the largest final score, so it stays a finite float64
-
-
-@dataclass(frozen=True)
-class Affect:
-    """The query's affect (Chetana's Bhava when the soul has it): valence [−1, 1], arousal,
-    frustration and confidence [0, 1]. Out-of-range values are clipped, NaN read as neutral."""
-
-    valence: float = 0.0
-    arousal: float = 0.0
-    frustration: float = 0.0
-    confidence: float = 0.5
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,8 @@
 `Inputs` pulls each column of the `State` for the scored rows only when a factor first asks
 for it, so a disabled factor costs nothing: the meta JSON is decoded (and cached by the
 Scorer across calls) only if a meta-reading factor is on, the access histories are laid end to
-end in flat arrays only if ACT-R or Spacing is. Also here: the ACT-R base-level activation
-with Petrov's approximation, and `memory.tier_of` over arrays.
+end in flat arrays only if ACT-R or Spacing is. Also here: the query's `Affect`, the ACT-R
+base-level activation with Petrov's approximation, and `memory.tier_of` over arrays.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain
 from operator import itemgetter
@@ -23,11 +24,11 @@ from ..memory import DAY, DECAY_RATES, PRIOR_VAR, Kind, Tier
 
 if TYPE_CHECKING:
     from ..store.state import State
-    from .scoring import Affect
 
 __all__ = [
     "EXTRA_KEYS",
     "TIERS",
+    "Affect",
     "Inputs",
     "affect_values",
     "base_level_activation",
@@ -45,6 +46,17 @@ EXTRA_KEYS = (
 _RATES = np.array([DECAY_RATES[Kind(i)] for i in range(len(Kind))])
 _META_CACHE = 65_536  # decoded metas kept per Scorer
 TIERS = (Tier.HOT, Tier.WARM, Tier.COOL, Tier.COLD)
+
+
+@dataclass(frozen=True)
+class Affect:
+    """The query's affect (Chetana's Bhava when the soul has it): valence [−1, 1], arousal,
+    frustration and confidence [0, 1]. Out-of-range values are clipped, NaN read as neutral."""
+
+    valence: float = 0.0
+    arousal: float = 0.0
+    frustration: float = 0.0
+    confidence: float = 0.5
 
 
 def finite_or(x: np.ndarray, neutral: float) -> np.ndarray:

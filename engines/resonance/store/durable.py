@@ -11,10 +11,8 @@ open.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
-import os
 import threading
 import time
 from collections.abc import Sequence
@@ -25,6 +23,7 @@ import numpy as np
 
 from ..errors import ConfigError, CorruptSegment, StoreClosed
 from . import ops
+from .locks import compaction_lock
 from .recovery import Issue, RecoveryReport, WalReader, map_file
 from .snapshot import _sections, list_snapshots, read_header, read_snapshot, write_snapshot
 from .state import State
@@ -207,12 +206,8 @@ class Store:
         with self._lock:
             if self.writer.closed:
                 raise StoreClosed("the store is closed")
-            self.snap_dir.mkdir(parents=True, exist_ok=True)
-            lock_fd = os.open(self.snap_dir / "compact.lock", os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                try:
-                    fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except OSError:
+            with compaction_lock(self.snap_dir) as held:
+                if not held:
                     log.info("compaction skipped: another process is compacting %s", self.path)
                     return None
                 if not self._sees_newest_snapshot():
@@ -226,8 +221,6 @@ class Store:
                 self._since_snapshot = 0
                 self._prune(path)
                 return path
-            finally:
-                os.close(lock_fd)
 
     def _sees_newest_snapshot(self) -> bool:
         snaps = list_snapshots(self.snap_dir)

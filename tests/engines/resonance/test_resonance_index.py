@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("hnswlib")
 
-from soul.engines.resonance.errors import ConfigError, IndexError_, IndexStale
+from soul.engines.resonance.errors import ConfigError, IndexStale, SearchIndexError
 from soul.engines.resonance.recall.index import IndexParams, VectorIndex
 
 
@@ -67,7 +67,7 @@ def test_replace_updates_vector_and_centroid() -> None:
 
 def test_refuses_zero_vectors_and_bad_shapes() -> None:
     idx = VectorIndex(4)
-    with pytest.raises(IndexError_):
+    with pytest.raises(SearchIndexError):
         idx.add([1], np.zeros((1, 4), np.float32))
     with pytest.raises(ConfigError):
         idx.add([1, 2], np.ones((1, 4), np.float32))

@@ -279,5 +279,5 @@ def test_resonating_logs_accesses_like_recall_without_an_unbounded_queue(field: 
         field.remember(text)
     for _ in range(60):  # 60 queries x 7 hits: past the queue's bound of 256
         field.resonate("when does the harbour ferry stop", k=len(field))
-    assert len(field._accessed) < 256  # flushed to the log, as recall does
+    assert len(field.accesses) < 256  # flushed to the log, as recall does
     assert field.get(m).access_count >= 60

@@ -1,11 +1,12 @@
 """The Field's association side: knowledge graph, full resonance, scoring, self-tuning.
 
-A mixin of `Field` (kept apart so field.py stays about storing and recalling). Everything
-here opens lazily: a field that is only ever recalled from never loads the graph, the
+A collaborator of `Field`, built with what it reads and writes: the field's folder, its
+`Store`, its embedder, its indexes (for reading), the fusion and resonance configs. Every
+part opens lazily: a field that is only ever recalled from never loads the graph, the
 scorer or the learner.
 
 On disk, beside the memory store, in the field's folder:
-    graph/          the knowledge graph's own write-ahead log (kg.py)
+    graph/          the knowledge graph's own write-ahead log (graph/kg.py)
     scoring.json    the scoring pipeline's weights, hot-reloaded if present (scoring.py)
     learner.json    the Thompson learner's posteriors (learner.py), when learning is on
     code/           the code index (code/index.py), when code has been indexed
@@ -17,59 +18,65 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields
+from collections.abc import Iterable
+from dataclasses import fields
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
-from ..resonate.resonator import ResonanceConfig, Resonator, SessionPrimer
+from ..resonate.config import ResonanceConfig
+from ..resonate.priming import SessionPrimer
+from ..resonate.resonator import Resonator
+from ..resonate.sources import Sources
+from .confidence import decayed_confidence
+from .hits import Hit, memory_hit, symbol_hit
 
 if TYPE_CHECKING:
     from ..graph.kg import KnowledgeGraph
+    from ..recall.fusion import FusionConfig
     from ..resonate.learner import Draw, ThompsonLearner
     from ..resonate.scoring import Scorer
+    from ..store.durable import Store
+    from .config import FieldConfig
+    from .embedding import FieldEmbedder
+    from .indexes import FieldIndexes
 
-__all__ = ["FieldResonance", "Resonance"]
+__all__ = ["Association"]
 
 log = logging.getLogger("soul.engines.resonance")
 _CREDITS = 2048  # memories whose surfacing draw is kept for feedback
 _SESSIONS = 1024  # sessions whose last memory is kept for contiguity links
 
 
-@dataclass(frozen=True)
-class Resonance:
-    """What `Field.resonate(..., explain=True)` adds: facts about the query's phases."""
+class Association:
+    """The graph, the scorer, the learner and the code index of one field, and resonance
+    over them. ``config`` (the Field's) says whether writes link entities and chain in time;
+    ``resonance`` holds the defaults of `resonate()`."""
 
-    hits: list[Any]
-    facts: dict[str, Any]
-
-
-class FieldResonance:
-    """Mixin: needs `path`, `store`, `_lock`, `config`, `embed`, `indexes`, `_fusion`,
-    `_confidence` and `flush_accesses` from Field."""
-
-    path: Path
-    _graph: KnowledgeGraph | None = None
-    _scorer: Scorer | None = None
-    _learner: ThompsonLearner | None = None
-    _code: Any = None
-    _phrases: Any = None  # entities.PhraseCounter: noun phrases seen since the field opened
-
-    def _init_resonance(self, resonance: Mapping[str, Any] | None) -> None:
-        names = {f.name for f in fields(ResonanceConfig)}
-        given = dict(resonance or {})
-        unknown = set(given) - names
-        if unknown:
-            raise ConfigError(f"unknown resonance option(s) {', '.join(sorted(unknown))}; "
-                              f"known: {', '.join(sorted(names))}")
-        if "disabled" in given:
-            given["disabled"] = frozenset(given["disabled"])
-        self.resonance = ResonanceConfig(**given)
-        self.primer = SessionPrimer(self.resonance.priming_size)
+    def __init__(self, path: Path, store: Store, embedding: FieldEmbedder,
+                 indexes: FieldIndexes, fusion: FusionConfig, config: FieldConfig,
+                 resonance: ResonanceConfig) -> None:
+        self.path = path
+        self.store = store
+        self.config = config
+        self.resonance = resonance
+        self.primer = SessionPrimer(resonance.priming_size)
+        self._embedding = embedding
+        self._graph: KnowledgeGraph | None = None
+        self._graph_lock = threading.Lock()
+        self._scorer: Scorer | None = None
+        self._learner: ThompsonLearner | None = None
+        self._code: Any = None
+        self._phrases: Any = None  # entities.PhraseCounter: noun phrases seen since opening
         self._credits: OrderedDict[str, tuple[Draw | None, int]] = OrderedDict()
         self._last_new: dict[str | None, tuple[str, float]] = {}  # session -> (id, when)
-        self._graph_lock = threading.Lock()
+        self.sources = Sources(
+            store=store, fusion=fusion, primer=self.primer, embed=embedding.embed,
+            indexes=indexes.for_reading, confidence=lambda rows, now: decayed_confidence(store.state, rows, now),
+            graph=lambda: self.graph, scorer=lambda: self.scorer,
+            code_index=partial(self.code_index, create=False),
+        )
 
     # -- the parts, opened on first use --------------------------------------------------------
 
@@ -114,21 +121,15 @@ class FieldResonance:
                 return None
             from ..code import CodeIndex
 
-            self._code = CodeIndex.open(where, graph=self.graph, embedder=self.embedder)
+            self._code = CodeIndex.open(where, graph=self.graph, embedder=self._embedding.embedder)
         return self._code
 
-    # -- the graph from the Field ------------------------------------------------------------
+    # -- writes ------------------------------------------------------------------------------
 
-    def relate(self, subject: str, predicate: str, obj: str, *, weight: float = 1.0,
-               valid_from: float | None = None, memory: str | None = None) -> int:
-        """State a fact (subject, predicate, object) in the knowledge graph; its id."""
-        return self.graph.relate(subject, predicate, obj, weight=weight,
-                                 valid_from=valid_from, memory=memory)
-
-    def _link_new(self, ids: list[str | None], before: int, session: str | None) -> None:
+    def linked(self, ids: list[str | None], before: int, session: str | None) -> None:
         """After a write: link the memories it created (rows from `before` on) to their
         entities, and chain them in time (`follows` edges, see FieldConfig.contiguity)."""
-        cfg = self.config  # type: ignore[attr-defined]
+        cfg = self.config
         st = self.store.state
         new = [m for m in dict.fromkeys(i for i in ids if i is not None) if st.rows[m] >= before]
         if not new or not (cfg.entities or cfg.contiguity is not None):
@@ -143,7 +144,7 @@ class FieldResonance:
         last = self._last_new.get(session)
         prev = last[0] if last is not None and now - last[1] <= cfg.contiguity else None
         for memory_id in new:
-            if prev is not None and prev in self:  # type: ignore[operator]
+            if prev is not None and self._alive(prev):
                 self.graph.relate(MEMORY_PREFIX + prev, "follows", MEMORY_PREFIX + memory_id,
                                   weight=cfg.contiguity_weight, memory=memory_id)
             prev = memory_id
@@ -173,7 +174,7 @@ class FieldResonance:
             # are linked to it then
             for phrase, holders in self._phrases.add(memory_id, text).items():
                 for holder in holders:
-                    if holder != memory_id and holder in self:  # type: ignore[operator]
+                    if holder != memory_id and self._alive(holder):
                         graph.mention(holder, [phrase])
             names = extract_entities(text, phrases=self._phrases)
             if names:
@@ -181,26 +182,21 @@ class FieldResonance:
                 done += 1
         return done
 
+    def forgotten(self, memory_id: str) -> None:
+        """Drop a forgotten memory from the graph (opening it only if it exists on disk)."""
+        if self._graph is not None or (self.path / "graph").exists():
+            self.graph.forget_memory(memory_id)
+
+    def _alive(self, memory_id: str) -> bool:
+        row = self.store.state.rows.get(memory_id)
+        return row is not None and self.store.state.is_alive(row)
+
     # -- resonance -----------------------------------------------------------------------------
 
-    def resonate(
-        self, query: str, k: int = 10, *, session: str | None = None, explain: bool = False,
-        tags: Iterable[str] | None = None, affect: Any = None, learn: bool | None = None,
-        **overrides: Any,
-    ) -> list[Any]:
-        """Full resonance: the ``k`` memories that best answer ``query`` by content and by
-        association (module resonate.py lists the phases).
-
-        ``session`` primes with what that session saw recently; ``affect`` (a
-        scoring.Affect, e.g. from Chetana) drives the mood factors; ``explain`` fills each
-        hit's ``components`` with every phase's contribution; ``learn`` draws the parameters
-        from the Thompson learner (default: the ``learn`` option of the resonance config);
-        ``overrides``: ResonanceConfig fields for this query only (e.g. disabled={"spreading"}).
-        """
-        from ..memory import Kind
-        from .field import Hit
-
-        self._check_open()
+    def resonate(self, query: str, k: int, *, session: str | None, explain: bool,
+                 tags: Iterable[str] | None, affect: Any, learn: bool | None,
+                 overrides: dict[str, Any]) -> list[Hit]:
+        """See `Field.resonate` (the Field checks it is open and queues the accesses)."""
         if k <= 0 or len(self.store.state) == 0:
             return []
         config = self.resonance
@@ -217,29 +213,22 @@ class FieldResonance:
 
             draw = self.learner.sample(query_features(query))
             config = config.tuned(draw.params)
-        rows, facts = Resonator(self, config).run(
+        rows, facts = Resonator(self.sources, config).run(
             query, k, session=session, tags=frozenset(tags or ()), affect=affect,
             explain=explain)
         st = self.store.state
         hits = []
         for rank, r in enumerate(rows):
             if r["kind"] == "symbol":
-                sym = r["symbol"]
-                hits.append(Hit(r["id"], f"{sym.kind} {sym.qualified} ({sym.file}:"
-                                f"{sym.start_line}) {sym.signature}", r["score"], "symbol",
-                                (), {"symbol": sym.qualified, "file": sym.file,
-                                     "line": sym.start_line},
-                                {"code": r["score"], "facts": facts} if explain else {}))
+                hits.append(symbol_hit(r["id"], r["symbol"], r["score"],
+                                       {"code": r["score"], "facts": facts} if explain else {}))
                 continue
-            row = r["row"]
             comps = dict(r.get("explain") or {})
             if explain:
                 comps["facts"] = facts
-            hits.append(Hit(r["id"], st.text[row], r["score"], Kind(st.kind[row]).label,
-                            st.tags_at(row), st.meta_at(row), comps))
+            hits.append(memory_hit(st, r["row"], r["score"], comps))
             if config.on("credit"):
                 self._credit(r["id"], draw, rank)
-        self._queue_accesses([h.id for h in hits if h.kind != "symbol"])  # type: ignore[attr-defined]
         return hits
 
     def _credit(self, memory_id: str, draw: Draw | None, rank: int) -> None:
@@ -248,15 +237,15 @@ class FieldResonance:
         while len(self._credits) > _CREDITS:
             self._credits.popitem(last=False)
 
-    def feedback(self, memory_id: str, useful: bool) -> None:
-        """Say whether a recalled memory helped: its confidence observes it, and the learner
-        credits the parameters that surfaced it (discounted by its rank)."""
-        (self.strengthen if useful else self.weaken)(memory_id)  # type: ignore[attr-defined]
+    def credit(self, memory_id: str, useful: bool) -> None:
+        """Credit the parameters that surfaced a memory (discounted by its rank) with whether
+        it helped; nothing if no learned draw surfaced it."""
         draw, rank = self._credits.pop(memory_id, (None, 0))
         if draw is not None:
             self.learner.feedback(draw, useful, rank)
 
-    def _close_resonance(self) -> None:
+    def close(self) -> None:
+        """Close the code index and the graph, save the learner."""
         if self._code is not None:
             self._code.close()
         if self._graph is not None:
@@ -266,12 +255,6 @@ class FieldResonance:
                 self._learner.save()
             except OSError as exc:
                 log.warning("could not save the learner of %s: %s", self.path, exc)
-
-    def _check_open(self) -> None:
-        from ..errors import StoreClosed
-
-        if self.store.closed:
-            raise StoreClosed("the field is closed")
 
 
 def _as_dict(config: ResonanceConfig) -> dict[str, Any]:

@@ -1,0 +1,34 @@
+"""The compaction lock: one process at a time snapshots a log and deletes what it covers.
+
+Both write-ahead logs of a field (the memory store's and the knowledge graph's) compact under
+``snapshots/compact.lock``, taken without waiting: a process that finds it held skips its
+compaction (the holder's snapshot covers the same log), it never queues behind it. The lock
+is an flock, so it is released when its holder exits or is killed.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+__all__ = ["compaction_lock"]
+
+
+@contextmanager
+def compaction_lock(snap_dir: Path) -> Iterator[bool]:
+    """Hold ``snap_dir``/compact.lock for the block; yields False, holding nothing, when
+    another process holds it. Creates ``snap_dir`` if needed."""
+    snap_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(snap_dir / "compact.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)  # closing the descriptor releases the flock
