@@ -12,37 +12,11 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
+from soul.engines.resonance import Kind
 from soul.kinds import ChangeContext, Changes, Output, StepEnv, StepKind, param, params_schema
 
-# The seed's node types, as the resonance engine names them (a test keeps the two in step).
-MEMORY_KINDS = (
-    "wisdom",
-    "belief",
-    "intention",
-    "episode",
-    "failure",
-    "aspiration",
-    "dream",
-    "question",
-    "correction",
-    "entity",
-    "term",
-    "edge",
-    "insight",
-    "signal",
-    "state",
-    "summary",
-    "review",
-    "preference",
-    "milestone",
-    "approach",
-    "outcome",
-    "gap",
-    "symbol",
-    "project_essence",
-    "module_state",
-    "pattern_state",
-)
+# The seed's node types, as the resonance engine names them (its `kinds` module loads no numpy).
+MEMORY_KINDS = tuple(kind.label for kind in Kind)
 RECALL_MODES = ("hybrid", "semantic", "keyword")
 
 
@@ -74,14 +48,14 @@ class MemoryRecall(StepKind):
         query = env.render(params["query"]) if params.get("query") else env.input_text
         if not query.strip():
             return {"hits": [], "text": "", "region": region}
-        field = env.memory_field()
+        memory = env.recall()
         # the engine is synchronous (numpy, onnxruntime): keep the event loop free meanwhile
         skip = env.session if env.session and not params.get("this_session") else None
         want = 2 * k if skip else k  # room for the hits of this conversation that are dropped
         if mode == "resonate":
-            hits = await asyncio.to_thread(field.resonate, query, want, session=env.session, tags=params.get("tags"), affect=_affect(env))
+            hits = await asyncio.to_thread(memory.resonate, query, want, session=env.session, tags=params.get("tags"), affect=_affect(env))
         else:
-            hits = await asyncio.to_thread(field.recall, query, want, mode=mode, tags=params.get("tags"))
+            hits = await asyncio.to_thread(memory.recall, query, want, mode=mode, tags=params.get("tags"))
         hits = [h for h in hits if h.score > 0 and (skip is None or h.meta.get("session") != skip)][:k]
         rows = [{"id": h.id, "text": h.text, "score": round(h.score, 4), "kind": h.kind, "tags": list(h.tags)} for h in hits]
         return {"hits": rows, "text": "\n".join(h.text for h in hits), "region": region}
@@ -94,15 +68,13 @@ class MemoryRecall(StepKind):
         return Changes(regions={region: tuple(h["text"] for h in hits)})
 
 
-def _affect(env: StepEnv) -> Any:
+def _affect(env: StepEnv) -> dict[str, float] | None:
     """The query's affect for the scoring pipeline: Chetana's when the soul has it."""
     affect = (env.variables.get("chetana") or {}).get("affect")
     if not isinstance(affect, Mapping):
         return None
-    from soul.engines.resonance.resonate.scoring import Affect
-
     names = ("valence", "arousal", "frustration", "confidence")
-    return Affect(**{n: float(affect[n]) for n in names if isinstance(affect.get(n), int | float)})
+    return {n: float(affect[n]) for n in names if isinstance(affect.get(n), int | float)}
 
 
 class MemoryStore(StepKind):

@@ -1,6 +1,7 @@
 """`soul memory index-code|find-symbol|search-symbols|callers|callees`: code intelligence
 over a field's code index (`<field>/code`), its call graph also written to the field's
-knowledge graph (`<field>/graph`) unless `--no-graph`."""
+knowledge graph (`<field>/graph`) unless `--no-graph`. The engine's errors and the index's
+OSErrors reach the user as one-line `MemoryFieldError`s naming `--field` and the fix."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import contextlib
 import json
 import sys
 import time
+from contextlib import AbstractContextManager
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -30,16 +32,29 @@ def field_path(value: str) -> Path:
 
 
 def _open(args: argparse.Namespace, *, graph: bool = False) -> Any:
-    from soul.engines.resonance.code import CodeIndex
+    from soul.engines.resonance import CodeIndex
 
     folder = field_path(args.field)
     kg = None
     if graph:
-        from soul.engines.resonance.graph.kg import KnowledgeGraph
+        from soul.engines.resonance import KnowledgeGraph
 
         kg = KnowledgeGraph.open(folder / "graph", flush_interval=None)
     embedder = "default" if getattr(args, "semantic", False) else None
-    return CodeIndex.open(folder / "code", graph=kg, embedder=embedder), kg
+    try:
+        return CodeIndex.open(folder / "code", graph=kg, embedder=embedder), kg
+    except BaseException:
+        if kg is not None:  # the graph was opened for an index that could not be
+            kg.close()
+        raise
+
+
+def _errors(args: argparse.Namespace, doing: str) -> AbstractContextManager[None]:
+    """Engine errors and OSErrors raised inside, as a MemoryFieldError naming `--field`."""
+    from soul.runtime import field_errors
+
+    return field_errors(field_path(args.field), doing, named=f"--field {args.field!r}",
+                        elsewhere="pass --field a folder (it is created if missing) or the name of a soul's field")
 
 
 def _progress(enabled: bool) -> Any:
@@ -53,10 +68,8 @@ def _progress(enabled: bool) -> Any:
                     TimeElapsedColumn(), TextColumn("{task.fields[path]}"), console=Console(stderr=True), transient=True)
 
 
-def cmd_index_code(args: argparse.Namespace) -> int:
-    root = Path(args.dir).expanduser()
-    if not root.is_dir():
-        raise SoulError(f"{root}: no such folder")
+def _index(args: argparse.Namespace, root: Path) -> Any:
+    """Index `root` into the field's code index, with a progress bar where it helps."""
     index, kg = _open(args, graph=not args.no_graph)
     started = time.perf_counter()
     try:
@@ -73,6 +86,15 @@ def cmd_index_code(args: argparse.Namespace) -> int:
         index.close()
         if kg is not None:
             kg.close()
+    return report
+
+
+def cmd_index_code(args: argparse.Namespace) -> int:
+    root = Path(args.dir).expanduser()
+    if not root.is_dir():
+        raise SoulError(f"{root}: no such folder")
+    with _errors(args, "index code into"):
+        report = _index(args, root)
     if args.json:
         print(json.dumps({**asdict(report), "resolved_share": report.resolved_share}, indent=2))
         return 0
@@ -98,9 +120,10 @@ def _print_symbol(s: Any, score: float | None = None) -> None:
 
 
 def cmd_find_symbol(args: argparse.Namespace) -> int:
-    index, _ = _open(args)
-    with index:
-        found = index.find_symbol(args.name)
+    with _errors(args, "find symbols in"):
+        index, _ = _open(args)
+        with index:
+            found = index.find_symbol(args.name)
     if args.json:
         print(json.dumps([_symbol_dict(s) for s in found], indent=2))
         return 0
@@ -113,9 +136,10 @@ def cmd_find_symbol(args: argparse.Namespace) -> int:
 
 
 def cmd_search_symbols(args: argparse.Namespace) -> int:
-    index, _ = _open(args)
-    with index:
-        hits = index.search_symbols(args.query, args.k)
+    with _errors(args, "search symbols in"):
+        index, _ = _open(args)
+        with index:
+            hits = index.search_symbols(args.query, args.k)
     if args.json:
         print(json.dumps([{**_symbol_dict(s), "score": score} for s, score in hits], indent=2))
         return 0
@@ -127,11 +151,12 @@ def cmd_search_symbols(args: argparse.Namespace) -> int:
 
 
 def _cmd_calls(args: argparse.Namespace, direction: str) -> int:
-    index, _ = _open(args)
-    with index:
-        if not index.find_symbol(args.symbol):
-            raise SoulError(f"no symbol named {args.symbol!r} in {field_path(args.field) / 'code'}; try `soul memory search-symbols`")
-        calls = index.symbol_callers(args.symbol) if direction == "callers" else index.symbol_callees(args.symbol)
+    with _errors(args, f"list the {direction} in"):
+        index, _ = _open(args)
+        with index:
+            if not index.find_symbol(args.symbol):
+                raise SoulError(f"no symbol named {args.symbol!r} in {field_path(args.field) / 'code'}; try `soul memory search-symbols`")
+            calls = index.symbol_callers(args.symbol) if direction == "callers" else index.symbol_callees(args.symbol)
     if args.json:
         print(json.dumps([asdict(c) for c in calls], indent=2))
         return 0

@@ -1,4 +1,8 @@
-"""`soul memory ingest|recall|stats|check`: a resonance memory field from the command line."""
+"""`soul memory ingest|recall|stats|check`: a resonance memory field from the command line.
+
+The engine's errors and the field's OSErrors reach the user as one-line `MemoryFieldError`s
+that name `--field`, what failed and how to fix it (`soul.runtime.memory.field_errors`).
+"""
 
 from __future__ import annotations
 
@@ -7,10 +11,11 @@ import json
 import re
 import time
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from soul.errors import SoulError
+from soul.errors import MemoryFieldError, SoulError
 
 
 def read_items(path: Path, kind: str, tags: list[str]) -> Iterator[dict[str, Any]]:
@@ -57,6 +62,14 @@ def _open(folder: str) -> Any:
     return Field.open(path)
 
 
+def _errors(folder: str, doing: str) -> AbstractContextManager[None]:
+    """Engine errors and OSErrors raised inside, as a MemoryFieldError naming `--field`."""
+    from soul.runtime import field_errors
+
+    return field_errors(Path(folder).expanduser(), doing, named=f"--field {folder!r}",
+                        elsewhere="pass --field a folder (it is created if missing)")
+
+
 def cmd_ingest(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -65,7 +78,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         raise SoulError(f"{source}: no such file")
     items = list(read_items(source, args.kind, args.tag or []))
     started = time.perf_counter()
-    with _open(args.field) as field, Progress(
+    with _errors(args.field, "ingest into"), _open(args.field) as field, Progress(
         TextColumn("ingesting"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
         transient=not args.verbose,
     ) as progress:
@@ -84,7 +97,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def cmd_recall(args: argparse.Namespace) -> int:
-    with _open(args.field) as field:
+    with _errors(args.field, "recall from"), _open(args.field) as field:
         if args.mode == "resonate":
             hits = field.resonate(args.query, args.k, session=args.session, explain=args.explain or args.json)
         else:
@@ -122,7 +135,7 @@ def _print_components(components: dict[str, Any]) -> None:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    with _open(args.field) as field:
+    with _errors(args.field, "read the statistics of"), _open(args.field) as field:
         stats = field.stats()
     print(json.dumps(stats, ensure_ascii=False, indent=2, default=str))
     return 0
@@ -131,7 +144,12 @@ def cmd_stats(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from soul.engines.resonance import Field
 
-    report = Field.check(Path(args.field).expanduser())
+    path = Path(args.field).expanduser()
+    if not path.is_dir():  # checking nothing would report "ok"
+        what = "is a file, not a folder" if path.exists() else "names no folder"
+        raise MemoryFieldError(f"--field {args.field!r} {what}: pass the folder of a memory field")
+    with _errors(args.field, "check"):
+        report = Field.check(path)
     for issue in report.issues:
         print(issue)
     print("ok: every segment and snapshot checks out" if report.ok else f"{len(report.issues)} problem(s) found")

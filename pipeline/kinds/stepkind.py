@@ -9,9 +9,9 @@ describes and (later) parses.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from soul.records import Layer, MemoryEntry, MessageRecord, UserModelChange
 
@@ -89,14 +89,52 @@ def with_memory(changes: Changes, *entries: MemoryEntry, reply: str | None = Non
     )
 
 
+class RecalledMemory(Protocol):
+    """One memory a recall found, best first (the memory engine's `Hit` has this shape)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def score(self) -> float: ...
+    @property
+    def kind(self) -> str: ...  # a memory kind's label: episode, entity, ...
+    @property
+    def tags(self) -> tuple[str, ...]: ...
+    @property
+    def meta(self) -> Mapping[str, Any]: ...  # e.g. "session": the conversation it came from
+
+
+@runtime_checkable
+class Recall(Protocol):
+    """What a step may do with the soul's memory field: search it, never change it (the
+    runtime writes memories after the turn commits). Opening the field and every query may
+    raise `soul.errors.MemoryFieldError`, which names the field and how to fix it."""
+
+    def recall(self, query: str, k: int = 10, *, mode: str = "hybrid",
+               tags: Sequence[str] | None = None) -> Sequence[RecalledMemory]:
+        """The `k` memories most relevant to `query`; `mode`: hybrid, semantic or keyword;
+        `tags` boost memories carrying them."""
+        ...
+
+    def resonate(self, query: str, k: int = 10, *, session: str | None = None, tags: Sequence[str] | None = None,
+                 affect: Mapping[str, float] | None = None) -> Sequence[RecalledMemory]:
+        """Full resonance (association through the knowledge graph, scoring); `session`
+        primes with what that conversation saw; `affect`: valence, arousal, frustration,
+        confidence (Chetana's), for the mood factors."""
+        ...
+
+
 @dataclass(frozen=True)
 class StepEnv:
     """What a non-LLM step may use: the names templates see, a sandboxed renderer for its
-    template parameters, and the soul's memory field (opened on first use)."""
+    template parameters, and `recall()`, the read-only search of the soul's memory field
+    (the field opens on its first query)."""
 
     variables: Mapping[str, Any]
     render: Callable[[str], str]
-    memory_field: Callable[[], Any]
+    recall: Callable[[], Recall]
     memory_config: Mapping[str, Any] = field(default_factory=dict)
     input_text: str = ""  # the raw input, for engines (a search query); never for prompts
     session: str | None = None  # the session's id (memory priming), None outside a session

@@ -6,6 +6,10 @@ the input (with a correction flag when the user is correcting the soul), one
 `after_tool_execution` per step that ran (name = the step, success = it parsed, latency, its
 output as content), then `after_turn`. Templates see the context as `chetana.*`; events go to
 the trace and to the session's events log.
+
+Chetana's errors stop here: a refused `chetana:` block, a saved state that cannot be restored
+or a refused hook call leave this bridge as a `soul.errors.ChetanaError` that says what was
+refused and how to fix it, with the engine's exception as its `__cause__`.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from soul.errors import ChetanaError, SoulError
 from soul.records import MessageRecord
 
 # Phrases that mark a message as a correction of what the soul said or did.
@@ -65,12 +70,14 @@ class Cognition:
 
         config = dict(block.get("config") or {})
         priors = dict(block.get("priors") or {})
-        if state:
-            controller = ChetanaController.deserialize(state, config, on_event, priors)
-        else:
-            controller = ChetanaController(config, on_event, priors)
+        with _ChetanaErrors("the session's saved Chetana state"):
+            if state:
+                controller = ChetanaController.deserialize(state, config, on_event, priors)
+            else:
+                controller = ChetanaController(config, on_event, priors)
         correction = is_correction(text)
-        context = controller.before_turn(text or None, correction=correction).to_dict()
+        with _ChetanaErrors(doing="the turn's input"):
+            context = controller.before_turn(text or None, correction=correction).to_dict()
         context["correction"] = correction
         return cls(controller, context, correction, events)
 
@@ -82,12 +89,15 @@ class Cognition:
         """
         correction = self.correction and not self._correction_reported
         self._correction_reported = self._correction_reported or correction
-        self.controller.after_tool_execution(step, ok, max(0.0, latency_ms), _content(outputs), correction=correction)
+        with _REPORTING:
+            self.controller.after_tool_execution(step, ok, max(0.0, latency_ms), _content(outputs), correction=correction)
 
     def finish(self) -> dict[str, Any]:
         """End the turn; the controller's state to store with the session."""
-        self.controller.after_turn()
-        return self.controller.serialize()
+        with _ChetanaErrors(doing="the end of the turn"):
+            self.controller.after_turn()
+            state: dict[str, Any] = self.controller.serialize()
+        return state
 
     def event_records(self) -> tuple[MessageRecord, ...]:
         """The turn's events as records for the session's events log."""
@@ -104,15 +114,15 @@ def _json_safe(data: Mapping[str, Any]) -> dict[str, Any]:
 def session_report(store: Any, session_id: str) -> Any:
     """The CognitiveReport of a stored session (`soul chetana`, `/chetana`)."""
     from soul.engines.chetana import ChetanaController
-    from soul.errors import SoulError
 
     info = store.find_session(session_id)
     state = store.snapshot(info.id).chetana
     if state is None:
         raise SoulError(f"session {info.id} ({info.soul}) has no Chetana state: its blueprint has no `chetana:` block, or no turn ran yet")
     block = _chetana_block(info.blueprint)
-    controller = ChetanaController.deserialize(state, dict(block.get("config") or {}), None, dict(block.get("priors") or {}))
-    return controller.cognitive_report()
+    with _ChetanaErrors(f"the saved Chetana state of session {info.id} ({info.soul})"):
+        controller = ChetanaController.deserialize(state, dict(block.get("config") or {}), None, dict(block.get("priors") or {}))
+        return controller.cognitive_report()
 
 
 def _chetana_block(blueprint_file: str) -> Mapping[str, Any]:
@@ -127,3 +137,42 @@ def _chetana_block(blueprint_file: str) -> Mapping[str, Any]:
     except BlueprintError:
         return {}
     return (checked.blueprint.chetana or {}) if checked.ok and checked.blueprint else {}
+
+
+class _ChetanaErrors:
+    """Raise a `soul.errors.ChetanaError` (from the original) for an engine error raised
+    inside: a refused config is the blueprint's `chetana:` block, a refused state is `state`
+    (whose it is), a refused input is what the bridge was `doing`. A class, not a generator:
+    it wraps every step's report, so entering it must cost next to nothing."""
+
+    __slots__ = ("doing", "state")
+
+    def __init__(self, state: str = "the saved Chetana state", *, doing: str = "") -> None:
+        self.state = state
+        self.doing = doing
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, traceback: object) -> None:
+        if exc is None:
+            return
+        from soul.engines.chetana import ChetanaError as EngineError
+        from soul.engines.chetana import ConfigError, InputError, StateError
+
+        if not isinstance(exc, EngineError):
+            return
+        if isinstance(exc, ConfigError):
+            message = (f"Chetana refused the blueprint's `chetana:` block: {exc}: fix `chetana.config` or "
+                       "`chetana.priors` (docs/chetana.md lists every key and its range)")
+        elif isinstance(exc, StateError):
+            message = (f"Chetana cannot restore {self.state}: {exc}: the session store holds a damaged state or one "
+                       "written by a newer soulgraph; upgrade soulgraph, or start a new session (this one keeps its messages)")
+        elif isinstance(exc, InputError):
+            message = f"Chetana refused {self.doing or 'a call'}: {exc}"
+        else:
+            message = f"Chetana failed{f' on {self.doing}' if self.doing else ''}: {exc}"
+        raise ChetanaError(message) from exc
+
+
+_REPORTING = _ChetanaErrors(doing="a step's report")  # stateless: one for every step

@@ -1,8 +1,13 @@
 """The bridge to the resonance memory engine: the only runtime module that imports it.
 
 `MemoryBridge` opens a soul's field on first use (numpy, numba and the embedder load only
-then), writes a turn's memories after its commit, and hands steps what they may use. Where:
-the `memory.field` folder (relative to the blueprint), else `$SOUL_HOME/fields/<soul>`.
+then), writes a turn's memories after its commit, and hands steps a `MemoryReader`: recall
+and resonate, nothing that writes. Where: the `memory.field` folder (relative to the
+blueprint), else `$SOUL_HOME/fields/<soul>`.
+
+Engine errors stop here: a `ResonanceError`, or an `OSError` from the field's files, leaves
+the bridge as a `MemoryFieldError` that names the field, what failed and how to fix it, with
+the engine's exception as its `__cause__` (`field_errors`, also used by `soul memory`).
 
 Memory recalls on tape: a replayed turn must see the prompt the recorded turn saw, and the
 prompt holds what memory recalled. Between the recording and the replay the field has changed
@@ -16,17 +21,22 @@ to the live field: the model replay then says what differs, with the prompt diff
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from soul.errors import MissingExtra
+from soul.errors import MemoryFieldError, MissingExtra
 from soul.language import Blueprint
-from soul.providers.cassette import Cassette
-from soul.providers.secrets import redact
+from soul.providers import redact
 from soul.store import fields_dir
 
-__all__ = ["MemoryBridge", "TapedField", "uses_memory"]
+if TYPE_CHECKING:
+    from soul.engines.resonance import Hit
+    from soul.providers import Cassette
+
+__all__ = ["MemoryBridge", "MemoryReader", "TapedField", "field_errors", "uses_memory"]
 
 _FUSION_NAMES = {"method": "method", "semantic": "semantic_weight", "keyword": "keyword_weight", "tag": "tag_weight"}
 
@@ -45,6 +55,8 @@ class MemoryBridge:
         self.home = home
         self._tape = tape
         self._field: Any = None
+        self._opening = threading.Lock()  # steps query from worker threads: open the field once
+        self._reader = MemoryReader(self)
 
     @staticmethod
     def check_installed(blueprint: Blueprint) -> None:
@@ -79,21 +91,21 @@ class MemoryBridge:
         return config
 
     def field(self) -> Any:
-        """The resonance Field (opened on first use)."""
-        if self._field is None:
-            from soul.engines.resonance import Field
+        """The resonance Field (opened on first use); raises MemoryFieldError if it cannot be."""
+        with self._opening:
+            if self._field is None:
+                from soul.engines.resonance import Field
 
-            path = self.path()
-            path.mkdir(parents=True, exist_ok=True)
-            field = Field.open(path, **self.config())
-            self._field = TapedField(field, *self._tape) if self._tape is not None else field
+                path = self.path()
+                with self.errors("open"):
+                    path.mkdir(parents=True, exist_ok=True)
+                    field = Field.open(path, **self.config())
+                self._field = TapedField(field, *self._tape) if self._tape is not None else field
         return self._field
 
-    def reader(self) -> Any:
-        """What steps may use of the field (opened on first use).
-
-        PARTIAL: for now the Field itself; to become a read-only recall view."""
-        return self.field()
+    def reader(self) -> MemoryReader:
+        """What steps may use of the field: recall and resonate (`soul.kinds.Recall`)."""
+        return self._reader
 
     def remember(self, items: list[dict[str, Any]], session: str | None = None) -> list[str | None]:
         """Write items to the field (after a turn has committed); with `session`, they prime
@@ -103,15 +115,126 @@ class MemoryBridge:
         field = self.field()
         if session:  # recall can then tell this conversation's memories from older ones
             items = [{**item, "meta": {**(item.get("meta") or {}), "session": session}} for item in items]
-        ids = field.remember_many(items, session=session)
-        if session:
-            field.primer.observe(session, [i for i in ids if i is not None])
+        with self.errors("remember into"):
+            ids: list[str | None] = field.remember_many(items, session=session)
+            if session:
+                field.primer.observe(session, [i for i in ids if i is not None])
         return ids
+
+    def errors(self, doing: str) -> AbstractContextManager[None]:
+        """Translate the engine's errors (and OSErrors) raised inside into MemoryFieldError."""
+        raw = (self.blueprint.memory or {}).get("field")
+        path = self.path()
+        home_field = f"$SOUL_HOME/fields/{self.blueprint.name}"
+        if raw:
+            named = f"soul '{self.blueprint.name}': memory.field {raw!r}" + (f" ({path})" if str(path) != raw else "")
+            elsewhere = f"point memory.field at a folder (it is created), or remove it to use {home_field}"
+        else:
+            named = f"soul '{self.blueprint.name}': the memory field {path}"
+            elsewhere = f"move {path} away (the field's folder is created there), or set memory.field to a folder"
+        return field_errors(path, doing, named=named, elsewhere=elsewhere)
 
     def close(self) -> None:
         if self._field is not None:
-            self._field.close()
-            self._field = None
+            field, self._field = self._field, None
+            with self.errors("close"):
+                field.close()
+
+
+class MemoryReader:
+    """The read-only view of a soul's field that steps get (it satisfies `soul.kinds.Recall`):
+    recall and resonate, with the engine's errors translated; nothing that writes, forgets
+    or compacts. The field opens on the first query."""
+
+    __slots__ = ("_bridge",)
+
+    def __init__(self, bridge: MemoryBridge) -> None:
+        self._bridge = bridge
+
+    def recall(self, query: str, k: int = 10, *, mode: str = "hybrid", tags: Sequence[str] | None = None) -> list[Hit]:
+        """The `k` memories most relevant to `query` (mode: hybrid, semantic or keyword)."""
+        field = self._bridge.field()
+        with self._bridge.errors("recall from"):
+            hits: list[Hit] = field.recall(query, k, mode=mode, tags=tags)
+        return hits
+
+    def resonate(self, query: str, k: int = 10, *, session: str | None = None, tags: Sequence[str] | None = None,
+                 affect: Mapping[str, float] | None = None) -> list[Hit]:
+        """Full resonance; `affect` (valence, arousal, frustration, confidence) drives the
+        scoring's mood factors."""
+        field = self._bridge.field()
+        with self._bridge.errors("resonate in"):
+            hits: list[Hit] = field.resonate(query, k, session=session, tags=tags, affect=_engine_affect(affect))
+        return hits
+
+
+def _engine_affect(affect: Mapping[str, float] | None) -> Any:
+    if affect is None:
+        return None
+    from soul.engines.resonance import Affect
+
+    return Affect(**affect)
+
+
+@contextmanager
+def field_errors(path: Path, doing: str, *, named: str, elsewhere: str) -> Iterator[None]:
+    """Raise a MemoryFieldError (from the original) for a `ResonanceError` or `OSError`
+    raised inside: `named` is how the user named the field (`memory.field './m'`, `--field
+    m`), `doing` what failed ("open", "recall from"), `elsewhere` the fix when the path
+    cannot hold a field (e.g. it is a file)."""
+    try:
+        yield
+    except OSError as exc:
+        raise MemoryFieldError(_os_message(exc, path, doing, named, elsewhere)) from exc
+    except Exception as exc:
+        from soul.engines.resonance import ResonanceError
+
+        if not isinstance(exc, ResonanceError):
+            raise
+        raise MemoryFieldError(_engine_message(exc, path, doing, named)) from exc
+
+
+def _os_message(exc: OSError, path: Path, doing: str, named: str, elsewhere: str) -> str:
+    blocker = _file_in_the_way(path)
+    if blocker == path:
+        return f"{named} is a file, not a folder: {elsewhere}"
+    if blocker is not None:
+        return f"{named}: {blocker} is a file, not a folder: {elsewhere}"
+    where = exc.filename or path
+    reason = exc.strerror or str(exc)
+    if isinstance(exc, PermissionError):
+        return f"{named}: cannot {doing} the field: permission denied on {where}: make it writable by this user, or {elsewhere}"
+    if isinstance(exc, FileExistsError | NotADirectoryError | IsADirectoryError):
+        return (f"{named}: cannot {doing} the field: {where}: {reason}: the field's files are damaged; "
+                f"{_check_hint(path)}, or move the folder away to start a new field")
+    return f"{named}: cannot {doing} the field: {where}: {reason}: check the disk (space, permissions), then try again"
+
+
+def _engine_message(exc: Exception, path: Path, doing: str, named: str) -> str:
+    from soul.engines.resonance import ConfigError, EmbedderError, StoreClosed, StoreError
+
+    if isinstance(exc, StoreClosed):  # used after close(): a bug of the caller, not damage
+        return f"{named}: cannot {doing} the field: {exc}"
+    if isinstance(exc, ConfigError):
+        return f"{named}: the memory engine refused its options: {exc}: fix the blueprint's `memory:` block"
+    if isinstance(exc, EmbedderError):
+        return (f"{named}: cannot {doing} the field: the embedding model failed: {exc}: reinstall the memory "
+                "extra (pip install 'soulgraph[memory]'), or recall with mode: keyword, which needs no model")
+    if isinstance(exc, StoreError):
+        return f"{named}: cannot {doing} the field, it is damaged: {exc}: {_check_hint(path)}, restore the folder from a backup, or move it away to start a new field"
+    return f"{named}: cannot {doing} the field: {exc}"
+
+
+def _check_hint(path: Path) -> str:
+    return f"`soul memory check --field {path}` lists what is wrong"
+
+
+def _file_in_the_way(path: Path) -> Path | None:
+    """The path itself or the nearest existing ancestor, if it is not a folder."""
+    for candidate in (path, *path.parents):
+        if candidate.exists():
+            return None if candidate.is_dir() else candidate
+    return None
 
 
 def _key(mode: str, k: int, query: str) -> tuple[str, int, str]:
