@@ -8,8 +8,9 @@ The front door:
     claudius = soul.load("claudius")           # a runnable Soul
     reply = claudius.session(user="ada").turn_sync("Hello").reply
 
-Names are imported lazily so `import soul` stays cheap; type checkers see them through the
-`TYPE_CHECKING` imports below.
+Names are imported lazily so `import soul` stays cheap (no YAML, Jinja or networkx until a
+name is used); type checkers see them through the `TYPE_CHECKING` imports below, and the
+package ships `py.typed`. Every name comes through its stage's front door.
 """
 
 from __future__ import annotations
@@ -22,86 +23,128 @@ if TYPE_CHECKING:
     from soul.compiler import compile_blueprint as compile
     from soul.diagnostics import Diagnostic
     from soul.errors import (
+        AuthError,
+        BadRequest,
         BlueprintError,
         BlueprintInvalid,
         BlueprintNotFound,
         BlueprintTooLarge,
-        ParseError,
+        ChetanaError,
+        CircuitOpen,
+        EngineError,
+        MemoryFieldError,
+        MissingExtra,
         ProviderError,
+        ProviderTimeout,
+        ProviderUnavailable,
+        RateLimited,
         RegistryError,
+        ReplayMiss,
         RunError,
+        SessionNotFound,
         SoulError,
+        StaleTurn,
         StepError,
+        StoreError,
     )
     from soul.kinds import Attribute, Output, Registry, Section, StepKind, default_registry
     from soul.language import Blueprint
-    from soul.providers.base import Provider
-    from soul.providers.scripted import ScriptedProvider
-    from soul.runtime import Session, Soul, Trace, TurnResult, load
+    from soul.providers import Message, Provider, ScriptedProvider
+    from soul.runtime import (
+        CallTrace,
+        Reply,
+        Session,
+        Soul,
+        StepFinished,
+        StepStarted,
+        StepTrace,
+        SubprocessFinished,
+        Token,
+        Trace,
+        TurnCommitted,
+        TurnResult,
+        load,
+    )
+    from soul.store import SessionStore
 
 __version__ = "0.1.0"
 
-_EXPORTS = {
-    "load": "soul.runtime",
-    "Soul": "soul.runtime",
-    "Session": "soul.runtime",
-    "TurnResult": "soul.runtime",
-    "Trace": "soul.runtime",
-    "ScriptedProvider": "soul.providers.scripted",
-    "Provider": "soul.providers.base",
-    "validate": "soul.compiler",
-    "load_valid": "soul.compiler",
-    "Checked": "soul.compiler",
-    "compile": "soul.compiler",
-    "Plan": "soul.compiler",
-    "Graph": "soul.compiler",
-    "build_graph": "soul.compiler",
-    "Blueprint": "soul.language",
-    "Diagnostic": "soul.diagnostics",
-    "StepKind": "soul.kinds",
-    "Output": "soul.kinds",
-    "Section": "soul.kinds",
-    "Attribute": "soul.kinds",
-    "Registry": "soul.kinds",
-    "default_registry": "soul.kinds",
-    "SoulError": "soul.errors",
-    "BlueprintError": "soul.errors",
-    "BlueprintInvalid": "soul.errors",
-    "BlueprintNotFound": "soul.errors",
-    "BlueprintTooLarge": "soul.errors",
-    "RegistryError": "soul.errors",
-    "RunError": "soul.errors",
-    "StepError": "soul.errors",
-    "ParseError": "soul.errors",
-    "ProviderError": "soul.errors",
-}
+# Where each public name lives: the module (a stage's front door, or a root leaf) -> names.
+_HOMES: dict[str, tuple[str, ...]] = {
+    "soul.runtime": (
+        "load", "Soul", "Session", "TurnResult", "Trace", "StepTrace", "CallTrace",
+        "StepStarted", "Token", "StepFinished", "Reply", "TurnCommitted", "SubprocessFinished",
+    ),
+    "soul.store": ("SessionStore",),
+    "soul.providers": ("Provider", "ScriptedProvider", "Message"),
+    "soul.compiler": ("validate", "load_valid", "Checked", "compile", "Plan", "Graph", "build_graph"),
+    "soul.language": ("Blueprint",),
+    "soul.diagnostics": ("Diagnostic",),
+    "soul.kinds": ("StepKind", "Output", "Section", "Attribute", "Registry", "default_registry"),
+    "soul.errors": (
+        "SoulError",
+        "BlueprintError", "BlueprintNotFound", "BlueprintTooLarge", "BlueprintInvalid",
+        "RegistryError",
+        "StoreError", "SessionNotFound", "StaleTurn",
+        "RunError", "StepError", "MissingExtra",
+        "EngineError", "MemoryFieldError", "ChetanaError",
+        "ProviderError", "ProviderTimeout", "ProviderUnavailable", "RateLimited", "AuthError",
+        "BadRequest", "CircuitOpen", "ReplayMiss",
+    ),
+}  # fmt: skip
+_EXPORTS = {name: module for module, names in _HOMES.items() for name in names}
+# The compiler names it compile_blueprint (a module-level `compile` would shadow the builtin).
+_RENAMED = {"compile": "compile_blueprint"}
 
 __all__ = [
     "Attribute",
+    "AuthError",
+    "BadRequest",
     "Blueprint",
     "BlueprintError",
     "BlueprintInvalid",
     "BlueprintNotFound",
     "BlueprintTooLarge",
+    "CallTrace",
     "Checked",
+    "ChetanaError",
+    "CircuitOpen",
     "Diagnostic",
+    "EngineError",
     "Graph",
+    "MemoryFieldError",
+    "Message",
+    "MissingExtra",
     "Output",
-    "ParseError",
     "Plan",
     "Provider",
     "ProviderError",
+    "ProviderTimeout",
+    "ProviderUnavailable",
+    "RateLimited",
     "Registry",
     "RegistryError",
+    "ReplayMiss",
+    "Reply",
     "RunError",
     "ScriptedProvider",
     "Section",
     "Session",
+    "SessionNotFound",
+    "SessionStore",
     "Soul",
     "SoulError",
+    "StaleTurn",
     "StepError",
+    "StepFinished",
     "StepKind",
+    "StepStarted",
+    "StepTrace",
+    "StoreError",
+    "SubprocessFinished",
+    "Token",
     "Trace",
+    "TurnCommitted",
     "TurnResult",
     "__version__",
     "build_graph",
@@ -117,7 +160,10 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'soul' has no attribute '{name}'")
-    value = getattr(import_module(module), "compile_blueprint" if name == "compile" else name)
+    value = getattr(import_module(module), _RENAMED.get(name, name))
+    # Cached as a module global, so later look-ups skip this function. Importing a submodule
+    # binds only its own name here (`soul.compiler`, never `soul.validate`), so no import can
+    # replace an exported function with a module.
     globals()[name] = value
     return value
 

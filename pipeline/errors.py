@@ -10,8 +10,7 @@
     │   ├── SessionNotFound       no session has that id (or unique prefix)
     │   └── StaleTurn             another writer committed the session's turn first
     ├── RunError                  a turn failed
-    │   ├── StepError             `.step` and `.kind` name the step
-    │   ├── ParseError
+    │   ├── StepError             a step failed; `.step` and `.kind` name it
     │   └── MissingExtra          an optional part of soulgraph is not installed
     ├── EngineError               an engine failed, translated at its bridge
     │   ├── MemoryFieldError      the memory field cannot be opened, read or written
@@ -98,10 +97,6 @@ class StepError(RunError):
         """A StepError for `exc` raised inside `step` (raise it `from exc`): "step 'NAME': WHAT: EXC"."""
         detail = f"{what}: {exc}" if what else str(exc)
         return cls(f"step '{step}': {detail}", step=step, kind=kind)
-
-
-class ParseError(RunError):
-    """A model reply could not be parsed into a step's outputs."""
 
 
 class MissingExtra(RunError):

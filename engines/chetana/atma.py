@@ -12,10 +12,8 @@ from typing import Any, NamedTuple
 from .config import (
     SYSTEM_MAX_CALIBRATION_WINDOW,
     SYSTEM_MAX_LIMITATIONS,
-    ChetanaConfig,
-    CognitivePriors,
-    resolve_config,
-    resolve_priors,
+    ConfigLike,
+    PriorsLike,
 )
 from .errors import InputError, StateError
 from .events import SELF_UPDATED, EventCallback
@@ -38,6 +36,7 @@ from .state import (
     read_list,
     read_map,
 )
+from .subsystem import Subsystem
 
 __all__ = [
     "CALIBRATION_CAP",
@@ -71,7 +70,7 @@ class SelfModel(NamedTuple):
     style_fingerprint: dict[str, float]
 
 
-class AtmaDarshana:
+class AtmaDarshana(Subsystem):
     """The self-model: records every tool result and keeps statistics about itself.
 
     Fires `self_updated` after every recorded tool result (as the original does).
@@ -96,21 +95,11 @@ class AtmaDarshana:
         "_velocity",
         "_velocity_stale",
         "calibration",
-        "config",
         "known_limitations",
         "on_event",
-        "priors",
     )
 
-    def __init__(
-        self,
-        config: ChetanaConfig | Mapping[str, Any] | None = None,
-        on_event: EventCallback | None = None,
-        priors: CognitivePriors | Mapping[str, Any] | None = None,
-    ) -> None:
-        self.config = resolve_config(config)
-        self.priors = resolve_priors(priors)
-        self.on_event = on_event
+    def _start(self) -> None:
         self._gate = NO_GATE  # the controller's gate when it runs this subsystem
         self._tools: dict[str, ToolRecord] = {}
         self.known_limitations: list[str] = []
@@ -411,9 +400,9 @@ class AtmaDarshana:
     def deserialize(
         cls,
         state: Mapping[str, Any],
-        config: ChetanaConfig | Mapping[str, Any] | None = None,
+        config: ConfigLike = None,
         on_event: EventCallback | None = None,
-        priors: CognitivePriors | Mapping[str, Any] | None = None,
+        priors: PriorsLike = None,
         path: str = "self_model",
     ) -> AtmaDarshana:
         """Restore from `serialize()` output. Only the original's fields are required; the

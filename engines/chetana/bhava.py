@@ -7,10 +7,11 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from .config import ChetanaConfig, CognitivePriors, resolve_config, resolve_priors
+from .config import ConfigLike, PriorsLike
 from .errors import InputError
 from .events import CONFIDENT, FRUSTRATED, EventCallback
 from .state import check_bool, check_map, read_float, read_list
+from .subsystem import Subsystem
 
 __all__ = [
     "AROUSAL_ERROR_SPIKE",
@@ -43,7 +44,7 @@ def _clamp01(x: float) -> float:
     return 0.0 if x < 0.0 else 1.0 if x > 1.0 else x
 
 
-class Bhava:
+class Bhava(Subsystem):
     """The affective state machine.
 
     Tool results move frustration (+error, +correction, -success), spike arousal on errors
@@ -61,20 +62,10 @@ class Bhava:
         "_outcomes",
         "_successes",
         "_valence",
-        "config",
         "on_event",
-        "priors",
     )
 
-    def __init__(
-        self,
-        config: ChetanaConfig | Mapping[str, Any] | None = None,
-        on_event: EventCallback | None = None,
-        priors: CognitivePriors | Mapping[str, Any] | None = None,
-    ) -> None:
-        self.config = resolve_config(config)
-        self.priors = resolve_priors(priors)
-        self.on_event = on_event
+    def _start(self) -> None:
         self._gain = self.priors.reactivity_gain  # the priors are frozen: computed once
         self._valence = 0.0
         self._arousal = self.priors.base_arousal
@@ -191,9 +182,9 @@ class Bhava:
     def deserialize(
         cls,
         state: Mapping[str, Any],
-        config: ChetanaConfig | Mapping[str, Any] | None = None,
+        config: ConfigLike = None,
         on_event: EventCallback | None = None,
-        priors: CognitivePriors | Mapping[str, Any] | None = None,
+        priors: PriorsLike = None,
         path: str = "affect",
     ) -> Bhava:
         """Restore from `serialize()` output (a state without `recent_outcomes`, as the

@@ -19,6 +19,8 @@ __all__ = [
     "SYSTEM_MAX_LIMITATIONS",
     "ChetanaConfig",
     "CognitivePriors",
+    "ConfigLike",
+    "PriorsLike",
     "resolve_config",
     "resolve_priors",
 ]
@@ -195,7 +197,13 @@ class CognitivePriors:
         return 0.3 * (1.5 - self.self_awareness)
 
 
-def resolve_config(config: ChetanaConfig | Mapping[str, Any] | None) -> ChetanaConfig:
+# What a constructor or `deserialize` takes for each: the object, a mapping of overrides, or
+# None for the defaults.
+ConfigLike = ChetanaConfig | Mapping[str, Any] | None
+PriorsLike = CognitivePriors | Mapping[str, Any] | None
+
+
+def resolve_config(config: ConfigLike) -> ChetanaConfig:
     """Accept a config, a mapping of overrides (like the original's partial config) or None."""
     if config is None:
         return ChetanaConfig()
@@ -208,7 +216,7 @@ def resolve_config(config: ChetanaConfig | Mapping[str, Any] | None) -> ChetanaC
     )
 
 
-def resolve_priors(priors: CognitivePriors | Mapping[str, Any] | None) -> CognitivePriors:
+def resolve_priors(priors: PriorsLike) -> CognitivePriors:
     """Accept priors, a mapping of overrides or None (the defaults)."""
     if priors is None:
         return CognitivePriors()

@@ -9,16 +9,22 @@ change to the state it reads, so the values are exactly those an eager context w
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .bhava import Affect
 from .focus import Focus
 from .sankalpa import Intention
 
-if TYPE_CHECKING:
-    from .controller import ChetanaController
+__all__ = ["ChetanaContext", "ContextSource", "LiveContext"]
 
-__all__ = ["ChetanaContext", "LiveContext"]
+
+class ContextSource(Protocol):
+    """What builds a waiting context on first read (the controller; a protocol, so this
+    module need not import the controller that imports it)."""
+
+    def context_parts(self, affect: Affect) -> tuple[Focus, str, list[Intention], list[str]]:
+        """Focus, self-assessment, intentions and steering for the current state."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +121,7 @@ class LiveContext(ChetanaContext):
         _STEERING.__set__(self, [] if steering is None else steering)
 
     @classmethod
-    def waiting(cls, source: ChetanaController, affect: Affect) -> LiveContext:
+    def waiting(cls, source: ContextSource, affect: Affect) -> LiveContext:
         """A context whose affect is `affect` and the rest is built from `source` when read."""
         context = _new(cls)
         _SOURCE.__set__(context, source)
@@ -127,7 +133,7 @@ class LiveContext(ChetanaContext):
         if source is None:
             return
         affect = _AFFECT.__get__(self, LiveContext)
-        focus, assessment, intentions, steering = source._context_parts(affect)
+        focus, assessment, intentions, steering = source.context_parts(affect)
         _FOCUS.__set__(self, focus)
         _ASSESSMENT.__set__(self, assessment)
         _INTENTIONS.__set__(self, intentions)

@@ -9,7 +9,7 @@ from typing import Any
 
 from .atma import AtmaDarshana
 from .bhava import Affect, Bhava
-from .config import ChetanaConfig, CognitivePriors, resolve_config, resolve_priors
+from .config import ConfigLike, PriorsLike
 from .context import ChetanaContext, LiveContext
 from .dhyana import Dhyana, Focus
 from .errors import InputError, StateError
@@ -18,6 +18,7 @@ from .pending import NO_GATE, Gate
 from .report import CognitiveReport, build_report
 from .sankalpa import Intention, Sankalpa
 from .state import check_map, read_int, read_list, read_map
+from .subsystem import Subsystem
 
 __all__ = ["STATE_VERSION", "ChetanaContext", "ChetanaController"]
 
@@ -43,7 +44,7 @@ def _check_latency(latency_ms: Any) -> None:
         raise InputError(f"latency_ms must be a finite number >= 0, got {latency_ms!r}")
 
 
-class ChetanaController:
+class ChetanaController(Subsystem):
     """Orchestrates Bhava, Dhyana, Atma-Darshana and Sankalpa.
 
     Per turn: `before_turn(text)` (intentions, concepts, the turn's message) returns a
@@ -61,26 +62,19 @@ class ChetanaController:
         "_tolerance",
         "_turn",
         "bhava",
-        "config",
-        "priors",
     )
 
-    def __init__(
-        self,
-        config: ChetanaConfig | Mapping[str, Any] | None = None,
-        on_event: EventCallback | None = None,
-        priors: CognitivePriors | Mapping[str, Any] | None = None,
-    ) -> None:
-        self.config = resolve_config(config)
-        self.priors = resolve_priors(priors)
-        self._on_event = on_event
+    def _start(self) -> None:
+        # The subsystems start without a callback: `Subsystem.__init__` sets `on_event` next,
+        # and its setter hands the callback to all four.
+        self._on_event: EventCallback | None = None
         self._turn = 0  # completed turns
         self._tolerance = self.priors.calibration_tolerance
         self._gate = Gate()  # shared with the subsystems a context reads (see pending.py)
-        self.bhava = Bhava(self.config, on_event, self.priors)
-        self.dhyana = Dhyana(self.config, on_event)
-        self.atma = AtmaDarshana(self.config, on_event, self.priors)
-        self.sankalpa = Sankalpa(self.config, on_event, self.priors)
+        self.bhava = Bhava(self.config, None, self.priors)
+        self.dhyana = Dhyana(self.config)
+        self.atma = AtmaDarshana(self.config, None, self.priors)
+        self.sankalpa = Sankalpa(self.config, None, self.priors)
 
     # The subsystems a context reads: setting one (deserialize does) settles a waiting
     # context first, then hands the new one the gate.
@@ -163,8 +157,9 @@ class ChetanaController:
         self._gate.hold(context)
         return context
 
-    def _context_parts(self, affect: Affect) -> tuple[Focus, str, list[Intention], list[str]]:
-        # What a LiveContext builds when first read, from the state it was handed out in.
+    def context_parts(self, affect: Affect) -> tuple[Focus, str, list[Intention], list[str]]:
+        """What a LiveContext builds when first read (`ContextSource`): focus, self-assessment,
+        intentions and steering of the current state."""
         intentions = self._sankalpa.get_active_intentions()
         return (
             self._dhyana.focus(),
@@ -176,7 +171,7 @@ class ChetanaController:
     def _eager_context(self) -> ChetanaContext:
         # The context built at once (the reference the lazy one is tested against).
         affect = self.bhava.state
-        return ChetanaContext(affect, *self._context_parts(affect))
+        return ChetanaContext(affect, *self.context_parts(affect))
 
     def _steering(self, affect: Affect, intentions: list[Intention]) -> list[str]:
         cfg = self.config
@@ -294,9 +289,9 @@ class ChetanaController:
     def deserialize(
         cls,
         state: Mapping[str, Any],
-        config: ChetanaConfig | Mapping[str, Any] | None = None,
+        config: ConfigLike = None,
         on_event: EventCallback | None = None,
-        priors: CognitivePriors | Mapping[str, Any] | None = None,
+        priors: PriorsLike = None,
     ) -> ChetanaController:
         """Restore a controller from `serialize()` output (after a JSON round trip or not).
         Raises `StateError` naming the path of the first bad value."""

@@ -10,7 +10,7 @@ from functools import lru_cache
 from operator import add, itemgetter
 from typing import Any
 
-from .config import SYSTEM_MAX_FOCUS_WINDOW, ChetanaConfig, resolve_config
+from .config import SYSTEM_MAX_FOCUS_WINDOW, ConfigLike
 from .events import ATTENTION_SHIFTED, EventCallback
 from .focus import (
     AttentionWeights,
@@ -24,6 +24,7 @@ from .focus import (
 )
 from .pending import NO_GATE
 from .state import check_float, check_map, check_str, read_list, read_map
+from .subsystem import Subsystem
 
 __all__ = [
     "CONCEPT_DECAY_PER_REFRESH",
@@ -101,7 +102,7 @@ def _recency_tables(lam: float, size: int) -> tuple[list[float], list[float]]:
     return full, half
 
 
-class Dhyana:
+class Dhyana(Subsystem):
     """The attention filter.
 
     Messages: a new one starts at salience 1 (+ the correction boost), an error boosts its
@@ -111,6 +112,7 @@ class Dhyana:
     Concepts: each distinct keyword of a text gains 0.1 (cap 1), at most 100 are kept.
     Tools: start at 0.5, gain performance*0.1 on success, lose 0.05 on failure.
     Fires `attention_shifted` when more than half of the top 5 concepts are replaced.
+    It takes `priors` like the other subsystems, but attention has no prior of its own.
     """
 
     __slots__ = (
@@ -128,18 +130,11 @@ class Dhyana:
         "_tools_top",
         "_top",
         "concepts",
-        "config",
         "on_event",
         "tools",
     )
 
-    def __init__(
-        self,
-        config: ChetanaConfig | Mapping[str, Any] | None = None,
-        on_event: EventCallback | None = None,
-    ) -> None:
-        self.config = resolve_config(config)
-        self.on_event = on_event
+    def _start(self) -> None:
         self._gate = NO_GATE  # the controller's gate when it runs this subsystem
         self.concepts: dict[str, float] = {}  # read it freely; change it through the methods
         self.tools: dict[str, float] = {}
@@ -398,7 +393,7 @@ class Dhyana:
     def deserialize(
         cls,
         state: Mapping[str, Any],
-        config: ChetanaConfig | Mapping[str, Any] | None = None,
+        config: ConfigLike = None,
         on_event: EventCallback | None = None,
         path: str = "attention",
     ) -> Dhyana:

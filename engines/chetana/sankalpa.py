@@ -10,16 +10,15 @@ from typing import Any, NamedTuple
 from .config import (
     SYSTEM_MAX_EVIDENCE,
     SYSTEM_MAX_INTENTIONS,
-    ChetanaConfig,
-    CognitivePriors,
-    resolve_config,
-    resolve_priors,
+    ConfigLike,
+    PriorsLike,
 )
 from .errors import StateError
 from .events import GOAL_CHANGED, GOAL_CREATED, EventCallback
 from .goals import extract_goals, extract_keywords, fold_word, intention_id, overlap, words
 from .pending import NO_GATE
 from .state import check_map, check_str, read_float, read_int, read_list, read_str
+from .subsystem import Subsystem
 
 __all__ = [
     "DEDUP_THRESHOLD",
@@ -115,7 +114,7 @@ class _Goal:
 _snapshot_fields = attrgetter(*Intention._fields)
 
 
-class Sankalpa:
+class Sankalpa(Subsystem):
     """Intention persistence.
 
     `extract_from_message` creates intentions from intent phrases (a goal whose keywords
@@ -133,20 +132,10 @@ class Sankalpa:
         "_goals",
         "_patience",
         "_turn",
-        "config",
         "on_event",
-        "priors",
     )
 
-    def __init__(
-        self,
-        config: ChetanaConfig | Mapping[str, Any] | None = None,
-        on_event: EventCallback | None = None,
-        priors: CognitivePriors | Mapping[str, Any] | None = None,
-    ) -> None:
-        self.config = resolve_config(config)
-        self.priors = resolve_priors(priors)
-        self.on_event = on_event
+    def _start(self) -> None:
         self._gate = NO_GATE  # the controller's gate when it runs this subsystem
         self._goals: dict[str, _Goal] = {}
         self._turn = 0
@@ -362,9 +351,9 @@ class Sankalpa:
     def deserialize(
         cls,
         state: list[Mapping[str, Any]] | tuple[Mapping[str, Any], ...],
-        config: ChetanaConfig | Mapping[str, Any] | None = None,
+        config: ConfigLike = None,
         on_event: EventCallback | None = None,
-        priors: CognitivePriors | Mapping[str, Any] | None = None,
+        priors: PriorsLike = None,
         path: str = "intentions",
         turn: int = 0,
     ) -> Sankalpa:

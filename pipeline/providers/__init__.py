@@ -4,22 +4,79 @@
 (llama.cpp on a GGUF model shipped through PyPI: the offline default).
 
 Live providers are wrapped in the failure policy (`policy.Guarded`); SDKs are imported only
-when a spec names them, so `soul validate` never pays for them.
+when a spec names them, so `soul validate` never pays for them. This is the package's front
+door: the interface (`Provider`, `Request`, `Message`, ...), `resolve`, the policy, and the
+scripted and replay providers (those two, and `Cassette`, load on first use: they read YAML).
 """
 
 from __future__ import annotations
 
 import os
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from soul.errors import ProviderError
-from soul.providers.base import Chunk, Completion, Provider, Request, Usage
+from soul.providers.base import (
+    Chunk,
+    Clock,
+    Completion,
+    Message,
+    Provider,
+    Request,
+    Role,
+    Usage,
+    estimate_tokens,
+)
 from soul.providers.policy import Guarded, Policy
+from soul.providers.secrets import redact
+
+if TYPE_CHECKING:
+    from soul.providers.cassette import Cassette
+    from soul.providers.replay import RecordingProvider, ReplayProvider, recording
+    from soul.providers.scripted import ScriptedProvider, ScriptExhausted
 
 __all__ = [
-    "Chunk", "Completion", "Guarded", "Policy", "Provider", "ProviderError", "Request", "Usage", "resolve",
+    "Cassette",
+    "Chunk",
+    "Clock",
+    "Completion",
+    "Guarded",
+    "Message",
+    "Policy",
+    "Provider",
+    "ProviderError",
+    "RecordingProvider",
+    "ReplayProvider",
+    "Request",
+    "Role",
+    "ScriptExhausted",
+    "ScriptedProvider",
+    "Usage",
+    "estimate_tokens",
+    "recording",
+    "redact",
+    "resolve",
 ]
+
+# Loaded on first use (they import yaml): name -> module.
+_LAZY = {
+    "Cassette": "soul.providers.cassette",
+    "RecordingProvider": "soul.providers.replay",
+    "ReplayProvider": "soul.providers.replay",
+    "recording": "soul.providers.replay",
+    "ScriptedProvider": "soul.providers.scripted",
+    "ScriptExhausted": "soul.providers.scripted",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'soul.providers' has no attribute '{name}'")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 _FAMILIES = {
     "anthropic": ("soul.providers.anthropic", "AnthropicProvider", "anthropic/claude-haiku-4-5"),

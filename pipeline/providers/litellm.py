@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Mapping
 from types import ModuleType
 from typing import Any
 
-from soul.errors import AuthError, ProviderUnavailable
+from soul.errors import AuthError
 from soul.providers.base import Chunk, Completion, Provider, Request, Usage, estimate_tokens
 from soul.providers.openai import KEY_ENV as OPENAI_KEY_ENV
 from soul.providers.openai import NO_KEY
-from soul.providers.sdk import load_sdk, sampling, translate
+from soul.providers.sdk import load_sdk, openai_chunks, sampling, translate
 from soul.providers.secrets import find_key, redact
 
 
@@ -102,27 +102,11 @@ class LiteLLMProvider(Provider):
         return Completion(text, self._usage(request, text, started, None, getattr(response, "usage", None)))
 
     async def stream(self, request: Request) -> AsyncIterator[Chunk]:
-        started = time.perf_counter()
-        first: float | None = None
-        pieces: list[str] = []
-        reported = None
-        finished = False
-        try:
-            chunks = await self.sdk.acompletion(
-                **self._arguments(request), stream=True, stream_options={"include_usage": True}
-            )
-            async for chunk in chunks:
-                if getattr(chunk, "usage", None) is not None:
-                    reported = chunk.usage
-                for choice in chunk.choices:
-                    finished = finished or choice.finish_reason is not None
-                    text = choice.delta.content if choice.delta else None
-                    if text:
-                        first = first if first is not None else time.perf_counter() - started
-                        pieces.append(text)
-                        yield Chunk(text)
-        except Exception as exc:
-            raise self._translate(exc) from exc
-        if not finished:
-            raise ProviderUnavailable(f"{self.where}: the stream ended before a finish_reason")
-        yield Chunk("", self._usage(request, "".join(pieces), started, first, reported))
+        def open_stream() -> Awaitable[Any]:
+            return self.sdk.acompletion(**self._arguments(request), stream=True, stream_options={"include_usage": True})
+
+        def usage(text: str, started: float, first: float | None, reported: Any) -> Usage:
+            return self._usage(request, text, started, first, reported)
+
+        async for chunk in openai_chunks(open_stream, where=self.where, translate=self._translate, usage=usage):
+            yield chunk

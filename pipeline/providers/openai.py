@@ -9,12 +9,12 @@ send it get an estimate.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Mapping
 from typing import Any
 
-from soul.errors import AuthError, ProviderUnavailable
+from soul.errors import AuthError
 from soul.providers.base import Chunk, Completion, Provider, Request, Usage, estimate_tokens
-from soul.providers.sdk import LoopClients, cost, load_sdk, sampling, translate
+from soul.providers.sdk import LoopClients, cost, load_sdk, openai_chunks, sampling, translate
 from soul.providers.secrets import find_key
 
 KEY_ENV = "OPENAI_API_KEY"
@@ -72,28 +72,18 @@ class OpenAIProvider(Provider):
         return Completion(text, self._usage(request, text, started, None, response.usage))
 
     async def stream(self, request: Request) -> AsyncIterator[Chunk]:
-        started = time.perf_counter()
-        first: float | None = None
-        pieces: list[str] = []
-        reported = None
-        finished = False
-        try:
-            chunks = await self.clients.get().chat.completions.create(
+        def open_stream() -> Awaitable[Any]:
+            return self.clients.get().chat.completions.create(
                 **self._arguments(request), stream=True, stream_options={"include_usage": True}
             )
-            async with chunks:
-                async for chunk in chunks:
-                    if chunk.usage is not None:
-                        reported = chunk.usage
-                    for choice in chunk.choices:
-                        finished = finished or choice.finish_reason is not None
-                        text = choice.delta.content if choice.delta else None
-                        if text:
-                            first = first if first is not None else time.perf_counter() - started
-                            pieces.append(text)
-                            yield Chunk(text)
-        except Exception as exc:
-            raise translate(exc, self.sdk, self.where, self.key_source) from exc
-        if not finished:  # the connection closed cleanly but no choice ever finished
-            raise ProviderUnavailable(f"{self.where}: the stream ended before a finish_reason")
-        yield Chunk("", self._usage(request, "".join(pieces), started, first, reported))
+
+        def usage(text: str, started: float, first: float | None, reported: Any) -> Usage:
+            return self._usage(request, text, started, first, reported)
+
+        async for chunk in openai_chunks(
+            open_stream,
+            where=self.where,
+            translate=lambda exc: translate(exc, self.sdk, self.where, self.key_source),
+            usage=usage,
+        ):
+            yield chunk

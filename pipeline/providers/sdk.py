@@ -1,14 +1,16 @@
 """What the SDK-backed providers share: loading the SDK, one client per event loop, sampling
-options, prices, and translating the Stainless-generated SDKs' errors (anthropic and openai
+options, prices, reading an OpenAI-style chunk stream, and translating the Stainless-generated SDKs' errors (anthropic and openai
 raise the same family of classes) into soul's ProviderError tree at one boundary."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import inspect
+import time
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from types import ModuleType
 from typing import Any
 
@@ -20,6 +22,7 @@ from soul.errors import (
     ProviderUnavailable,
     RateLimited,
 )
+from soul.providers.base import Chunk, Usage
 from soul.providers.secrets import redact
 
 SAMPLING = ("temperature", "max_tokens", "top_p")  # the slot options that reach the model
@@ -104,6 +107,48 @@ class LoopClients:
         if client is None:
             client = self.clients[loop] = self.make()
         return client
+
+
+async def openai_chunks(
+    open_stream: Callable[[], Awaitable[Any]],
+    *,
+    where: str,
+    translate: Callable[[Exception], Exception],
+    usage: Callable[[str, float, float | None, Any], Usage],
+) -> AsyncIterator[Chunk]:
+    """Read an OpenAI-style chunk stream (the `openai` SDK's, or litellm's in the same shape):
+    a Chunk per piece of text, then a last empty Chunk carrying `usage(text, started,
+    first_token_seconds, reported_usage)`; `reported_usage` is the last chunk's `usage`, or
+    None when the server sent none. Any exception, from opening or reading, leaves as
+    `translate(exc)`; a stream that closes cleanly without a finish_reason is
+    ProviderUnavailable (the server cut it)."""
+    started = time.perf_counter()
+    first: float | None = None
+    pieces: list[str] = []
+    reported = None
+    finished = False
+    try:
+        chunks = await open_stream()
+        async with contextlib.AsyncExitStack() as stack:
+            if hasattr(chunks, "__aenter__"):
+                # the openai SDK's stream closes its HTTP response on exit; litellm's wrapper
+                # is not a context manager
+                await stack.enter_async_context(chunks)
+            async for chunk in chunks:
+                if getattr(chunk, "usage", None) is not None:
+                    reported = chunk.usage
+                for choice in chunk.choices:
+                    finished = finished or choice.finish_reason is not None
+                    text = choice.delta.content if choice.delta else None
+                    if text:
+                        first = first if first is not None else time.perf_counter() - started
+                        pieces.append(text)
+                        yield Chunk(text)
+    except Exception as exc:
+        raise translate(exc) from exc
+    if not finished:  # the connection closed cleanly but no choice ever finished
+        raise ProviderUnavailable(f"{where}: the stream ended before a finish_reason")
+    yield Chunk("", usage("".join(pieces), started, first, reported))
 
 
 def retry_after(headers: Any) -> float | None:
