@@ -28,15 +28,15 @@ def _soul_for(args: argparse.Namespace) -> Any:
     if replay and (args.script or record):
         raise SoulError("--replay serves recorded calls; it cannot be combined with --script or --record")
     if args.script:
-        from soul.providers.scripted import ScriptedProvider
+        from soul.providers import ScriptedProvider
 
         provider = ScriptedProvider.from_file(args.script)
     if replay:
-        from soul.providers.replay import ReplayProvider
+        from soul.providers import ReplayProvider
 
         provider = ReplayProvider.from_file(replay)
     if record:
-        from soul.providers.replay import recording
+        from soul.providers import recording
 
         wrap = recording(record)
     return load(args.blueprint, model=args.model, provider=provider, wrap=wrap)
@@ -90,7 +90,7 @@ class Printer:
                 self.console.print(f"[dim]  {line}[/]", highlight=False)
 
 
-async def _one_turn(session: Any, text: str, printer: Printer) -> Any:
+async def _one_turn(session: Any, text: str, printer: Printer, store: Any) -> Any:
     printer.start()
     committed = None
     try:
@@ -102,7 +102,7 @@ async def _one_turn(session: Any, text: str, printer: Printer) -> Any:
         printer.stop_spinner()
         printer.streaming = False
     if printer.thoughts and committed is not None:
-        printer.show_thoughts(session.soul.store.trace(session.id, committed.turn))
+        printer.show_thoughts(store.trace(session.id, committed.turn))
     return committed
 
 
@@ -121,7 +121,7 @@ def run_command(args: argparse.Namespace) -> int:
             printer = Printer(Console(), soul.name, args.show_thoughts)
 
             async def once() -> None:
-                await _one_turn(session, args.message, printer)
+                await _one_turn(session, args.message, printer, soul.store)
                 await session.settle()
 
             try:
@@ -193,7 +193,7 @@ def _repl(soul: Any, session: Any, args: argparse.Namespace) -> int:
                 _command(text, soul, session, printer, console)
                 continue
             try:
-                loop.run(_one_turn(session, text, printer))
+                loop.run(_one_turn(session, text, printer, soul.store))
             except KeyboardInterrupt:
                 printer.stop_spinner()
                 console.print("\n[yellow]turn abandoned; nothing was stored[/]")

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from soul.providers.base import Provider
+from soul.providers import Provider
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,16 +118,16 @@ def _provider(replies: Sequence[str] | None, cassette: str | Path | None, record
     provider: Provider | None = None
     wrap = None
     if replies is not None:
-        from soul.providers.scripted import ScriptedProvider
+        from soul.providers import ScriptedProvider
 
         provider = ScriptedProvider(list(replies))
     if cassette is not None:
         if record:
-            from soul.providers.replay import recording
+            from soul.providers import recording
 
             wrap = recording(cassette)  # around the scripted replies, or the live models
         else:
-            from soul.providers.replay import ReplayProvider
+            from soul.providers import ReplayProvider
 
             provider = ReplayProvider.from_file(cassette)
     return provider, wrap
