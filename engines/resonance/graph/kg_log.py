@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CorruptSegment
-from ..store.locks import compaction_lock
+from ..store.locks import compaction_lock, unseen_writers
 from ..store.recovery import Issue, RecoveryReport, WalReader
 from ..store.snapshot import list_snapshots  # the same file names as the store's
 from ..store.wal import Durability, WalWriter
@@ -352,12 +352,7 @@ class GraphLog:
 
     def _sees_newest_snapshot(self, read_covered: ReadCovered) -> bool:
         snaps = list_snapshots(self.snap_dir)
-        if not snaps or snaps[0] == self.snapshot:
-            return True
-        theirs = read_covered(snaps[0])
-        if theirs is None:
-            return True  # unreadable: recovery will not choose it either
-        behind = sorted(i for i, seq in theirs.items() if seq > self.covered.get(i, 0))
+        behind = unseen_writers(snaps, self.snapshot, self.covered, read_covered)
         if behind:
             log.info("graph compaction skipped: %s holds entries of %s that this process has "
                      "not seen; refresh() or reopen the graph to compact", snaps[0].name,

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import ConfigError, CorruptSegment, StoreClosed
 from . import ops
-from .locks import compaction_lock
+from .locks import compaction_lock, unseen_writers
 from .recovery import Issue, RecoveryReport, WalReader, map_file
 from .snapshot import _sections, list_snapshots, read_header, read_snapshot, write_snapshot
 from .state import State
@@ -224,16 +224,10 @@ class Store:
 
     def _sees_newest_snapshot(self) -> bool:
         snaps = list_snapshots(self.snap_dir)
-        if not snaps or snaps[0] == self.snapshot:
-            return True
-        header = read_header(snaps[0])
-        if header is None:
-            return True  # unreadable: recovery will not choose it either
-        mine = self.state.covered
-        behind = {i for i, seq in header["covered"].items() if seq > mine.get(i, 0)}
+        behind = unseen_writers(snaps, self.snapshot, self.state.covered, _covered_by)
         if behind:
             log.info("compaction skipped: %s holds entries of %s that this process has not "
-                     "seen; reopen the field to compact", snaps[0].name, ", ".join(sorted(behind)))
+                     "seen; reopen the field to compact", snaps[0].name, ", ".join(behind))
         return not behind
 
     def _prune(self, newest: Path) -> None:
@@ -300,3 +294,9 @@ class Store:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _covered_by(snapshot: Path) -> dict[str, int] | None:
+    """The per-writer seq a snapshot covers, from its header (None: unreadable)."""
+    header = read_header(snapshot)
+    return None if header is None else header["covered"]

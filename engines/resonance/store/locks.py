@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["compaction_lock"]
+__all__ = ["compaction_lock", "unseen_writers"]
 
 
 @contextmanager
@@ -32,3 +32,19 @@ def compaction_lock(snap_dir: Path) -> Iterator[bool]:
         yield True
     finally:
         os.close(fd)  # closing the descriptor releases the flock
+
+
+def unseen_writers(
+    snaps: list[Path], current: Path | None, covered: Mapping[str, int],
+    read_covered: Callable[[Path], Mapping[str, int] | None],
+) -> list[str]:
+    """The writer instances whose entries the newest snapshot (`snaps[0]`) holds but this
+    process has not seen (`covered`: the seq it has of each). Compacting then would prune
+    what it never read, so it must not; empty when there is no newer snapshot, or when the
+    newest is unreadable (recovery will not choose it either)."""
+    if not snaps or snaps[0] == current:
+        return []
+    theirs = read_covered(snaps[0])
+    if theirs is None:
+        return []
+    return sorted(i for i, seq in theirs.items() if seq > covered.get(i, 0))
