@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .field.config import FieldConfig
     from .field.field import Field
     from .field.hits import Hit
+    from .field.ingest import check_item
     from .graph.kg import KnowledgeGraph
     from .memory import DECAY_RATES, Confidence, Memory, Tier
     from .recall.bm25 import BM25Index
@@ -64,6 +65,7 @@ _LAZY = {
     "IndexParams": ".recall.index",
     "KnowledgeGraph": ".graph.kg",
     "VectorIndex": ".recall.index",
+    "check_item": ".field.ingest",
 }
 
 
@@ -111,4 +113,5 @@ __all__ = [
     "Tier",
     "UnknownMemory",
     "VectorIndex",
+    "check_item",
 ]

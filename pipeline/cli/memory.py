@@ -18,11 +18,43 @@ from typing import Any
 from soul.errors import MemoryFieldError, SoulError
 
 
+def _read_text(path: Path) -> str:
+    """The file as UTF-8; a file that is not UTF-8 is refused at the line of its first bad
+    byte (a binary, a latin-1 export), with how to fix it."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise SoulError(f"{path}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
+                        f"{exc.start}); convert the file to UTF-8, e.g. iconv -t UTF-8") from None
+
+
+def _jsonl_item(path: Path, number: int, value: Any, base: dict[str, Any]) -> dict[str, Any]:
+    """One JSONL line as an item, checked by the engine so a bad field names its line."""
+    from soul.engines.resonance import ConfigError, check_item
+
+    if isinstance(value, str):
+        item = {**base, "text": value}
+    elif isinstance(value, dict) and isinstance(value.get("text"), str):
+        item = {**base, **value}
+        if not value.get("tags"):
+            item["tags"] = base["tags"]
+    else:
+        raise SoulError(f"{path}:{number}: expected a string or an object with a `text` string")
+    try:
+        check_item(item)
+    except ConfigError as exc:
+        raise SoulError(f"{path}:{number}: {exc}; fix or remove the line") from None
+    return item
+
+
 def read_items(path: Path, kind: str, tags: list[str]) -> Iterator[dict[str, Any]]:
     """Memories from a file: JSONL (a string or an object with `text` per line), Markdown
     (one memory per paragraph, headings kept with the paragraph below them) or text (one
-    memory per non-empty line)."""
-    text = path.read_text(encoding="utf-8")
+    memory per non-empty line). A file that is not UTF-8, or a JSONL line that is not JSON or
+    has a bad field, stops the reading with a `SoulError` naming FILE:LINE."""
+    text = _read_text(path)
     base = {"kind": kind, "tags": tuple(tags), "source": path.name}
     if path.suffix in (".jsonl", ".ndjson"):
         for number, line in enumerate(text.splitlines(), start=1):
@@ -30,14 +62,10 @@ def read_items(path: Path, kind: str, tags: list[str]) -> Iterator[dict[str, Any
                 continue
             try:
                 value = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise SoulError(f"{path}:{number}: not JSON: {exc.msg}") from exc
-            if isinstance(value, str):
-                yield {**base, "text": value}
-            elif isinstance(value, dict) and isinstance(value.get("text"), str):
-                yield {**base, **value, "tags": tuple(value.get("tags") or base["tags"])}
-            else:
-                raise SoulError(f"{path}:{number}: expected a string or an object with a `text` string")
+            except (json.JSONDecodeError, RecursionError) as exc:
+                why = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+                raise SoulError(f"{path}:{number}: not JSON: {why}") from None
+            yield _jsonl_item(path, number, value, base)
     elif path.suffix in (".md", ".markdown"):
         heading = ""
         for block in re.split(r"\n\s*\n", text):
@@ -54,11 +82,27 @@ def read_items(path: Path, kind: str, tags: list[str]) -> Iterator[dict[str, Any
                 yield {**base, "text": line.strip()}
 
 
-def _open(folder: str) -> Any:
+def _existing(folder: str) -> Path:
+    """The folder of an existing field: read-only verbs never create one (a typo in --field
+    would otherwise be an empty field that recalls nothing and checks "ok")."""
+    path = Path(folder).expanduser()
+    if path.is_dir() and ((path / "wal").is_dir() or (path / "snapshots").is_dir()):
+        return path
+    what = ("is a file, not a folder" if path.is_file() else
+            "is not a memory field (no wal/ or snapshots/ inside)" if path.is_dir() else
+            "names no folder")
+    raise MemoryFieldError(f"--field {folder!r} {what}: pass the folder of a memory field "
+                           "(read-only verbs never create one; soul memory ingest does)")
+
+
+def _open(folder: str, *, create: bool = False) -> Any:
     from soul.engines.resonance import Field
 
     path = Path(folder).expanduser()
-    path.mkdir(parents=True, exist_ok=True)
+    if create:
+        path.mkdir(parents=True, exist_ok=True)
+    elif not path.is_file():  # a file fails in Field.open, reported with its OSError as cause
+        path = _existing(folder)
     return Field.open(path)
 
 
@@ -78,22 +122,40 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         raise SoulError(f"{source}: no such file")
     items = list(read_items(source, args.kind, args.tag or []))
     started = time.perf_counter()
-    with _errors(args.field, "ingest into"), _open(args.field) as field, Progress(
+    with _errors(args.field, "ingest into"), _open(args.field, create=True) as field, Progress(
         TextColumn("ingesting"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
         transient=not args.verbose,
     ) as progress:
         task = progress.add_task("ingest", total=len(items), rate="")
+        before = len(field)
 
         def on_progress(done: int, total: int) -> None:
             elapsed = max(time.perf_counter() - started, 1e-9)
             progress.update(task, completed=done, rate=f"{done / elapsed:,.0f}/s")
 
         ids = field.remember_many(items, progress=on_progress)
+        new = len(field) - before
     stored = sum(1 for i in ids if i is not None)
     elapsed = time.perf_counter() - started
-    print(f"{stored} of {len(items)} remembered into {args.field} in {elapsed:.1f} s ({len(items) / max(elapsed, 1e-9):,.0f}/s); "
-          f"{len(items) - stored} refused by the quality gate (too short)")
+    # "Remembered" counts only new memories: a near-duplicate strengthens the memory it was
+    # merged into, and saying "60 of 60 remembered" then would hide that nothing was added.
+    print(f"{stored} of {len(items)} remembered into {args.field} ({new} new, {stored - new} merged into near-duplicates) "
+          f"in {elapsed:.1f} s ({len(items) / max(elapsed, 1e-9):,.0f}/s); {len(items) - stored} refused by the quality gate (too short)")
     return 0
+
+
+MAX_K = 10_000  # more hits than anyone reads; bounds the work a typo like -k 10000000000 asks for
+
+
+def _bounded_k(value: str) -> int:
+    """-k as an int in 1..MAX_K, else argparse's clear usage error (exit 2, no traceback)."""
+    try:
+        k = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if not 1 <= k <= MAX_K:
+        raise argparse.ArgumentTypeError(f"{k} is out of range: pass 1 to {MAX_K:,}")
+    return k
 
 
 def cmd_recall(args: argparse.Namespace) -> int:
@@ -144,10 +206,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from soul.engines.resonance import Field
 
-    path = Path(args.field).expanduser()
-    if not path.is_dir():  # checking nothing would report "ok"
-        what = "is a file, not a folder" if path.exists() else "names no folder"
-        raise MemoryFieldError(f"--field {args.field!r} {what}: pass the folder of a memory field")
+    path = _existing(args.field)  # checking nothing would report "ok"
     with _errors(args.field, "check"):
         report = Field.check(path)
     for issue in report.issues:
@@ -171,7 +230,7 @@ def add_parsers(sub: Any) -> None:
     v = verbs.add_parser("recall", help="the memories most relevant to a query", description="Recall from a field.")
     v.add_argument("query")
     v.add_argument("--field", required=True)
-    v.add_argument("-k", type=int, default=10)
+    v.add_argument("-k", type=_bounded_k, default=10, help=f"how many memories (1 to {MAX_K:,}; default 10)")
     v.add_argument("--mode", choices=("hybrid", "semantic", "keyword", "resonate"), default="hybrid", help="resonate: full resonance (association through the knowledge graph, scoring, inhibition)")
     v.add_argument("--session", help="resonate: prime with what this session saw recently")
     v.add_argument("--json", action="store_true", help="hits as JSON, with each signal's component")

@@ -21,6 +21,7 @@ to the live field: the model replay then says what differs, with the prompt diff
 from __future__ import annotations
 
 import importlib.util
+import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -36,7 +37,10 @@ if TYPE_CHECKING:
     from soul.engines.resonance import Hit
     from soul.providers import Cassette
 
-__all__ = ["MemoryBridge", "MemoryReader", "TapedField", "field_errors", "uses_memory"]
+__all__ = [
+    "MemoryBridge", "MemoryReader", "TapedField", "confined_field_path", "field_errors",
+    "uses_memory",
+]
 
 _FUSION_NAMES = {"method": "method", "semantic": "semantic_weight", "keyword": "keyword_weight", "tag": "tag_weight"}
 
@@ -45,6 +49,37 @@ def uses_memory(blueprint: Blueprint) -> bool:
     """True if any step of the turn, a subprocess or a process is a memory step."""
     groups = [blueprint.steps, *(sp.steps for sp in blueprint.subprocesses.values()), *(p.steps for p in blueprint.processes.values())]
     return any(step.uses.startswith("memory.") for steps in groups for step in steps.values())
+
+
+ALLOW_FIELD_PATHS = "SOUL_ALLOW_FIELD_PATHS"
+
+
+def confined_field_path(where: str, folder: Path | None) -> Path:
+    """Where a blueprint's `memory.field` points, kept inside the blueprint's folder.
+
+    A blueprint is data someone may hand you: its field must not write to an absolute path,
+    a `~` path or out of its folder through `..` or a symlink (resolved first). Such a path is
+    a `MemoryFieldError` unless the user opts in with the environment variable
+    ``SOUL_ALLOW_FIELD_PATHS=1``. Without a blueprint folder (an inline blueprint) the
+    current directory is the folder.
+    """
+    allowed = os.environ.get(ALLOW_FIELD_PATHS, "") == "1"
+    raw = Path(where)
+    if where.startswith("~") or raw.is_absolute():
+        if not allowed:
+            raise MemoryFieldError(
+                f"memory.field {where!r} is outside the blueprint's folder: use a path relative "
+                f"to the blueprint (fields without memory.field live under the data home), or "
+                f"set {ALLOW_FIELD_PATHS}=1 to allow it")
+        return raw.expanduser()
+    base = (folder if folder is not None else Path.cwd()).resolve()
+    path = (base / raw).resolve()
+    if not allowed and not path.is_relative_to(base):
+        raise MemoryFieldError(
+            f"memory.field {where!r} resolves to {path}, outside the blueprint's folder {base}"
+            f" (through '..' or a symlink): keep the field inside the folder, or set "
+            f"{ALLOW_FIELD_PATHS}=1 to allow it")
+    return path
 
 
 class MemoryBridge:
@@ -70,13 +105,11 @@ class MemoryBridge:
                 "install them with pip install 'soulgraph[memory]'")
 
     def path(self) -> Path:
-        """The field's folder."""
+        """The field's folder: `memory.field` resolved inside the blueprint's folder, else
+        `$SOUL_HOME/fields/<soul>`. See `confined_field_path` for what is refused."""
         where = (self.blueprint.memory or {}).get("field")
         if where:
-            path = Path(where).expanduser()
-            if not path.is_absolute() and self.blueprint.folder is not None:
-                path = self.blueprint.folder / path
-            return path
+            return confined_field_path(str(where), self.blueprint.folder)
         return fields_dir(self.home) / self.blueprint.name
 
     def config(self) -> dict[str, Any]:
@@ -113,6 +146,8 @@ class MemoryBridge:
         if not items:
             return []
         field = self.field()
+        # a key quoted in a turn must not reach the field's log (the store redacts the same way)
+        items = [{**item, "text": redact(item["text"])} if isinstance(item.get("text"), str) else item for item in items]
         if session:  # recall can then tell this conversation's memories from older ones
             items = [{**item, "meta": {**(item.get("meta") or {}), "session": session}} for item in items]
         with self.errors("remember into"):

@@ -58,3 +58,58 @@ def test_a_bad_jsonl_line_is_one_clear_error(tmp_path: Path, capsys: pytest.Capt
     (tmp_path / "bad.jsonl").write_text('"fine line here"\n{not json\n')
     assert main(["memory", "ingest", str(tmp_path / "bad.jsonl"), "--field", str(tmp_path / "f")]) == 1
     assert "bad.jsonl:2: not JSON" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("verb", [["recall", "cats"], ["stats"], ["check"]])
+def test_read_only_verbs_never_create_a_field(verb: list[str], tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 12.15: --field TYPO used to create an empty field and answer "ok"."""
+    typo = tmp_path / "feild"
+    assert main(["memory", *verb, "--field", str(typo)]) == 1
+    err = capsys.readouterr().err
+    assert "names no folder" in err and "never create" in err and "Traceback" not in err
+    assert not typo.exists()
+    typo.mkdir()  # an existing folder that is not a field is refused too, and left empty
+    assert main(["memory", *verb, "--field", str(typo)]) == 1
+    assert "is not a memory field" in capsys.readouterr().err
+    assert list(typo.iterdir()) == []
+
+
+def test_ingest_says_how_many_were_new_and_merged(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "a.txt").write_text("Miso is a tabby cat who likes boxes.\n" * 3 + "Bo writes poetry on weekends.\n")
+    assert main(["memory", "ingest", str(tmp_path / "a.txt"), "--field", str(tmp_path / "f")]) == 0
+    assert "4 of 4 remembered into" in (out := capsys.readouterr().out)
+    assert "(2 new, 2 merged into near-duplicates)" in out
+
+
+def test_ingest_of_a_non_utf8_file_names_the_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "latin.txt").write_bytes("first line is fine\nsecond: caf\xe9 au lait\n".encode("latin-1"))
+    assert main(["memory", "ingest", str(tmp_path / "latin.txt"), "--field", str(tmp_path / "f")]) == 1
+    err = capsys.readouterr().err
+    assert "latin.txt:2: not UTF-8" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(("line", "says"), [
+    ('{"text": "a fine memory here", "tags": 5}', "tags must be"),
+    ('{"text": "a fine memory here", "confidence": "high"}', "confidence must be"),
+    ('{"text": "a fine memory here", "kind": "nonsense"}', "unknown memory kind"),
+    ('{"text": "a fine memory here", "meta": [1]}', "meta must be"),
+    ('{"text": "a fine memory here", "colour": "red"}', "unknown item key"),
+    ('{"text": "a fine memory here", "embedding": "x"}', "embedding must be"),
+    ("[" * 100_000, "not JSON"),
+])
+def test_ingest_of_a_bad_jsonl_field_names_the_line(line: str, says: str, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "x.jsonl").write_text('"a first fine line"\n' + line + "\n")
+    assert main(["memory", "ingest", str(tmp_path / "x.jsonl"), "--field", str(tmp_path / "f")]) == 1
+    err = capsys.readouterr().err
+    assert "x.jsonl:2: " in err and says in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("k", ["-1", "0", "10000000000", "ten"])
+def test_recall_k_is_bounded(k: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["memory", "recall", "cats", "--field", str(tmp_path), "-k", k])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument -k" in err and "Traceback" not in err

@@ -92,6 +92,18 @@ class Association:
                     self._graph = KnowledgeGraph.open(self.path / "graph", durability=durability)
         return self._graph
 
+    def graph_stats(self) -> dict[str, Any] | None:
+        """The graph's counts and recovery issues (None for a field without a graph): a
+        damaged graph must show in `Field.stats`, not only in the graph's own."""
+        if self._graph is None and not (self.path / "graph").exists():
+            return None
+        from ..store.check import quarantined_issues
+
+        stats = self.graph.stats()
+        keep = ("nodes", "triplets", "live_triplets", "recovered_entries", "recovery_issues")
+        return {**{k: stats[k] for k in keep}, "quarantined": [
+            str(i) for i in quarantined_issues(self.path / "graph" / "quarantine")]}
+
     @property
     def scorer(self) -> Scorer:
         """The scoring pipeline: ``<field>/scoring.json`` (hot-reloaded) if it exists when the

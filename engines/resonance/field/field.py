@@ -29,6 +29,7 @@ import numpy as np
 
 from ..errors import ConfigError, QualityGateRefused, StoreClosed
 from ..memory import Confidence, Kind, Memory
+from ..store.check import quarantined_issues
 from ..store.durable import CheckReport, Store
 from .accesses import AccessQueue
 from .association import Association
@@ -94,8 +95,11 @@ class Field:
 
     @staticmethod
     def check(path: str | Path) -> CheckReport:
-        """Verify every segment's and snapshot's CRCs at ``path`` without changing anything."""
-        return Store.check(path)
+        """Verify both logs (the store's and the knowledge graph's) at ``path`` without
+        changing anything: CRCs, quarantined damage, killed compactions' leftovers."""
+        from .check import check_field
+
+        return check_field(path)
 
     def __enter__(self) -> Field:
         return self
@@ -375,6 +379,8 @@ class Field:
             "snapshot": str(self.store.snapshot) if self.store.snapshot else None,
             "recovery": {"replayed": rep.replayed, "seconds": round(rep.seconds, 4),
                          "issues": [str(i) for i in rep.issues]},
+            "quarantined": [str(i) for i in quarantined_issues(self.path / "quarantine")],
+            "graph": self.association.graph_stats(),
             **self.indexes.stats(),
             "embedder": emb_stats() if callable(emb_stats) else None,
         }

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 Embed = Callable[[Sequence[str]], tuple[np.ndarray, np.ndarray]]
 
-__all__ = ["Ingest", "Item"]
+__all__ = ["Ingest", "Item", "check_item"]
 
 log = logging.getLogger("soul.engines.resonance")
 _KEYS = {"text", "kind", "tags", "realm", "source", "confidence", "meta", "embedding"}
@@ -69,22 +69,60 @@ class Item:
             raise ConfigError(f"an item needs a 'text' string, got {type(text).__name__}")
         text = text.replace("\x00", "")  # NUL separates values in the log: never content
         tags = item.get("tags") or ()
-        tags = (tags,) if isinstance(tags, str) else tuple(tags)
+        if isinstance(tags, str):
+            tags = (tags,)
+        elif isinstance(tags, list | tuple | set | frozenset):
+            tags = tuple(tags)
+        else:
+            raise ConfigError(f"tags must be a string or a list of strings, got {tags!r:.40}")
         tags = tuple(t for t in (re.sub(r"[\x00\x1f]", "", str(t)).strip() for t in tags) if t)
         meta = item.get("meta")
+        if meta is not None and not isinstance(meta, Mapping):
+            raise ConfigError(f"meta must be an object (a mapping), got {type(meta).__name__}")
         try:
             meta_json = json.dumps(dict(meta), ensure_ascii=False) if meta else None
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"meta must be JSON-serialisable: {exc}") from exc
-        conf = item.get("confidence")
-        if conf is not None and not 0.0 <= float(conf) <= 1.0:
-            raise ConfigError(f"confidence must be in [0, 1], got {conf}")
-        emb = item.get("embedding")
+        for key in ("realm", "source"):
+            if item.get(key) is not None and not isinstance(item[key], str):
+                raise ConfigError(f"{key} must be a string, got {type(item[key]).__name__}")
+        kind = item.get("kind") or "episode"
+        if not isinstance(kind, str | int) or isinstance(kind, bool):
+            raise ConfigError(f"kind must be a kind's name, got {type(kind).__name__}")
         return Item(
-            text, parse_kind(item.get("kind") or "episode"), tags, item.get("realm"),
-            item.get("source"), None if conf is None else float(conf), meta_json,
-            None if emb is None else np.asarray(emb, np.float32).reshape(-1), gate_reason(text),
+            text, parse_kind(kind), tags, item.get("realm"), item.get("source"),
+            _confidence(item.get("confidence")), meta_json, _embedding(item.get("embedding")),
+            gate_reason(text),
         )
+
+
+def _confidence(conf: Any) -> float | None:
+    if conf is None:
+        return None
+    try:
+        value = float(conf)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not 0.0 <= value <= 1.0:  # NaN fails this too
+        raise ConfigError(f"confidence must be a number in [0, 1], got {conf!r:.40}")
+    return value
+
+
+def _embedding(emb: Any) -> np.ndarray | None:
+    if emb is None:
+        return None
+    try:
+        vec = np.asarray(emb, np.float32).reshape(-1)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"embedding must be a list of numbers: {exc}") from None
+    return vec
+
+
+def check_item(item: str | Mapping[str, Any]) -> None:
+    """Raise ConfigError, saying which field is wrong, if `item` could not be remembered
+    (unknown key, missing text, a field of the wrong type, an unknown kind). A caller
+    reading items from a file checks each one so it can name the line."""
+    Item.build(item)
 
 
 class Ingest:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ..recall.text import ENGLISH_STOP_WORDS
+from ..recall.text import ENGLISH_STOP_WORDS, clip_long_words
 
 __all__ = ["PhraseCounter", "extract_entities", "normalise", "noun_phrases"]
 
@@ -78,31 +78,51 @@ def normalise(name: str) -> str:
     return _POSSESSIVE.sub("", key)
 
 
+# A sentence end starts only at the first mark of a run (the lookbehind) and takes the run
+# whole (possessive): a run of 100,000 dots is read once, not once per dot.
+_SENTENCE_BREAK = re.compile(r"(?<![.!?])[.!?]++[\"')\]]*+\s+|\n\s*")
+_LOWER_WORD = re.compile(r"\w+")
+
+
 def _sentence_starts(text: str) -> set[int]:
     starts = {0}
-    for m in re.finditer(r"[.!?]+[\"')\]]*\s+|\n\s*", text):
+    for m in _SENTENCE_BREAK.finditer(text):
         starts.add(m.end())
     return starts
 
 
+def _has_word(word: str, text: str, words: set[str]) -> bool:
+    """Whether `word` occurs in `text` between word boundaries. A plain word is looked up in
+    the text's words (one scan for all names); one with an apostrophe, rare, is searched."""
+    if word.isalnum():
+        return word in words
+    return re.search(rf"\b{re.escape(word)}\b", text) is not None
+
+
 def _names(text: str, starts: set[int]) -> Iterable[tuple[int, int, str]]:
+    lower_words: set[str] | None = None
     for m in _NAME.finditer(text):
         words = m.group(0).split()
         pos = m.start()
-        # Drop leading and trailing words that are common anywhere (stop words, openers).
-        while words and (_POSSESSIVE.sub("", words[0]).casefold() in _NOT_NAME):
-            pos += len(words[0]) + 1
-            words = words[1:]
-        while words and (_POSSESSIVE.sub("", words[-1]).casefold() in _NOT_NAME):
-            words = words[:-1]
-        if not words:
+        # Drop leading and trailing words that are common anywhere (stop words, openers);
+        # by index, so a long run of them costs its length, not its length squared.
+        lo, hi = 0, len(words)
+        while lo < hi and (_POSSESSIVE.sub("", words[lo]).casefold() in _NOT_NAME):
+            pos += len(words[lo]) + 1
+            lo += 1
+        while hi > lo and (_POSSESSIVE.sub("", words[hi - 1]).casefold() in _NOT_NAME):
+            hi -= 1
+        if lo == hi:
             continue
+        words = words[lo:hi]
         words[-1] = _POSSESSIVE.sub("", words[-1])
         if len(words) == 1 and len(words[0]) < 2:
             continue
-        if len(words) == 1 and pos in starts and re.search(
-                rf"\b{re.escape(words[0].lower())}\b", text):
-            continue  # "Pottery was fun ... my pottery": a common word opening a sentence
+        if len(words) == 1 and pos in starts:
+            if lower_words is None:
+                lower_words = set(_LOWER_WORD.findall(text))
+            if _has_word(words[0].lower(), text, lower_words):
+                continue  # "Pottery was fun ... my pottery": a common word opening a sentence
         value = " ".join(words)
         yield pos, pos + len(value), value
 
@@ -122,27 +142,33 @@ def _identifiers(text: str) -> Iterable[tuple[int, int, str]]:
             yield m.start(), m.end(), m.group(0)
 
 
-def noun_phrases(text: str) -> list[str]:
-    """Candidate noun phrases: every 2- and 3-word run of content words (lowercase, no
-    stop words, no filler like "really great"), in order, without duplicates."""
-    runs: list[list[str]] = [[]]
-    for tok in _WORDS.findall(text):
-        word = tok.lower().strip("'-")
+def _phrase_spans(text: str) -> dict[str, tuple[int, int]]:
+    """Each candidate noun phrase with the span of its first occurrence in `text`."""
+    runs: list[list[tuple[str, int, int]]] = [[]]
+    for m in _WORDS.finditer(text):
+        word = m.group(0).lower().strip("'-")
         if (not word or not word.isalpha() or len(word) < 3 or word in _PHRASE_STOP
                 or word.endswith("ly")):
             if runs[-1]:
                 runs.append([])
             continue
-        runs[-1].append(word)
-    out: dict[str, None] = {}
+        runs[-1].append((word, m.start(), m.end()))
+    out: dict[str, tuple[int, int]] = {}
     for run in runs:
         for n in (2, 3):
             for i in range(len(run) - n + 1):
-                last = run[i + n - 1]
+                last = run[i + n - 1][0]
                 if len(last) > 4 and last.endswith("ed"):
                     continue  # "agency helped": a past-tense verb, not a noun head
-                out[" ".join(run[i : i + n])] = None
-    return list(out)
+                phrase = " ".join(w for w, _, _ in run[i : i + n])
+                out.setdefault(phrase, (run[i][1], run[i + n - 1][2]))
+    return out
+
+
+def noun_phrases(text: str) -> list[str]:
+    """Candidate noun phrases: every 2- and 3-word run of content words (lowercase, no
+    stop words, no filler like "really great"), in order, without duplicates."""
+    return list(_phrase_spans(clip_long_words(text)))
 
 
 class PhraseCounter:
@@ -199,19 +225,25 @@ def extract_entities(text: str, *, phrases: PhraseCounter | None = None) -> list
 
     Where matches overlap, the longest wins ("Field.remember" over "Field" and "remember",
     "KnowledgeGraph" over "Knowledge", "pottery class" over a sentence-initial "Pottery").
+
+    Linear in the text: a run of more than 64 word characters is no entity and is skipped
+    (see `clip_long_words`), and overlaps are settled on a map of covered characters.
     """
+    text = clip_long_words(text)
     found: list[tuple[int, int, str]] = []
     found.extend(_identifiers(text))
     found.extend(_names(text, _sentence_starts(text)))
     if phrases is not None:
-        low = text.lower()
-        for p in phrases.frequent(text):
-            at = low.find(p)
-            if at >= 0:
-                found.append((at, at + len(p), p))
+        for p, (start, end) in _phrase_spans(text).items():
+            if phrases.is_frequent(p):
+                found.append((start, end, p))
+    # Kept spans never overlap, so each character is marked at most once; a candidate is
+    # kept when no character of its span is marked yet (one memchr over the span).
+    covered = bytearray(len(text) + 1)
     kept: list[tuple[int, int, str]] = []
     for start, end, value in sorted(found, key=lambda x: (x[0] - x[1], x[0])):  # longest first
-        if not any(start < e and s < end for s, e, _ in kept):
+        if covered.find(1, start, end) < 0:
+            covered[start:end] = b"\x01" * (end - start)
             kept.append((start, end, value))
     seen: set[str] = set()
     out: list[str] = []

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CorruptSegment
+from ..store.check import remove_stale_snapshot_tmps
 from ..store.locks import compaction_lock, unseen_writers
 from ..store.recovery import Issue, RecoveryReport, WalReader
 from ..store.snapshot import list_snapshots  # the same file names as the store's
@@ -244,6 +245,7 @@ class GraphLog:
         self.snap_dir = path / "snapshots"
         self.keep_snapshots = max(1, keep_snapshots)
         path.mkdir(parents=True, exist_ok=True)
+        remove_stale_snapshot_tmps(self.snap_dir)  # killed compactions' leftovers
         self.writer: WalWriter | None = None
         self.recover(apply, load_snapshot, repair=True)
         self.writer = WalWriter(path / "wal", durability=durability,

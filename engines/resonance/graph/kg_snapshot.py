@@ -27,7 +27,10 @@ from .adjacency import EdgeTable
 from .kg_log import Apply, list_snapshots
 from .kg_state import MEMORY_PREFIX, GraphState, Triplet
 
-__all__ = ["SnapshotLoader", "list_snapshots", "read_covered", "read_snapshot", "write_snapshot"]
+__all__ = [
+    "SnapshotLoader", "list_snapshots", "read_covered", "read_snapshot", "verified_covered",
+    "write_snapshot",
+]
 
 HEADER, STRINGS, COLUMN = 100, 101, 102  # op codes inside snapshot files only
 SEP = "\x00"
@@ -100,6 +103,19 @@ def read_snapshot(path: Path, half_life: float, floor: float,
     except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
         raise CorruptSegment(path, 8, f"snapshot does not decode: {exc}") from exc
     return state, {k: int(v) for k, v in header["covered"].items()}, int(header["max_hlc"])
+
+
+def verified_covered(path: Path) -> dict[str, int]:
+    """What a snapshot covers, after checking every entry's CRC (CorruptSegment if one
+    fails): `soul memory check` reads graph snapshots with it."""
+    scan = scan_segment(path, map_file(path))
+    if scan.damaged:
+        start, _, reason = scan.damaged[0]
+        raise CorruptSegment(path, start, reason)
+    if not scan.entries:
+        raise CorruptSegment(path, 0, "no entries")
+    header = json.loads(bytes(scan.entries[0][3]))
+    return {k: int(v) for k, v in header["covered"].items()}
 
 
 def read_covered(path: Path) -> dict[str, int] | None:

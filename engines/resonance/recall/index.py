@@ -173,11 +173,26 @@ class VectorIndex:
                 self._index.set_ef(k)
             try:
                 labels, dists = self._index.knn_query(q, k=k, num_threads=1)
+            except RuntimeError:
+                # hnswlib's graph may reach fewer than k live items (a small field, many
+                # deletions: "Cannot return the results in a contiguous 2D array"); an exact
+                # scan of the live vectors is cheap exactly when that happens.
+                return self._exact(q[0], k)
             finally:
                 if self._index.ef != self.params.ef:
                     self._index.set_ef(self.params.ef)
         sims = np.clip(1.0 - dists[0], -1.0, 1.0).astype(np.float32)
         return labels[0].astype(np.int64), sims
+
+    def _exact(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The k nearest live ids by brute force (the caller holds the lock)."""
+        ids = np.fromiter(self._live, dtype=np.int64, count=len(self._live))
+        rows = np.fromiter((self._row_of[i] for i in ids.tolist()), dtype=np.int64,
+                           count=ids.shape[0])
+        unit = q / max(float(np.linalg.norm(q)), 1e-12)
+        sims = self._vecs[rows] @ unit
+        order = np.lexsort((ids, -sims))[:k]  # most similar first, ties by id
+        return ids[order], np.clip(sims[order], -1.0, 1.0).astype(np.float32)
 
     def centroid(self) -> np.ndarray:
         """The unit direction of the mean stored vector (zeros when empty)."""

@@ -12,11 +12,18 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-__all__ = ["ENGLISH_STOP_WORDS", "TextConfig", "light_stem", "tokenize"]
+__all__ = ["ENGLISH_STOP_WORDS", "MAX_WORD", "TextConfig", "clip_long_words", "light_stem", "tokenize"]
 
 # Word runs of letters/digits (unicode aware); "_" is a word char in \w, so it is excluded
 # to keep snake_case identifiers splitting into their words.
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+# No word worth a keyword or an entity is longer than this; a longer run of word characters
+# (a pasted blob, a hash, an attack) is cut here, so every scan of text stays linear: the
+# regexes that look inside a word (snake_case, camelCase) then never see more than this.
+MAX_WORD = 64
+# The lookbehind starts a match only at the beginning of a run, so each run is read once.
+_LONG_WORD = re.compile(rf"(?<!\w)\w{{{MAX_WORD + 1},}}")
 
 # The common English list (NLTK's, as used by bm25s "en"), plus contraction fragments left
 # by splitting on apostrophes ("don't" → "don", "t").
@@ -98,13 +105,22 @@ class TextConfig:
 DEFAULT_TEXT = TextConfig()
 
 
+def clip_long_words(text: str) -> str:
+    """`text` with every run of more than `MAX_WORD` word characters blanked out (replaced
+    by as many spaces, so offsets into the text keep their meaning). Linear in the text."""
+    return _LONG_WORD.sub(lambda m: " " * len(m.group(0)), text)
+
+
 def tokenize(text: str, config: TextConfig = DEFAULT_TEXT) -> list[str]:
-    """The keyword tokens of `text`, in order, duplicates kept (BM25 counts them)."""
+    """The keyword tokens of `text`, in order, duplicates kept (BM25 counts them). A token
+    longer than `MAX_WORD` characters is cut to its first `MAX_WORD`."""
     if config.lowercase:
         text = text.lower()
     stop = config.stop_words
     out: list[str] = []
     for word in _WORD.findall(text):
+        if len(word) > MAX_WORD:
+            word = word[:MAX_WORD]
         if len(word) < config.min_length or word in stop:
             continue
         out.append(light_stem(word) if config.stem else word)

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, ResonanceError
-from ..recall.text import tokenize
+from ..recall.text import clip_long_words, tokenize
 
 __all__ = [
     "PARAMETERS",
@@ -123,7 +123,9 @@ def query_features(query: str) -> QueryFeatures:
     stop words dropped) and whether it looks technical (identifiers, paths, calls,
     operators, file names, versions, or a word such as "error", "function", "sql")."""
     tokens = tokenize(query)
-    technical = bool(_TECHNICAL.search(query)) or not _TECH_WORDS.isdisjoint(
+    # Clipped first: the identifier patterns look inside words, which on one huge word
+    # would cost its length squared.
+    technical = bool(_TECHNICAL.search(clip_long_words(query))) or not _TECH_WORDS.isdisjoint(
         _WORDS.findall(query.lower()))
     return QueryFeatures(len(query.strip()), len(tokens), technical)
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..errors import ConfigError, CorruptSegment, StoreClosed
 from . import ops
+from .check import check_log, remove_stale_snapshot_tmps
 from .locks import compaction_lock, unseen_writers
 from .recovery import Issue, RecoveryReport, WalReader, map_file
 from .snapshot import _sections, list_snapshots, read_header, read_snapshot, write_snapshot
@@ -74,6 +75,8 @@ class Store:
         self.keep_snapshots = max(1, keep_snapshots)
         self._lock = threading.RLock()
         self.wal_dir.mkdir(parents=True, exist_ok=True)
+        for tmp in remove_stale_snapshot_tmps(self.snap_dir):
+            log.info("removed %s, left by a compaction that was killed", tmp)
         started = time.perf_counter()
         self.state, self.snapshot, snap_issues = self._load_snapshot()
         reader = WalReader(
@@ -256,23 +259,9 @@ class Store:
     def check(path: str | Path) -> CheckReport:
         """Verify every segment's and snapshot's CRCs without changing anything."""
         root = Path(path)
-        snaps = list_snapshots(root / "snapshots")
-        issues: list[Issue] = []
-        covered: dict[str, int] | None = None
-        for snap in snaps:
-            try:
-                sections = _sections(snap, snap.read_bytes())
-            except CorruptSegment as exc:
-                issues.append(Issue("bad_snapshot", str(snap), exc.offset, 0, exc.reason))
-                continue
-            if covered is None:  # the newest good snapshot: what recovery would start from
-                covered = json.loads(bytes(sections[0]))["covered"]
-        reader = WalReader(root / "wal", root / "quarantine", repair=False, covered=covered)
-        for _ in reader.entries():
-            pass
-        issues.extend(reader.report.issues)
-        rep = reader.report
-        return CheckReport(str(root), rep.segments, rep.entries, rep.bytes, len(snaps), tuple(issues))
+        found = check_log(root, _snapshot_covered, list_snapshots(root / "snapshots"))
+        return CheckReport(str(root), found.segments, found.entries, found.bytes,
+                           found.snapshots, found.issues)
 
     def close(self) -> None:
         """Compact if the log grew past ``compact_after`` entries, then close the writer."""
@@ -294,6 +283,11 @@ class Store:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _snapshot_covered(snapshot: Path) -> dict[str, int]:
+    """What a snapshot covers, after checking every section's CRC (CorruptSegment if not)."""
+    return json.loads(bytes(_sections(snapshot, snapshot.read_bytes())[0]))["covered"]
 
 
 def _covered_by(snapshot: Path) -> dict[str, int] | None:

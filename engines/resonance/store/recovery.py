@@ -44,7 +44,7 @@ FAST_BYTES = 48 << 20
 
 IssueKind = Literal[
     "torn_tail", "corrupt", "bad_header", "short_sealed", "missing_segment", "seq_gap",
-    "bad_manifest", "bad_snapshot",
+    "bad_manifest", "bad_snapshot", "not_a_segment", "quarantined", "stale_tmp",
 ]
 # An entry as replayed: (hlc, instance, seq, op, payload). A tuple, not a dataclass: recovery
 # handles millions of them and tuples also sort in the global order for free.
@@ -156,6 +156,12 @@ class WalReader:
             return found
         for entry in os.scandir(self.wal_dir):
             parsed = parse_segment_name(entry.name)
+            if parsed and not entry.is_file():
+                # A folder (or socket, ...) named like a segment holds no entries: say so and
+                # read the rest, rather than fail to open the field.
+                self._issue("not_a_segment", Path(entry.path), 0, 0,
+                            "named like a segment but not a file; skipped (move it away)")
+                continue
             if parsed and parsed[0] not in self.skip:
                 found.setdefault(parsed[0], []).append((parsed[1], Path(entry.path)))
         for segs in found.values():
@@ -229,8 +235,10 @@ class WalReader:
                 s["name"]: (int(s["size"]), int(s["last_seq"]))
                 for s in manifest.get("segments", [])
             }
-        except (ManifestError, KeyError, TypeError, ValueError) as exc:
-            self._issue("bad_manifest", path, 0, 0, str(exc))
+        except (ManifestError, KeyError, TypeError, ValueError, AttributeError) as exc:
+            # A manifest of the wrong shape only loses the sealed sizes it would have
+            # checked: the segments themselves are still read.
+            self._issue("bad_manifest", path, 0, 0, f"{exc}; segments read without it")
             return {}
 
     def _read_instance(

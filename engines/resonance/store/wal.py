@@ -89,9 +89,13 @@ def parse_segment_name(name: str) -> tuple[str, int] | None:
 def read_manifest(path: Path) -> dict:
     """Load a manifest; raise ManifestError if it is unreadable."""
     try:
-        return json.loads(path.read_text())
+        manifest = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
         raise ManifestError(f"cannot read manifest {path}: {exc}") from exc
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("segments", []), list):
+        raise ManifestError(f"manifest {path} is JSON of the wrong shape (expected an object "
+                            "with a list of segments)")
+    return manifest
 
 
 def _atomic_write(path: Path, data: bytes, sync: bool) -> None:

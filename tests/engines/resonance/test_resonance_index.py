@@ -116,3 +116,28 @@ def test_torn_or_missing_files_are_stale(tmp_path) -> None:
     meta_path = tmp_path / "v.hnsw.meta.json"
     meta_path.write_text(json.dumps({"garbage": True}))
     assert VectorIndex.read_meta(path) is None
+
+
+def test_search_falls_back_to_an_exact_scan_when_hnsw_cannot_reach_k() -> None:
+    """Issue 12.10: on a small, sparse graph with many deletions hnswlib raises "Cannot
+    return the results in a contiguous 2D array"; search answers by brute force instead."""
+    rng = np.random.default_rng(0)
+    raised = 0
+    for _ in range(60):
+        idx = VectorIndex(8, IndexParams(M=2, ef_construction=4, ef=1))
+        vecs = rng.normal(size=(40, 8)).astype(np.float32)
+        idx.add(np.arange(40), vecs)
+        for i in rng.choice(40, 30, replace=False):
+            idx.remove(int(i))
+        try:  # the raw hnswlib call, to know the fallback was exercised
+            idx._index.knn_query(vecs[:1], k=10, num_threads=1)
+        except RuntimeError:
+            raised += 1
+        q = rng.normal(size=8).astype(np.float32)
+        ids, sims = idx.search(q, 100)
+        live = np.array(sorted(idx._live))
+        exact = (vecs[live] / np.linalg.norm(vecs[live], axis=1)[:, None]) @ (
+            q / np.linalg.norm(q))
+        assert sorted(ids.tolist()) == live.tolist()
+        assert np.allclose(sims, np.sort(exact)[::-1], atol=1e-5)
+    assert raised > 0
