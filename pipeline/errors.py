@@ -4,7 +4,8 @@
     ├── BlueprintError            a blueprint cannot be loaded or is invalid
     │   ├── BlueprintNotFound     no file or built-in soul by that name
     │   ├── BlueprintTooLarge     over the 1 MiB limit
-    │   └── BlueprintInvalid      one or more diagnostics (YAML, schema, graph rules)
+    │   ├── BlueprintInvalid      one or more diagnostics (YAML, schema, graph rules)
+    │   └── FileRefused           a file it names is outside its folder, too big or not text
     ├── RegistryError             a step kind is unknown or declared twice
     ├── StoreError                the session store refused or failed an operation
     │   ├── SessionNotFound       no session has that id (or unique prefix)
@@ -61,6 +62,18 @@ class BlueprintInvalid(BlueprintError):
         errors = [d for d in self.diagnostics if d.severity == "error"]
         head = f"{len(errors)} error{'s' if len(errors) != 1 else ''} in blueprint"
         super().__init__(head + "\n" + "\n".join(d.format() for d in self.diagnostics))
+
+
+class FileRefused(BlueprintError):
+    """A file a blueprint names (persona, template, include) may not be read: it lies outside
+    the blueprint's folder, is not a regular file, is over `MAX_FILE_BYTES` or is not UTF-8."""
+
+    def __init__(self, what: str, name: str, reason: str, hint: str) -> None:
+        super().__init__(f"{what} '{name}' refused: {reason} ({hint})")
+        self.what = what
+        self.name = name
+        self.reason = reason
+        self.hint = hint
 
 
 class RegistryError(SoulError):

@@ -11,13 +11,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from jinja2 import TemplateNotFound
+
 from soul.compiler.topology import ancestors
 from soul.diagnostics import Diagnostic, did_you_mean, one_of
+from soul.errors import BlueprintError
 from soul.kinds import CONTEXT_NAMES, Registry
 from soul.language import Analysis, KeyPath, analyse_expression, analyse_template, display_path
 
 if TYPE_CHECKING:
-    from soul.language import StateVar, Step
+    from soul.language import Blueprint, StateVar, Step
 
 ALLOWED_NAMES = frozenset((*CONTEXT_NAMES, "steps"))
 
@@ -26,6 +29,7 @@ class Findings(Protocol):
     """Where reference checks report: errors, the steps someone reads (for the dead-step
     warning), and the registry that says which outputs a kind has."""
 
+    bp: Blueprint
     registry: Registry
     out: list[Diagnostic]
     read_steps: set[tuple[str, str]]  # (scope, step)
@@ -100,6 +104,51 @@ def check_expression(
         return
     for _line, message, hint in _problems(rules, analysis, visible, scope, steps, owner):
         rules.error(path, message, hint)
+    for attr, _line in analysis.private:
+        rules.error(path, _PRIVATE.format(attr), _PRIVATE_HINT)
+
+
+_PRIVATE = "reads '{}', a Python internal the sandbox refuses"
+_PRIVATE_HINT = "templates and gates read only the names soul gives them (steps, state, input, ...)"
+
+
+def check_includes(rules: Findings, analysis: Analysis, origin: str, path: KeyPath) -> None:
+    """Every template `origin` includes (imports, extends), transitively: found, inside the
+    blueprint's folder (or the built-in templates), at most 1 MiB, and never including
+    itself. Errors point at `path`, where the blueprint names the template."""
+    seen: set[str] = set()
+
+    def walk(chain: tuple[str, ...], found: Analysis) -> None:
+        for name, line, optional in found.includes:
+            where = f"'{chain[-1]}' line {line} includes '{name}'"
+            if name in chain:
+                loop = " → ".join((*chain[chain.index(name):], name))
+                rules.error(path, f"{where}: an include cycle ({loop}) that never ends", "remove one of the includes")
+                continue
+            if name in seen:
+                continue
+            seen.add(name)
+            try:
+                text = rules.bp.template_source(name)
+            except TemplateNotFound:
+                if not optional:
+                    rules.error(path, f"{where}, which is not found beside the blueprint nor among the built-in templates",
+                                "check the name; paths are relative to the blueprint's folder")
+                continue
+            except BlueprintError as exc:
+                reason = getattr(exc, "reason", str(exc))
+                hint = getattr(exc, "hint", None)
+                rules.error(path, f"{where}, which is refused: {reason}", hint)
+                continue
+            inner = analyse_template(text)
+            if inner.error:
+                rules.error(path, f"{where}, which does not compile (line {inner.error_line}): {inner.error}")
+                continue
+            for attr, at in inner.private:
+                rules.error(path, f"'{name}' line {at} " + _PRIVATE.format(attr), _PRIVATE_HINT)
+            walk((*chain, name), inner)
+
+    walk((origin,), analysis)
 
 
 def check_template(rules: Findings, target: Path, step: Step, scope: Scope, steps: Mapping[str, Step]) -> None:
@@ -125,3 +174,7 @@ def check_template(rules: Findings, target: Path, step: Step, scope: Scope, step
     visible = scope.outer | ancestors(after).get(step.name, set())
     for line, message, hint in _problems(rules, analysis, visible, scope, steps, step.name):
         emit(line, message, hint)
+    for attr, line in analysis.private:
+        emit(line, _PRIVATE.format(attr), _PRIVATE_HINT)
+    if step.template is not None:
+        check_includes(rules, analysis, step.template, (*step.path, "template"))

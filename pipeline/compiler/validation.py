@@ -11,10 +11,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from soul.compiler.references import Scope, check_expression, check_template
+from soul.compiler.references import Scope, check_expression, check_includes, check_template
 from soul.compiler.topology import ancestors, find_cycles, reachable
 from soul.diagnostics import Diagnostic, did_you_mean, one_of, sort_diagnostics
-from soul.errors import BlueprintInvalid
+from soul.errors import BlueprintError, BlueprintInvalid
 from soul.kinds import Registry, default_registry
 from soul.language import (
     Blueprint,
@@ -108,7 +108,29 @@ class _Rules:
             near = did_you_mean(Path(rel).name, [p.name for p in folder.iterdir() if p.is_file()])
             self.error(path, f"{what} '{rel}' not found in {folder}", near)
             return None
+        if what in ("persona", "template"):
+            try:  # read as the runtime reads it: a regular UTF-8 file of at most 1 MiB
+                self.bp.read_file(rel, what)
+            except BlueprintError as exc:
+                self.error(path, f"{what} '{rel}' is refused: {getattr(exc, 'reason', exc)}", getattr(exc, "hint", None))
+                return None
         return target
+
+    def inline_templates(self, step: Step) -> None:
+        """A non-LLM step's template parameters (memory.recall's `query`, memory.store's
+        `content`): what they include is checked like a step's template file."""
+        from soul.language import analyse_template
+
+        for key, value in step.params.items():
+            if not isinstance(value, str) or ("{%" not in value and "{{" not in value):
+                continue
+            analysis = analyse_template(value)
+            if analysis.error:
+                continue  # not necessarily a template: the kind decides how it reads its parameters
+            at = (*step.path, "with", key)
+            for attr, _line in analysis.private:
+                self.error(at, f"`{key}` reads '{attr}', a Python internal the sandbox refuses", "templates read only the names soul gives them")
+            check_includes(self, analysis, f"{step.name}.with.{key}", at)
 
     # -- models --------------------------------------------------------------------------
     def model_ref(self, spec: str | None, path: KeyPath) -> str | None:
@@ -147,6 +169,8 @@ class _Rules:
                 if not kind.llm and (step.model or step.template):
                     which = "model" if step.model else "template"
                     self.error((*step.path, which), f"step kind '{kind.name}' makes no model call; '{which}' has no effect here")
+                if not kind.llm and step.params:
+                    self.inline_templates(step)
                 if kind.name == "chetana.context" and self.bp.chetana is None:
                     self.error((*step.path, "uses"), "chetana.context needs the soul's `chetana:` block", "add `chetana: {}` at the top level")
             for i, dep in enumerate(step.after):

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from soul.errors import BlueprintNotFound, BlueprintTooLarge
+from soul.language.files import TemplateFiles, confine, read_text
 from soul.language.sourcemap import KeyPath, Loaded, SourceMap, load_yaml
 
 MAX_BYTES = 1024 * 1024
@@ -124,6 +125,24 @@ class Blueprint:
 
     def persona_path(self) -> Path | None:
         return self.folder / self.persona if self.folder and self.persona else None
+
+    def read_file(self, name: str, what: str) -> str:
+        """The text of a file the blueprint names (a persona), beside it: raises
+        `soul.errors.BlueprintError` (FileRefused) when it resolves outside the blueprint's
+        folder, is not a regular UTF-8 file, or is over 1 MiB."""
+        if self.folder is None:
+            raise BlueprintNotFound(f"{what} '{name}': the blueprint has no folder to find it in")
+        return read_text(confine(self.folder, name, what), what, name)
+
+    def persona_text(self) -> str | None:
+        """The persona file's text, or None when the blueprint names none."""
+        return self.read_file(self.persona, "persona") if self.persona else None
+
+    def template_source(self, name: str) -> str:
+        """The text of template `name` as prompts load it (the blueprint's folder, then the
+        built-in templates): BlueprintError (FileRefused) when it resolves outside them or is
+        over 1 MiB, jinja2.TemplateNotFound when absent."""
+        return TemplateFiles(self.folder).get_source(None, name)[0]
 
 
 def builtin_folder() -> Path:

@@ -1,8 +1,10 @@
 """Jinja in the sandbox: the environment for prompts and gates, and what an expression reads.
 
-Gates (`when:`) and templates are compiled in jinja2's SandboxedEnvironment with
-StrictUndefined. The compiler reads their ASTs to find every `steps.<step>.<output>` and every
-top-level name they use, so references can be checked before anything runs.
+Gates (`when:`) and templates are compiled in the bounded sandbox (`soul.language.sandbox`)
+with StrictUndefined, loading templates only through `TemplateFiles` (confined to the
+blueprint's folder). The compiler reads their ASTs to find every `steps.<step>.<output>`,
+every top-level name they use, the templates they include and the private attributes the
+sandbox would refuse, so all of it can be checked before anything runs.
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from jinja2 import FileSystemLoader, StrictUndefined, TemplateSyntaxError, nodes
+from jinja2 import StrictUndefined, TemplateSyntaxError, nodes
 from jinja2.meta import find_undeclared_variables
 from jinja2.parser import Parser
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from soul.language.files import TemplateFiles
+from soul.language.sandbox import Sandbox
 
 CHECKED_ROOTS = frozenset({"steps", "state"})
 
@@ -42,12 +46,17 @@ class Analysis:
     error_line: int = 1
     constant: Any = None
     is_constant: bool = False
+    includes: tuple[tuple[str, int, bool], ...] = ()  # (name, line, ignore missing): include/import/extends
+    private: tuple[tuple[str, int], ...] = ()  # (attribute, line): `__x` reads the sandbox refuses
 
 
-def environment(search_path: list[Path] | None = None) -> ImmutableSandboxedEnvironment:
-    """The sandbox every prompt and gate runs in: no autoescape (prompts are not HTML)."""
-    loader = FileSystemLoader([str(p) for p in search_path]) if search_path else None
-    return ImmutableSandboxedEnvironment(
+def environment(folder: Path | None = None, *, templates: bool = False) -> Sandbox:
+    """The sandbox every prompt and gate runs in: no autoescape (prompts are not HTML).
+
+    With `templates`, it loads templates by name from `folder` (the blueprint's) and the
+    built-in templates, never from outside them; without, any include is a miss."""
+    loader = TemplateFiles(folder) if templates else TemplateFiles(None, builtin=False)  # every name a miss
+    return Sandbox(
         undefined=StrictUndefined,
         autoescape=False,
         keep_trailing_newline=True,
@@ -58,10 +67,10 @@ def environment(search_path: list[Path] | None = None) -> ImmutableSandboxedEnvi
     )
 
 
-_analysis_env: ImmutableSandboxedEnvironment | None = None
+_analysis_env: Sandbox | None = None
 
 
-def _env() -> ImmutableSandboxedEnvironment:
+def _env() -> Sandbox:
     global _analysis_env
     if _analysis_env is None:
         _analysis_env = environment()
@@ -88,6 +97,29 @@ def _refs(tree: nodes.Node) -> Iterator[Reference]:
                 yield Reference(cur.name, chain[0], attr, node.lineno)
 
 
+def _includes(tree: nodes.Node) -> tuple[tuple[str, int, bool], ...]:
+    """Templates named by constant include/import/extends (a computed name is not knowable)."""
+    found = []
+    for node in tree.find_all((nodes.Include, nodes.Import, nodes.FromImport, nodes.Extends)):
+        target = node.template
+        names = [target] if isinstance(target, nodes.Const) else list(target.items) if isinstance(target, nodes.List | nodes.Tuple) else []
+        optional = getattr(node, "ignore_missing", False)
+        found.extend((n.value, node.lineno, optional) for n in names if isinstance(n, nodes.Const) and isinstance(n.value, str))
+    return tuple(found)
+
+
+def _private(tree: nodes.Node) -> tuple[tuple[str, int], ...]:
+    """Python internals the sandbox refuses (`x.__class__`): a SecurityError when rendered.
+    (`x._key` may be a mapping's key, which the sandbox allows, so only `__` names count.)"""
+    return tuple((n.attr, n.lineno) for n in tree.find_all(nodes.Getattr) if n.attr.startswith("__"))
+
+
+def _foldable(expr: nodes.Expr) -> bool:
+    """Whether evaluating a constant gate at validate time is cheap: no filters or calls
+    (`"x"|center(10**9)` is constant too), and every operator bounded by the sandbox."""
+    return not any(True for _ in expr.find_all((nodes.Filter, nodes.Call, nodes.Test)))
+
+
 def _dedupe(refs: Iterator[Reference]) -> tuple[Reference, ...]:
     # `steps.a.b` also yields its prefix `steps.a`; drop a bare prefix when a longer read exists
     unique = set(refs)
@@ -112,10 +144,10 @@ def analyse_expression(text: str) -> Analysis:
     # an expression declares nothing, so every loaded Name is a read of the context
     names = frozenset(n.name for n in template.find_all(nodes.Name) if n.ctx == "load")
     constant, is_constant = None, False
-    if not names:
+    if not names and _foldable(expr):
         with contextlib.suppress(nodes.Impossible):
             constant, is_constant = expr.as_const(), True
-    return Analysis(names, _dedupe(_refs(template)), constant=constant, is_constant=is_constant)
+    return Analysis(names, _dedupe(_refs(template)), constant=constant, is_constant=is_constant, private=_private(template))
 
 
 def analyse_template(text: str) -> Analysis:
@@ -126,4 +158,4 @@ def analyse_template(text: str) -> Analysis:
         env.compile(tree)
     except TemplateSyntaxError as exc:
         return Analysis(frozenset(), (), error=exc.message or str(exc), error_line=exc.lineno or 1)
-    return Analysis(frozenset(find_undeclared_variables(tree)), _dedupe(_refs(tree)))
+    return Analysis(frozenset(find_undeclared_variables(tree)), _dedupe(_refs(tree)), includes=_includes(tree), private=_private(tree))

@@ -13,11 +13,12 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from importlib.resources import files
-from pathlib import Path
 from typing import Any
 
+from jinja2 import TemplateError
+
 from soul.compiler import PlannedStep
+from soul.errors import BlueprintError, StepError
 from soul.kinds import Section
 from soul.language import Blueprint, environment
 from soul.providers import Message
@@ -78,9 +79,8 @@ class PromptBuilder:
 
     def __init__(self, blueprint: Blueprint) -> None:
         self.blueprint = blueprint
-        search = [blueprint.folder] if blueprint.folder else []
-        search.append(Path(str(files("soul.templates"))))
-        self.env = environment(search)
+        # one loader for every template: the blueprint's folder, then the built-in templates
+        self.env = environment(blueprint.folder, templates=True)
         self._static_templates: dict[str, bool] = {}
         self._formats: dict[int, tuple[Sequence[PlannedStep], str]] = {}
         self._user_message: tuple[tuple[str, str, str], str] = (("", "", ""), "")
@@ -89,10 +89,11 @@ class PromptBuilder:
 
     @cached_property
     def persona(self) -> str:
-        path = self.blueprint.persona_path()
-        if path is None:
+        """The persona file's text (confined to the blueprint's folder, at most 1 MiB)."""
+        text = self.blueprint.persona_text()
+        if text is None:
             return f"You are {self.blueprint.name}." + (f" {self.blueprint.description}" if self.blueprint.description else "")
-        return path.read_text(encoding="utf-8").strip()
+        return text.strip()
 
     def variables(self, ctx: TurnContext, params: Mapping[str, Any] | None = None, earlier: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The names every template and gate sees (`soul.kinds.stepkind.CONTEXT_NAMES` + steps)."""
@@ -119,8 +120,13 @@ class PromptBuilder:
         name = step.template or step.kind.template
         if name is None:
             return ""
-        template = self.env.get_template(name)
-        return template.render(self.variables(ctx, step.params, earlier)).strip()
+        try:
+            template = self.env.get_template(name)
+            return template.render(self.variables(ctx, step.params, earlier)).strip()
+        except StepError as exc:  # the render failed: the sandbox's message already names the template
+            raise StepError(f"step '{step.name}': {exc}", step=step.name, kind=step.kind.name) from exc
+        except (TemplateError, BlueprintError) as exc:  # missing, refused or not compiling
+            raise StepError.from_exception(exc, step=step.name, kind=step.kind.name, what=f"template '{name}'") from exc
 
     def _static(self, step: PlannedStep) -> bool:
         """Whether a step's instructions read only `soul` and `params` (fixed for the soul)."""
@@ -176,7 +182,8 @@ class PromptBuilder:
                     shown = "; ".join(f"{k}: {v}" for k, v in out.items() if v is not None and v != "")
                     hit = cache[id(out)] = (out, f"- {name}: {shown}")
                 lines.append(hit[1])
-            parts.append("\n".join(lines))
+            if len(lines) > 1:  # a heading over nothing would tell the model of steps that never ran
+                parts.append("\n".join(lines))
         parts.append(self.response_format(steps, ctx, earlier))
         return "\n\n".join(parts)
 
