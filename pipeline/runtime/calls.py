@@ -3,8 +3,13 @@
 A reply is read with the tolerant section parser. When a required section is missing, the
 model is asked once more (bounded by the steps' `retry`) with the problem fed back — unless
 part of a streamed section already reached the user, in which case what they saw stands and
-the missing parts fall back. The external dialogue falls back as the Claudius seed does: the
-raw text with tags stripped, or a fixed line when nothing is left.
+the missing parts fall back. An empty reply section counts as missing (the user would see
+nothing). The external dialogue falls back as the Claudius seed does — the raw text with tags
+stripped, or a fixed line when nothing is left — but only from the text outside every
+section-like element (`soul.sections.fallback`): the soul's thoughts never become its reply.
+
+Model text passes `replace_lone_surrogates` as it arrives, so what is streamed, parsed and
+stored can always be encoded.
 """
 
 from __future__ import annotations
@@ -18,7 +23,15 @@ from typing import Any
 from soul.compiler import PlannedStep
 from soul.providers import Chunk, Message, Provider, Request, Usage
 from soul.runtime.events import CallTrace, Token
-from soul.sections import SectionStream, StepParse, Text, extract_sections, parse_step, strip_tags
+from soul.runtime.surrogates import replace_lone_surrogates
+from soul.sections import (
+    SectionStream,
+    StepParse,
+    Text,
+    extract_sections,
+    parse_step,
+    text_outside_sections,
+)
 
 FALLBACK_REPLY = "I had a thought but couldn't form a response."
 REPLY_KINDS = ("external_dialogue",)
@@ -33,13 +46,28 @@ class CallOutcome:
     streamed: bool
 
 
-def _reask(missing: Sequence[str], tags: Sequence[str]) -> str:
+def _reask(missing: Sequence[str], tags: Sequence[str], empty: Sequence[str] = ()) -> str:
     order = " ".join(f"<{t}>" for t in tags)
+    problems = []
+    if missing:
+        problems.append(
+            f"the section{'s' if len(missing) > 1 else ''} "
+            f"{', '.join(f'<{m}>' for m in missing)} {'are' if len(missing) > 1 else 'is'} missing"
+        )
+    if empty:
+        problems.append(f"{', '.join(f'<{m}>' for m in empty)} {'are' if len(empty) > 1 else 'is'} empty")
     return (
-        f"Your reply could not be read: the section{'s' if len(missing) > 1 else ''} "
-        f"{', '.join(f'<{m}>' for m in missing)} {'are' if len(missing) > 1 else 'is'} missing. "
+        f"Your reply could not be read: {'; '.join(problems)}. "
         f"Write the whole reply again with every section, in this order: {order}"
     )
+
+
+def _empty_reply(step: PlannedStep, parse: StepParse) -> bool:
+    """Whether a reply step's section was written but holds nothing the user could read."""
+    if step.kind.name not in REPLY_KINDS or parse.missing:
+        return False
+    text = parse.outputs.get("text")
+    return text is None or not str(text).strip()
 
 
 async def run_call(
@@ -81,7 +109,7 @@ async def run_call(
             streamed = streamed or emitted
         else:
             completion = await provider.complete(request)
-            raw, usage = completion.text, completion.usage
+            raw, usage = replace_lone_surrogates(completion.text), completion.usage
         input_tokens += usage.input_tokens
         output_tokens += usage.output_tokens
         result = extract_sections(raw, tags)
@@ -93,16 +121,17 @@ async def run_call(
             if p.missing and not (gated_off and gated_off(name, parses))
             for tag in p.missing
         ]
-        if not missing or streamed or attempt == attempts:
+        empty = [step.kind.sections[0].tag for step in steps if _empty_reply(step, parses[step.name])]
+        if not (missing or empty) or streamed or attempt == attempts:
             break
-        problem = _reask(missing, tags)
+        problem = _reask(missing, tags, empty)
         reasks.append(problem)
         history = (*history, Message("assistant", raw), Message("user", problem))
     fallbacks = set()
     for step in steps:
         parse = parses[step.name]
-        if parse.missing and step.kind.name in REPLY_KINDS:
-            text = strip_tags(raw).strip() or FALLBACK_REPLY
+        if step.kind.name in REPLY_KINDS and (parse.missing or _empty_reply(step, parse)):
+            text = text_outside_sections(raw, tags).strip() or FALLBACK_REPLY
             parses[step.name] = replace(parse, outputs={**parse.outputs, "text": text}, flags=(*parse.flags, "fallback: reply taken from the raw text"))
             fallbacks.add(step.name)
     trace = CallTrace(
@@ -130,8 +159,9 @@ async def _stream(
             usage = chunk.usage
         if not chunk.text:
             continue
-        pieces.append(chunk.text)
-        for event in parser.feed(chunk.text):
+        text = replace_lone_surrogates(chunk.text)
+        pieces.append(text)
+        for event in parser.feed(text):
             if isinstance(event, Text) and event.text:
                 emit(Token(by_tag[event.tag], event.text))
                 emitted = True

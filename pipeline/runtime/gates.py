@@ -11,6 +11,10 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from soul.compiler import Gate
 from soul.errors import StepError
 
+# What evaluating a sandboxed expression can raise besides jinja2's own errors, e.g. comparing
+# None (an output of a step that did not run) with a number: a user's mistake, never a crash.
+EXPRESSION_ERRORS: tuple[type[Exception], ...] = (TypeError, ValueError, ArithmeticError, LookupError, AttributeError)
+
 
 def every_open(gate: Gate | None, turn: int) -> bool:
     """`every: N` runs on turns N, 2N, 3N, ... (the Claudius seed's `count % N == 0`)."""
@@ -29,10 +33,10 @@ class GateEvaluator:
         if not expression:
             return True
         fn = self._compiled.get(expression)
-        if fn is None:
-            fn = self.env.compile_expression(expression, undefined_to_none=False)
-            self._compiled[expression] = fn
         try:
+            if fn is None:
+                fn = self.env.compile_expression(expression, undefined_to_none=False)
+                self._compiled[expression] = fn
             return bool(fn(**variables))
-        except TemplateError as exc:
+        except (TemplateError, *EXPRESSION_ERRORS) as exc:
             raise StepError.from_exception(exc, step=step, kind=kind, what=f"its `when` ({expression}) failed") from exc

@@ -8,6 +8,11 @@ a cancelled subprocess writes nothing.
 
 A session runs its turns from the soul's plan and services (`runtime/services.py`) and commits
 them through the session store; it knows nothing of the `Soul` that opened it.
+
+Text policy: a message holding lone surrogates (invalid UTF-8 read with `surrogateescape`, a
+stray `\ud83d`) is not refused: each lone surrogate becomes U+FFFD before the turn starts, so
+what is shown, prompted and stored is the same encodable text. Model replies get the same.
+A turn that is cancelled or interrupted (Ctrl-C) before its commit stores nothing.
 """
 
 from __future__ import annotations
@@ -24,7 +29,15 @@ from soul.compiler import Plan
 from soul.records import SessionInfo
 from soul.runtime.events import Reply, SubprocessFinished, Trace, TurnCommitted, TurnResult
 from soul.runtime.services import Services
-from soul.runtime.turn import ScopeRunner, TurnState, build_commit, memory_items, start_turn
+from soul.runtime.surrogates import replace_lone_surrogates
+from soul.runtime.turn import (
+    ScopeRunner,
+    TurnState,
+    build_commit,
+    busy_seconds,
+    memory_items,
+    start_turn,
+)
 
 if TYPE_CHECKING:
     from soul.store import SessionStore
@@ -66,6 +79,7 @@ class Session:
 
     async def _run(self, text: str, kind: str, emit: Callable[[Any], None] | None) -> TurnResult:
         await self._cancel_background()  # a new input cancels what still runs from the last turn
+        text = replace_lone_surrogates(text)  # before anything is shown, prompted or stored
         started = time.perf_counter()
         plan, services, store = self.plan, self.services, self.store
         snapshot = store.snapshot(self.id, ttl_hours=plan.blueprint.memory_ttl_hours)
@@ -75,7 +89,7 @@ class Session:
         total_ms = (time.perf_counter() - started) * 1000
         trace = Trace(
             turn=ts.ctx.number, kind=kind, input=text, steps=tuple(ts.steps), calls=tuple(ts.calls),
-            framework_ms=total_ms - ts.provider_s * 1000, total_ms=total_ms,
+            framework_ms=total_ms - busy_seconds(ts.provider_spans) * 1000, total_ms=total_ms,
             events=tuple({"event": n, **d} for n, d in ts.cognition.events) if ts.cognition else (),
         )
         commit, reply = build_commit(snapshot, ts, self._order, kind, trace)
@@ -83,7 +97,7 @@ class Session:
             commit = replace(commit, chetana=chetana_state, messages=commit.messages + ts.cognition.event_records())
         turn = store.commit(commit)
         self.info = store.session(self.id)
-        self._remember(memory_items(plan, ts, self._order, reply, kind))
+        await self._remember(memory_items(plan, ts, self._order, reply, kind))
         if emit is not None:
             emit(Reply(reply))
             emit(TurnCommitted(self.id, turn))
@@ -109,9 +123,12 @@ class Session:
             if emit is not None:
                 emit(SubprocessFinished(name, True))
 
-    def _remember(self, items: list[dict[str, Any]]) -> None:
+    async def _remember(self, items: list[dict[str, Any]]) -> None:
         """Write the turn's memories; the turn is already committed, so a failure here is
-        logged, not raised (the turn stands; the memory is lost and the log says so)."""
+        logged, not raised (the turn stands; the memory is lost and the log says so).
+
+        Remembering embeds and extracts entities (CPU-bound, seconds on a long text), so it
+        runs in a worker thread: an app's event loop keeps serving while it does."""
         if not items:
             return
         memory = self.services.memory
@@ -119,12 +136,15 @@ class Session:
             log.warning("session %s: %d memory item(s) dropped: these services have no memory bridge", self.id, len(items))
             return
         try:
-            memory.remember(items, session=self.id)
+            await asyncio.to_thread(memory.remember, items, session=self.id)
         except Exception:
             log.exception("session %s: remembering %d item(s) after the turn failed", self.id, len(items))
 
     async def turn(self, text: str) -> TurnResult:
-        """Run one turn on a user message and commit it."""
+        """Run one turn on a user message and commit it.
+
+        Lone surrogates in `text` (invalid UTF-8 decoded with `surrogateescape`) become U+FFFD
+        before the turn starts; nothing is refused for its encoding."""
         return await self._run(text, "message", None)
 
     async def spontaneous(self) -> TurnResult:
@@ -132,7 +152,8 @@ class Session:
         return await self._run("", "spontaneous", None)
 
     def turn_sync(self, text: str) -> TurnResult:
-        """`turn` for synchronous code; also waits for the turn's subprocesses."""
+        """`turn` for synchronous code; also waits for the turn's subprocesses. Lone
+        surrogates in `text` become U+FFFD, as in `turn`."""
 
         try:
             asyncio.get_running_loop()
@@ -151,7 +172,8 @@ class Session:
         return asyncio.run(go())
 
     async def stream(self, text: str) -> AsyncIterator[Any]:
-        """Yield the turn's events as they happen; the last is TurnCommitted."""
+        """Yield the turn's events as they happen; the last is TurnCommitted. Lone surrogates
+        in `text` become U+FFFD before any event, as in `turn`."""
         queue: asyncio.Queue[Any] = asyncio.Queue()
         done = object()
 

@@ -99,7 +99,10 @@ class Soul:
             else:
                 from soul.providers import resolve
 
-                provider = resolve(spec, options)
+                # a spec the blueprint names reads files (scripted:, replay:) only inside its
+                # folder; one the user gave (--model, SOUL_MODEL) is theirs to point anywhere
+                within = None if self.model_override else self.blueprint.folder
+                provider = resolve(spec, options, within=within)
             if self._wrap is not None:
                 provider = self._wrap(provider)
             self._providers[key] = provider

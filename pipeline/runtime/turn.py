@@ -7,6 +7,11 @@ call, after-phase gates decide whether a step's changes apply. Nothing is writte
 turn's changes are gathered into one `Commit` that the session store applies atomically.
 Everything a turn needs comes from the plan (steps bound to their kinds, units, gates) and its
 `Services`; `soul explain` walks this same code with nothing real done (`runtime/dry_run.py`).
+
+A step that has not run (skipped, gated, or answered later in the same call) reads as
+`NotRun` in templates and gates: every declared output None, never an error. A template or
+gate that still fails becomes a StepError naming the step — before the call, so before
+anything of it is streamed.
 """
 
 from __future__ import annotations
@@ -16,8 +21,10 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
+from jinja2 import TemplateError
+
 from soul.compiler import CallPlan, Plan, PlannedStep, ScopePlan, Unit
-from soul.errors import RunError, StepError
+from soul.errors import RunError, SoulError, StepError
 from soul.kinds import ChangeContext, Changes, StepEnv
 from soul.providers import Message
 from soul.records import Commit, MemoryEntry, MessageRecord, Snapshot, UserModelChange
@@ -25,7 +32,8 @@ from soul.runtime.calls import CallOutcome, run_call
 from soul.runtime.chetana import Cognition
 from soul.runtime.eager import gather_eagerly
 from soul.runtime.events import StepFinished, StepStarted, StepTrace, Trace
-from soul.runtime.gates import every_open
+from soul.runtime.gates import EXPRESSION_ERRORS, every_open
+from soul.runtime.not_run import not_run_steps
 from soul.runtime.prompt import TurnContext
 from soul.runtime.services import Services
 
@@ -41,10 +49,21 @@ class TurnState:
     steps: list[StepTrace] = field(default_factory=list)
     calls: list[Any] = field(default_factory=list)
     changes: dict[str, Changes] = field(default_factory=dict)
-    provider_s: float = 0.0
+    provider_spans: list[tuple[float, float]] = field(default_factory=list)  # (start, end) of each model call
     cognition: Cognition | None = None
     done: dict[str, dict[str, Any]] = field(default_factory=dict)  # outputs of the steps that produced some
     session: str | None = None  # the session's id, for engines that prime by session
+
+
+def busy_seconds(spans: Sequence[tuple[float, float]]) -> float:
+    """The length of the union of `spans`: calls that overlap (a layer's units run
+    concurrently) count once, so wall time minus this is never negative."""
+    total, reach = 0.0, float("-inf")
+    for start, end in sorted(spans):
+        if end > reach:
+            total += end - max(start, reach)
+            reach = end
+    return total
 
 
 def _memory_regions(entries: tuple[MemoryEntry, ...]) -> dict[str, list[str]]:
@@ -104,9 +123,16 @@ class ScopeRunner:
         self.emit = emit
         self.state_spec = plan.blueprint.state
         self.memory_config: Mapping[str, Any] = plan.blueprint.memory or {}
+        # every step a template or gate may name, as it reads before (or without) running
+        self.not_run = not_run_steps(plan.turn.steps, scope.steps) if scope is not plan.turn else not_run_steps(scope.steps)
 
     def variables(self, ts: TurnState, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        return self.builder.variables(replace(ts.ctx, steps=ts.outputs), params)
+        return self.builder.variables(replace(ts.ctx, steps={**self.not_run, **ts.outputs}), params)
+
+    def earlier(self, ts: TurnState) -> Mapping[str, Any]:
+        """What a call's templates see as `steps`: the steps that produced outputs, and NotRun
+        for the rest (the chained prompt's "This Turn So Far" lists only the former)."""
+        return {**self.not_run, **ts.done}
 
     def scope_open(self, ts: TurnState) -> bool:
         """Whether the scope's own gate (a subprocess's `every` and `when`) lets it run now."""
@@ -154,7 +180,12 @@ class ScopeRunner:
         env = self.builder.env
 
         def render(source: str) -> str:
-            return env.from_string(source).render(variables)
+            try:
+                return env.from_string(source).render(variables)
+            except StepError as exc:  # the sandbox's: name the step that rendered it
+                if exc.step is not None:
+                    raise
+                raise StepError.from_exception(exc, step=step.name, kind=step.kind.name, what="a template parameter") from exc
 
         memory = self.services.memory
         reader = memory.reader if memory is not None else _no_memory
@@ -163,6 +194,8 @@ class ScopeRunner:
             return await step.kind.run(step.name, step.params, step_env)
         except NotImplementedError as exc:
             raise StepError.from_exception(exc, step=step.name, kind=step.kind.name) from exc
+        except TemplateError as exc:
+            raise StepError.from_exception(exc, step=step.name, kind=step.kind.name, what="its template failed") from exc
 
     def ask(self, call: CallPlan, messages: tuple[Message, ...], gated_off: GatedOff | None) -> Awaitable[CallOutcome]:
         """One model call over `call`'s steps, through the provider its unit's model resolves to
@@ -202,7 +235,13 @@ class ScopeRunner:
         if emit is not None:
             for step in call.steps:
                 emit(StepStarted(step.name, step.kind.name))
-        messages = self.builder.build(call.steps, ts.ctx, ts.done)
+        earlier = self.earlier(ts)
+        try:
+            messages = self.builder.build(call.steps, ts.ctx, earlier)
+        except SoulError:
+            raise
+        except (TemplateError, *EXPRESSION_ERRORS) as exc:
+            raise self._render_error(call, ts, earlier, exc) from exc
         gated_off = None
         if call.after_gates:
             builder, gates, after_gates, planned = self.builder, self.gates, call.after_gates, self.scope.steps
@@ -211,13 +250,13 @@ class ScopeRunner:
                 expression = after_gates.get(name)
                 if expression is None:
                     return False
-                trial = {**ts.outputs, **{n: p.outputs for n, p in parses.items()}}
+                trial = {**self.not_run, **ts.outputs, **{n: p.outputs for n, p in parses.items()}}
                 variables = builder.variables(replace(ts.ctx, steps=trial))
                 return not gates.when_open(name, expression, variables, planned[name].kind.name)
 
         started = time.perf_counter()
         outcome = await self.ask(call, messages, gated_off)
-        ts.provider_s += time.perf_counter() - started
+        ts.provider_spans.append((started, time.perf_counter()))
         ts.calls.append(outcome.trace)
         change_ctx = ChangeContext(self.state_spec, ts.ctx.state)
         per_step_ms = outcome.trace.latency_ms / len(call.steps)
@@ -245,6 +284,18 @@ class ScopeRunner:
                 ts.cognition.record(name, status == "ran", per_step_ms, parse.outputs)
             if emit is not None:
                 emit(StepFinished(name, dict(parse.outputs), status in ("ran", "fallback")))
+
+
+    def _render_error(self, call: CallPlan, ts: TurnState, earlier: Mapping[str, Any], exc: Exception) -> StepError:
+        """The StepError for a prompt that failed to render, naming the step whose template
+        failed (found by rendering each alone: this is the error path, so cost is no matter)."""
+        for step in call.steps:
+            try:
+                self.builder.instructions(step, ts.ctx, earlier)
+            except Exception as own:
+                return StepError.from_exception(own, step=step.name, kind=step.kind.name, what="its template failed")
+        first = call.steps[0]
+        return StepError.from_exception(exc, step=first.name, kind=first.kind.name, what="the prompt of its call failed")
 
 
 def build_commit(snapshot: Snapshot, ts: TurnState, order: Sequence[str], kind: str, trace: Trace) -> tuple[Commit, str]:

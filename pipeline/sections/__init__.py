@@ -1,6 +1,7 @@
 """Reading and constraining model replies: the tolerant XML-section scanner, its streaming
 form, typed step outputs from parsed sections, and GBNF grammars for local models."""
 
+from soul.sections.fallback import text_outside_sections
 from soul.sections.grammar import call_grammar
 from soul.sections.outputs import StepParse, parse_bool, parse_list, parse_mapping, parse_step
 from soul.sections.streaming import Closed, Opened, SectionStream, Text
@@ -21,4 +22,5 @@ __all__ = [
     "parse_mapping",
     "parse_step",
     "strip_tags",
+    "text_outside_sections",
 ]

@@ -145,6 +145,7 @@ def parse_step(kind: type[StepKind], params: Mapping[str, Any], result: ParseRes
 
     Every declared output is present (None when its section or attribute is absent). An empty
     required section counts as present, except a boolean, which must read as true or false.
+    A section written more than once keeps its first occurrence and is flagged.
     """
     outputs: dict[str, Any] = dict.fromkeys(kind.output_names())
     missing: list[str] = []
@@ -155,6 +156,8 @@ def parse_step(kind: type[StepKind], params: Mapping[str, Any], result: ParseRes
             if section.required:
                 missing.append(section.tag)
             continue
+        if result.duplicates and parsed.tag in result.duplicates:
+            flags.append(f"<{section.tag}> written more than once: the first is kept, the rest dropped")
         value = _value(section, parsed.text, params, flags)
         if section.type == "bool" and value is None:
             flags.append(f"<{section.tag}> is not true or false: {parsed.text[:80]!r}")

@@ -37,6 +37,8 @@ _ENTITY_START = re.compile(r"&(?:#(?:[xX][0-9a-fA-F]{0,6}|[0-9]{0,7})|[A-Za-z][A
 _ATTRIBUTE = re.compile(r"""([^\s=/"'<>]+)\s*(?:=\s*(?:"([^"]*)"?|'([^']*)'?|([^\s"'>]+)))?""")
 _CDATA_OPEN = "<![cdata["
 _CDATA_CLOSE = "]]>"
+_COMMENT_OPEN = "<!--"
+_COMMENT_CLOSE = "-->"
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
@@ -46,8 +48,11 @@ def ascii_lower(text: str) -> str:
     return text.lower() if text.isascii() else text.translate(_ASCII_LOWER)
 # A markdown fence line (```xml) left at the end of a section whose closing tag never came.
 FENCE_LINE = re.compile(r"[ \t]*`{3,}[\w+.-]{0,32}")
-# Any tag at all, for the fallback that strips them.
+# Any tag at all, for the fallback that strips them. The comment alternative is used only on
+# text that holds a `-->` after every `<!--` it is tried at (see `strip_tags`): a lazy `.*?`
+# tried at each of k unterminated `<!--` would scan to the end k times.
 _ANY_MARKUP = re.compile(r"<!--.*?-->|<!\[CDATA\[|\]\]>|</?[A-Za-z][^<>]{0,1024}>|<[?!][^<>]{0,1024}>", re.S | re.I)
+_ANY_MARKUP_BUT_COMMENTS = re.compile(r"<!\[CDATA\[|\]\]>|</?[A-Za-z][^<>]{0,1024}>|<[?!][^<>]{0,1024}>", re.I)
 _FENCE_ONLY_LINE = re.compile(r"^[ \t]*`{3,}[\w+.-]*[ \t]*$", re.M)
 
 
@@ -70,6 +75,7 @@ class ParseResult:
     sections: dict[str, ParsedSection]  # by canonical tag; the first occurrence wins
     outside: str  # text outside all known sections, whitespace-collapsed
     repairs: tuple[str, ...]  # human-readable notes, e.g. "closed <reply> at end"
+    duplicates: tuple[str, ...] = ()  # canonical tags written more than once (later ones dropped)
 
 
 def _decode_one(match: re.Match[str]) -> str:
@@ -115,9 +121,16 @@ def _tag_pattern(names: tuple[str, ...]) -> re.Pattern[str]:
 
 
 class Scanner:
-    """The shared tag scanner: feed text in pieces, get events; `final=True` ends the reply."""
+    """The shared tag scanner: feed text in pieces, get events; `final=True` ends the reply.
 
-    def __init__(self, tags: Sequence[str]) -> None:
+    A comment (`<!-- ... -->`) is opaque: tags inside it are never structure. Its text is kept
+    as text by default (inside a section it is part of the section, as any stray markup is);
+    `keep_comments=False` drops it. An unterminated comment runs to the end of the reply, as
+    it must when streaming (no later text can be known not to be inside it).
+    `decode=False` leaves entities as written (for a caller that strips markup afterwards).
+    """
+
+    def __init__(self, tags: Sequence[str], *, keep_comments: bool = True, decode: bool = True) -> None:
         self.canonical: dict[str, str] = {}
         for tag in tags:
             if tag:  # an empty name would make every `<` a tag
@@ -127,7 +140,11 @@ class Scanner:
         self.current: str | None = None  # the open section
         self.skipping = False  # the open section is a duplicate being dropped
         self.in_cdata = False
+        self.in_comment = False
+        self.keep_comments = keep_comments
+        self.decode = decode
         self.seen: set[str] = set()
+        self.duplicates: list[str] = []
         self._held = ""
 
     def feed(self, chunk: str, final: bool = False) -> list[tuple]:
@@ -141,6 +158,9 @@ class Scanner:
                 self._text(events, self._held)
                 self._held = ""
             self.in_cdata = False
+            if self.in_comment:
+                self.in_comment = False
+                self.repairs.append("closed an unterminated comment at end")
             if self.current is not None:
                 if not self.skipping:
                     events.append((CLOSE, self.current, BY_END))
@@ -162,8 +182,19 @@ class Scanner:
         tag_re = self._tag
         # The next `<` and `&`, found with str.find (memchr): several times faster than a
         # regex search for either, and recomputed only once the scan has passed them.
-        lt, amp = buf.find("<"), buf.find("&")
+        lt, amp = buf.find("<"), buf.find("&") if self.decode else -1
         while i < n:
+            if self.in_comment:
+                end = buf.find(_COMMENT_CLOSE, i)
+                if end < 0:
+                    # Hold back a possible start of `-->`; the rest is comment text for sure.
+                    keep = 0 if final else 2 if buf.endswith("--") else 1 if buf.endswith("-") else 0
+                    self._comment_text(events, buf[i : n - keep])
+                    return n - keep
+                self._comment_text(events, buf[i : end + 3])
+                self.in_comment = False
+                i = end + 3
+                continue
             if self.in_cdata:
                 end = buf.find(_CDATA_CLOSE, i)
                 if end < 0:
@@ -204,19 +235,31 @@ class Scanner:
                 self._on_tag(events, tag)
                 i = tag.end()
                 continue
-            if self.current is not None and (j + 1 == n or buf[j + 1] == "!"):
-                head = ascii_lower(buf[j : j + 9])
-                if head == _CDATA_OPEN:
-                    self.in_cdata = True
-                    i = j + 9
+            if j + 1 == n or buf[j + 1] == "!":
+                if buf.startswith(_COMMENT_OPEN, j):
+                    self.in_comment = True
+                    self._comment_text(events, _COMMENT_OPEN)
+                    i = j + 4
                     continue
-                if not final and len(head) < 9 and _CDATA_OPEN.startswith(head):
+                if not final and n - j < 4 and _COMMENT_OPEN.startswith(buf[j:]):
                     return j
+                if self.current is not None:
+                    head = ascii_lower(buf[j : j + 9])
+                    if head == _CDATA_OPEN:
+                        self.in_cdata = True
+                        i = j + 9
+                        continue
+                    if not final and len(head) < 9 and _CDATA_OPEN.startswith(head):
+                        return j
             if not final and self._may_become_tag(buf, j):
                 return j
             self._text(events, "<")
             i = j + 1
         return n
+
+    def _comment_text(self, events: list[tuple], text: str) -> None:
+        if self.keep_comments:
+            self._text(events, text)
 
     def _may_become_tag(self, buf: str, j: int) -> bool:
         """Whether `buf[j:]` (starting with `<`, running to the end) is a prefix of a known tag."""
@@ -257,6 +300,8 @@ class Scanner:
             attribute_text = attribute_text.rstrip()[:-1]
         if name in self.seen:
             self.repairs.append(f"dropped duplicate <{name}>")
+            if name not in self.duplicates:
+                self.duplicates.append(name)
             if not self_closing:
                 self.current, self.skipping = name, True
             return
@@ -331,7 +376,7 @@ def _scan_sections(raw: str, tags: Sequence[str]) -> ParseResult:
             if event[2] == BY_END:
                 text = drop_fence_tail(text)
             sections[tag] = ParsedSection(tag, text, attributes[tag], event[2] == BY_TAG)
-    return ParseResult(sections, " ".join("".join(outside).split()), tuple(scanner.repairs))
+    return ParseResult(sections, " ".join("".join(outside).split()), tuple(scanner.repairs), tuple(scanner.duplicates))
 
 
 def strip_tags(raw: str) -> str:
@@ -340,7 +385,12 @@ def strip_tags(raw: str) -> str:
     The seed's fallback when a required section is missing: what the model wrote, minus markup
     (tags, comments, CDATA markers, fence lines). Never raises.
     """
-    text = _ANY_MARKUP.sub(" ", raw)
+    # Linear: up to the last `-->` every `<!--` finds its end, each match consuming what it
+    # scanned; after it no comment can end, so that tail is stripped without the comment
+    # alternative. No match crosses the split (it falls right after a `>`, which no
+    # alternative holds inside), so this is exactly one pass of `_ANY_MARKUP` over `raw`.
+    split = raw.rfind("-->") + 3 if "-->" in raw else 0
+    text = _ANY_MARKUP.sub(" ", raw[:split]) + _ANY_MARKUP_BUT_COMMENTS.sub(" ", raw[split:])
     text = _FENCE_ONLY_LINE.sub("", text)
     text = decode_entities(text)
     lines = [" ".join(line.split()) for line in text.splitlines()]

@@ -227,3 +227,13 @@ def test_streamed_text_equals_parsed_text_on_100k_replies() -> None:
         raw = soup(rng)
         cuts = [rng.randint(0, len(raw)) for _ in range(rng.randint(0, 10))]
         check_against_batch(raw, cuts, rng.choice([STREAM, TAGS]))
+
+
+def test_a_comment_streams_as_text_and_hides_its_tags() -> None:
+    raw = "<external_dialogue>a <!-- </external_dialogue> --> b</external_dialogue><!-- <external_dialogue>x"
+    for cuts in ([], [22, 23, 24, 40], list(range(len(raw)))):
+        check_against_batch(raw, cuts, STREAM)
+    parser = SectionStream(TAGS, STREAM)
+    out = "".join(e.text for c in raw for e in parser.feed(c) if isinstance(e, Text))
+    out += "".join(e.text for e in parser.close() if isinstance(e, Text))
+    assert out == "a <!-- </external_dialogue> --> b"

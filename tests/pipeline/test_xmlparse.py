@@ -348,3 +348,69 @@ def test_empty_tag_name_is_ignored() -> None:
     result = extract_sections("<>x</><reply>Hi</reply>", ["", "reply"])
     assert set(result.sections) == {"reply"}
     assert result.outside == "<>x</>"
+
+
+# Issue 12: hostile 100k-character replies stay linear; comments hide no sections; the
+# fallback text never holds a section's content.
+
+from soul.sections.fallback import text_outside_sections  # noqa: E402
+
+HOSTILE_100K = {
+    "open comments": "<!--" * 25_000,
+    "open comments and a close": "<!--" * 25_000 + "-->",
+    "comment closes": "-->" * 33_334,
+    "bare lt": "<" * 100_000,
+    "lt letter": "<a" * 50_000,
+    "lt bang": "<!" * 50_000,
+    "open known tags": "<internal_monologue>" * 5_000,
+    "unclosed known tag": "<external_dialogue" + " x" * 50_000,
+    "invented tags": "".join(f"<t{i}_x>" for i in range(12_000)),
+    "entities": "&#" * 50_000,
+    "cdata": "<external_dialogue><![CDATA[" * 3_600,
+    "one word": "a" * 100_000,
+    "dashes": "<!--" + "-" * 100_000,
+}
+
+
+@pytest.mark.parametrize("raw", HOSTILE_100K.values(), ids=HOSTILE_100K.keys())
+def test_hostile_100k_replies_are_handled_in_linear_time(raw: str) -> None:
+    import time
+
+    started = time.perf_counter()
+    extract_sections(raw, TAGS)
+    strip_tags(raw)
+    text_outside_sections(raw, TAGS)
+    assert time.perf_counter() - started < 2.0  # quadratic on 100k characters takes minutes
+
+
+def test_strip_tags_on_repeated_open_comments_equals_the_plain_regex() -> None:
+    import re
+
+    full = re.compile(r"<!--.*?-->|<!\[CDATA\[|\]\]>|</?[A-Za-z][^<>]{0,1024}>|<[?!][^<>]{0,1024}>", re.S | re.I)
+    for raw in ("<!--a<!--b-->c<!--d", "x<!-- <b>y</b> -->z<!--<i>w", "<!---->-->", "a-->b<!--c"):
+        expected = " ".join(full.sub(" ", raw).split())
+        assert " ".join(strip_tags(raw).split()) == expected
+
+
+def test_a_comment_is_opaque_and_kept_as_text() -> None:
+    result = parse("<!-- <external_dialogue>old</external_dialogue> --><external_dialogue>new</external_dialogue>")
+    assert result.sections["external_dialogue"].text == "new"
+    assert "old" in result.outside
+    inside = parse("<internal_monologue>a <!-- </internal_monologue> --> b</internal_monologue>")
+    assert inside.sections["internal_monologue"].text == "a <!-- </internal_monologue> --> b"
+    assert parse("<!-- <external_dialogue>x</external_dialogue>").sections == {}
+
+
+_SECRET = "SECRETWORD"
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    before=st.lists(st.sampled_from(FRAGMENTS), max_size=12).map("".join),
+    after=st.lists(st.sampled_from(FRAGMENTS), max_size=12).map("".join),
+    tag=st.sampled_from(["internal_monologue", "user_model_check", "Internal_Monologue", "internal_monologu", "thinking", "x_y"]),
+    closed=st.booleans(),
+)
+def test_fallback_text_never_holds_a_sections_content(before: str, after: str, tag: str, closed: bool) -> None:
+    raw = f"{before}<{tag}>{_SECRET}{f'</{tag}>' if closed else ''}{after}"
+    assert _SECRET not in text_outside_sections(raw, TAGS)
