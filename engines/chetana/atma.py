@@ -49,6 +49,7 @@ FAILURE_STREAK_LIMIT = 3  # consecutive failures that make a tool a known limita
 # The original divides by a zero actual success rate and reports Infinity, which JSON cannot
 # hold; a ratio this high already means "overconfident", so it is the ceiling.
 CALIBRATION_CAP = 10.0
+WEAK_RATE = 0.7  # success rate under which the self-assessment calls a tool weak, never strong
 CONTEXT_LOSS = "Context loss detected — may lose track of earlier conversation"
 
 
@@ -346,13 +347,15 @@ class AtmaDarshana(Subsystem):
 
     def get_self_assessment(self) -> str:
         """A summary under 200 characters for a system prompt: calibration, velocity, the
-        strongest tools, the weakest tool under 70 % and how many limitations are known."""
+        strongest tools (at least 70 %), the weakest tool under 70 % and how many limitations are known."""
         if self._assessment is not None:
             return self._assessment
         cal, vel = self.calibration, self.learning_velocity
         ranked = sorted(self._tools.items(), key=lambda item: item[1].rate, reverse=True)
-        strong = [(n, round(r.rate * 100)) for n, r in ranked[:3]]
-        weak = [(n, round(r.rate * 100)) for n, r in ranked if r.rate < 0.7 and r.total > 0][-1:]
+        # One line per tool: a tool under WEAK_RATE is never "strong", however few tools there
+        # are (with two tools, the one that always failed was listed under both).
+        strong = [(n, round(r.rate * 100)) for n, r in ranked if r.rate >= WEAK_RATE][:3]
+        weak = [(n, round(r.rate * 100)) for n, r in ranked if r.rate < WEAK_RATE and r.total > 0][-1:]
         count = len(self.known_limitations)
         # The text changes far less often than the numbers behind it: rebuild it only when
         # what it prints changes.

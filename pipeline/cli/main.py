@@ -3,7 +3,9 @@ chetana, memory.
 
 Exit codes: 0 success; 1 the blueprint is invalid; 2 usage errors (bad arguments, no such
 file or soul). A SoulError prints as one line (`--debug` shows the traceback); anything else is
-a bug and keeps its traceback.
+a bug and keeps its traceback. What is printed about an error, traceback included, has its
+terminal controls shown as escapes and known secrets redacted (an SDK error chained under a
+provider error may quote the request, key and all).
 """
 
 from __future__ import annotations
@@ -13,15 +15,41 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from soul.cli.terminal import json_text, shown
 from soul.errors import BlueprintInvalid, BlueprintNotFound, BlueprintTooLarge, SoulError
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
 
+def _error(exc: BaseException) -> None:
+    """`soul: error: …` on stderr: the message can hold user or model text, and a key."""
+    from soul.store import redact
+
+    print(f"soul: error: {shown(redact(str(exc)))}", file=sys.stderr)
+
+
+def _redacting_excepthook(kind: type[BaseException], exc: BaseException, tb: object) -> None:
+    """Python's traceback printer, with known secrets redacted and controls shown as escapes."""
+    import traceback
+
+    from soul.store import redact
+
+    text = "".join(traceback.format_exception(kind, exc, tb))  # type: ignore[arg-type]
+    sys.stderr.write(shown(redact(text)))
+
+
+def _redact_tracebacks() -> None:
+    # The traceback of an error that leaves main (--debug, or a bug) is printed by the
+    # interpreter after main returns, so the printer itself is replaced; a hook someone else
+    # installed (a debugger, a test runner) is left alone.
+    if sys.excepthook is sys.__excepthook__:
+        sys.excepthook = _redacting_excepthook
+
+
 def _print_diagnostics(diagnostics: Sequence[object], stream: object = None) -> None:
     out = stream or sys.stderr
     for d in diagnostics:
-        print(d.format_with_source(), file=out)  # type: ignore[attr-defined]
+        print(shown(d.format_with_source()), file=out)  # type: ignore[attr-defined]
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -32,18 +60,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
         try:
             checked = validate(target)
         except (BlueprintNotFound, BlueprintTooLarge) as exc:
-            print(f"soul: error: {exc}", file=sys.stderr)
+            _error(exc)
             worst = max(worst, EXIT_USAGE)
             continue
         _print_diagnostics(checked.diagnostics)
         errors, warnings = len(checked.errors), len(checked.warnings)
         name = checked.blueprint.file if checked.blueprint else target
         if errors:
-            print(f"{name}: invalid — {errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}", file=sys.stderr)
+            print(f"{shown(str(name))}: invalid — {errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}", file=sys.stderr)
             worst = max(worst, EXIT_INVALID)
         elif not args.quiet:
             suffix = f" ({warnings} warning{'s' * (warnings != 1)})" if warnings else ""
-            print(f"{name}: valid{suffix}")
+            print(f"{shown(str(name))}: valid{suffix}")
     return worst
 
 
@@ -64,7 +92,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from soul.runtime import explain, render
 
     plan = _compile(args.blueprint)
-    print(render(plan, args.message, explain(plan, args.message, user=args.user)), end="")  # type: ignore[arg-type]
+    print(shown(render(plan, args.message, explain(plan, args.message, user=args.user))), end="")  # type: ignore[arg-type]
     return EXIT_OK
 
 
@@ -93,14 +121,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_chetana(args: argparse.Namespace) -> int:
-    import json
-
     from soul.runtime import session_report
     from soul.store import SessionStore
 
     with SessionStore.open() as store:
         report = session_report(store, args.session)
-    print(json.dumps(report.to_dict(), ensure_ascii=False, indent=2) if args.json else report.render())
+    print(json_text(report.to_dict()) if args.json else shown(report.render()))
     return EXIT_OK
 
 
@@ -184,6 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `soul` command."""
+    _redact_tracebacks()
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -198,12 +225,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (BlueprintNotFound, BlueprintTooLarge) as exc:
         if args.debug:
             raise
-        print(f"soul: error: {exc}", file=sys.stderr)
+        _error(exc)
         return EXIT_USAGE
     except SoulError as exc:
         if args.debug:
             raise
-        print(f"soul: error: {exc}", file=sys.stderr)
+        _error(exc)
         return EXIT_INVALID
     except BrokenPipeError:  # `soul schema | head`
         return EXIT_OK

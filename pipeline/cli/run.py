@@ -113,8 +113,12 @@ def run_command(args: argparse.Namespace) -> int:
         session = _session(soul, args)
         if args.message is not None:
             if args.json:
+                from soul.store import redact_data
+
                 result = session.turn_sync(args.message)
-                print(json_text(result.to_json()))
+                # What was stored is redacted; the result object is the turn's own, so it is
+                # redacted here too (a key quoted in the message or the reply).
+                print(json_text(redact_data(result.to_json())))
                 return 0
             from rich.console import Console
 
@@ -200,7 +204,9 @@ def _repl(soul: Any, session: Any, args: argparse.Namespace) -> int:
             except Exception as exc:
                 if not isinstance(exc, SoulError) or args.debug:
                     raise
-                console.print(f"[red]error:[/] {markup_safe(str(exc))}", highlight=False)
+                from soul.store import redact
+
+                console.print(f"[red]error:[/] {markup_safe(redact(str(exc)))}", highlight=False)
         with contextlib.suppress(KeyboardInterrupt):  # a second Ctrl-C leaves at once
             loop.run(session.settle())
     finally:

@@ -64,7 +64,9 @@ def user_model_command(args: argparse.Namespace) -> int:
                 print(f"{args.soul} knows nothing about {args.user} yet")
             for v in history:
                 where = f" · session {v.session_id[:8]} turn {v.turn}" if v.session_id else ""
-                print(shown(f"v{v.version}  {_when(v.created)}{where}  {v.note}"))
+                # A note of several lines stays under its version, indented.
+                note = "\n    ".join(v.note.splitlines())
+                print(shown(f"v{v.version}  {_when(v.created)}{where}  {note}"))
             return 0
         versions = {v.version: v for v in history}
         if args.action == "diff":
@@ -76,9 +78,12 @@ def user_model_command(args: argparse.Namespace) -> int:
             b = versions.get(new)
             if b is None or (a is None and old != 0):
                 raise SoulError(f"no version {old if a is None else new}; versions: {', '.join(map(str, versions))}")
-            before = a.text.splitlines(keepends=True) if a else []
-            diff = difflib.unified_diff(before, b.text.splitlines(keepends=True), f"v{old}", f"v{new}")
-            print(shown("".join(diff)), end="")
+            # Lines without their ends, joined here: a text with no final newline would
+            # otherwise run its last line into the next line of the diff.
+            before = a.text.splitlines() if a else []
+            diff = "\n".join(difflib.unified_diff(before, b.text.splitlines(), f"v{old}", f"v{new}", lineterm=""))
+            if diff:
+                print(shown(diff))
             return 0
         if args.action == "revert":
             if args.version not in versions:
@@ -91,11 +96,17 @@ def user_model_command(args: argparse.Namespace) -> int:
 
 def add_parsers(sub: Any) -> None:
     p = sub.add_parser("sessions", help="list, show, export or delete stored sessions", description="Stored sessions under $SOUL_HOME.")
-    p.add_argument("action", choices=("list", "show", "export", "delete"))
-    p.add_argument("id", nargs="?", help="session id or unique prefix")
-    p.add_argument("--soul", help="list only this soul's sessions")
-    p.add_argument("--all", action="store_true", help="show: include thoughts and checks")
-    p.set_defaults(func=sessions_command)
+    # One sub-parser per action, each with its own arguments: with one parser for all, the
+    # optional id was taken as absent before `--all` and `show --all ID` rejected the id.
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    q = actions.add_parser("list", help="the stored sessions, newest first")
+    q.add_argument("--soul", help="list only this soul's sessions")
+    for action, text in (("show", "a session's conversation"), ("export", "a session as JSON"), ("delete", "delete a session and its logs")):
+        q = actions.add_parser(action, help=text)
+        q.add_argument("id", help="session id or unique prefix")
+        if action == "show":
+            q.add_argument("--all", action="store_true", help="include thoughts and checks")
+    p.set_defaults(func=sessions_command, id=None, soul=None, all=False)
 
     p = sub.add_parser("user-model", help="show, history, diff or revert a user model", description="The markdown user model a soul keeps of each user, with its versions.")
     p.add_argument("action", choices=("show", "history", "diff", "revert"))

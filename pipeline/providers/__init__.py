@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from importlib import import_module
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from soul.errors import ProviderError
@@ -104,21 +105,26 @@ def _plugin(family: str) -> Any:
     return None
 
 
-def resolve(spec: str, options: dict[str, Any] | None = None, *, policy: Policy | None = None) -> Provider:
+def resolve(
+    spec: str, options: dict[str, Any] | None = None, *, policy: Policy | None = None, within: Path | None = None
+) -> Provider:
     """The provider for a spec string such as `anthropic/claude-haiku-4-5`.
 
     `options` are the model slot's (temperature, max_tokens, top_p, base_url, api_key_env,
-    timeout); `policy` overrides the default failure policy of live providers.
+    timeout); `policy` overrides the default failure policy of live providers. `within` is the
+    blueprint's folder when the spec came from a blueprint: a `scripted:` or `replay:` file is
+    then read relative to it and refused outside it (a spec typed on the command line is not
+    confined). Those files are size-limited and must be regular files either way.
     """
     options = dict(options or {})
     if spec.startswith("scripted:"):
         from soul.providers.scripted import ScriptedProvider
 
-        return ScriptedProvider.from_file(spec.split(":", 1)[1])
+        return ScriptedProvider.from_file(spec.split(":", 1)[1], within=within)
     if spec.startswith("replay:"):
         from soul.providers.replay import ReplayProvider
 
-        return ReplayProvider.from_file(spec.split(":", 1)[1])
+        return ReplayProvider.from_file(spec.split(":", 1)[1], within=within)
     family, _, model = spec.partition("/")
     if family == "local":
         from soul.providers.local import LocalProvider

@@ -2,7 +2,9 @@
 
 The key is the first 16 hex digits of a SHA-256 over the provider, the model, the messages
 (role and content) and the parameters that change a reply (temperature, max_tokens, top_p,
-grammar, ...) — never over where the call went (`base_url`, `timeout`) or which key paid for it.
+grammar, seed, ...) — never over where the call went (`base_url`), which key paid for it, or
+the failure policy (`timeout`, `retries`, `backoff`, `breaker_*`). Cassettes recorded when the
+policy's options still keyed a call are found by their old key too.
 Everything written is redacted (`secrets.redact`): keys never reach a cassette.
 """
 
@@ -21,10 +23,19 @@ import yaml
 
 from soul.errors import ProviderError
 from soul.providers.base import Request, Usage
+from soul.providers.files import read_text
+from soul.providers.policy import SLOT_OPTIONS
 from soul.providers.secrets import redact, redact_data
 
 FORMAT = 1
-NOT_PARAMETERS = frozenset({"base_url", "api_key", "api_key_env", "timeout"})  # where and how, not what
+MAX_CASSETTE_BYTES = 256 << 20  # a long recording of long prompts; /dev/zero is refused anyway
+# Where the call went, who paid, and how hard to try (the failure policy's options, threads):
+# none of it changes the reply, so none of it keys a call — a changed `retries` still replays.
+NOT_PARAMETERS = frozenset({"base_url", "api_key", "api_key_env", "n_threads"}) | frozenset(
+    option for option, _, _ in SLOT_OPTIONS
+)
+# What keys left out before the policy's options were (cassettes recorded then still replay).
+_OLD_NOT_PARAMETERS = frozenset({"base_url", "api_key", "api_key_env", "timeout"})
 HEADER = (
     "# soul cassette: recorded model calls, served back by --replay / replay:FILE.\n"
     "# Keys hash provider, model, messages and parameters; secrets are redacted.\n"
@@ -40,6 +51,7 @@ def split_spec(spec: str) -> tuple[str, str]:
 
 
 def parameters(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The options that change a reply, sorted: what keys a call."""
     return {k: v for k, v in sorted(options.items()) if k not in NOT_PARAMETERS}
 
 
@@ -51,8 +63,16 @@ def request_key(provider: str, model: str, messages: Iterable[tuple[str, str]], 
 
 
 def key_of(request: Request, spec: str | None = None) -> str:
+    """The key `request` is recorded under (as `spec`'s call, if given)."""
     provider, model = split_spec(spec or request.model)
     return request_key(provider, model, ((m.role, m.content) for m in request.messages), parameters(request.options))
+
+
+def old_key_of(request: Request, spec: str | None = None) -> str:
+    """The key an older soul recorded `request` under (policy options included)."""
+    provider, model = split_spec(spec or request.model)
+    params = {k: v for k, v in sorted(request.options.items()) if k not in _OLD_NOT_PARAMETERS}
+    return request_key(provider, model, ((m.role, m.content) for m in request.messages), params)
 
 
 @dataclass(slots=True)
@@ -98,12 +118,11 @@ class Cassette:
     recalls: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
-    def load(cls, path: str | Path) -> Cassette:
-        path = Path(path)
+    def load(cls, path: str | Path, *, within: Path | None = None) -> Cassette:
+        """Read a cassette; with `within` (the blueprint's folder), as `files.read_text`."""
+        path, text = read_text(path, "cassette", MAX_CASSETTE_BYTES, within=within)
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ProviderError(f"cassette {path}: cannot read it: {exc.strerror}") from exc
+            data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
             raise ProviderError(f"cassette {path}: not valid YAML: {exc}") from exc
         if not isinstance(data, dict) or not isinstance(data.get("calls"), list):

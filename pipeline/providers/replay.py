@@ -16,7 +16,15 @@ from pathlib import Path
 
 from soul.errors import ReplayMiss
 from soul.providers.base import Chunk, Completion, Provider, Request, Usage
-from soul.providers.cassette import Call, Cassette, key_of, parameters, render_prompt, usage_from
+from soul.providers.cassette import (
+    Call,
+    Cassette,
+    key_of,
+    old_key_of,
+    parameters,
+    render_prompt,
+    usage_from,
+)
 from soul.providers.secrets import redact
 
 MAX_DIFF_LINES = 60
@@ -36,13 +44,15 @@ class ReplayProvider(Provider):
         self.specs = sorted({f"{c.provider}/{c.model}" if c.model else c.provider for c in cassette.calls})
 
     @classmethod
-    def from_file(cls, path: str | Path) -> ReplayProvider:
-        return cls(Cassette.load(path))
+    def from_file(cls, path: str | Path, *, within: Path | None = None) -> ReplayProvider:
+        """Serve a cassette file (`within`: the blueprint's folder, see `Cassette.load`)."""
+        return cls(Cassette.load(path, within=within))
 
     def _keys(self, request: Request) -> list[str]:
-        if request.model.startswith(REPLAY_PREFIX):
-            return [key_of(request, spec) for spec in self.specs]
-        return [key_of(request)]
+        specs = self.specs if request.model.startswith(REPLAY_PREFIX) else [None]
+        keys = [key_of(request, spec) for spec in specs]
+        # Then the keys older cassettes used (they also hashed retries, backoff, ...).
+        return keys + [k for k in (old_key_of(request, spec) for spec in specs) if k not in keys]
 
     def find(self, request: Request) -> Call:
         """The recorded call for `request`, or ReplayMiss."""
@@ -71,7 +81,8 @@ class ReplayProvider(Provider):
             lines = [*lines[:MAX_DIFF_LINES], f"... ({len(lines) - MAX_DIFF_LINES} more diff lines)"]
         where = f"{nearest.provider}/{nearest.model}" if nearest.model else nearest.provider
         params = parameters(request.options)
-        notes = [] if params == nearest.params else [f"parameters differ: recorded {nearest.params}, requested {params}"]
+        recorded = parameters(nearest.params)
+        notes = [] if params == recorded else [f"parameters differ: recorded {recorded}, requested {params}"]
         if not lines:
             notes.append("the prompts are the same; the provider, model or parameters differ")
         body = "\n".join([*notes, *lines])

@@ -1,7 +1,8 @@
 """`scripted:FILE` — canned replies, consumed one per model call (tests, demos, CI).
 
-The file is a YAML or JSON list of raw model replies. Running out is an error that says how
-many calls were made. Replies stream in small pieces so streaming paths are exercised too.
+The file is a YAML or JSON list of raw model replies, at most `MAX_SCRIPT_BYTES`; named in a
+blueprint, it must lie inside the blueprint's folder (`files.read_text`). Running out is an
+error that says how many calls were made. Replies stream in small pieces so streaming paths are exercised too.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ import yaml
 
 from soul.errors import ProviderError
 from soul.providers.base import Chunk, Clock, Completion, Provider, Request
+from soul.providers.files import read_text
 
 CHUNK_CHARS = 7  # small and odd, so chunk boundaries fall inside tags and entities
+MAX_SCRIPT_BYTES = 4 << 20  # canned replies for tests and demos; far more is a mistake
 
 
 class ScriptExhausted(ProviderError):
@@ -35,13 +38,10 @@ class ScriptedProvider(Provider):
         self.requests: list[Request] = []
 
     @classmethod
-    def from_file(cls, path: str | Path) -> ScriptedProvider:
-        """Load replies from a YAML or JSON list."""
-        path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ProviderError(f"scripted replies: cannot read {path}: {exc.strerror}") from exc
+    def from_file(cls, path: str | Path, *, within: Path | None = None) -> ScriptedProvider:
+        """Load replies from a YAML or JSON list; with `within` (the blueprint's folder), a
+        relative path is read from there and a path outside it is refused."""
+        path, text = read_text(path, "scripted replies", MAX_SCRIPT_BYTES, within=within)
         try:
             data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
         except (ValueError, yaml.YAMLError) as exc:  # json errors are ValueErrors

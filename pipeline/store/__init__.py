@@ -1,6 +1,7 @@
 """Persistence under the data home (`$SOUL_HOME`, default `~/.soul`): the SQLite session store
 (sessions, messages, state, versioned user models, working memory; one transaction a turn),
-its migrations, export, and the JSONL log mirror."""
+its migrations, export, and the JSONL log mirror; and the redaction of secret values that
+every writer of soul applies (`redact`)."""
 
 from soul.store.home import (
     data_home,
@@ -10,13 +11,19 @@ from soul.store.home import (
     soul_home,
     valid_session_id,
 )
+from soul.store.redaction import REDACTED, redact, redact_commit, redact_data, remember
 from soul.store.sessions import SessionStore
 
 __all__ = [
+    "REDACTED",
     "SessionStore",
     "data_home",
     "db_path",
     "fields_dir",
+    "redact",
+    "redact_commit",
+    "redact_data",
+    "remember",
     "session_logs_dir",
     "soul_home",
     "valid_session_id",

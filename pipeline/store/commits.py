@@ -20,6 +20,7 @@ from soul.records import Commit
 from soul.store import home as soul_home
 from soul.store import logs
 from soul.store.database import Checkpointer
+from soul.store.redaction import redact_commit
 
 log = logging.getLogger(__name__)
 
@@ -45,10 +46,12 @@ class Commits:
 
         Refused with StaleTurn unless the session's turn count equals `commit.base_turn`
         (subprocess commits keep the count but check it all the same). The JSONL logs are
-        appended after the transaction, from the same data.
+        appended after the transaction, from the same data. Every text and JSON field is
+        redacted first (`redact_commit`): a key quoted in a prompt or reply is stored nowhere.
         """
         if commit.kind not in COMMIT_KINDS:
             raise StoreError(f"unknown commit kind {commit.kind!r}")
+        commit = redact_commit(commit)
         now = time.time()
         turn = commit.turn
         # Serialised before the transaction: a value that is not JSON fails without a lock held.

@@ -42,6 +42,26 @@ def connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
+def damaged(error: sqlite3.Error, path: Path) -> StoreError | None:
+    """The StoreError to raise for an error that means the database file itself is unusable
+    (garbage bytes, a truncated file, a folder in its place), or None for any other error."""
+    code = getattr(error, "sqlite_errorcode", None)
+    aside = f"move it aside (mv {path} {path}.damaged) and soul starts an empty one"
+    if code == sqlite3.SQLITE_CANTOPEN:
+        if path.is_dir():
+            return StoreError(f"the session database {path} is a folder, not a file: {aside}")
+        return StoreError(
+            f"cannot open the session database {path} ({error}): check that its folder is "
+            f"writable, or {aside}"
+        )
+    if code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+        return StoreError(
+            f"the session database {path} is damaged ({error}): {aside}; the sessions' text "
+            f"is also in the JSONL logs beside it ({path.parent / 'logs'})"
+        )
+    return None
+
+
 def is_busy(error: sqlite3.OperationalError) -> bool:
     code = getattr(error, "sqlite_errorcode", None)
     if code is not None:

@@ -16,6 +16,8 @@ import os
 import re
 from pathlib import Path
 
+from soul.errors import StoreError
+
 DB_NAME = "soul.db"
 
 # Session ids become folder names under logs/, so only plain characters are allowed.
@@ -26,16 +28,24 @@ def soul_home() -> Path:
     """`$SOUL_HOME` or `~/.soul`, created on demand."""
     configured = os.environ.get("SOUL_HOME")
     home = Path(configured).expanduser() if configured else Path.home() / ".soul"
-    home.mkdir(parents=True, exist_ok=True)
-    return home
+    return _made(home, "$SOUL_HOME" if configured else "the data home")
 
 
 def data_home(home: Path | None = None) -> Path:
     """`home` if given (created on demand), else `soul_home()`."""
     if home is None:
         return soul_home()
-    home = Path(home).expanduser()
-    home.mkdir(parents=True, exist_ok=True)
+    return _made(Path(home).expanduser(), "the data home")
+
+
+def _made(home: Path, what: str) -> Path:
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+    except OSError as error:  # a file in its place, no permission, a read-only disk
+        raise StoreError(
+            f"{what} {home} cannot be used as a folder ({error.strerror or error}): "
+            "point SOUL_HOME at a writable folder, or move what is there aside"
+        ) from error
     return home
 
 

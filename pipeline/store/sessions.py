@@ -33,9 +33,10 @@ from soul.records import (
 )
 from soul.store import home as soul_home
 from soul.store.commits import Commits, dumps
-from soul.store.database import Checkpointer, connect, dicts, retry
+from soul.store.database import Checkpointer, connect, damaged, dicts, retry
 from soul.store.export import SESSION_COLUMNS, Export
 from soul.store.migrations import migrate
+from soul.store.redaction import redact_data
 from soul.store.user_models import UserModels
 
 __all__ = ["SessionNotFound", "SessionStore", "StaleTurn", "StoreError"]
@@ -63,11 +64,22 @@ class SessionStore(Commits, UserModels, Export):
         Logs left behind by a process that died after a commit are repaired here.
         """
         root = soul_home.data_home(home)
-        conn = connect(soul_home.db_path(root))
+        path = soul_home.db_path(root)
+        try:
+            conn = connect(path)
+        except sqlite3.DatabaseError as error:
+            if (report := damaged(error, path)) is None:
+                raise
+            raise report from error
         try:
             retry(lambda: migrate(conn))
             store = cls(conn, root)
             store.repair_logs()
+        except sqlite3.DatabaseError as error:
+            conn.close()
+            if (report := damaged(error, path)) is None:
+                raise
+            raise report from error
         except BaseException:
             conn.close()
             raise
@@ -95,12 +107,23 @@ class SessionStore(Commits, UserModels, Export):
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
         # One read transaction: WAL gives it a consistent view while writers carry on.
-        with self._lock:
+        with self._lock, self._damage_reported():
             self._conn.execute("BEGIN")
             try:
                 yield self._conn
             finally:
                 self._conn.execute("COMMIT")
+
+    @contextmanager
+    def _damage_reported(self) -> Iterator[None]:
+        # Damage found after open (a page torn by a disk fault) is a StoreError saying what to
+        # do, like damage found at open; any other SQLite error keeps its type.
+        try:
+            yield
+        except sqlite3.DatabaseError as error:
+            if (report := damaged(error, soul_home.db_path(self.home))) is None:
+                raise
+            raise report from error
 
     def _write(self, body: Callable[[sqlite3.Connection], T]) -> T:
         """Run `body` in one BEGIN IMMEDIATE transaction, retried whole on SQLITE_BUSY."""
@@ -118,7 +141,8 @@ class SessionStore(Commits, UserModels, Export):
                     raise
                 return result
 
-        return retry(attempt)
+        with self._damage_reported():
+            return retry(attempt)
 
     # -- sessions --------------------------------------------------------------------------
 
@@ -138,7 +162,7 @@ class SessionStore(Commits, UserModels, Export):
                 f"invalid session id {sid!r}: use letters, digits, '_' and '-' (at most 64)"
             )
         now = time.time()
-        state = dumps(initial_state) if initial_state is not None else None
+        state = dumps(redact_data(initial_state)) if initial_state is not None else None
 
         def body(conn: sqlite3.Connection) -> None:
             if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchone():

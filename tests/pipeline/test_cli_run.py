@@ -115,3 +115,35 @@ def test_the_readme_examples_answer(name: str, capsys: pytest.CaptureFixture[str
     code, out, _ = run(capsys, "run", name, "--script", str(example), "-m", "Hello", "--json")
     assert code == 0
     assert json.loads(out)["reply"].startswith(("Hello. I'm Claudius", "Hi! I'm Samantha"))
+
+
+def test_sessions_show_takes_the_id_after_all(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run(capsys, "run", "claudius", "--script", script(tmp_path, claudius_reply()), "-m", "Hi", "--json")
+    session_id = run(capsys, "sessions", "list")[1].split()[0]
+    for argv in (("show", "--all", session_id[:6]), ("show", session_id[:6], "--all")):
+        code, out, err = run(capsys, "sessions", *argv)
+        assert code == 0 and "(internal_monologue)" in out, err
+    with pytest.raises(SystemExit) as caught:  # no id: a usage error, exit 2
+        main(["sessions", "show", "--all"])
+    assert caught.value.code == 2
+
+
+def test_user_model_diff_and_history_keep_their_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    first = claudius_reply(model="# Ada\nBuilds compilers.", note="first")
+    second = claudius_reply(model="# Ada\nBuilds parsers.", note="two things:\nparsers\nnot compilers")
+    run(capsys, "run", "claudius", "--script", script(tmp_path, first), "-m", "Hi", "--user", "ada", "--json")
+    session_id = run(capsys, "sessions", "list")[1].split()[0]
+    run(capsys, "run", "claudius", "--script", script(tmp_path, second), "-m", "Hi", "--user", "ada", "--session", session_id, "--json")
+    code, out, _ = run(capsys, "user-model", "diff", "claudius", "--user", "ada")
+    lines = out.splitlines()
+    assert code == 0 and "-Builds compilers." in lines and "+Builds parsers." in lines
+    code, out, _ = run(capsys, "user-model", "history", "claudius", "--user", "ada")
+    assert [line.split()[0] for line in out.splitlines() if not line.startswith(" ")] == ["v1", "v2"]
+    assert "    parsers" in out.splitlines()
+
+
+def test_errors_print_escapes_not_terminal_controls(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "sessions", "show", "\x1b]0;pwned\x07\x1b[2J")
+    assert code == 1 and "\x1b" not in err and "\\x1b]0;pwned" in err
+    code, _, err = run(capsys, "validate", "/nonexistent/\x1b[2J.yaml")
+    assert code == 2 and "\x1b" not in err

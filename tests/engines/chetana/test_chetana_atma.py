@@ -5,6 +5,8 @@ import json
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from soul.engines.chetana import AtmaDarshana, ChetanaConfig, InputError, wilson_interval
 from soul.engines.chetana.atma import CALIBRATION_CAP, CONTEXT_LOSS
@@ -262,9 +264,21 @@ def test_self_assessment_is_short_and_names_strong_and_weak_tools():
     atma.mark_context_recovery()
     text = atma.get_self_assessment()
     assert text == (
-        "well-calibrated (1.00), steady (v:+0.000). Strong: grep (100%), read (0%)."
+        "well-calibrated (1.00), steady (v:+0.000). Strong: grep (100%)."
         " Weak: read (0%). 1 limitation noted."
     )
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["grep", "read", "bash", "edit", "web"]), st.booleans()), max_size=40))
+def test_self_assessment_never_lists_a_tool_as_both_strong_and_weak(results: list[tuple[str, bool]]) -> None:
+    atma = AtmaDarshana()
+    for tool, ok in results:
+        atma.record_tool_result(tool, ok, 5)
+    text = atma.get_self_assessment()
+    strong = text.split(" Strong: ")[1].split(".")[0] if " Strong: " in text else ""
+    weak = text.split(" Weak: ")[1].split(" (")[0] if " Weak: " in text else None
+    assert weak is None or f"{weak} (" not in strong
 
 
 def test_self_assessment_stays_under_200_characters():

@@ -1,0 +1,122 @@
+"""A key quoted in a message or a reply is written nowhere (issue 12.7): not in soul.db, not in
+the JSONL logs, not in `--json`, not in a printed error or a `--debug` traceback."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from souls import claudius_reply
+
+from soul.cli.main import _redacting_excepthook, main
+from soul.errors import ProviderError
+from soul.records import Commit, MemoryEntry, MessageRecord, UserModelChange
+from soul.store import REDACTED, SessionStore, redact, redact_commit
+
+KEY = "fake-anthropic-7d1c0e55b2a94f3f"  # not key-shaped: found because the variable names it
+
+
+@pytest.fixture
+def key(monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    return KEY
+
+
+def files_holding(root: Path, needle: str) -> list[str]:
+    return [str(p) for p in root.rglob("*") if p.is_file() and needle.encode() in p.read_bytes()]
+
+
+def talk_with_the_key(key: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two turns of claudius (a memory soul) whose message, reply, thoughts and user model
+    quote the key; `--json` and `sessions export` must not show it."""
+    reply = claudius_reply(f"Your key is {key}.", model=f"# Ada\n\nKey: {key}", note=f"noted {key}")
+    reply = reply.replace("She builds compilers", f"She pasted {key}")
+    script = tmp_path / "replies.yaml"
+    script.write_text(yaml.safe_dump([reply, reply]))
+    for _ in range(2):  # the second turn resumes: snapshot, user model and state read back
+        args = ["run", "claudius", "--script", str(script), "-m", f"my key is {key}", "--json", "--user", "ada"]
+        sessions = SessionStore.open().sessions()
+        if sessions:
+            args += ["--session", sessions[0].id]
+        assert main(args) == 0
+        out = capsys.readouterr().out
+        assert key not in out and REDACTED in out
+        assert json.loads(out)["reply"] == f"Your key is {REDACTED}."
+    assert main(["sessions", "export", SessionStore.open().sessions()[0].id]) == 0
+    assert key not in capsys.readouterr().out
+
+
+def test_a_key_in_the_message_and_the_reply_is_stored_nowhere_by_the_store(
+    key: str, soul_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    talk_with_the_key(key, tmp_path, capsys)
+    store_files = [soul_home / "logs", *soul_home.glob("soul.db*")]
+    assert list(soul_home.rglob("*.jsonl"))  # the logs were written...
+    assert all(files_holding(p, key) == [] if p.is_dir() else key.encode() not in p.read_bytes() for p in store_files)
+    assert files_holding(soul_home / "logs", REDACTED)
+
+
+def test_a_key_in_the_message_and_the_reply_is_stored_nowhere_under_the_home(
+    key: str, soul_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    talk_with_the_key(key, tmp_path, capsys)
+    assert files_holding(soul_home, key) == []  # the memory field's WAL included
+
+
+def test_a_printed_error_and_a_debug_traceback_redact_the_key(
+    key: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    try:
+        try:
+            raise ValueError(f"401: the request sent x-api-key: {key}")  # an SDK echoing it
+        except ValueError as sdk:
+            raise ProviderError(f"anthropic: refused ({key})") from sdk
+    except ProviderError as exc:
+        _redacting_excepthook(type(exc), exc, exc.__traceback__)
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "ValueError: 401" in err and "ProviderError" in err
+    assert key not in err and err.count(REDACTED) == 2
+
+
+def test_the_cli_installs_the_redacting_traceback_printer(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "excepthook", sys.__excepthook__)
+    main(["schema"])
+    assert sys.excepthook is _redacting_excepthook
+
+
+def commit_with(text: str) -> Commit:
+    return Commit(
+        "s", 0,
+        messages=(MessageRecord("external", "user", text, meta={"raw": text, text: [text]}),),
+        state={"note": text, "nested": {"list": [text, 1, None]}},
+        user_model=UserModelChange(text, text),
+        memory=(MemoryEntry("r", "userMessage", text, meta={"q": text}),),
+        chetana={"self": text},
+        trace={"steps": [{"outputs": {"reply": text}}], "prompt": text},
+    )
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(before=st.text(max_size=40), after=st.text(max_size=40))
+def test_every_field_of_a_commit_is_redacted(key: str, before: str, after: str) -> None:
+    redacted = redact_commit(commit_with(before + key + after))
+    assert key not in json.dumps(redacted, default=lambda o: o.__dict__)
+    assert redacted.session_id == "s" and redacted.messages[0].tag == "user"
+
+
+@pytest.mark.parametrize("text", [
+    "sk-ant-" + "A" * 40, "x" * 100_000 + "sk-" + "b" * 30, "sk-" * 50_000, "AKIA" + "Z" * 16,
+    "xoxb-" + "1" * 10_000, "-" * 200_000,
+])
+def test_hostile_key_shapes_redact_in_linear_time(text: str) -> None:
+    import time
+
+    start = time.perf_counter()
+    out = redact(" ".join([text] * 5))
+    assert time.perf_counter() - start < 1.0
+    assert "sk-ant-A" not in out and "AKIAZ" not in out
