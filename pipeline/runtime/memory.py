@@ -30,8 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from soul.errors import MemoryFieldError, MissingExtra
 from soul.language import Blueprint
-from soul.providers import redact
-from soul.store import fields_dir
+from soul.store import fields_dir, redact, secrets
 
 if TYPE_CHECKING:
     from soul.engines.resonance import Hit
@@ -80,6 +79,15 @@ def confined_field_path(where: str, folder: Path | None) -> Path:
             f" (through '..' or a symlink): keep the field inside the folder, or set "
             f"{ALLOW_FIELD_PATHS}=1 to allow it")
     return path
+
+
+def _prepared(item: dict[str, Any], known: list[str], session: str | None) -> dict[str, Any]:
+    """An item as the field gets it: its text redacted, the session in its meta."""
+    text = item.get("text")
+    item = {**item, "text": redact(text, known)} if isinstance(text, str) else dict(item)
+    if session:
+        item["meta"] = {**(item.get("meta") or {}), "session": session}
+    return item
 
 
 class MemoryBridge:
@@ -146,10 +154,10 @@ class MemoryBridge:
         if not items:
             return []
         field = self.field()
-        # a key quoted in a turn must not reach the field's log (the store redacts the same way)
-        items = [{**item, "text": redact(item["text"])} if isinstance(item.get("text"), str) else item for item in items]
-        if session:  # recall can then tell this conversation's memories from older ones
-            items = [{**item, "meta": {**(item.get("meta") or {}), "session": session}} for item in items]
+        # a key quoted in a turn must not reach the field's log (the store redacts the same way);
+        # with `session`, recall can tell this conversation's memories from older ones
+        known = secrets()
+        items = [_prepared(item, known, session) for item in items]
         with self.errors("remember into"):
             ids: list[str | None] = field.remember_many(items, session=session)
             if session:
@@ -306,9 +314,10 @@ class TapedField:
                 return [_hit(h) for h in recorded[min(n, len(recorded) - 1)]["hits"]]
             return live()
         hits = live()
+        known = secrets()
         self._cassette.recalls.append({
-            "mode": mode, "k": int(k), "query": redact(query),
-            "hits": [{"id": h.id, "text": redact(h.text), "score": round(float(h.score), 6), "kind": h.kind,
+            "mode": mode, "k": int(k), "query": redact(query, known),
+            "hits": [{"id": h.id, "text": redact(h.text, known), "score": round(float(h.score), 6), "kind": h.kind,
                       "tags": list(h.tags)} for h in hits],
         })
         self._cassette.save()

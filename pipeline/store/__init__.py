@@ -11,7 +11,7 @@ from soul.store.home import (
     soul_home,
     valid_session_id,
 )
-from soul.store.redaction import REDACTED, redact, redact_commit, redact_data, remember
+from soul.store.redaction import REDACTED, redact, redact_commit, redact_data, remember, secrets
 from soul.store.sessions import SessionStore
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "redact_commit",
     "redact_data",
     "remember",
+    "secrets",
     "session_logs_dir",
     "soul_home",
     "valid_session_id",
