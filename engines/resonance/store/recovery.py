@@ -333,7 +333,7 @@ class WalReader:
                 self._issue("bad_header", path, 0, end, reason)
                 continue
             kind: IssueKind = "torn_tail" if at_tail and is_last else "corrupt"
-            kept = self._quarantine(path, raw, start, end, reason) if self.repair else None
+            kept = self._quarantine(path, raw, start, end, reason, kind) if self.repair else None
             detail = reason
             if kind == "torn_tail" and self.repair and not live:
                 os.truncate(path, start)
@@ -342,7 +342,8 @@ class WalReader:
                 detail = f"{reason}; truncated from {scan.size} to {start} bytes"
             self._issue(kind, path, start, end - start, detail, kept)
 
-    def _quarantine(self, path: Path, raw: bytes | mmap.mmap, start: int, end: int, reason: str) -> str:
+    def _quarantine(self, path: Path, raw: bytes | mmap.mmap, start: int, end: int, reason: str,
+                    kind: IssueKind) -> str:
         self.quarantine_dir.mkdir(parents=True, exist_ok=True)
         target = self.quarantine_dir / f"{path.name}.{start}.bad"
         if not target.exists():  # the same damage is found again on every open
@@ -351,7 +352,7 @@ class WalReader:
             os.replace(tmp, target)
             record = {
                 "segment": path.name, "offset": start, "length": end - start,
-                "reason": reason, "file": target.name, "time": time.time(),
+                "reason": reason, "kind": kind, "file": target.name, "time": time.time(),
             }
             with open(self.quarantine_dir / "report.jsonl", "a") as fh:
                 fh.write(json.dumps(record) + "\n")
