@@ -7,9 +7,10 @@ It imports nothing from `soul` (the pipeline) nor from another engine.
 
 from .atma import AtmaDarshana, SelfModel
 from .bhava import Affect, Bhava
+from .concepts import extract_concepts
 from .config import ChetanaConfig, CognitivePriors
 from .controller import ChetanaContext, ChetanaController
-from .dhyana import Dhyana, extract_concepts
+from .dhyana import Dhyana
 from .errors import ChetanaError, ConfigError, ConfigTypeError, InputError, StateError
 from .events import EVENT_NAMES, EventCallback
 from .focus import AttentionWeights, Focus, Ranking, Weighted

@@ -1,21 +1,22 @@
 """Atma-Darshana (self-model): per-tool mastery with Wilson intervals and trends,
 calibration of predicted against actual success, learning velocity, a behavioural style
-fingerprint, known limitations and a short self-assessment."""
+fingerprint, known limitations and a short self-assessment. The calibration window itself
+is `calibration.CalibrationWindow`."""
 
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from .calibration import CALIBRATION_CAP, CalibrationWindow
 from .config import (
     SYSTEM_MAX_CALIBRATION_WINDOW,
     SYSTEM_MAX_LIMITATIONS,
     ConfigLike,
     PriorsLike,
 )
-from .errors import InputError, StateError
+from .errors import InputError
 from .events import SELF_UPDATED, EventCallback
 from .mastery import (
     TREND_LOOKBACK,
@@ -26,16 +27,7 @@ from .mastery import (
     velocity_label,
 )
 from .pending import NO_GATE
-from .state import (
-    check_bool,
-    check_float,
-    check_map,
-    check_str,
-    read_float,
-    read_int,
-    read_list,
-    read_map,
-)
+from .state import check_float, check_map, check_str, read_float, read_int, read_list, read_map
 from .subsystem import Subsystem
 
 __all__ = [
@@ -46,9 +38,6 @@ __all__ = [
 ]
 
 FAILURE_STREAK_LIMIT = 3  # consecutive failures that make a tool a known limitation
-# The original divides by a zero actual success rate and reports Infinity, which JSON cannot
-# hold; a ratio this high already means "overconfident", so it is the ceiling.
-CALIBRATION_CAP = 10.0
 WEAK_RATE = 0.7  # success rate under which the self-assessment calls a tool weak, never strong
 CONTEXT_LOSS = "Context loss detected — may lose track of earlier conversation"
 
@@ -82,8 +71,6 @@ class AtmaDarshana(Subsystem):
         "_assessment_key",
         "_assessment_text",
         "_cal",
-        "_cal_sum_actual",
-        "_cal_sum_predicted",
         "_calls_this_turn",
         "_gate",
         "_recovery_count",
@@ -116,9 +103,7 @@ class AtmaDarshana(Subsystem):
             "error_recovery_speed": 1.0,
         }
         window = min(self.config.calibration_window, SYSTEM_MAX_CALIBRATION_WINDOW)
-        self._cal: deque[tuple[float, bool]] = deque(maxlen=window)
-        self._cal_sum_predicted = 0.0
-        self._cal_sum_actual = 0
+        self._cal = CalibrationWindow(window)
         self._total_calls = 0
         self._turns = 0  # completed turns (end_turn calls)
         self._calls_this_turn = 0
@@ -186,22 +171,7 @@ class AtmaDarshana(Subsystem):
             record.trend = trend
 
         if predicted_success is not None:  # calibration over the last N (predicted, actual)
-            predicted = (
-                0.0
-                if predicted_success < 0.0
-                else 1.0
-                if predicted_success > 1.0
-                else float(predicted_success)
-            )
-            window = self._cal
-            if len(window) == window.maxlen:
-                old_predicted, old_actual = window[0]
-                self._cal_sum_predicted -= old_predicted
-                self._cal_sum_actual -= old_actual
-            window.append((predicted, success))
-            self._cal_sum_predicted += predicted
-            self._cal_sum_actual += success
-            self.calibration = self._calibration_ratio()
+            self.calibration = self._cal.add(predicted_success, success)
 
         if success:
             record.streak = 0
@@ -231,14 +201,6 @@ class AtmaDarshana(Subsystem):
                     "top_tool": self.top_tool(),
                 },
             )
-
-    def _calibration_ratio(self) -> float:
-        predicted, actual = self._cal_sum_predicted, self._cal_sum_actual
-        if actual == 0:
-            # No success in the window: predicting failure was right, predicting success is
-            # overconfidence, capped instead of the original's Infinity.
-            return 1.0 if predicted <= 1e-12 else CALIBRATION_CAP
-        return min(CALIBRATION_CAP, max(0.0, predicted) / actual)  # mean/mean = sum/sum
 
     @property
     def learning_velocity(self) -> float:
@@ -390,8 +352,8 @@ class AtmaDarshana(Subsystem):
             "calibration": self.calibration,
             "learning_velocity": self.learning_velocity,
             "style_fingerprint": dict(self.style_fingerprint),
-            "calibration_history": [[p, a] for p, a in self._cal],
-            "calibration_sum": self._cal_sum_predicted,
+            "calibration_history": self._cal.history(),
+            "calibration_sum": self._cal.sum_predicted,
             "total_calls": self._total_calls,
             "turns": self._turns,
             "calls_this_turn": self._calls_this_turn,
@@ -423,17 +385,7 @@ class AtmaDarshana(Subsystem):
             atma._style[check_str(key, f"{path}.style_fingerprint key")] = check_float(
                 value, f"{path}.style_fingerprint.{key}", 0.0, 1.0
             )
-        for i, pair in enumerate(read_list(state, "calibration_history", path, default=[])):
-            where = f"{path}.calibration_history[{i}]"
-            if not isinstance(pair, list | tuple) or len(pair) != 2:
-                raise StateError(f"{where} must be a [predicted, actual] pair")
-            atma._cal.append((check_float(pair[0], where, 0.0, 1.0), check_bool(pair[1], where)))
-        exact = math.fsum(p for p, _ in atma._cal)
-        stored = read_float(state, "calibration_sum", path, 0.0, math.inf, default=exact)
-        # The running sum carries the live instance's rounding; keep it unless it is not a
-        # sum of this window at all (a hand-edited state).
-        atma._cal_sum_predicted = stored if abs(stored - exact) < 1e-6 else exact
-        atma._cal_sum_actual = sum(a for _, a in atma._cal)
+        atma._cal.restore(state, path)
         total_calls = sum(r.total for r in atma._tools.values())
         atma._total_calls = read_int(state, "total_calls", path, default=total_calls)
         atma._turns = read_int(state, "turns", path, default=0)

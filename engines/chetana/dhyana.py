@@ -1,15 +1,16 @@
 """Dhyana (attention): salience of recent messages, weights of the concepts the user talks
-about and of the tools the agent uses, and the focus drawn from them."""
+about and of the tools the agent uses, and the focus drawn from them. What counts as a
+concept lives in `concepts.py`."""
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from functools import lru_cache
 from operator import add, itemgetter
 from typing import Any
 
+from .concepts import CONCEPT_STOP_WORDS, MIN_CONCEPT_LENGTH, concept_text, extract_concepts
 from .config import SYSTEM_MAX_FOCUS_WINDOW, ConfigLike
 from .events import ATTENTION_SHIFTED, EventCallback
 from .focus import (
@@ -41,7 +42,6 @@ __all__ = [
 
 ERROR_ADJACENCY_RADIUS = 2  # messages within this distance of an error are boosted
 MAX_SALIENCE = 2.0
-MIN_CONCEPT_LENGTH = 4
 CONCEPT_MENTION_INCREMENT = 0.1
 CONCEPT_DECAY_PER_REFRESH = 0.05
 MAX_CONCEPTS = 100
@@ -54,41 +54,6 @@ SHIFT_TOP_K = 5  # attention has shifted when more than half of these top concep
 # message forever and rescored all of them each turn; past 2K an unboosted message weighs
 # under e^-4 of the newest at the default lambda and can no longer enter the window.
 MESSAGE_HISTORY_FACTOR = 2
-
-# fmt: off
-CONCEPT_STOP_WORDS: frozenset[str] = frozenset((
-    "the", "this", "that", "with", "from", "have", "been", "will", "would", "could", "should",
-    "their", "there", "about", "which", "when", "then", "them", "than", "into", "each", "also",
-    "some", "more", "very", "just", "only", "like", "make", "does", "what", "your",
-))
-# fmt: on
-
-# Removing every character that is neither [a-z0-9] nor whitespace before splitting equals
-# the original's per-word strip, in one regex pass.
-_NON_WORD = re.compile(r"[^a-z0-9\s]+")
-# For ASCII text, one bytes.translate (~10x faster than str.translate) lowercases and
-# removes what the regex above removes from the lowercased text: the bytes that are neither
-# letters, digits nor whitespace are deleted, then A-Z map to a-z.
-_ASCII_NON_WORD = bytes(c for c in range(128) if not (chr(c).isspace() or chr(c).isalnum()))
-_ASCII_LOWER = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ", b"abcdefghijklmnopqrstuvwxyz")
-
-
-def _strip(text: str) -> str:
-    """The text lowercased, without the characters that are neither [a-z0-9] nor space."""
-    if text.isascii():
-        return text.encode("ascii").translate(_ASCII_LOWER, _ASCII_NON_WORD).decode("ascii")
-    return _NON_WORD.sub("", text.lower())  # also removes non-ASCII letters
-
-
-def extract_concepts(text: str) -> list[str]:
-    """The distinct concept keywords of a text, in order of first appearance: lowercase,
-    stripped of non-[a-z0-9] characters, at least 4 characters, not a stop word."""
-    stripped = _strip(text)
-    keys = dict.fromkeys([w for w in stripped.split() if len(w) >= MIN_CONCEPT_LENGTH])
-    for stop in CONCEPT_STOP_WORDS.intersection(keys):
-        del keys[stop]
-    return list(keys)
-
 
 _name = itemgetter(0)
 
@@ -297,7 +262,7 @@ class Dhyana(Subsystem):
         get = concepts.get
         stop = CONCEPT_STOP_WORDS
         changed = False
-        for word in dict.fromkeys(_strip(text).split()):
+        for word in dict.fromkeys(concept_text(text).split()):
             if len(word) >= MIN_CONCEPT_LENGTH and word not in stop:
                 weight = get(word, 0.0) + CONCEPT_MENTION_INCREMENT
                 concepts[word] = weight if weight < 1.0 else 1.0

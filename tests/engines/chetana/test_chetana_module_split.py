@@ -1,0 +1,69 @@
+"""The calibration window and concept extraction live in their own modules
+(`calibration.py`, `concepts.py`); the names they took from `atma` and `dhyana` stay
+importable from there as the very same objects, and the window behaves as the self-model's."""
+
+import json
+
+import pytest
+
+from soul.engines.chetana import (
+    AtmaDarshana,
+    ChetanaConfig,
+    StateError,
+    atma,
+    calibration,
+    concepts,
+    dhyana,
+)
+
+
+@pytest.mark.parametrize(
+    ("old_home", "new_home", "name"),
+    [
+        (atma, calibration, "CALIBRATION_CAP"),
+        (dhyana, concepts, "CONCEPT_STOP_WORDS"),
+        (dhyana, concepts, "MIN_CONCEPT_LENGTH"),
+        (dhyana, concepts, "extract_concepts"),
+    ],
+)
+def test_moved_names_are_re_exported_from_their_old_module(old_home, new_home, name):
+    assert name in old_home.__all__
+    assert getattr(old_home, name) is getattr(new_home, name)
+
+
+def test_calibration_window_ratio_matches_the_self_model_over_a_sliding_window():
+    window = calibration.CalibrationWindow(3)
+    atma_ = AtmaDarshana(ChetanaConfig(calibration_window=3))
+    calls = [(1.4, True), (0.9, False), (-0.2, False), (0.5, True), (0.8, False), (0.3, False)]
+    for predicted, success in calls:
+        ratio = window.add(predicted, success)
+        atma_.record_tool_result("read", success, 1.0, predicted)
+        assert ratio == atma_.calibration
+    # the window keeps the last three pairs, clamped: (0.5, True), (0.8, False), (0.3, False)
+    assert window.history() == [[0.5, True], [0.8, False], [0.3, False]]
+    assert window.sum_actual == 1
+    assert ratio == pytest.approx(1.6)
+
+
+def test_calibration_window_with_no_success_is_one_or_the_cap():
+    window = calibration.CalibrationWindow(2)
+    assert window.add(0.0, False) == 1.0  # predicted failure, got failure
+    assert window.add(0.7, False) == calibration.CALIBRATION_CAP  # overconfident, not Infinity
+
+
+def test_calibration_window_restores_what_the_self_model_serialized():
+    atma_ = AtmaDarshana(ChetanaConfig(calibration_window=4))
+    for i in range(7):
+        atma_.record_tool_result("edit", i % 3 != 0, 2.0, i / 7)
+    state = json.loads(json.dumps(atma_.serialize()))
+    window = calibration.CalibrationWindow(4)
+    window.restore(state, "self_model")
+    assert window.history() == state["calibration_history"]
+    assert window.sum_predicted == state["calibration_sum"]
+    with pytest.raises(StateError, match=r"self_model.calibration_history\[0\] must be a"):
+        calibration.CalibrationWindow(4).restore({"calibration_history": [[0.5]]}, "self_model")
+
+
+def test_concept_text_lowercases_and_keeps_only_letters_digits_and_spaces():
+    assert concepts.concept_text("Auth-Token, v2!  über") == "authtoken v2  ber"
+    assert concepts.concept_text("Plain ASCII: ok?") == "plain ascii ok"
