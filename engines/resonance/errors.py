@@ -12,6 +12,8 @@
     │   └── EmbedderUnavailable    the circuit breaker is open / no model could be loaded
     ├── SearchIndexError           a vector or keyword index
     │   └── IndexStale             a persisted index does not match the store
+    ├── ReadOnlyField              a write to a field (store, graph, code index) opened read-only
+    ├── FieldNotFound              read_only=True on a path that holds no field: nothing is created
     └── ConfigError                a bad option given to Field.open() or a component
 
 Errors carry the facts needed to act: a corrupt segment names its file and byte offset.
@@ -26,10 +28,12 @@ __all__ = [
     "CorruptSegment",
     "EmbedderError",
     "EmbedderUnavailable",
+    "FieldNotFound",
     "IndexStale",
     "ManifestError",
     "MemoryModelError",
     "QualityGateRefused",
+    "ReadOnlyField",
     "ResonanceError",
     "SearchIndexError",
     "StoreClosed",
@@ -101,6 +105,29 @@ class SearchIndexError(ResonanceError):
 
 class IndexStale(SearchIndexError):
     """A persisted index does not match the store and must be rebuilt."""
+
+
+class ReadOnlyField(ResonanceError):
+    """A write (remember, forget, strengthen, relate, compact, ...) to a field, store, graph
+    or code index opened with ``read_only=True``; `operation` names it, `path` where."""
+
+    def __init__(self, operation: str, path: str | Path) -> None:
+        self.operation = operation
+        self.path = str(path)
+        super().__init__(
+            f"cannot {operation}: {self.path} was opened read-only (read_only=True); "
+            "open it without read_only to write"
+        )
+
+
+class FieldNotFound(ResonanceError):
+    """``read_only=True`` on a path that holds no field (or no graph / code index): a
+    read-only open never creates one. `path` is what was asked for."""
+
+    def __init__(self, path: str | Path, what: str = "memory field", hint: str = "") -> None:
+        self.path = str(path)
+        fix = hint or "pass the folder of an existing field, or open it without read_only to create it"
+        super().__init__(f"{self.path} holds no {what} (a read-only open never creates one): {fix}")
 
 
 class ConfigError(ResonanceError):

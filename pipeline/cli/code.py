@@ -31,7 +31,9 @@ def field_path(value: str) -> Path:
     return path
 
 
-def _open(args: argparse.Namespace, *, graph: bool = False) -> Any:
+def _open(args: argparse.Namespace, *, graph: bool = False, write: bool = False) -> Any:
+    """The field's code index (and its graph if `graph`): read-only unless `write`, so the
+    query verbs change no file and never create an index."""
     from soul.engines.resonance import CodeIndex
 
     folder = field_path(args.field)
@@ -42,7 +44,7 @@ def _open(args: argparse.Namespace, *, graph: bool = False) -> Any:
         kg = KnowledgeGraph.open(folder / "graph", flush_interval=None)
     embedder = "default" if getattr(args, "semantic", False) else None
     try:
-        return CodeIndex.open(folder / "code", graph=kg, embedder=embedder), kg
+        return CodeIndex.open(folder / "code", graph=kg, embedder=embedder, read_only=not write), kg
     except BaseException:
         if kg is not None:  # the graph was opened for an index that could not be
             kg.close()
@@ -70,7 +72,7 @@ def _progress(enabled: bool) -> Any:
 
 def _index(args: argparse.Namespace, root: Path) -> Any:
     """Index `root` into the field's code index, with a progress bar where it helps."""
-    index, kg = _open(args, graph=not args.no_graph)
+    index, kg = _open(args, graph=not args.no_graph, write=True)
     started = time.perf_counter()
     try:
         with _progress((not args.json and sys.stderr.isatty()) or args.progress) as bar:

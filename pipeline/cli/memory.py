@@ -1,5 +1,8 @@
 """`soul memory ingest|recall|stats|check`: a resonance memory field from the command line.
 
+Only `ingest` writes: `recall` and `stats` open the field read-only (`Field.open(...,
+read_only=True)`) and `check` only reads, so none of them leaves a file behind or changes one.
+
 The engine's errors and the field's OSErrors reach the user as one-line `MemoryFieldError`s
 that name `--field`, what failed and how to fix it (`soul.runtime.memory.field_errors`).
 """
@@ -96,6 +99,7 @@ def _existing(folder: str) -> Path:
 
 
 def _open(folder: str, *, create: bool = False) -> Any:
+    """The field at `folder`: created and writable with `create`, else read-only."""
     from soul.engines.resonance import Field
 
     path = Path(folder).expanduser()
@@ -103,7 +107,7 @@ def _open(folder: str, *, create: bool = False) -> Any:
         path.mkdir(parents=True, exist_ok=True)
     elif not path.is_file():  # a file fails in Field.open, reported with its OSError as cause
         path = _existing(folder)
-    return Field.open(path)
+    return Field.open(path, read_only=not create)
 
 
 def _errors(folder: str, doing: str) -> AbstractContextManager[None]:

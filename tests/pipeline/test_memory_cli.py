@@ -113,3 +113,73 @@ def test_recall_k_is_bounded(k: str, tmp_path: Path, capsys: pytest.CaptureFixtu
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert "argument -k" in err and "Traceback" not in err
+
+
+def _tree(root: Path) -> dict[str, tuple[int, int, bytes | None]]:
+    """Every file and folder under root: size, mtime and (files) the bytes."""
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns, p.read_bytes() if p.is_file() else None)
+            for p in sorted(root.rglob("*"))}
+
+
+def _kill_a_writer(field: Path) -> str:
+    """A writer killed before closing (manifest open, lock file left) whose last segment
+    then ends in a torn entry; returns that segment's name."""
+    import subprocess
+    import sys
+
+    code = ("import os, sys, numpy as np\nfrom soul.engines.resonance import Field\n"
+            "f = Field.open(sys.argv[1], embedder=None, durability='fsync', entities=False)\n"
+            "v = np.zeros(384, np.float32); v[3] = 1.0\n"
+            "f.remember('a memory written by a writer that is killed', embedding=v)\nos._exit(0)\n")
+    subprocess.run([sys.executable, "-c", code, str(field)], check=True, timeout=120)
+    [active] = [m["active"] for p in (field / "wal").glob("*.manifest.json") if not (m := json.loads(p.read_text()))["closed"]]
+    with open(field / "wal" / active, "ab") as fh:
+        fh.write(b"\xa7\x5e\x40\x00\x00")  # an entry header cut short
+    return str(active)
+
+
+def test_read_only_verbs_change_no_file_of_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 12: recall, stats, find-symbol, search-symbols, callers and check open the field
+    read-only: no writer instance, manifest, lock or segment is left, no index saved, and a
+    dead writer's torn tail is reported, not repaired."""
+    pytest.importorskip("tree_sitter")
+    field = tmp_path / "field"
+    (tmp_path / "notes.txt").write_text("Miso is a tabby cat who likes boxes.\nAda builds compilers for a living.\n"
+                                        "Bo writes poetry on weekends.\n")
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "shapes.py").write_text("def square(x):\n    return x * x\n\n\ndef area(r):\n    return 3.14 * square(r)\n")
+    assert main(["memory", "ingest", str(tmp_path / "notes.txt"), "--field", str(field)]) == 0
+    assert main(["memory", "index-code", str(src), "--field", str(field)]) == 0
+    assert main(["memory", "recall", "cat", "--field", str(field)]) == 0  # a writable era's index, for contrast
+    torn = _kill_a_writer(field)
+    capsys.readouterr()
+    before = _tree(field)
+    assert main(["memory", "recall", "which cat likes boxes", "--field", str(field), "-k", "1"]) == 0
+    assert "Miso is a tabby cat" in capsys.readouterr().out
+    assert main(["memory", "recall", "poetry", "--field", str(field), "--mode", "keyword"]) == 0
+    assert main(["memory", "recall", "what does Ada build", "--field", str(field), "--mode", "resonate", "--explain"]) == 0
+    capsys.readouterr()
+    assert main(["memory", "stats", "--field", str(field)]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["read_only"] is True and stats["writer"] is None and stats["memories"] == 4
+    assert [i for i in stats["recovery"]["issues"] if torn in i and i.startswith("torn_tail")]
+    assert main(["memory", "find-symbol", "square", "--field", str(field)]) == 0
+    assert main(["memory", "search-symbols", "square", "--field", str(field)]) == 0
+    assert main(["memory", "callers", "square", "--field", str(field)]) == 0
+    assert "shapes.py" in capsys.readouterr().out
+    assert main(["memory", "check", "--field", str(field)]) == 1  # the torn tail, still there
+    assert torn in capsys.readouterr().out
+    assert _tree(field) == before
+
+
+def test_find_symbol_on_a_field_without_code_creates_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    field = tmp_path / "field"
+    (tmp_path / "notes.txt").write_text("Miso is a tabby cat who likes boxes.\n")
+    assert main(["memory", "ingest", str(tmp_path / "notes.txt"), "--field", str(field)]) == 0
+    capsys.readouterr()
+    before = _tree(field)
+    assert main(["memory", "find-symbol", "square", "--field", str(field)]) == 1
+    err = capsys.readouterr().err
+    assert "holds no code index" in err and "index-code" in err and "Traceback" not in err
+    assert _tree(field) == before

@@ -7,7 +7,8 @@
 The tables live in `<path>/code.sqlite`. Files that did not change are never read again
 (size and mtime first, then a BLAKE2 hash), so a second run over an unchanged tree only
 stats it. Resolution runs over the whole index after any change, since a change in one file
-can resolve (or break) calls in another.
+can resolve (or break) calls in another. A read-only index (`open(..., read_only=True)`)
+answers every query and changes no file; `index()` raises `ReadOnlyField`.
 """
 
 from __future__ import annotations
@@ -23,13 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import FieldNotFound, ReadOnlyField
 from .callgraph import sync_triplets
 from .errors import CodeIndexMismatch, GrammarMissing
 from .languages import language_for
 from .resolver import Resolver
 from .search import SymbolSearch
 from .symbols import CallSite, Symbol, extract
-from .tables import Tables, connect
+from .tables import Tables, connect, connect_read_only
 
 __all__ = ["MAX_FILE_BYTES", "SKIP_DIRS", "CodeIndex", "IndexReport"]
 
@@ -99,22 +101,28 @@ class CodeIndex:
     >>> idx.find_symbol("Circle.area"); idx.symbol_callers("square")  # doctest: +SKIP
     """
 
-    def __init__(self, path: Path, graph: Any = None, embedder: Any = None) -> None:
+    def __init__(self, path: Path, graph: Any = None, embedder: Any = None, *,
+                 read_only: bool = False) -> None:
         self.path = path
         self.graph = graph
-        self._conn = connect(path / "code.sqlite")
+        self.read_only = read_only
+        self._conn = _connect(path / "code.sqlite", read_only)
         self._tables = Tables(self._conn)
         self._lock = threading.RLock()
-        self._search = SymbolSearch(self._tables, embedder)
+        self._search = SymbolSearch(self._tables, embedder, persist=not read_only)
 
     @classmethod
-    def open(cls, path: str | Path, *, graph: Any = None, embedder: Any = None) -> CodeIndex:
+    def open(cls, path: str | Path, *, graph: Any = None, embedder: Any = None,
+             read_only: bool = False) -> CodeIndex:
         """Open or create the index in folder `path`. `graph`: a KnowledgeGraph to receive
         the call graph as triplets; `embedder`: any object with `embed(texts)` (or the
-        string "default" for `Embedder.default()`, loaded at the first search)."""
+        string "default" for `Embedder.default()`, loaded at the first search).
+        `read_only`: open an existing index without changing a file (`FieldNotFound` if
+        there is none)."""
         folder = Path(path).expanduser()
-        folder.mkdir(parents=True, exist_ok=True)
-        return cls(folder, graph, embedder)
+        if not read_only:
+            folder.mkdir(parents=True, exist_ok=True)
+        return cls(folder, graph, embedder, read_only=read_only)
 
     def __enter__(self) -> CodeIndex:
         return self
@@ -141,6 +149,8 @@ class CodeIndex:
         `progress(done, total, relpath)` is called per file. One index holds one root:
         another root raises CodeIndexMismatch unless `reset=True` (which starts over).
         """
+        if self.read_only:
+            raise ReadOnlyField("index a source tree", self.path)
         started = time.perf_counter()
         root = Path(root).expanduser().resolve()
         if not root.is_dir():
@@ -294,3 +304,14 @@ class CodeIndex:
                 # calls whose name some indexed symbol carries: the ones that could resolve
                 "calls_to_indexed_names": t.count("calls", "WHERE name IN (SELECT name FROM symbols)"),
             }
+
+
+def _connect(db: Path, read_only: bool) -> Any:
+    """The index database: created if missing, unless read-only (then `FieldNotFound`)."""
+    if not read_only:
+        return connect(db)
+    try:
+        return connect_read_only(db)
+    except FileNotFoundError:
+        raise FieldNotFound(db.parent, "code index", "index a source tree into it first "
+                            "(CodeIndex.index, or soul memory index-code)") from None

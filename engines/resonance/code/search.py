@@ -13,7 +13,8 @@ kw: BM25 / the best BM25 among the candidates; name: 1 when the query is the sym
 (case and separators aside), 0.5 when every query word is a word of the name; cos: cosine
 of the query and `kind qualified: signature. doc`, clipped at 0. Candidates: the BM25 top 50
 ∪ the cosine top 50. The BM25 index and the vector matrix are built at the first search
-after each index() run; vectors are cached in the database by symbol id and text.
+after each index() run; vectors are cached in the database by symbol id and text (in memory
+only when the index is read-only).
 """
 
 from __future__ import annotations
@@ -52,8 +53,9 @@ def _description(s: Symbol) -> str:
 class SymbolSearch:
     """Lazily built search structures over the symbols table."""
 
-    def __init__(self, tables: Tables, embedder: Any = None) -> None:
+    def __init__(self, tables: Tables, embedder: Any = None, *, persist: bool = True) -> None:
         self.tables = tables
+        self.persist = persist  # False: vectors computed are not written to the database
         self._embedder_spec = embedder
         self._embedder: Any = None
         self._symbols: list[Symbol] | None = None
@@ -91,7 +93,8 @@ class SymbolSearch:
         return self._embedder
 
     def _vectors(self, symbols: list[Symbol], embedder: Any) -> Any:
-        """(n, dim) unit vectors of the symbols' descriptions, cached in the database."""
+        """(n, dim) unit vectors of the symbols' descriptions, cached in the database (if
+        `persist`)."""
         import numpy as np
 
         if self._matrix is not None:
@@ -105,10 +108,11 @@ class SymbolSearch:
         rows: dict[int, Any] = {}
         if todo:
             vecs = np.asarray(embedder.embed([texts[i] for i in todo]).vectors, dtype=np.float32)
-            conn.execute("BEGIN")
-            conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", [
-                (symbols[i].id, hashes[i], model, vecs[j].tobytes()) for j, i in enumerate(todo)])
-            conn.execute("COMMIT")
+            if self.persist:
+                conn.execute("BEGIN")
+                conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", [
+                    (symbols[i].id, hashes[i], model, vecs[j].tobytes()) for j, i in enumerate(todo)])
+                conn.execute("COMMIT")
             rows = {i: vecs[j] for j, i in enumerate(todo)}
         dim = int(getattr(embedder, "dim", 0) or (next(iter(rows.values())).shape[0] if rows else 384))
         matrix = np.zeros((len(symbols), dim), dtype=np.float32)

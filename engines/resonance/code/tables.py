@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .symbols import CallSite, FileSymbols, Import, Inheritance, Symbol
 
-__all__ = ["SCHEMA_VERSION", "Tables", "connect", "row_call", "row_symbol"]
+__all__ = ["SCHEMA_VERSION", "Tables", "connect", "connect_read_only", "row_call", "row_symbol"]
 
 SCHEMA_VERSION = "1"
 
@@ -61,6 +61,21 @@ def connect(path: Path) -> sqlite3.Connection:
     conn.executescript(_SCHEMA)
     conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
     return conn
+
+
+def connect_read_only(path: Path) -> sqlite3.Connection:
+    """Open an existing index database for reading without creating or changing a file.
+
+    SQLite's ``mode=ro`` still creates the ``-wal`` and ``-shm`` files of a WAL database (and
+    leaves them), so the database is opened ``immutable`` unless a ``-wal`` file is already
+    there (a writer is open, or was killed): only then can the file hold data the database
+    does not, and ``mode=ro`` reads it through the files that exist anyway. Raises
+    FileNotFoundError (NotADirectoryError for a file in the way) if there is no database.
+    """
+    path.stat()  # the database must exist: connect() in any mode would create it
+    wal = path.with_name(path.name + "-wal").exists()
+    uri = path.resolve().as_uri() + ("?mode=ro" if wal else "?mode=ro&immutable=1")
+    return sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
 
 
 def row_symbol(row: tuple) -> Symbol:

@@ -2,7 +2,8 @@
 
 Each recalled (or resonated) memory's access is logged, since use is evidence a memory
 matters (it resets decay and feeds ACT-R). The accesses wait here and are logged as one entry
-with the next write, at close, or once `limit` of them wait.
+with the next write, at close, or once `limit` of them wait. A read-only store logs nothing:
+its queue stays empty.
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ class AccessQueue:
         return len(self._queued)
 
     def add(self, memory_ids: Iterable[str]) -> None:
-        """Queue accesses; flush once `limit` of them wait."""
+        """Queue accesses; flush once `limit` of them wait (nothing if the store is read-only)."""
+        if self._store.read_only:
+            return
         self._queued.extend(memory_ids)
         if len(self._queued) >= self.limit:
             self.flush()

@@ -10,6 +10,9 @@ On disk, beside the memory store, in the field's folder:
     scoring.json    the scoring pipeline's weights, hot-reloaded if present (scoring.py)
     learner.json    the Thompson learner's posteriors (learner.py), when learning is on
     code/           the code index (code/index.py), when code has been indexed
+
+A read-only field (``store.read_only``) opens the graph and the code index read-only too,
+and never saves the learner: reading such a field changes no file.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ReadOnlyField
 from ..resonate.config import ResonanceConfig
 from ..resonate.priming import SessionPrimer
 from ..resonate.resonator import Resonator
@@ -89,7 +92,8 @@ class Association:
                     from ..graph.kg import KnowledgeGraph
 
                     durability = getattr(self.store.writer, "durability", "batch")
-                    self._graph = KnowledgeGraph.open(self.path / "graph", durability=durability)
+                    self._graph = KnowledgeGraph.open(self.path / "graph", durability=durability,
+                                                      read_only=self.store.read_only)
         return self._graph
 
     def graph_stats(self) -> dict[str, Any] | None:
@@ -129,11 +133,16 @@ class Association:
         """The field's code index (``<field>/code``); None if there is none and not `create`."""
         if self._code is None:
             where = self.path / "code"
-            if not create and not where.exists():
-                return None
+            read_only = self.store.read_only
+            if not where.exists():
+                if not create:
+                    return None
+                if read_only:
+                    raise ReadOnlyField("create a code index", where)
             from ..code import CodeIndex
 
-            self._code = CodeIndex.open(where, graph=self.graph, embedder=self._embedding.embedder)
+            self._code = CodeIndex.open(where, graph=self.graph, embedder=self._embedding.embedder,
+                                        read_only=read_only)
         return self._code
 
     # -- writes ------------------------------------------------------------------------------
@@ -262,7 +271,7 @@ class Association:
             self._code.close()
         if self._graph is not None:
             self._graph.close()
-        if self._learner is not None:
+        if self._learner is not None and not self.store.read_only:
             try:
                 self._learner.save()
             except OSError as exc:

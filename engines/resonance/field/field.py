@@ -13,32 +13,35 @@ Field's lock, a config, a callable), none of them with the Field itself:
 
 Row numbers of the store are the indexes' int ids. The indexes trail the store: new rows are
 added to them in chunks when a recall or a duplicate check needs them, so writing stays at
-store speed.
+store speed. Recall's search is `recall.hybrid_recall`; `stats()` is `stats.field_stats`.
+
+``Field.open(path, read_only=True)`` opens an existing field, its graph and code index
+without changing a file: no writer instance, no repair, no index saved, no access logged;
+every write raises `ReadOnlyField`.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import ConfigError, QualityGateRefused, StoreClosed
+from ..errors import QualityGateRefused, ReadOnlyField, StoreClosed
 from ..memory import Confidence, Kind, Memory
-from ..store.check import quarantined_issues
 from ..store.durable import CheckReport, Store
 from .accesses import AccessQueue
 from .association import Association
-from .confidence import decayed_confidence, tier_counts
 from .config import FieldConfig, split_config
 from .embedding import FieldEmbedder
-from .hits import Hit, memory_hit
+from .hits import Hit
 from .indexes import FieldIndexes
 from .ingest import Ingest, Item
+from .recall import Mode, hybrid_recall
+from .stats import field_stats
 
 if TYPE_CHECKING:
     from ..graph.kg import KnowledgeGraph
@@ -51,17 +54,17 @@ __all__ = ["Field", "FieldConfig", "Hit"]
 
 log = logging.getLogger("soul.engines.resonance")
 
-Mode = Literal["hybrid", "semantic", "keyword"]
 _ACCESS_QUEUE = 256
 
 
 class Field:
     """A memory field on disk. Open with ``Field.open(path)``; use as a context manager."""
 
-    def __init__(self, path: str | Path, embedder: Any = None, **config: Any) -> None:
+    def __init__(self, path: str | Path, embedder: Any = None, *, read_only: bool = False,
+                 **config: Any) -> None:
         split = split_config(config)
         self.path = Path(path)
-        self.store = Store(self.path, **split.store)
+        self.store = Store(self.path, read_only=read_only, **split.store)
         # one lock for every write and every index catch-up, shared with the collaborators
         # that take it (a reentrant lock: a write may flush queued accesses inside it)
         self._lock = threading.RLock()
@@ -81,8 +84,13 @@ class Field:
             log.warning("resonance field %s: %s", self.path, issue)
 
     @classmethod
-    def open(cls, path: str | Path, embedder: Any = None, **config: Any) -> Field:
+    def open(cls, path: str | Path, embedder: Any = None, *, read_only: bool = False,
+             **config: Any) -> Field:
         """Open (creating if needed) the field at ``path``.
+
+        ``read_only``: open an existing field (`FieldNotFound` if there is none) and change
+        no file under it; recall and resonate log no access, and every write raises
+        `ReadOnlyField`.
 
         ``embedder``: any object with ``dim`` and ``embed(texts)``; None loads
         ``Embedder.default()`` the first time a text must be embedded. ``config``: store options
@@ -91,7 +99,7 @@ class Field:
         keyword_weight, tag_weight, rrf_k, depth, ...); ``resonance``: a dict of
         `ResonanceConfig` options for `resonate()`.
         """
-        return cls(path, embedder, **config)
+        return cls(path, embedder, read_only=read_only, **config)
 
     @staticmethod
     def check(path: str | Path) -> CheckReport:
@@ -108,6 +116,15 @@ class Field:
         self.close()
 
     # -- the collaborators' parts --------------------------------------------------------------
+
+    @property
+    def read_only(self) -> bool:
+        """True if opened with ``read_only=True``."""
+        return self.store.read_only
+
+    def _writable(self, operation: str) -> None:
+        if self.store.read_only:
+            raise ReadOnlyField(operation, self.path)
 
     @property
     def config(self) -> FieldConfig:
@@ -162,12 +179,14 @@ class Field:
     def relate(self, subject: str, predicate: str, obj: str, *, weight: float = 1.0,
                valid_from: float | None = None, memory: str | None = None) -> int:
         """State a fact (subject, predicate, object) in the knowledge graph; its id."""
+        self._writable("relate")
         return self.graph.relate(subject, predicate, obj, weight=weight,
                                  valid_from=valid_from, memory=memory)
 
     def link_entities(self, memory_ids: Iterable[str] | None = None) -> int:
         """Link memories to the entities their text names (done on every remember when
         ``entities`` is on); None: every memory not linked yet. Returns how many."""
+        self._writable("link entities")
         return self.association.link_entities(memory_ids)
 
     def remember(
@@ -184,6 +203,7 @@ class Field:
         linked to the entities its text names and follows the previous memory remembered
         in the same ``session`` (see ``contiguity``).
         """
+        self._writable("remember")
         self.flush_accesses()
         item = Item.build({"text": text, "kind": kind, "tags": tags, "realm": realm,
                            "source": source, "confidence": confidence, "meta": meta,
@@ -204,6 +224,7 @@ class Field:
         ``embedding`` included); batched embedding and logging. Returns ids in order, None
         where the quality gate refused an item (the reason is logged). ``progress(done,
         total)`` is called after each batch."""
+        self._writable("remember")
         self.flush_accesses()
         before = self.store.state.n_rows
         ids = self._ingest.remember_many(items, progress)
@@ -212,6 +233,7 @@ class Field:
 
     def forget(self, memory_id: str) -> None:
         """Remove a memory (its content and vector are cleared from the store)."""
+        self._writable("forget")
         with self._lock:
             self.flush_accesses()
             self._ingest.forgetting(self.store.state.row_of(memory_id))
@@ -228,6 +250,7 @@ class Field:
         return self._observe(memory_id, 0.0)
 
     def _observe(self, memory_id: str, value: float) -> Confidence:
+        self._writable("strengthen" if value else "weaken")
         with self._lock:
             self.flush_accesses()
             self.store.observe(memory_id, value)
@@ -238,6 +261,7 @@ class Field:
     def reembed_pending(self, batch: int = 64) -> int:
         """Re-embed memories stored with a zero fallback vector; return how many now have a
         real one (the others stay pending)."""
+        self._writable("re-embed")
         done = 0
         st = self.store.state
         rows = st.pending_rows()
@@ -270,55 +294,26 @@ class Field:
 
     def recall(
         self, query: str, k: int = 10, *, mode: Mode = "hybrid",
-        tags: Iterable[str] | None = None,
+        tags: Iterable[str] | None = None, touch: bool | None = None,
     ) -> list[Hit]:
         """The ``k`` memories most relevant to ``query``, best first.
 
         ``mode``: "hybrid" (fused), "semantic" (cosine) or "keyword" (BM25). ``tags`` boost
-        memories carrying them (weight ``tag_weight``); they do not filter.
+        memories carrying them (weight ``tag_weight``); they do not filter. ``touch``: queue
+        the hits' accesses (None: as ``touch_on_recall`` says; False: queue none, e.g. to
+        `touch` them later, once the answer is known to be used).
         """
-        from ..recall.hybrid import HybridSearcher
-
         if self.store.closed:
             raise StoreClosed("the field is closed")
-        if mode not in ("hybrid", "semantic", "keyword"):
-            raise ConfigError(f"recall mode must be hybrid, semantic or keyword, not {mode!r}")
-        if k <= 0 or len(self.store.state) == 0:
-            return []
-        vector = None
-        if mode != "keyword":
-            vectors, ok = self.embed([query])
-            vector = vectors[0] if ok[0] else None
-            if vector is None:
-                log.warning("query embedding failed: recall falls back to keywords")
-        kindex, vindex = self.indexes.caught_up(vector is not None)
-        searcher = HybridSearcher(kindex, vindex, self._fusion)
-        wanted = frozenset(tags or ())
-        st = self.store.state
-        now = time.time()
-
-        def tag_of(ids: np.ndarray) -> np.ndarray:
-            if not wanted:
-                return np.zeros(len(ids), np.float32)
-            return np.array([len(wanted.intersection(st.tags_at(i))) / len(wanted) for i in ids],
-                            np.float32)
-
-        def confidence_of(ids: np.ndarray) -> np.ndarray:
-            return decayed_confidence(st, ids, now)
-
-        def allow(ids: np.ndarray) -> np.ndarray:
-            return np.array([st.is_alive(i) for i in ids], bool)
-
-        fused = searcher.search(query, vector, k, mode=mode, tag_of=tag_of,
-                                confidence_of=confidence_of, allow=allow)
-        hits = [memory_hit(st, h.id, float(h.score), h.components.as_dict()) for h in fused]
-        self._queue_accesses([h.id for h in hits])
+        hits = hybrid_recall(self.store.state, self.indexes, self._fusion, self.embed, query, k,
+                             mode, tags)
+        self._queue_accesses([h.id for h in hits], touch)
         return hits
 
     def resonate(
         self, query: str, k: int = 10, *, session: str | None = None, explain: bool = False,
         tags: Iterable[str] | None = None, affect: Any = None, learn: bool | None = None,
-        **overrides: Any,
+        touch: bool | None = None, **overrides: Any,
     ) -> list[Hit]:
         """Full resonance: the ``k`` memories that best answer ``query`` by content and by
         association (module resonate/resonator.py lists the phases).
@@ -327,13 +322,14 @@ class Field:
         scoring.Affect, e.g. from Chetana) drives the mood factors; ``explain`` fills each
         hit's ``components`` with every phase's contribution; ``learn`` draws the parameters
         from the Thompson learner (default: the ``learn`` option of the resonance config);
-        ``overrides``: ResonanceConfig fields for this query only (e.g. disabled={"spreading"}).
+        ``overrides``: ResonanceConfig fields for this query only (e.g. disabled={"spreading"});
+        ``touch``: as for `recall`.
         """
         if self.store.closed:
             raise StoreClosed("the field is closed")
         hits = self.association.resonate(query, k, session=session, explain=explain, tags=tags,
                                          affect=affect, learn=learn, overrides=overrides)
-        self._queue_accesses([h.id for h in hits if h.kind != "symbol"])
+        self._queue_accesses([h.id for h in hits if h.kind != "symbol"], touch)
         return hits
 
     def feedback(self, memory_id: str, useful: bool) -> None:
@@ -342,10 +338,19 @@ class Field:
         (self.strengthen if useful else self.weaken)(memory_id)
         self.association.credit(memory_id, useful)
 
-    def _queue_accesses(self, memory_ids: list[str]) -> None:
-        """Queue recalled memories' accesses if ``touch_on_recall`` (see `AccessQueue`)."""
-        if memory_ids and self.config.touch_on_recall:
+    def _queue_accesses(self, memory_ids: list[str], touch: bool | None) -> None:
+        """Queue recalled memories' accesses if `touch` (None: ``touch_on_recall``)."""
+        if memory_ids and (self.config.touch_on_recall if touch is None else touch):
             self.accesses.add(memory_ids)
+
+    def touch(self, memory_ids: Iterable[str]) -> None:
+        """Queue an access of each memory, as a recall that returned them does (logged with
+        the next write, `get`, `stats`, `close` or every 256). Ids no longer alive when the
+        queue is logged (unknown, forgotten) are dropped. `ReadOnlyField` if read-only."""
+        self._writable("log accesses")
+        if self.store.closed:
+            raise StoreClosed("the field is closed")
+        self.accesses.add(list(memory_ids))
 
     def flush_accesses(self) -> None:
         """Log the accesses recall has queued (every write and close() do it too)."""
@@ -356,34 +361,8 @@ class Field:
     def stats(self) -> dict[str, Any]:
         """Counts by kind and tier, log and snapshot sizes, recovery and index facts."""
         self.flush_accesses()
-        st = self.store.state
-        now = time.time()
-        alive = np.flatnonzero((np.frombuffer(bytes(st.flags), np.uint8) & 2) == 0)
-        kinds = np.bincount(np.frombuffer(bytes(st.kind), np.uint8)[alive], minlength=len(Kind))
-        wal = list((self.path / "wal").glob("*.seg"))
-        rep = self.store.report
-        emb_stats = getattr(self._embedding.loaded, "stats", None)
-        return {
-            "path": str(self.path),
-            "memories": len(st),
-            "rows": st.n_rows,
-            "forgotten": st.n_rows - len(st),
-            "pending_embeddings": len(st.pending_rows()),
-            "dim": st.dim,
-            "kinds": {Kind(i).label: int(c) for i, c in enumerate(kinds) if c},
-            "tiers": tier_counts(st, alive, now),
-            "durability": self.store.writer.durability,
-            "writer": self.store.writer.instance,
-            "segments": len(wal),
-            "wal_bytes": sum(p.stat().st_size for p in wal),
-            "snapshot": str(self.store.snapshot) if self.store.snapshot else None,
-            "recovery": {"replayed": rep.replayed, "seconds": round(rep.seconds, 4),
-                         "issues": [str(i) for i in rep.issues]},
-            "quarantined": [str(i) for i in quarantined_issues(self.path / "quarantine")],
-            "graph": self.association.graph_stats(),
-            **self.indexes.stats(),
-            "embedder": emb_stats() if callable(emb_stats) else None,
-        }
+        return field_stats(self.path, self.store, self.indexes, self.association,
+                           self._embedding.loaded)
 
     def sync(self) -> None:
         """Make every change so far durable, whatever the durability mode."""
@@ -393,6 +372,7 @@ class Field:
     def compact(self) -> Path | None:
         """Snapshot the store now (recovery then replays only what follows); None if skipped
         (see ``Store.compact``)."""
+        self._writable("compact")
         self.flush_accesses()
         return self.store.compact()
 

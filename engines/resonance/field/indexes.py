@@ -210,8 +210,10 @@ class FieldIndexes:
         }
 
     def save(self) -> None:
-        """Persist the vector index if it is current (a failure only means a rebuild)."""
-        if self._vindex is None or self._v_upto != self.store.state.n_rows:
+        """Persist the vector index if it is current (a failure only means a rebuild); never
+        for a read-only store (its indexes live in memory only)."""
+        if (self._vindex is None or self._v_upto != self.store.state.n_rows
+                or self.store.read_only):
             return
         self.path.parent.mkdir(exist_ok=True)
         try:

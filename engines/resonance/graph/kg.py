@@ -13,7 +13,8 @@ Several processes (or several objects in one process) may open the same director
 with the memory store's semantics: each open is its own writer instance, sees what the others
 wrote before it opened (or before its last `refresh`), and never waits for them. Triplet ids
 are content-addressed (`kg_state.triplet_id`), so they agree across writers without any
-coordination.
+coordination. ``read_only=True`` opens no writer instance and changes no file: every read
+works (`kg_read`), writes raise `ReadOnlyField`, and Hebbian updates are dropped.
 """
 
 from __future__ import annotations
@@ -22,25 +23,19 @@ import contextlib
 import re
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, ResonanceError, StoreClosed
+from ..errors import ConfigError, ReadOnlyField, StoreClosed
 from ..store.wal import Durability
-from . import kg_log, kg_query, kg_state
-from .activation import Spread, SpreadConfig, spread_nodes, spread_seeds
-from .adjacency import Adjacency, build_as_of
+from . import kg_log, kg_state
+from .activation import Spread, SpreadConfig, spread_nodes
+from .adjacency import Adjacency
 from .hebbian import HebbianQueue
+from .kg_read import GraphReads, UnknownTriplet
 from .kg_snapshot import SnapshotLoader, read_covered, write_snapshot
-from .kg_state import (
-    MEMORY_PREFIX,
-    GraphState,
-    Triplet,
-    check_name,
-    entity_key,
-    node_key,
-)
+from .kg_state import MEMORY_PREFIX, GraphState, Triplet, check_name, entity_key, node_key
 
 __all__ = [
     "PREDICATES",
@@ -57,25 +52,15 @@ PREDICATES = ("calls", "contains", "imports", "inherits", "corrects", "relates_t
 _PREDICATE = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
-class UnknownTriplet(ResonanceError, KeyError):
-    """No triplet with this id exists in the graph."""
-
-    def __init__(self, triplet_id: int) -> None:
-        self.triplet_id = triplet_id
-        super().__init__(f"no triplet with id {triplet_id}")
-
-    def __str__(self) -> str:
-        return f"no triplet with id {self.triplet_id}; ids come from relate() or triplets()"
-
-
-class KnowledgeGraph:
-    """A temporal knowledge graph in a directory; open with `KnowledgeGraph.open`."""
+class KnowledgeGraph(GraphReads):
+    """A temporal knowledge graph in a directory; open with `KnowledgeGraph.open`. The
+    queries (`triplets`, `spread`, `attractors`, ...) are `GraphReads`'."""
 
     def __init__(self, path: str | Path, *, durability: Durability = "batch",
                  half_life_days: float = 30.0, floor: float = 0.01,
                  attractor_ttl: float = 60.0, flush_interval: float | None = 1.0,
                  spread: SpreadConfig | None = None, weights_max_age: float = 3600.0,
-                 compact_after: int = 100_000) -> None:
+                 compact_after: int = 100_000, read_only: bool = False) -> None:
         self.path = Path(path).expanduser()
         if not 0 <= floor < 1:
             raise ConfigError(f"floor {floor}: must be in [0, 1)")
@@ -92,22 +77,24 @@ class KnowledgeGraph:
         self._closed = False
         self.attractor_refreshes = 0
         self.compact_after = compact_after
+        self.read_only = read_only
 
         load = SnapshotLoader(self.state, self.half_life, floor)
         self.log = kg_log.GraphLog(self.path, self.state.apply, load_snapshot=load,
-                                   durability=durability)
+                                   durability=durability, read_only=read_only)
         self.state = load.state
         self._stop = threading.Event()
         self._flusher: threading.Thread | None = None
-        if flush_interval:
+        if flush_interval and not read_only:
             self._flusher = threading.Thread(target=self._flush_loop, args=(flush_interval,),
                                              name=f"kg-hebbian-{self.path.name}", daemon=True)
             self._flusher.start()
 
     @classmethod
     def open(cls, path: str | Path, *, durability: Durability = "batch",
-             **options: Any) -> KnowledgeGraph:
-        """Open (creating if missing) the graph in directory `path`, replaying its log.
+             read_only: bool = False, **options: Any) -> KnowledgeGraph:
+        """Open (creating if missing) the graph in directory `path`, replaying its log;
+        ``read_only``: change no file (a missing directory reads as an empty graph).
 
         Options: ``half_life_days`` (30) and ``floor`` (0.01) of Hebbian decay,
         ``attractor_ttl`` (60 s), ``flush_interval`` (1 s; None: Hebbian updates wait for
@@ -120,8 +107,8 @@ class KnowledgeGraph:
         unknown = set(options) - known
         if unknown:
             raise ConfigError(f"unknown option(s) {', '.join(sorted(unknown))}; known: "
-                              f"durability, {', '.join(sorted(known))}")
-        return cls(path, durability=durability, **options)
+                              f"durability, read_only, {', '.join(sorted(known))}")
+        return cls(path, durability=durability, read_only=read_only, **options)
 
     def refresh(self) -> int:
         """Rebuild the state from disk, to see what other processes wrote since this one
@@ -147,6 +134,10 @@ class KnowledgeGraph:
 
     # -- writing -----------------------------------------------------------------------------
 
+    def _writable(self, operation: str) -> None:
+        if self.read_only:
+            raise ReadOnlyField(operation, self.path)
+
     def _write(self, op: int, payload: bytes) -> None:
         # Callers hold _wlock: log first, then apply exactly as recovery would.
         if self._closed:
@@ -164,6 +155,7 @@ class KnowledgeGraph:
         The id is content-addressed (`kg_state.triplet_id`): another process stating the
         same fact without having seen this one gets the same id, and the two merge.
         """
+        self._writable("relate")
         check_name(subject, "subject")
         check_name(obj, "object")
         if not _PREDICATE.match(predicate):
@@ -187,6 +179,7 @@ class KnowledgeGraph:
     def invalidate(self, triplet_id: int, at: float | None = None) -> None:
         """Mark a triplet no longer valid from `at` (now); it stays queryable "as of" before.
         Invalidating an invalidated triplet changes nothing."""
+        self._writable("invalidate a triplet")
         with self._wlock:
             t = self.triplet(triplet_id)
             if t.invalidated_at is not None:
@@ -196,6 +189,7 @@ class KnowledgeGraph:
 
     def mention(self, memory_id: str, entities: Iterable[str]) -> None:
         """Link a memory to the entities it mentions (edges of kind "mentions")."""
+        self._writable("record mentions")
         check_name(memory_id, "memory id")
         with self._wlock:
             have = self.state.mentions.get(memory_id, {})
@@ -213,6 +207,7 @@ class KnowledgeGraph:
     def forget_memory(self, memory_id: str) -> None:
         """Drop a memory node's links: its mentions, and the triplets between it and other
         memories (Hebbian ones are removed, explicit ones invalidated). Facts it stated stay."""
+        self._writable("forget a memory's links")
         with self._wlock:
             m = self.state.index.get(MEMORY_PREFIX + memory_id)
             if memory_id in self.state.mentions or (m is not None and self.state.by_node.get(m)):
@@ -222,8 +217,10 @@ class KnowledgeGraph:
     def hebbian(self, memory_ids: Sequence[str], delta: float = 0.03) -> None:
         """Queue strengthening of every pair among the first five distinct `memory_ids`
         (a ``relates_to`` edge between the two memory nodes, +delta capped at 1, created
-        if missing). Never blocks: `flush` (or the background flusher) applies the queue."""
-        self._hebbian.add(memory_ids, delta)
+        if missing). Never blocks: `flush` (or the background flusher) applies the queue.
+        Read-only: dropped, as learning from reading (resonance calls this) writes nothing."""
+        if not self.read_only:
+            self._hebbian.add(memory_ids, delta)
 
     def flush(self) -> None:
         """Apply the queued Hebbian updates, all in one log entry (each pair's summed delta;
@@ -256,85 +253,7 @@ class KnowledgeGraph:
             self.state.drop(ids)
         return len(ids)
 
-    # -- reading -----------------------------------------------------------------------------
-
-    def triplet(self, triplet_id: int) -> Triplet:
-        """One triplet by id (its weight as stored at the last reinforcement)."""
-        t = self.state.get(triplet_id)
-        if t is None:
-            raise UnknownTriplet(triplet_id)
-        return t
-
-    def triplets(self, *, subject: str | None = None, predicate: str | None = None,
-                 obj: str | None = None, as_of: float | None = None,
-                 include_invalid: bool = False) -> list[Triplet]:
-        """Triplets matching the given parts (names matched case-insensitively).
-
-        Default: those valid now. ``as_of=t``: those valid at t (valid_from ≤ t <
-        invalidated_at). ``include_invalid``: every stored triplet. Hebbian weights are
-        reported decayed to now (or `as_of`); one decayed below the floor is left out.
-        """
-        return kg_query.query(self.state, subject, predicate, obj, as_of, include_invalid,
-                                time.time())
-
-    def entities_of(self, memory_id: str) -> tuple[str, ...]:
-        """The entities a memory mentions (display forms)."""
-        display = self.state.display
-        return tuple(display[n] for n in self.state.mentions.get(memory_id, {}))
-
-    def memories_of(self, entity: str) -> tuple[str, ...]:
-        """The memories that mention an entity (matched case-insensitively)."""
-        n = self.state.index.get(entity_key(entity)[0])
-        return tuple(self.state.memories.get(n, ())) if n is not None else ()
-
-    def adjacency(self, as_of: float | None = None) -> Adjacency:
-        """The CSR over all nodes: live (cached, refreshed incrementally), or as of a time
-        (built on demand; the last one is kept)."""
-        st = self.state
-        now = time.time()
-        if as_of is None:
-            return st.cache.get(st, now=now, half_life=self.half_life, floor=self.floor,
-                                writer_lock=self._wlock, max_age=self.weights_max_age)
-        cached = self._asof
-        if cached is not None and cached[0] == as_of and cached[1] == st.version:
-            return cached[2]
-        version = st.version
-        adj = build_as_of(st, as_of, half_life=self.half_life, floor=self.floor,
-                          writer_lock=self._wlock)
-        self._asof = (as_of, version, adj)
-        return adj
-
-    def spread(self, seeds: Mapping[str, float], *, strength: float | None = None,
-               decay: float | None = None, max_hops: int | None = None,
-               cutoff: float | None = None, as_of: float | None = None,
-               hub_power: float | None = None) -> Spread:
-        """Spreading activation from seed memories (memory id → initial activation, e.g.
-        similarity); parameters default to `spread_config`. Seeds not in the graph come
-        back with their own activation at hop 0."""
-        cfg = self.spread_config.overridden(strength=strength, decay=decay, max_hops=max_hops,
-                                            cutoff=cutoff, hub_power=hub_power)
-        # The state's key list, not adj.keys: the same first items, without a Python-level
-        # __getitem__ per reached node.
-        return spread_seeds(self.adjacency(as_of), seeds, cfg, self.state.keys,
-                            self.state.display)
-
-    def attractors(self, n: int = 10) -> list[tuple[str, float]]:
-        """The n most-connected entities with strength ``min(log2(1 + degree) / 4, 1)``.
-
-        Cached: recomputed after a write (the graph's version changed) or once the cache is
-        older than ``attractor_ttl`` seconds, never per call.
-        """
-        st = self.state
-        cached = self._attr
-        now = time.monotonic()
-        if (cached is not None and cached[0] == st.version and now - cached[1] < self.attractor_ttl
-                and cached[2] >= n):
-            return cached[3][:n]
-        k = max(n, 64)
-        top = kg_query.top_entities(st, k)
-        self._attr = (st.version, now, k, top)
-        self.attractor_refreshes += 1
-        return top[:n]
+    # -- reading (the queries are GraphReads') ------------------------------------------------
 
     def stats(self) -> dict[str, Any]:
         """Counts of nodes, triplets, mentions, Hebbian edges; adjacency builds; recovery."""
@@ -368,6 +287,7 @@ class KnowledgeGraph:
         a snapshot holding entries this one has not seen (`refresh` first). Segments of
         writers still open elsewhere are never deleted: only dead writers' and this one's.
         """
+        self._writable("compact the knowledge graph")
         self.flush()
         with self._wlock:
             if self._closed:
@@ -389,7 +309,7 @@ class KnowledgeGraph:
             self._flusher.join()
         self.flush()
         with self._wlock:
-            if self.log.since_snapshot >= self.compact_after:
+            if not self.read_only and self.log.since_snapshot >= self.compact_after:
                 with contextlib.suppress(OSError):
                     self.compact()
             self._closed = True

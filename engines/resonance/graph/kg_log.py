@@ -14,7 +14,9 @@ on the clock at replay, and reinforcements by several writers add up. REINFORCE 
 
 Several processes may open one graph directory at once, as for the store: each open starts
 its own writer instance (own segments and manifest, no directory-wide lock); recovery
-applies every instance's entries in global (hlc, instance, seq) order.
+applies every instance's entries in global (hlc, instance, seq) order. A read-only open
+starts none and changes no file (damage is reported, not repaired; a directory that does
+not exist reads as an empty graph and is not created).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import CorruptSegment
+from ..errors import CorruptSegment, ReadOnlyField
 from ..store.check import remove_stale_snapshot_tmps
 from ..store.locks import compaction_lock, unseen_writers
 from ..store.recovery import Issue, RecoveryReport, WalReader
@@ -240,17 +242,21 @@ class GraphLog:
 
     def __init__(self, path: Path, apply: Apply, *, load_snapshot: LoadSnapshot | None = None,
                  durability: Durability = "batch", segment_bytes: int = 16 << 20,
-                 sync_interval: float = 0.05, keep_snapshots: int = 2) -> None:
+                 sync_interval: float = 0.05, keep_snapshots: int = 2,
+                 read_only: bool = False) -> None:
         self.path = path
         self.snap_dir = path / "snapshots"
         self.keep_snapshots = max(1, keep_snapshots)
-        path.mkdir(parents=True, exist_ok=True)
-        remove_stale_snapshot_tmps(self.snap_dir)  # killed compactions' leftovers
+        self.read_only = read_only
+        if not read_only:
+            path.mkdir(parents=True, exist_ok=True)
+            remove_stale_snapshot_tmps(self.snap_dir)  # killed compactions' leftovers
         self.writer: WalWriter | None = None
-        self.recover(apply, load_snapshot, repair=True)
-        self.writer = WalWriter(path / "wal", durability=durability,
-                                segment_bytes=segment_bytes, sync_interval=sync_interval,
-                                hlc_floor=self.max_hlc)
+        self.recover(apply, load_snapshot, repair=not read_only)
+        if not read_only:
+            self.writer = WalWriter(path / "wal", durability=durability,
+                                    segment_bytes=segment_bytes, sync_interval=sync_interval,
+                                    hlc_floor=self.max_hlc)
 
     def recover(self, apply: Apply, load_snapshot: LoadSnapshot | None, *,
                 repair: bool) -> Apply:
@@ -308,23 +314,28 @@ class GraphLog:
         return apply, issues
 
     @property
-    def instance(self) -> str:
-        """This process's writer instance id."""
-        assert self.writer is not None
-        return self.writer.instance
+    def instance(self) -> str | None:
+        """This process's writer instance id (None when read-only)."""
+        return self.writer.instance if self.writer is not None else None
+
+    def writable(self, operation: str) -> WalWriter:
+        """The writer, or `ReadOnlyField` naming ``operation`` when opened read-only."""
+        if self.writer is None:
+            raise ReadOnlyField(operation, self.path)
+        return self.writer
 
     def append(self, op: int, payload: bytes) -> None:
         """Log one entry (durable as the mode promises once this returns)."""
-        assert self.writer is not None
-        seq, hlc = self.writer.append(op, payload)
-        self.covered[self.writer.instance] = seq
+        writer = self.writable("write to the knowledge graph")
+        seq, hlc = writer.append(op, payload)
+        self.covered[writer.instance] = seq
         self.max_hlc = max(self.max_hlc, hlc)
         self.since_snapshot += 1
 
     def sync(self) -> None:
-        """Force everything logged so far to stable storage."""
-        assert self.writer is not None
-        self.writer.sync()
+        """Force everything logged so far to stable storage (read-only: nothing to do)."""
+        if self.writer is not None:
+            self.writer.sync()
 
     def compact(self, write: WriteSnapshot, read_covered: ReadCovered) -> Path | None:
         """Snapshot the state (the caller holds the writer lock, so it matches the log),
@@ -335,8 +346,7 @@ class GraphLog:
         segments may be gone: a snapshot of this state would hide them). Only segments of
         writers that were dead when read, and this writer's own sealed ones, are deleted.
         """
-        writer = self.writer
-        assert writer is not None
+        writer = self.writable("compact the knowledge graph")
         with compaction_lock(self.snap_dir) as held:
             if not held:
                 log.info("graph compaction skipped: another process is compacting %s",
@@ -362,8 +372,7 @@ class GraphLog:
         return not behind
 
     def _prune(self, covered: dict[str, int]) -> None:
-        writer = self.writer
-        assert writer is not None
+        writer = self.writable("compact the knowledge graph")
         for old in list_snapshots(self.snap_dir)[self.keep_snapshots :]:
             old.unlink(missing_ok=True)
         ranges = dict(self._dead_ranges)

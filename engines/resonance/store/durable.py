@@ -6,11 +6,16 @@ to an older one), replays every log entry it does not cover in global (hlc, inst
 order, and starts a new writer instance. Several processes may open the same field: each
 appends to its own files, none waits for another; each sees the others' writes at its next
 open.
+
+``read_only=True`` opens an existing field for reading and changes no file: no writer
+instance (manifest, lock, segment), no repair of damage (a dead writer's torn tail is reported,
+not truncated or quarantined), no compaction; every write raises `ReadOnlyField`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import threading
@@ -21,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ConfigError, CorruptSegment, StoreClosed
+from ..errors import ConfigError, CorruptSegment, FieldNotFound, ReadOnlyField, StoreClosed
 from . import ops
 from .check import check_log, remove_stale_snapshot_tmps
 from .locks import compaction_lock, unseen_writers
@@ -66,6 +71,7 @@ class Store:
         sync_interval: float = 0.05,
         compact_after: int = 100_000,
         keep_snapshots: int = 2,
+        read_only: bool = False,
     ) -> None:
         self.path = Path(path)
         self.wal_dir = self.path / "wal"
@@ -73,14 +79,19 @@ class Store:
         self.quarantine_dir = self.path / "quarantine"
         self.compact_after = compact_after
         self.keep_snapshots = max(1, keep_snapshots)
+        self.read_only = read_only
+        self._closed = False
         self._lock = threading.RLock()
-        self.wal_dir.mkdir(parents=True, exist_ok=True)
-        for tmp in remove_stale_snapshot_tmps(self.snap_dir):
-            log.info("removed %s, left by a compaction that was killed", tmp)
+        if read_only:
+            _check_exists(self.path)
+        else:
+            self.wal_dir.mkdir(parents=True, exist_ok=True)
+            for tmp in remove_stale_snapshot_tmps(self.snap_dir):
+                log.info("removed %s, left by a compaction that was killed", tmp)
         started = time.perf_counter()
         self.state, self.snapshot, snap_issues = self._load_snapshot()
         reader = WalReader(
-            self.wal_dir, self.quarantine_dir, repair=True, covered=self.state.covered
+            self.wal_dir, self.quarantine_dir, repair=not read_only, covered=self.state.covered
         )
         def unapplied(instance: str, seq: int, op: int, payload: memoryview,
                       exc: Exception) -> None:
@@ -107,15 +118,24 @@ class Store:
             name: rng for name, rng in self.report.segment_ranges.items()
             if rng[0] not in self.report.live_instances
         }
-        self.writer = WalWriter(
+        # None when read-only: no instance, so nothing on disk says this process was here
+        self.writer: WalWriter | None = None if read_only else WalWriter(
             self.wal_dir, durability=durability, segment_bytes=segment_bytes,
             sync_interval=sync_interval, hlc_floor=max(self.report.max_hlc, self.state.max_hlc),
         )
 
     @classmethod
-    def open(cls, path: str | Path, **config: object) -> Store:
-        """Open (creating if needed) the store at ``path``; see ``Store.__init__`` options."""
-        return cls(path, **config)  # type: ignore[arg-type]
+    def open(cls, path: str | Path, *, read_only: bool = False, **config: object) -> Store:
+        """Open (creating if needed) the store at ``path``; see ``Store.__init__`` options.
+        ``read_only``: open an existing store without changing any file (`FieldNotFound` if
+        there is none; writes raise `ReadOnlyField`)."""
+        return cls(path, read_only=read_only, **config)  # type: ignore[arg-type]
+
+    def _writable(self, operation: str) -> WalWriter:
+        """The writer, or `ReadOnlyField` naming ``operation`` (`StoreClosed` once closed)."""
+        if self.writer is None:
+            raise ReadOnlyField(operation, self.path)
+        return self.writer
 
     def _load_snapshot(self) -> tuple[State, Path | None, list[Issue]]:
         issues: list[Issue] = []
@@ -133,10 +153,11 @@ class Store:
     # -- writing: log first, then apply ----------------------------------------------------
 
     def _log(self, op: int, payload: bytes) -> None:
+        writer = self._writable("write to the store")
         with self._lock:
-            seq, hlc = self.writer.append(op, payload)
+            seq, hlc = writer.append(op, payload)
             self.state.apply(op, memoryview(payload))
-            self.state.mark_applied(self.writer.instance, seq, hlc)
+            self.state.mark_applied(writer.instance, seq, hlc)
             self._since_snapshot += 1
 
     def _check_vectors(self, vectors: np.ndarray) -> None:
@@ -149,6 +170,7 @@ class Store:
 
     def add(self, row: ops.Row, vector: np.ndarray) -> int:
         """Log and apply one new memory; return its row."""
+        self._writable("add a memory")
         self._check_vectors(np.asarray(vector).reshape(1, -1))
         with self._lock:
             self._log(ops.ADD, ops.encode_add(row, vector))
@@ -156,6 +178,7 @@ class Store:
 
     def add_many(self, rows: Sequence[ops.Row], vectors: np.ndarray) -> list[int]:
         """Log and apply many new memories, ``BATCH_ROWS`` per log entry; return their rows."""
+        self._writable("add memories")
         vectors = np.asarray(vectors, dtype=np.float32)
         if len(rows) != len(vectors):
             raise ConfigError(f"{len(rows)} memories but {len(vectors)} vectors")
@@ -172,29 +195,35 @@ class Store:
 
     def observe(self, memory_id: str, value: float) -> None:
         """Log one confidence observation (1 strengthens, 0 weakens)."""
+        self._writable("observe a memory's confidence")
         self.state.row_of(memory_id)
         self._log(ops.OBSERVE, ops.encode_observe(memory_id, value, time.time()))
 
     def access(self, memory_ids: Sequence[str]) -> None:
         """Log that these memories were read now."""
+        self._writable("log accesses")
         if memory_ids:
             self._log(ops.ACCESS, ops.encode_access(list(memory_ids), time.time()))
 
     def forget(self, memory_id: str) -> int:
         """Log the removal of a memory; return the row it had."""
+        self._writable("forget a memory")
         row = self.state.row_of(memory_id)
         self._log(ops.FORGET, ops.encode_forget(memory_id, time.time()))
         return row
 
     def reembed(self, memory_id: str, vector: np.ndarray) -> None:
         """Log a real vector replacing a memory's zero fallback."""
+        self._writable("re-embed a memory")
         self.state.row_of(memory_id)
         self._check_vectors(np.asarray(vector).reshape(1, -1))
         self._log(ops.REEMBED, ops.encode_reembed(memory_id, vector))
 
     def sync(self) -> None:
-        """Make everything logged so far durable, whatever the durability mode."""
-        self.writer.sync()
+        """Make everything logged so far durable, whatever the durability mode (read-only:
+        nothing to do)."""
+        if self.writer is not None:
+            self.writer.sync()
 
     # -- compaction ------------------------------------------------------------------------
 
@@ -207,18 +236,17 @@ class Store:
         snapshot from this state would hide them).
         """
         with self._lock:
-            if self.writer.closed:
+            if self.closed:
                 raise StoreClosed("the store is closed")
+            writer = self._writable("compact")
             with compaction_lock(self.snap_dir) as held:
                 if not held:
                     log.info("compaction skipped: another process is compacting %s", self.path)
                     return None
                 if not self._sees_newest_snapshot():
                     return None
-                self.writer.rotate()  # everything we wrote is now in sealed, synced segments
-                path = write_snapshot(
-                    self.state, self.snap_dir, self.writer.instance, self.writer.next_hlc()
-                )
+                writer.rotate()  # everything we wrote is now in sealed, synced segments
+                path = write_snapshot(self.state, self.snap_dir, writer.instance, writer.next_hlc())
                 _sections(path, map_file(path))  # read back before deleting what it covers
                 self.snapshot = path
                 self._since_snapshot = 0
@@ -234,22 +262,23 @@ class Store:
         return not behind
 
     def _prune(self, newest: Path) -> None:
+        writer = self._writable("compact")
         for old in list_snapshots(self.snap_dir)[self.keep_snapshots :]:
             old.unlink(missing_ok=True)
         covered = self.state.covered
         ranges = dict(self._dead_ranges)
-        ranges.update({s.name: (self.writer.instance, s.first_seq, s.last_seq)
-                       for s in self.writer.sealed_segments})
+        ranges.update({s.name: (writer.instance, s.first_seq, s.last_seq)
+                       for s in writer.sealed_segments})
         gone: set[str] = set()
         for name, (instance, _, last) in ranges.items():
             if last <= covered.get(instance, 0):
                 (self.wal_dir / name).unlink(missing_ok=True)
                 gone.add(name)
         self._dead_ranges = {k: v for k, v in self._dead_ranges.items() if k not in gone}
-        self.writer.forget_sealed(gone)
+        writer.forget_sealed(gone)
         # A dead writer with no segment left needs neither manifest nor lock file.
         left = {name.rpartition("_")[0] for name in (p.name for p in self.wal_dir.glob("*.seg"))}
-        for instance in {rng[0] for rng in ranges.values()} - left - {self.writer.instance}:
+        for instance in {rng[0] for rng in ranges.values()} - left - {writer.instance}:
             for suffix in (".manifest.json", ".lock"):
                 (self.wal_dir / f"{instance}{suffix}").unlink(missing_ok=True)
 
@@ -266,23 +295,34 @@ class Store:
     def close(self) -> None:
         """Compact if the log grew past ``compact_after`` entries, then close the writer."""
         with self._lock:
-            if self.writer.closed:
+            if self.closed:
                 return
-            if self._since_snapshot >= self.compact_after:
-                with contextlib.suppress(OSError):
-                    self.compact()
-            self.writer.close()
+            if self.writer is not None:
+                if self._since_snapshot >= self.compact_after:
+                    with contextlib.suppress(OSError):
+                        self.compact()
+                self.writer.close()
+            self._closed = True
 
     @property
     def closed(self) -> bool:
         """True once close() ran."""
-        return self.writer.closed
+        return self._closed or (self.writer is not None and self.writer.closed)
 
     def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _check_exists(path: Path) -> None:
+    """A read-only open needs a field there: `FieldNotFound` for a folder without one (an
+    OSError, as a writable open would raise, for a file in the way)."""
+    if path.exists() and not path.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, "not a folder", str(path))
+    if not ((path / "wal").is_dir() or (path / "snapshots").is_dir()):
+        raise FieldNotFound(path)
 
 
 def _snapshot_covered(snapshot: Path) -> dict[str, int]:

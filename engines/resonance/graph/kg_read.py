@@ -1,0 +1,127 @@
+"""The knowledge graph's read side: lock-free queries over its current state.
+
+`GraphReads` is the half of `KnowledgeGraph` that never writes: triplets by id or by parts,
+mentions, the adjacency (live or as of a time), spreading activation and attractors. None of
+it takes the writer lock: it reads the state's append-only or swapped-whole structures and
+immutable `Adjacency` views (see `kg_state`, `adjacency`), so a read-only graph has all of it.
+The two caches here (the last as-of adjacency, the attractors) are keyed by the state's
+version, so a write or a `refresh` invalidates them by itself.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+
+from ..errors import ResonanceError
+from . import kg_query
+from .activation import Spread, SpreadConfig, spread_seeds
+from .adjacency import Adjacency, build_as_of
+from .kg_state import GraphState, Triplet, entity_key
+
+__all__ = ["GraphReads", "UnknownTriplet"]
+
+
+class UnknownTriplet(ResonanceError, KeyError):
+    """No triplet with this id exists in the graph."""
+
+    def __init__(self, triplet_id: int) -> None:
+        self.triplet_id = triplet_id
+        super().__init__(f"no triplet with id {triplet_id}")
+
+    def __str__(self) -> str:
+        return f"no triplet with id {self.triplet_id}; ids come from relate() or triplets()"
+
+
+class GraphReads:
+    """Queries of a `KnowledgeGraph` (its base class), which sets the attributes below."""
+
+    state: GraphState
+    half_life: float
+    floor: float
+    spread_config: SpreadConfig
+    weights_max_age: float
+    attractor_ttl: float
+    attractor_refreshes: int
+    _wlock: threading.RLock
+    _asof: tuple[float, int, Adjacency] | None
+    _attr: tuple[int, float, int, list[tuple[str, float]]] | None
+
+    def triplet(self, triplet_id: int) -> Triplet:
+        """One triplet by id (its weight as stored at the last reinforcement)."""
+        t = self.state.get(triplet_id)
+        if t is None:
+            raise UnknownTriplet(triplet_id)
+        return t
+
+    def triplets(self, *, subject: str | None = None, predicate: str | None = None,
+                 obj: str | None = None, as_of: float | None = None,
+                 include_invalid: bool = False) -> list[Triplet]:
+        """Triplets matching the given parts (names matched case-insensitively).
+
+        Default: those valid now. ``as_of=t``: those valid at t (valid_from ≤ t <
+        invalidated_at). ``include_invalid``: every stored triplet. Hebbian weights are
+        reported decayed to now (or `as_of`); one decayed below the floor is left out.
+        """
+        return kg_query.query(self.state, subject, predicate, obj, as_of, include_invalid,
+                              time.time())
+
+    def entities_of(self, memory_id: str) -> tuple[str, ...]:
+        """The entities a memory mentions (display forms)."""
+        display = self.state.display
+        return tuple(display[n] for n in self.state.mentions.get(memory_id, {}))
+
+    def memories_of(self, entity: str) -> tuple[str, ...]:
+        """The memories that mention an entity (matched case-insensitively)."""
+        n = self.state.index.get(entity_key(entity)[0])
+        return tuple(self.state.memories.get(n, ())) if n is not None else ()
+
+    def adjacency(self, as_of: float | None = None) -> Adjacency:
+        """The CSR over all nodes: live (cached, refreshed incrementally), or as of a time
+        (built on demand; the last one is kept)."""
+        st = self.state
+        now = time.time()
+        if as_of is None:
+            return st.cache.get(st, now=now, half_life=self.half_life, floor=self.floor,
+                                writer_lock=self._wlock, max_age=self.weights_max_age)
+        cached = self._asof
+        if cached is not None and cached[0] == as_of and cached[1] == st.version:
+            return cached[2]
+        version = st.version
+        adj = build_as_of(st, as_of, half_life=self.half_life, floor=self.floor,
+                          writer_lock=self._wlock)
+        self._asof = (as_of, version, adj)
+        return adj
+
+    def spread(self, seeds: Mapping[str, float], *, strength: float | None = None,
+               decay: float | None = None, max_hops: int | None = None,
+               cutoff: float | None = None, as_of: float | None = None,
+               hub_power: float | None = None) -> Spread:
+        """Spreading activation from seed memories (memory id → initial activation, e.g.
+        similarity); parameters default to `spread_config`. Seeds not in the graph come
+        back with their own activation at hop 0."""
+        cfg = self.spread_config.overridden(strength=strength, decay=decay, max_hops=max_hops,
+                                            cutoff=cutoff, hub_power=hub_power)
+        # The state's key list, not adj.keys: the same first items, without a Python-level
+        # __getitem__ per reached node.
+        return spread_seeds(self.adjacency(as_of), seeds, cfg, self.state.keys,
+                            self.state.display)
+
+    def attractors(self, n: int = 10) -> list[tuple[str, float]]:
+        """The n most-connected entities with strength ``min(log2(1 + degree) / 4, 1)``.
+
+        Cached: recomputed after a write (the graph's version changed) or once the cache is
+        older than ``attractor_ttl`` seconds, never per call.
+        """
+        st = self.state
+        cached = self._attr
+        now = time.monotonic()
+        if (cached is not None and cached[0] == st.version and now - cached[1] < self.attractor_ttl
+                and cached[2] >= n):
+            return cached[3][:n]
+        k = max(n, 64)
+        top = kg_query.top_entities(st, k)
+        self._attr = (st.version, now, k, top)
+        self.attractor_refreshes += 1
+        return top[:n]
