@@ -31,7 +31,7 @@ class MemoryRecall(StepKind):
         Output("region", "text", "the working-memory region filled"),
     )
     params = params_schema(
-        query=param({"type": "string"}, "a template for the query; default: the input text"),
+        query=param({"type": "string", "format": "template"}, "a template for the query; default: the input text"),
         k=param({"type": "integer", "minimum": 1, "maximum": 100, "default": 5}, "how many memories"),
         mode=param({"enum": [*RECALL_MODES, "resonate"], "default": "hybrid"}, "how to search"),
         region=param({"type": "string", "default": "context"}, "the working-memory region to fill"),
@@ -88,7 +88,7 @@ class MemoryStore(StepKind):
         Output("tags", "list", "the memory's tags"),
     )
     params = params_schema(
-        content=param({"type": "string"}, "a template for what to remember; default: the exchange"),
+        content=param({"type": "string", "format": "template"}, "a template for what to remember; default: the exchange"),
         kind=param({"enum": list(MEMORY_KINDS), "default": "episode"}, "the memory kind"),
         tags=param({"type": "array", "items": {"type": "string"}}, "tags for the memory"),
     )

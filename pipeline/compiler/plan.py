@@ -279,7 +279,8 @@ def compile_graph(graph: Graph) -> Plan:
         graph,
         _plan_scope(graph.turn, fused),
         subprocesses,
-        {name: _plan_scope(sg, False) for name, sg in graph.processes.items()},
+        # a cycle is one call in fused mode, as the seed's single S_model call
+        {name: _plan_scope(sg, fused) for name, sg in graph.processes.items()},
     )
 
 

@@ -106,6 +106,8 @@ def check_expression(
         rules.error(path, message, hint)
     for attr, _line in analysis.private:
         rules.error(path, _PRIVATE.format(attr), _PRIVATE_HINT)
+    for _line, message, hint in analysis.refused:
+        rules.error(path, message, hint)
 
 
 _PRIVATE = "reads '{}', a Python internal the sandbox refuses"
@@ -146,6 +148,8 @@ def check_includes(rules: Findings, analysis: Analysis, origin: str, path: KeyPa
                 continue
             for attr, at in inner.private:
                 rules.error(path, f"'{name}' line {at} " + _PRIVATE.format(attr), _PRIVATE_HINT)
+            for at, message, hint in inner.refused:
+                rules.error(path, f"'{name}' line {at}: {message}", hint)
             walk((*chain, name), inner)
 
     walk((origin,), analysis)
@@ -176,5 +180,7 @@ def check_template(rules: Findings, target: Path, step: Step, scope: Scope, step
         emit(line, message, hint)
     for attr, line in analysis.private:
         emit(line, _PRIVATE.format(attr), _PRIVATE_HINT)
+    for line, message, hint in analysis.refused:
+        emit(line, message, hint)
     if step.template is not None:
         check_includes(rules, analysis, step.template, (*step.path, "template"))

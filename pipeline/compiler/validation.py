@@ -1,8 +1,9 @@
 """Validation: every problem of a blueprint in one pass, sorted by position.
 
 Stages: YAML with positions → JSON Schema → the typed Blueprint → the graph's own rules (step
-kinds, `with:` parameters, `after`, cycles, reachability, gates and template references, files,
-model slots, fused calls) → warnings (dead steps, unused slots).
+kinds, `with:` parameters and the templates among them, `after`, cycles, reachability, gates and
+template references, what a template always fails on, files, `memory.field`, model slots, fused
+calls) → warnings (dead steps, unused slots).
 """
 
 from __future__ import annotations
@@ -11,12 +12,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from soul import textfiles
 from soul.compiler.references import Scope, check_expression, check_includes, check_template
 from soul.compiler.topology import ancestors, find_cycles, reachable
 from soul.diagnostics import Diagnostic, did_you_mean, one_of, sort_diagnostics
-from soul.errors import BlueprintError, BlueprintInvalid
-from soul.kinds import Registry, default_registry
+from soul.errors import BlueprintError, BlueprintInvalid, FileRefused
+from soul.kinds import Registry, StepKind, default_registry
 from soul.language import (
+    TEMPLATE_FORMAT,
     Blueprint,
     KeyPath,
     SourceMap,
@@ -24,6 +27,7 @@ from soul.language import (
     build,
     check_schema,
     check_schema_at,
+    field_folder,
     read,
 )
 
@@ -55,8 +59,11 @@ class Checked:
         return self.blueprint
 
 
-def validate(name_or_path: str | Path, registry: Registry | None = None) -> Checked:
-    """Load and check a blueprint file or built-in soul; never raises for a bad blueprint."""
+def validate(name_or_path: str | Path, registry: Registry | None = None, *, allow_field_paths: bool | None = None) -> Checked:
+    """Load and check a blueprint file or built-in soul; never raises for a bad blueprint.
+
+    `allow_field_paths=True` accepts a `memory.field` outside the blueprint's folder, False
+    refuses it, None (the default) leaves it to ``SOUL_ALLOW_FIELD_PATHS=1``."""
     loaded, path = read(name_or_path)
     if loaded.data is None or loaded.diagnostics:
         return Checked(None, sort_diagnostics(loaded.diagnostics))
@@ -64,13 +71,14 @@ def validate(name_or_path: str | Path, registry: Registry | None = None) -> Chec
     if not isinstance(loaded.data, dict):
         return Checked(None, sort_diagnostics(diagnostics))
     blueprint = build(loaded.data, loaded.source, path.parent)
-    diagnostics.extend(check_rules(blueprint, registry or default_registry()))
+    diagnostics.extend(check_rules(blueprint, registry or default_registry(), allow_field_paths=allow_field_paths))
     return Checked(blueprint, sort_diagnostics(diagnostics))
 
 
-def load_valid(name_or_path: str | Path, registry: Registry | None = None) -> Blueprint:
-    """A valid blueprint, or BlueprintInvalid with every diagnostic."""
-    return validate(name_or_path, registry).raise_for_errors()
+def load_valid(name_or_path: str | Path, registry: Registry | None = None, *, allow_field_paths: bool | None = None) -> Blueprint:
+    """A valid blueprint, or BlueprintInvalid with every diagnostic (`allow_field_paths`: as
+    in `validate`)."""
+    return validate(name_or_path, registry, allow_field_paths=allow_field_paths).raise_for_errors()
 
 
 def _is_provider(spec: str) -> bool:
@@ -98,17 +106,18 @@ class _Rules:
         folder = self.bp.folder
         if folder is None:
             return None
-        target = (folder / rel).resolve()
         try:
-            target.relative_to(folder.resolve())
-        except ValueError:
-            self.error(path, f"{what} '{rel}' is outside the blueprint's folder", "keep templates and personas beside the blueprint")
-            return None
-        if not target.is_file():
+            target: Path | None = textfiles.confine(folder, rel)
+        except textfiles.Refused as exc:
+            if exc.reason == "outside":
+                self.error(path, f"{what} '{rel}' is outside the blueprint's folder", "keep templates and personas beside the blueprint")
+                return None
+            target = None  # an absolute path, a NUL: read_file below words the refusal
+        if target is not None and not target.is_file():
             near = did_you_mean(Path(rel).name, [p.name for p in folder.iterdir() if p.is_file()])
             self.error(path, f"{what} '{rel}' not found in {folder}", near)
             return None
-        if what in ("persona", "template"):
+        if target is None or what in ("persona", "template"):
             try:  # read as the runtime reads it: a regular UTF-8 file of at most 1 MiB
                 self.bp.read_file(rel, what)
             except BlueprintError as exc:
@@ -116,20 +125,36 @@ class _Rules:
                 return None
         return target
 
-    def inline_templates(self, step: Step) -> None:
-        """A non-LLM step's template parameters (memory.recall's `query`, memory.store's
-        `content`): what they include is checked like a step's template file."""
+    def at_line(self, path: KeyPath, line: int, text: str, message: str, hint: str | None) -> None:
+        """An error at line `line` of the string written at `path` (exact for `|` blocks;
+        otherwise at the string, naming the line when there are several)."""
+        pos, exact = self.src.text_position(path, line)
+        where = f" line {line}" if not exact and "\n" in text else ""
+        self.out.append(self.src.diagnostic(path, f"`{path[-1]}`{where} {message}", hint=hint, at=pos))
+
+    def inline_templates(self, step: Step, kind: type[StepKind]) -> None:
+        """A non-LLM step's template parameters: those its kind declares (`"format":
+        "template"` in its params schema: memory.recall's `query`, memory.store's `content`)
+        must compile; others that look like templates are checked only if they do. Then what
+        they include, the Python internals they read and what always fails in them."""
         from soul.language import analyse_template
 
+        properties = kind.params.get("properties", {})
         for key, value in step.params.items():
-            if not isinstance(value, str) or ("{%" not in value and "{{" not in value):
+            schema = properties.get(key)
+            declared = isinstance(schema, dict) and schema.get("format") == TEMPLATE_FORMAT
+            if not isinstance(value, str) or not (declared or "{%" in value or "{{" in value):
                 continue
             analysis = analyse_template(value)
-            if analysis.error:
-                continue  # not necessarily a template: the kind decides how it reads its parameters
             at = (*step.path, "with", key)
-            for attr, _line in analysis.private:
-                self.error(at, f"`{key}` reads '{attr}', a Python internal the sandbox refuses", "templates read only the names soul gives them")
+            if analysis.error:
+                if declared:  # otherwise not necessarily a template: the kind reads it as it likes
+                    self.at_line(at, analysis.error_line, value, f"does not compile: {analysis.error}", None)
+                continue
+            for attr, line in analysis.private:
+                self.at_line(at, line, value, f"reads '{attr}', a Python internal the sandbox refuses", "templates read only the names soul gives them")
+            for line, message, hint in analysis.refused:
+                self.at_line(at, line, value, message, hint)
             check_includes(self, analysis, f"{step.name}.with.{key}", at)
 
     # -- models --------------------------------------------------------------------------
@@ -170,7 +195,7 @@ class _Rules:
                     which = "model" if step.model else "template"
                     self.error((*step.path, which), f"step kind '{kind.name}' makes no model call; '{which}' has no effect here")
                 if not kind.llm and step.params:
-                    self.inline_templates(step)
+                    self.inline_templates(step, kind)
                 if kind.name == "chetana.context" and self.bp.chetana is None:
                     self.error((*step.path, "uses"), "chetana.context needs the soul's `chetana:` block", "add `chetana: {}` at the top level")
             for i, dep in enumerate(step.after):
@@ -250,12 +275,13 @@ class _Rules:
                 self.warning(("models", name), f"model slot '{name}' is never used", key=True)
 
 
-def check_rules(blueprint: Blueprint, registry: Registry) -> list[Diagnostic]:
+def check_rules(blueprint: Blueprint, registry: Registry, *, allow_field_paths: bool | None = None) -> list[Diagnostic]:
     """The graph's own rules over a built blueprint (the schema is checked separately)."""
     rules = _Rules(blueprint, registry)
     bp = blueprint
     if bp.persona:
         rules.file_beside(bp.persona, ("persona",), "persona")
+    _check_memory_field(rules, allow_field_paths)
     rules.model_ref(bp.model, ("model",))
     for key, var in bp.state.items():
         _check_state_var(rules, key, var)
@@ -294,6 +320,18 @@ def _check_state_var(rules: _Rules, key: str, var: object) -> None:
         rules.error(("state", key, "default"), f"state '{key}': default {var.default!r} is not a {var.type}")
     if var.values and var.default not in var.values:
         rules.error(("state", key, "default"), f"state '{key}': default {var.default!r} is not one of its values", f"values: {', '.join(var.values)}")
+
+
+def _check_memory_field(rules: _Rules, allow: bool | None) -> None:
+    """`memory.field` stays inside the blueprint's folder unless allowed (the rule the memory
+    bridge enforces at run time: `field_folder`)."""
+    where = (rules.bp.memory or {}).get("field")
+    if not isinstance(where, str) or not where:
+        return
+    try:
+        field_folder(where, rules.bp.folder, allow=allow)
+    except FileRefused as exc:
+        rules.error(("memory", "field"), f"memory.field '{where}' is refused: {exc.reason}", exc.hint)
 
 
 def _check_triggers(rules: _Rules) -> None:

@@ -20,18 +20,22 @@ from soul.language.blueprint import (
     read,
 )
 from soul.language.expressions import (
+    TEMPLATE_FORMAT,
     Analysis,
     Reference,
     analyse_expression,
     analyse_template,
     environment,
 )
+from soul.language.files import ALLOW_FIELD_PATHS, field_folder
 from soul.language.schema import blueprint_schema, schema_text
 from soul.language.schema import check as check_schema
 from soul.language.schema import check_at as check_schema_at
 from soul.language.sourcemap import KeyPath, Loaded, SourceMap, load_yaml
 
 __all__ = [
+    "ALLOW_FIELD_PATHS",
+    "TEMPLATE_FORMAT",
     "Analysis",
     "Blueprint",
     "KeyPath",
@@ -54,6 +58,7 @@ __all__ = [
     "check_schema_at",
     "display_path",
     "environment",
+    "field_folder",
     "load_yaml",
     "locate",
     "read",

@@ -3,8 +3,9 @@
 Gates (`when:`) and templates are compiled in the bounded sandbox (`soul.language.sandbox`)
 with StrictUndefined, loading templates only through `TemplateFiles` (confined to the
 blueprint's folder). The compiler reads their ASTs to find every `steps.<step>.<output>`,
-every top-level name they use, the templates they include and the private attributes the
-sandbox would refuse, so all of it can be checked before anything runs.
+every top-level name they use, the templates they include, the private attributes the
+sandbox would refuse and what fails whatever the data (`refusals.py`), so all of it can be
+checked before anything runs.
 """
 
 from __future__ import annotations
@@ -21,9 +22,12 @@ from jinja2.meta import find_undeclared_variables
 from jinja2.parser import Parser
 
 from soul.language.files import TemplateFiles
+from soul.language.refusals import Refusal, refusals
 from soul.language.sandbox import Sandbox
 
 CHECKED_ROOTS = frozenset({"steps", "state"})
+# A step kind marks a `with:` parameter as a template in its params schema: {"format": "template"}
+TEMPLATE_FORMAT = "template"
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,7 @@ class Analysis:
     is_constant: bool = False
     includes: tuple[tuple[str, int, bool], ...] = ()  # (name, line, ignore missing): include/import/extends
     private: tuple[tuple[str, int], ...] = ()  # (attribute, line): `__x` reads the sandbox refuses
+    refused: tuple[Refusal, ...] = ()  # (line, message, hint): fails whenever it runs (refusals.py)
 
 
 def environment(folder: Path | None = None, *, templates: bool = False) -> Sandbox:
@@ -147,7 +152,8 @@ def analyse_expression(text: str) -> Analysis:
     if not names and _foldable(expr):
         with contextlib.suppress(nodes.Impossible):
             constant, is_constant = expr.as_const(), True
-    return Analysis(names, _dedupe(_refs(template)), constant=constant, is_constant=is_constant, private=_private(template))
+    return Analysis(names, _dedupe(_refs(template)), constant=constant, is_constant=is_constant,
+                    private=_private(template), refused=refusals(template, env))
 
 
 def analyse_template(text: str) -> Analysis:
@@ -155,7 +161,30 @@ def analyse_template(text: str) -> Analysis:
     env = _env()
     try:
         tree = env.parse(text)
-        env.compile(tree)
     except TemplateSyntaxError as exc:
         return Analysis(frozenset(), (), error=exc.message or str(exc), error_line=exc.lineno or 1)
-    return Analysis(frozenset(find_undeclared_variables(tree)), _dedupe(_refs(tree)), includes=_includes(tree), private=_private(tree))
+    refused = refusals(tree, env)
+    try:
+        env.compile(tree)
+    except TemplateSyntaxError as exc:
+        # an unknown filter or test is already a refusal, with a "did you mean"
+        unknown = any(m.startswith(("no filter named", "no test named")) for _, m, _ in refused)
+        if not (unknown and (exc.message or "").startswith(("No filter named", "No test named"))):
+            return Analysis(frozenset(), (), error=exc.message or str(exc), error_line=exc.lineno or 1)
+    return Analysis(_undeclared(tree, env), _dedupe(_refs(tree)), includes=_includes(tree),
+                    private=_private(tree), refused=refused)
+
+
+def _undeclared(tree: nodes.Template, env: Sandbox) -> frozenset[str]:
+    """The names a template reads from its context. Jinja finds them by compiling, which fails
+    on an unknown filter or test (already a refusal): those are renamed to known ones in this
+    freshly parsed tree meanwhile, so the other names are still checked."""
+    unknown = [n for n in tree.find_all((nodes.Filter, nodes.Test)) if n.name not in (env.filters if isinstance(n, nodes.Filter) else env.tests)]
+    names = [n.name for n in unknown]
+    for node in unknown:
+        node.name = "string" if isinstance(node, nodes.Filter) else "defined"
+    try:
+        return frozenset(find_undeclared_variables(tree))
+    finally:
+        for node, name in zip(unknown, names, strict=True):
+            node.name = name

@@ -85,6 +85,21 @@ class SourceMap:
             source_line=self.line_text(pos.line),
         )
 
+    def text_position(self, path: KeyPath, line: int) -> tuple[Position, bool]:
+        """Where line `line` of the string written at `path` is, and whether that is exact.
+
+        A literal block scalar (`|`) keeps its lines: line N is N lines below the `|`. A
+        folded, quoted or plain scalar joins or escapes lines, so the value's own position is
+        the nearest (not exact, unless `line` is 1)."""
+        start = self.position(path)
+        text = self.line_text(start.line) or ""
+        if text[start.col - 1:start.col] == "|":
+            inner = self.line_text(start.line + line)
+            if inner is not None and inner.strip():
+                return Position(start.line + line, len(inner) - len(inner.lstrip(" ")) + 1), True
+            return start, False
+        return start, line == 1
+
     def line_text(self, line: int) -> str | None:
         return self.lines[line - 1] if 0 < line <= len(self.lines) else None
 

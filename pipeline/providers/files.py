@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from soul import textfiles
 from soul.errors import ProviderError
 
 
@@ -18,31 +19,35 @@ def read_text(path: str | Path, what: str, limit: int, *, within: Path | None = 
     """The UTF-8 text of `path` (resolved against `within` when relative) and the path read.
 
     ProviderError if it lies outside `within`, is not a regular file (a FIFO, a device, a
-    folder), is larger than `limit` bytes, or is not UTF-8.
+    folder), is larger than `limit` bytes, or is not UTF-8 (`soul.textfiles` does the checks).
     """
-    path = Path(path)
+    name = Path(path)
+    path = name if within is None else within / name  # an absolute name stays itself
     if within is not None:
-        path = within / path  # an absolute path stays itself
-        resolved, folder = path.resolve(), within.resolve()
-        if not resolved.is_relative_to(folder):
+        try:
+            textfiles.confine(within, name, absolute=True)
+        except textfiles.Refused as exc:
+            if exc.reason == "nul":
+                raise ProviderError(f"{what}: {str(path)!r} has a NUL character in its name") from None
+            if exc.reason == "unresolvable":
+                raise ProviderError(f"{what}: {path} cannot be resolved ({exc.detail})") from exc
             raise ProviderError(
-                f"{what}: {path} is outside the blueprint's folder {folder}: keep the file beside "
+                f"{what}: {path} is outside the blueprint's folder {exc.folder}: keep the file beside "
                 "the blueprint, or name it on the command line (--script FILE / --replay CASSETTE)"
-            )
+            ) from None
     try:
-        if not path.is_file():
-            problem = "does not exist" if not path.exists() else "is not a regular file"
-            raise ProviderError(f"{what}: {path} {problem}")
-        size = path.stat().st_size
-        if size > limit:
-            raise ProviderError(f"{what}: {path} is {size:,} bytes, over the limit of {limit:,}")
-        with path.open("rb") as stream:
-            data = stream.read(limit + 1)  # the file may have grown since the stat
-    except OSError as exc:
-        raise ProviderError(f"{what}: cannot read {path}: {exc.strerror or exc}") from exc
-    if len(data) > limit:
-        raise ProviderError(f"{what}: {path} is over the limit of {limit:,} bytes")
-    try:
-        return path, data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ProviderError(f"{what}: {path} is not UTF-8 text (byte {exc.start})") from exc
+        return path, textfiles.read_text(path, limit)
+    except textfiles.Refused as exc:
+        if exc.reason in ("missing", "not_regular", "too_large", "not_utf8"):
+            raise ProviderError(f"{what}: {path} {_refusal(exc, limit)}") from exc
+        raise ProviderError(f"{what}: cannot read {path}: {exc.detail}") from exc
+
+
+def _refusal(exc: textfiles.Refused, limit: int) -> str:
+    if exc.reason == "too_large" and exc.size is not None:
+        return f"is {exc.size:,} bytes, over the limit of {limit:,}"
+    if exc.reason == "too_large":
+        return f"is over the limit of {limit:,} bytes"
+    if exc.reason == "not_utf8":
+        return f"is not UTF-8 text (byte {exc.byte})"
+    return "is not a regular file" if exc.reason == "not_regular" else "does not exist"

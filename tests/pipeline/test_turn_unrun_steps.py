@@ -68,7 +68,7 @@ def test_a_fused_template_reading_a_step_of_its_call_sees_none(tmp_path: Path, s
 
 def test_a_template_that_fails_is_a_step_error_before_any_call(tmp_path: Path, soul_home: Path) -> None:
     provider = ScriptedProvider(["<external_dialogue>Hi.</external_dialogue>"])
-    broken = "{{ 1 // 0 }}\n"
+    broken = "{{ 1 // (turn.number - 1) }}\n"  # fails on turn 1 only: `1 // 0` is a validate error now
     s = soul.load(write(tmp_path, FUSED_TEMPLATE, reply_j2=broken), provider=provider, home=soul_home)
     session = s.session()
     with pytest.raises(StepError) as caught:
