@@ -45,6 +45,29 @@ class UserModelChange:
 
 
 @dataclass(frozen=True)
+class MoodRecord:
+    """Mood and criteria as the subconscious set them (AgentCSD's M_AND_C)."""
+
+    mood: str
+    criteria: str
+
+
+@dataclass(frozen=True)
+class SummaryRecord:
+    """A history folded into a summary: "[Previous summary]: ..." plus the recent entries.
+
+    `layer` names the history (S_loud_history, S_quiet_history, ID_quiet_history, ...);
+    `cycle_from`..`cycle_to` the cycles its summarised entries came from; `digest` is True
+    when the summary call failed and a truncation digest stands in for it."""
+
+    layer: str
+    summary: str
+    cycle_from: int
+    cycle_to: int
+    digest: bool = False
+
+
+@dataclass(frozen=True)
 class Commit:
     """Everything one turn changes, applied atomically by the store.
 
@@ -61,12 +84,18 @@ class Commit:
     memory: tuple[MemoryEntry, ...] = ()
     chetana: dict[str, Any] | None = None  # the serialised Chetana controller (None: unchanged)
     trace: dict[str, Any] = field(default_factory=dict)  # the turn's trace, JSON-safe
-    kind: Literal["message", "spontaneous", "subprocess"] = "message"
+    kind: Literal["message", "spontaneous", "subprocess", "cycle"] = "message"
+    # A background process's cycle (kind "cycle"), or the cycle a turn saw (None: no process)
+    process: str | None = None
+    cycle: int | None = None
+    mood: MoodRecord | None = None  # a new mood & criteria (kind "cycle")
+    summaries: tuple[SummaryRecord, ...] = ()
 
     @property
     def turn(self) -> int:
-        """The turn number this commit creates (subprocess commits do not advance it)."""
-        return self.base_turn if self.kind == "subprocess" else self.base_turn + 1
+        """The turn number this commit creates (subprocess and cycle commits do not advance
+        it; a cycle runs beside the turns, so the store stamps it with the turn count then)."""
+        return self.base_turn if self.kind in ("subprocess", "cycle") else self.base_turn + 1
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,12 @@ class MoodAndCriteria(StepKind):
     effects = ("mood",)
     layer = "subconscious"
 
+    @classmethod
+    def changes(cls, step: str, outputs: Mapping[str, Any], context: ChangeContext) -> Changes:
+        # the mood is committed as a mood_and_criteria row by the cycle (Commit.mood), not
+        # as a message: the background runtime reads it from the outputs
+        return Changes()
+
 
 class SLoud(StepKind):
     name = "s_loud"
@@ -45,6 +51,16 @@ class SLoud(StepKind):
     template = "s_loud.j2"
     effects = ("impulses",)
     layer = "subconscious"
+
+    @classmethod
+    def changes(cls, step: str, outputs: Mapping[str, Any], context: ChangeContext) -> Changes:
+        messages = []
+        loud, quiet = (outputs.get("loud") or "").strip(), (outputs.get("quiet") or "").strip()
+        if loud:
+            messages.append(MessageRecord("subconscious", "S_loud", loud, step, meta={"trigger": outputs.get("trigger") is True}))
+        if quiet:
+            messages.append(MessageRecord("subconscious", "S_quiet", quiet, step))
+        return Changes(messages=tuple(messages))
 
 
 class InternalDialog(StepKind):
@@ -66,6 +82,8 @@ class InternalDialog(StepKind):
         ),
     )
     template = "internal_dialog.j2"
+    unparsed = "quiet"  # neither tag parsed: all of it is quiet, nothing reaches the user
+    stream_tag = "ID_loud"
 
     @classmethod
     def changes(cls, step: str, outputs: Mapping[str, Any], context: ChangeContext) -> Changes:

@@ -146,6 +146,17 @@ def cmd_new(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cycles(text: str) -> int:
+    """`--cycles N`: a whole number, 0 or more."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number of cycles (0 or more), not {text!r}")
+    return n
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="soul",
@@ -179,7 +190,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kinds", action="store_true", help="list step kinds instead")
     p.set_defaults(func=cmd_list)
 
-    p = sub.add_parser("run", help="talk to a soul (REPL, or once with -m)", description="Talk to a soul: a streamed REPL, or one message with -m.")
+    p = sub.add_parser(
+        "run", help="talk to a soul (REPL, or once with -m)",
+        description="Talk to a soul: a streamed REPL, or one message with -m. A soul with background "
+        "processes (the csd soul's subconscious) runs them beside the REPL; with -m they run only "
+        "with --cycles N (after the reply, N cycles each, then the run ends): without it the "
+        "message is answered and the loops are stopped right after, so a one-shot always ends.",
+    )
     p.add_argument("blueprint", metavar="NAME_OR_PATH")
     p.add_argument("-m", "--message", help="answer this one message and exit")
     p.add_argument("--session", help="resume a stored session (id or unique prefix)")
@@ -187,7 +204,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="with -m: print the turn result as JSON")
     p.add_argument("--show-thoughts", action="store_true", help="show the internal monologue and checks")
     p.add_argument("--model", help="use this model for every step (overrides the blueprint and SOUL_MODEL)")
-    p.add_argument("--script", metavar="FILE", help="scripted replies: a YAML/JSON list of raw model replies, one per call")
+    p.add_argument("--script", metavar="FILE", help="scripted replies: a YAML/JSON list of raw model replies, one per call; "
+                   "or a mapping of model slots to such lists ({conscious: [...], subconscious: [...]}; default: for other calls)")
+    p.add_argument("--cycles", type=_cycles, metavar="N", help="run each background loop at most N cycles; with -m, run "
+                   "them after the reply and wait for them and the spontaneous turns they start (JSON: spontaneous, mood_and_criteria)")
+    p.add_argument("--persona-core", metavar="FILE", help="a new session's Persona Core (the subconscious' read-only core), "
+                   "instead of the blueprint's; the session keeps a snapshot of it")
+    p.add_argument("--layers", action="store_true", help="show the internal dialog and the subconscious (mood, impulses, "
+                   "triggers) beside the chat, as they happen")
     p.add_argument("--record", metavar="CASSETTE", help="write every model call to this YAML cassette (replaces it)")
     p.add_argument("--replay", metavar="CASSETTE", help="serve model calls from a cassette, with no network; a call it lacks is an error")
     p.set_defaults(func=cmd_run)

@@ -31,6 +31,7 @@ CONTEXT_NAMES: tuple[str, ...] = (
     "memory",  # working-memory regions, in order
     "chetana",  # affect, focus, self_assessment, intentions, steering (when enabled)
     "params",  # the step's own `with:` values
+    "mind",  # AgentCSD: mood, criteria, impulses, histories, changes (empty without a process)
 )
 
 
@@ -163,6 +164,11 @@ class StepKind:
     template: ClassVar[str | None] = None
     params: ClassVar[dict[str, Any]] = {"type": "object", "additionalProperties": False}
     effects: ClassVar[tuple[Effect, ...]] = ()
+    # The output that takes the whole reply (tags stripped) when none of the kind's sections
+    # parse — AgentCSD's internal dialog: everything unparsed is quiet, so nothing leaks.
+    unparsed: ClassVar[str | None] = None
+    # The section whose text streams to the user (`stream: true`); default the first.
+    stream_tag: ClassVar[str | None] = None
 
     @classmethod
     def changes(cls, step: str, outputs: Mapping[str, Any], context: ChangeContext) -> Changes:

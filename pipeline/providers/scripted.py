@@ -3,12 +3,17 @@
 The file is a YAML or JSON list of raw model replies, at most `MAX_SCRIPT_BYTES`; named in a
 blueprint, it must lie inside the blueprint's folder (`files.read_text`). Running out is an
 error that says how many calls were made. Replies stream in small pieces so streaming paths are exercised too.
+
+`soul run --script FILE` also takes a mapping of model slot names to lists
+(`{conscious: [...], subconscious: [...]}`, and `default: [...]` for every other call):
+`ScriptedProvider.from_script` reads either form; a mapping becomes `SlotScripts`, which a
+Soul accepts as its provider (each slot's calls consume that slot's list).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import yaml
@@ -41,14 +46,29 @@ class ScriptedProvider(Provider):
     def from_file(cls, path: str | Path, *, within: Path | None = None) -> ScriptedProvider:
         """Load replies from a YAML or JSON list; with `within` (the blueprint's folder), a
         relative path is read from there and a path outside it is refused."""
-        path, text = read_text(path, "scripted replies", MAX_SCRIPT_BYTES, within=within)
-        try:
-            data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-        except (ValueError, yaml.YAMLError) as exc:  # json errors are ValueErrors
-            raise ProviderError(f"scripted replies: {path} is not valid YAML/JSON: {exc}") from exc
-        if not isinstance(data, list) or not all(isinstance(r, str) for r in data):
-            raise ProviderError(f"scripted replies: {path} must be a list of strings (one raw model reply per call)")
-        return cls(data, str(path))
+        path, data = _read(path, within)
+        if isinstance(data, Mapping):
+            raise ProviderError(
+                f"scripted replies: {path} maps model slots to replies; a `scripted:` model "
+                "takes one list (one raw model reply per call) — pass the mapping to `soul run --script`"
+            )
+        return cls(_replies(data, path), str(path))
+
+    @classmethod
+    def from_script(cls, path: str | Path) -> ScriptedProvider | SlotScripts:
+        """What `soul run --script FILE` holds: a list (one list for every call) or a mapping
+        of model slot names to lists (`default:` for the calls no other key names)."""
+        path, data = _read(path, None)
+        if not isinstance(data, Mapping):
+            return cls(_replies(data, path, hint=" or a mapping of model slot names to such lists"), str(path))
+        if not data:
+            raise ProviderError(f"scripted replies: {path} maps no model slot: write `SLOT: [reply, ...]` per slot")
+        slots = {}
+        for slot, replies in data.items():
+            if not isinstance(slot, str) or not slot:
+                raise ProviderError(f"scripted replies: {path}: key {slot!r} is not a model slot name")
+            slots[slot] = cls(_replies(replies, path, slot), f"{path} [{slot}]")
+        return SlotScripts(slots, str(path))
 
     def _next(self, request: Request) -> str:
         if self.calls >= len(self.replies):
@@ -74,3 +94,43 @@ class ScriptedProvider(Provider):
             clock.token()
             yield Chunk(reply[i : i + CHUNK_CHARS])
         yield Chunk("", clock.usage(request, reply))
+
+
+class SlotScripts(Mapping[str, ScriptedProvider]):
+    """Scripted replies per model slot, read from one file (`ScriptedProvider.from_script`).
+
+    A Soul given this as its provider sends each call to its slot's list; a call on a model
+    that is no slot of the blueprint, or on a slot the file lacks, takes the `default` list
+    when there is one (`Soul.provider_for`)."""
+
+    def __init__(self, slots: Mapping[str, ScriptedProvider], source: str) -> None:
+        self._slots = dict(slots)
+        self.source = source
+
+    def __getitem__(self, slot: str) -> ScriptedProvider:
+        return self._slots[slot]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._slots)
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    def __repr__(self) -> str:
+        return f"SlotScripts({self.source!r}, slots={list(self._slots)})"
+
+
+def _read(path: str | Path, within: Path | None) -> tuple[Path, object]:
+    path, text = read_text(path, "scripted replies", MAX_SCRIPT_BYTES, within=within)
+    try:
+        return path, json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as exc:  # json errors are ValueErrors
+        raise ProviderError(f"scripted replies: {path} is not valid YAML/JSON: {exc}") from exc
+
+
+def _replies(data: object, path: Path, slot: str | None = None, hint: str = "") -> list[str]:
+    if isinstance(data, list) and all(isinstance(r, str) for r in data):
+        return data
+    if slot is None:
+        raise ProviderError(f"scripted replies: {path} must be a list of strings (one raw model reply per call){hint}")
+    raise ProviderError(f"scripted replies: {path}: slot '{slot}' must be a list of strings (one raw model reply per call)")

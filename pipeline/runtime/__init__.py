@@ -13,6 +13,11 @@ from soul.runtime.chetana import session_report
 from soul.runtime.dry_run import ExplainedCall, count_tokens, dry_services, explain, render
 from soul.runtime.events import (
     CallTrace,
+    CycleFinished,
+    CycleStarted,
+    ImpulseQueued,
+    LoopStatus,
+    MoodChanged,
     Reply,
     StepFinished,
     StepStarted,
@@ -20,6 +25,7 @@ from soul.runtime.events import (
     SubprocessFinished,
     Token,
     Trace,
+    TriggerFired,
     TurnCommitted,
     TurnResult,
 )
@@ -30,9 +36,14 @@ from soul.runtime.souls import Soul, load
 
 __all__ = [
     "CallTrace",
+    "CycleFinished",
+    "CycleStarted",
     "ExplainedCall",
+    "ImpulseQueued",
+    "LoopStatus",
     "MemoryBridge",
     "MemoryReader",
+    "MoodChanged",
     "Reply",
     "Services",
     "Session",
@@ -43,6 +54,7 @@ __all__ = [
     "SubprocessFinished",
     "Token",
     "Trace",
+    "TriggerFired",
     "TurnCommitted",
     "TurnResult",
     "count_tokens",

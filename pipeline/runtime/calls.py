@@ -9,7 +9,10 @@ stripped, or a fixed line when nothing is left — but only from the text outsid
 section-like element (`soul.sections.fallback`): the soul's thoughts never become its reply.
 
 Model text passes `replace_lone_surrogates` as it arrives, so what is streamed, parsed and
-stored can always be encoded.
+stored can always be encoded. Streamed text is redacted as it goes (`StreamRedactor`, one per
+section, flushed when the section closes), so a key the model writes reaches no `Token` even
+when it arrives split across chunks; what is parsed and stored is the raw reply, redacted by
+the store.
 """
 
 from __future__ import annotations
@@ -25,13 +28,16 @@ from soul.providers import Chunk, Message, Provider, Request, Usage
 from soul.runtime.events import CallTrace, Token
 from soul.runtime.surrogates import replace_lone_surrogates
 from soul.sections import (
+    Closed,
     SectionStream,
     StepParse,
     Text,
     extract_sections,
     parse_step,
+    strip_tags,
     text_outside_sections,
 )
+from soul.store import StreamRedactor, secrets
 
 FALLBACK_REPLY = "I had a thought but couldn't form a response."
 REPLY_KINDS = ("external_dialogue",)
@@ -93,7 +99,7 @@ async def run_call(
     if tags is None:
         tags = tuple(section.tag for step in steps for section in step.kind.sections)
     tags = tuple(tags)
-    by_tag = {step.kind.sections[0].tag: step.name for step in steps if step.name in stream_steps} if stream_steps else {}
+    by_tag = {(step.kind.stream_tag or step.kind.sections[0].tag): step.name for step in steps if step.name in stream_steps} if stream_steps else {}
     history = messages
     reasks: list[str] = []
     input_tokens = output_tokens = 0
@@ -130,6 +136,13 @@ async def run_call(
     fallbacks = set()
     for step in steps:
         parse = parses[step.name]
+        into = step.kind.unparsed
+        if into and all(v is None for v in parse.outputs.values()):
+            # none of its sections parsed: the whole reply goes to `into` (AgentCSD: quiet)
+            whole = strip_tags(raw).strip()
+            parses[step.name] = replace(parse, outputs={**parse.outputs, into: whole or None},
+                                        flags=(*parse.flags, f"no section parsed: the reply kept as {into}"))
+            continue
         if step.kind.name in REPLY_KINDS and (parse.missing or _empty_reply(step, parse)):
             text = text_outside_sections(raw, tags).strip() or FALLBACK_REPLY
             parses[step.name] = replace(parse, outputs={**parse.outputs, "text": text}, flags=(*parse.flags, "fallback: reply taken from the raw text"))
@@ -148,11 +161,28 @@ async def _stream(
     by_tag: dict[str, str],
     emit: Callable[[Any], None],
 ) -> tuple[str, Usage, bool]:
-    """Stream a reply; only the streamed sections' text reaches `emit`."""
+    """Stream a reply; only the streamed sections' text reaches `emit`, redacted."""
     parser = SectionStream(tags, set(by_tag))
+    known = secrets()
+    redactors: dict[str, StreamRedactor] = {}
     pieces: list[str] = []
     usage = Usage()
     emitted = False
+
+    def send(events: list[Any]) -> None:
+        nonlocal emitted
+        for event in events:
+            if isinstance(event, Text) and event.text:
+                redactor = redactors.get(event.tag) or redactors.setdefault(event.tag, StreamRedactor(known))
+                text = redactor.feed(event.text)
+            elif isinstance(event, Closed) and event.tag in redactors:
+                text = redactors.pop(event.tag).flush()  # a key cannot span two sections
+            else:
+                continue
+            if text:
+                emit(Token(by_tag[event.tag], text))
+                emitted = True
+
     chunk: Chunk
     async for chunk in provider.stream(request):
         if chunk.usage is not None:
@@ -161,13 +191,7 @@ async def _stream(
             continue
         text = replace_lone_surrogates(chunk.text)
         pieces.append(text)
-        for event in parser.feed(text):
-            if isinstance(event, Text) and event.text:
-                emit(Token(by_tag[event.tag], event.text))
-                emitted = True
+        send(parser.feed(text))
         await asyncio.sleep(0)  # let a consumer print as tokens arrive
-    for event in parser.close():
-        if isinstance(event, Text) and event.text:
-            emit(Token(by_tag[event.tag], event.text))
-            emitted = True
+    send(parser.close())  # closes every section left open, which flushes its redactor
     return "".join(pieces), usage, emitted

@@ -29,7 +29,11 @@ class StepFinished:
 
 @dataclass(frozen=True)
 class Reply:
+    """The text that reaches the user; `spontaneous` when no user message asked for it (a
+    trigger fired: an S_loud impulse, an idle timer, a schedule)."""
+
     text: str
+    spontaneous: bool = False
 
 
 @dataclass(frozen=True)
@@ -44,7 +48,70 @@ class SubprocessFinished:
     committed: bool
 
 
-Event = StepStarted | Token | StepFinished | Reply | TurnCommitted | SubprocessFinished
+@dataclass(frozen=True)
+class CycleStarted:
+    """A background process (the subconscious) began cycle `cycle`."""
+
+    process: str
+    cycle: int
+
+
+@dataclass(frozen=True)
+class CycleFinished:
+    """A cycle ended: `outputs` per step when it ran, `error` (a one-line message) when it
+    failed; `retry_in` is the backoff before the next attempt (0 when it ran)."""
+
+    process: str
+    cycle: int
+    outputs: dict[str, dict[str, Any]]
+    error: str | None = None
+    retry_in: float = 0.0
+
+
+@dataclass(frozen=True)
+class ImpulseQueued:
+    """An S_loud impulse waits for a spontaneous turn (or the next user message)."""
+
+    process: str
+    cycle: int
+    text: str
+    trigger: bool
+    pending: int  # impulses queued now, this one included
+
+
+@dataclass(frozen=True)
+class MoodChanged:
+    """The subconscious set a new mood and criteria (non-empty values overwrite the old)."""
+
+    process: str
+    cycle: int
+    mood: str
+    criteria: str
+
+
+@dataclass(frozen=True)
+class LoopStatus:
+    """A background process changed state: running, paused, backing_off, stopped."""
+
+    process: str
+    status: str
+    cycle: int
+
+
+@dataclass(frozen=True)
+class TriggerFired:
+    """A trigger started a spontaneous turn: `reason` says why (trigger, batch_max,
+    batch_seconds, idle, schedule); `impulses` the S_loud texts it drains."""
+
+    trigger: str
+    reason: str
+    impulses: tuple[str, ...] = ()
+
+
+Event = (
+    StepStarted | Token | StepFinished | Reply | TurnCommitted | SubprocessFinished
+    | CycleStarted | CycleFinished | ImpulseQueued | MoodChanged | LoopStatus | TriggerFired
+)
 
 
 # Trace records are built on the hot path of every call; they are never changed after,
@@ -114,10 +181,12 @@ class TurnResult:
     turn: int
     steps: dict[str, dict[str, Any]] = field(default_factory=dict)
     trace: Trace | None = None
+    kind: str = "message"  # message | spontaneous
 
     def to_json(self) -> dict[str, Any]:
         return {
             "reply": self.reply,
+            "kind": self.kind,
             "session": self.session_id,
             "turn": self.turn,
             "steps": self.steps,

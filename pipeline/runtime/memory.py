@@ -21,15 +21,14 @@ to the live field: the model replay then says what differs, with the prompt diff
 from __future__ import annotations
 
 import importlib.util
-import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from soul.errors import MemoryFieldError, MissingExtra
-from soul.language import Blueprint
+from soul.errors import FileRefused, MemoryFieldError, MissingExtra
+from soul.language import Blueprint, field_folder
 from soul.store import fields_dir, redact, secrets
 
 if TYPE_CHECKING:
@@ -50,35 +49,20 @@ def uses_memory(blueprint: Blueprint) -> bool:
     return any(step.uses.startswith("memory.") for steps in groups for step in steps.values())
 
 
-ALLOW_FIELD_PATHS = "SOUL_ALLOW_FIELD_PATHS"
-
-
-def confined_field_path(where: str, folder: Path | None) -> Path:
+def confined_field_path(where: str, folder: Path | None, *, allow: bool | None = None) -> Path:
     """Where a blueprint's `memory.field` points, kept inside the blueprint's folder.
 
     A blueprint is data someone may hand you: its field must not write to an absolute path,
     a `~` path or out of its folder through `..` or a symlink (resolved first). Such a path is
-    a `MemoryFieldError` unless the user opts in with the environment variable
-    ``SOUL_ALLOW_FIELD_PATHS=1``. Without a blueprint folder (an inline blueprint) the
-    current directory is the folder.
+    a `MemoryFieldError` unless allowed: `allow=True` (`soul.load(..., allow_field_paths=True)`)
+    or, when `allow` is None, the environment variable ``SOUL_ALLOW_FIELD_PATHS=1``. Without a
+    blueprint folder (an inline blueprint) the current directory is the folder. The rule is
+    `soul.language.field_folder`, which `soul validate` reports through too.
     """
-    allowed = os.environ.get(ALLOW_FIELD_PATHS, "") == "1"
-    raw = Path(where)
-    if where.startswith("~") or raw.is_absolute():
-        if not allowed:
-            raise MemoryFieldError(
-                f"memory.field {where!r} is outside the blueprint's folder: use a path relative "
-                f"to the blueprint (fields without memory.field live under the data home), or "
-                f"set {ALLOW_FIELD_PATHS}=1 to allow it")
-        return raw.expanduser()
-    base = (folder if folder is not None else Path.cwd()).resolve()
-    path = (base / raw).resolve()
-    if not allowed and not path.is_relative_to(base):
-        raise MemoryFieldError(
-            f"memory.field {where!r} resolves to {path}, outside the blueprint's folder {base}"
-            f" (through '..' or a symlink): keep the field inside the folder, or set "
-            f"{ALLOW_FIELD_PATHS}=1 to allow it")
-    return path
+    try:
+        return field_folder(where, folder, allow=allow)
+    except FileRefused as exc:
+        raise MemoryFieldError(f"memory.field {where!r} is refused: {exc.reason}: {exc.hint}") from None
 
 
 def _prepared(item: dict[str, Any], known: list[str], session: str | None) -> dict[str, Any]:
@@ -93,9 +77,11 @@ def _prepared(item: dict[str, Any], known: list[str], session: str | None) -> di
 class MemoryBridge:
     """A soul's memory field, opened on first use; `tape` records or replays its recalls."""
 
-    def __init__(self, blueprint: Blueprint, home: Path | None, tape: tuple[Cassette, Literal["record", "replay"]] | None = None) -> None:
+    def __init__(self, blueprint: Blueprint, home: Path | None, tape: tuple[Cassette, Literal["record", "replay"]] | None = None,
+                 *, allow_field_paths: bool | None = None) -> None:
         self.blueprint = blueprint
         self.home = home
+        self.allow_field_paths = allow_field_paths  # None: SOUL_ALLOW_FIELD_PATHS decides
         self._tape = tape
         self._field: Any = None
         self._opening = threading.Lock()  # steps query from worker threads: open the field once
@@ -117,7 +103,7 @@ class MemoryBridge:
         `$SOUL_HOME/fields/<soul>`. See `confined_field_path` for what is refused."""
         where = (self.blueprint.memory or {}).get("field")
         if where:
-            return confined_field_path(str(where), self.blueprint.folder)
+            return confined_field_path(str(where), self.blueprint.folder, allow=self.allow_field_paths)
         return fields_dir(self.home) / self.blueprint.name
 
     def config(self) -> dict[str, Any]:
@@ -147,6 +133,19 @@ class MemoryBridge:
     def reader(self) -> MemoryReader:
         """What steps may use of the field: recall and resonate (`soul.kinds.Recall`)."""
         return self._reader
+
+    def reader_for(self, recalled: list[str]) -> MemoryReader:
+        """A reader for one turn: its recalls log no access; the ids they found go to
+        `recalled`, for `touch` once the turn has committed (a failed turn touches nothing)."""
+        return MemoryReader(self, recalled)
+
+    def touch(self, memory_ids: Sequence[str]) -> None:
+        """Log the accesses of a committed turn's recalls (use is evidence a memory matters)."""
+        if not memory_ids:
+            return
+        field = self.field()
+        with self.errors("log recalls in"):
+            field.touch(list(dict.fromkeys(memory_ids)))
 
     def remember(self, items: list[dict[str, Any]], session: str | None = None) -> list[str | None]:
         """Write items to the field (after a turn has committed); with `session`, they prime
@@ -189,17 +188,28 @@ class MemoryReader:
     recall and resonate, with the engine's errors translated; nothing that writes, forgets
     or compacts. The field opens on the first query."""
 
-    __slots__ = ("_bridge",)
+    __slots__ = ("_bridge", "_recalled")
 
-    def __init__(self, bridge: MemoryBridge) -> None:
+    def __init__(self, bridge: MemoryBridge, recalled: list[str] | None = None) -> None:
         self._bridge = bridge
+        # None: the field logs accesses as it recalls (outside a turn); a list: they wait for
+        # the turn's commit (see `MemoryBridge.reader_for`)
+        self._recalled = recalled
+
+    def _found(self, hits: list[Hit]) -> list[Hit]:
+        if self._recalled is not None:
+            self._recalled.extend(h.id for h in hits if getattr(h, "kind", None) != "symbol")
+        return hits
+
+    def _deferred(self) -> dict[str, Any]:
+        return {"touch": False} if self._recalled is not None else {}
 
     def recall(self, query: str, k: int = 10, *, mode: str = "hybrid", tags: Sequence[str] | None = None) -> list[Hit]:
         """The `k` memories most relevant to `query` (mode: hybrid, semantic or keyword)."""
         field = self._bridge.field()
         with self._bridge.errors("recall from"):
-            hits: list[Hit] = field.recall(query, k, mode=mode, tags=tags)
-        return hits
+            hits: list[Hit] = field.recall(query, k, mode=mode, tags=tags, **self._deferred())
+        return self._found(hits)
 
     def resonate(self, query: str, k: int = 10, *, session: str | None = None, tags: Sequence[str] | None = None,
                  affect: Mapping[str, float] | None = None) -> list[Hit]:
@@ -207,8 +217,9 @@ class MemoryReader:
         scoring's mood factors."""
         field = self._bridge.field()
         with self._bridge.errors("resonate in"):
-            hits: list[Hit] = field.resonate(query, k, session=session, tags=tags, affect=_engine_affect(affect))
-        return hits
+            hits: list[Hit] = field.resonate(query, k, session=session, tags=tags, affect=_engine_affect(affect),
+                                             **self._deferred())
+        return self._found(hits)
 
 
 def _engine_affect(affect: Mapping[str, float] | None) -> Any:

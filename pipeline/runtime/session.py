@@ -13,6 +13,13 @@ Text policy: a message holding lone surrogates (invalid UTF-8 read with `surroga
 stray `\ud83d`) is not refused: each lone surrogate becomes U+FFFD before the turn starts, so
 what is shown, prompted and stored is the same encodable text. Model replies get the same.
 A turn that is cancelled or interrupted (Ctrl-C) before its commit stores nothing.
+
+Background work (AgentCSD): `await session.start()` starts the blueprint's `processes:` loops
+and `triggers:` (`runtime/background.py`); their events, and the events of the spontaneous
+turns triggers start, go to `subscribe()`d listeners. Turns of one session never interleave:
+a spontaneous turn waits for a user turn and the other way round. A turn drains the pending
+S_loud impulses into its prompt and reads the mood & criteria as they were when it started;
+`pause()` / `resume()` act after the current cycle; `close()` stops it all.
 """
 
 from __future__ import annotations
@@ -21,13 +28,22 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from soul.compiler import Plan
 from soul.records import SessionInfo
-from soul.runtime.events import Reply, SubprocessFinished, Trace, TurnCommitted, TurnResult
+from soul.runtime.background import Background
+from soul.runtime.events import (
+    Reply,
+    SubprocessFinished,
+    Trace,
+    TriggerFired,
+    TurnCommitted,
+    TurnResult,
+)
+from soul.runtime.mind import Mind, observed_in
 from soul.runtime.services import Services
 from soul.runtime.surrogates import replace_lone_surrogates
 from soul.runtime.turn import (
@@ -55,6 +71,80 @@ class Session:
         self.info = info
         self._order = tuple(plan.turn.steps)  # plan order: the order changes are committed in
         self._background: asyncio.Task[None] | None = None
+        self._listeners: list[Callable[[Any], None]] = []
+        self._lock: asyncio.Lock | None = None  # one turn at a time (made on the running loop)
+        self.work: Background | None = None
+        if plan.processes or plan.blueprint.triggers:
+            self.work = Background(plan, services, store, info.id, self._broadcast, self._fire)
+            self.work.restore()  # a resumed session's minds, histories and Persona Cores
+
+    # -- background work (processes and triggers) ---------------------------------------------
+
+    @property
+    def mind(self) -> Mind | None:
+        """What the turns share with the background process (None without one)."""
+        return self.work.mind if self.work is not None else None
+
+    def subscribe(self, listener: Callable[[Any], None]) -> Callable[[], None]:
+        """Send every background event (cycles, impulses, mood, triggers) and every event of
+        spontaneous turns to `listener`; returns the function that unsubscribes it."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def _broadcast(self, event: Any) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(event)
+            except Exception:  # a listener's bug must not stop the loop that feeds it
+                log.exception("session %s: an event listener failed on %s", self.id, type(event).__name__)
+
+    async def start(self, *, cycles: int | None = None) -> None:
+        """Start the background processes and triggers; `cycles` bounds each loop's attempts
+        (a scripted run then ends by itself). Nothing happens for a soul without them."""
+        if self.work is not None:
+            self.work.start(cycles)
+
+    def pause(self) -> None:
+        """Pause the background processes after their current cycle."""
+        if self.work is not None:
+            self.work.pause()
+
+    def resume(self) -> None:
+        if self.work is not None:
+            self.work.resume()
+
+    async def idle(self) -> None:
+        """Wait until bounded loops have made their cycles, no impulse batch is waiting and no
+        spontaneous turn runs (then the subprocesses of the last turn)."""
+        if self.work is not None:
+            await self.work.done()
+        await self.settle()
+
+    async def close(self) -> None:
+        """Stop the background work and cancel what still runs."""
+        if self.work is not None:
+            await self.work.stop()
+        await self._cancel_background()
+
+    async def __aenter__(self) -> Session:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _fire(self, trigger: str, reason: str) -> TurnResult | None:
+        """A trigger fired: one spontaneous turn with the impulses pending now."""
+        async with self._turn_lock():
+            mind = self.mind
+            impulses = mind.drain_impulses() if mind is not None else ()
+            self._broadcast(TriggerFired(trigger, reason, impulses))
+            return await self._run_locked("", "spontaneous", self._broadcast, impulses)
+
+    def _turn_lock(self) -> asyncio.Lock:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        return self._lock
 
     @property
     def id(self) -> str:
@@ -78,12 +168,24 @@ class Session:
             await task
 
     async def _run(self, text: str, kind: str, emit: Callable[[Any], None] | None) -> TurnResult:
+        async with self._turn_lock():
+            if kind == "message" and self.work is not None:
+                self.work.triggers.user_spoke()  # its impulses go into this turn: no batch waits
+            mind = self.mind
+            impulses = mind.drain_impulses() if mind is not None else ()
+            return await self._run_locked(text, kind, emit, impulses)
+
+    async def _run_locked(self, text: str, kind: str, emit: Callable[[Any], None] | None,
+                          impulses: tuple[str, ...]) -> TurnResult:
         await self._cancel_background()  # a new input cancels what still runs from the last turn
         text = replace_lone_surrogates(text)  # before anything is shown, prompted or stored
         started = time.perf_counter()
         plan, services, store = self.plan, self.services, self.store
         snapshot = store.snapshot(self.id, ttl_hours=plan.blueprint.memory_ttl_hours)
         ts = start_turn(plan, services, snapshot, text, kind, session=self.id)
+        mind = self.mind
+        if mind is not None:  # the mood it starts with, and the impulses drained into it
+            ts.ctx = replace(ts.ctx, mind=mind.for_turn(impulses).variables())
         await ScopeRunner(plan, plan.turn, services, emit).run(ts)
         chetana_state = ts.cognition.finish() if ts.cognition else None
         total_ms = (time.perf_counter() - started) * 1000
@@ -95,16 +197,23 @@ class Session:
         commit, reply = build_commit(snapshot, ts, self._order, kind, trace)
         if ts.cognition is not None:
             commit = replace(commit, chetana=chetana_state, messages=commit.messages + ts.cognition.event_records())
+        if mind is not None:
+            commit = replace(commit, process=mind.process, cycle=mind.cycle)
         turn = store.commit(commit)
         self.info = store.session(self.id)
-        await self._remember(memory_items(plan, ts, self._order, reply, kind))
+        if mind is not None and self.work is not None:  # the next cycle sees what this turn said
+            mind.observe_turn(observed_in(commit.messages, reply, kind))
+            self.work.after_turn()
+        await self._remember(memory_items(plan, ts, self._order, reply, kind), ts.recalled)
+        spontaneous = kind == "spontaneous"
         if emit is not None:
-            emit(Reply(reply))
+            if reply or not spontaneous:  # a spontaneous turn that stays silent shows nothing
+                emit(Reply(reply, spontaneous))
             emit(TurnCommitted(self.id, turn))
         if plan.subprocesses:
             self._background = asyncio.create_task(self._subprocesses(ts, emit))
         outputs = {name: dict(out) for name, out in ts.outputs.items()}
-        return TurnResult(reply=reply, session_id=self.id, turn=turn, steps=outputs, trace=trace)
+        return TurnResult(reply=reply, session_id=self.id, turn=turn, steps=outputs, trace=trace, kind=kind)
 
     async def _subprocesses(self, turn_state: TurnState, emit: Callable[[Any], None] | None) -> None:
         plan, services, store = self.plan, self.services, self.store
@@ -120,15 +229,22 @@ class Session:
             if commit.messages or commit.state is not None or commit.user_model is not None or commit.memory:
                 store.commit(commit)
                 self.info = store.session(self.id)
+            await self._remember([], ts.recalled)
             if emit is not None:
                 emit(SubprocessFinished(name, True))
 
-    async def _remember(self, items: list[dict[str, Any]]) -> None:
-        """Write the turn's memories; the turn is already committed, so a failure here is
-        logged, not raised (the turn stands; the memory is lost and the log says so).
+    async def _remember(self, items: list[dict[str, Any]], recalled: Sequence[str] = ()) -> None:
+        """Write the turn's memories and log its recalls as accesses; the turn is already
+        committed, so a failure here is logged, not raised (the turn stands; the memory is
+        lost and the log says so). A turn that failed never gets here: its recalls log nothing.
 
         Remembering embeds and extracts entities (CPU-bound, seconds on a long text), so it
         runs in a worker thread: an app's event loop keeps serving while it does."""
+        if recalled and self.services.memory is not None:
+            try:
+                await asyncio.to_thread(self.services.memory.touch, recalled)
+            except Exception:
+                log.exception("session %s: logging %d recall(s) after the turn failed", self.id, len(recalled))
         if not items:
             return
         memory = self.services.memory
@@ -148,7 +264,8 @@ class Session:
         return await self._run(text, "message", None)
 
     async def spontaneous(self) -> TurnResult:
-        """Run a turn nobody asked for (a trigger fired): no user message."""
+        """Run a turn nobody asked for (as a trigger does): no user message; it takes the
+        pending S_loud impulses."""
         return await self._run("", "spontaneous", None)
 
     def turn_sync(self, text: str) -> TurnResult:

@@ -8,11 +8,11 @@ turns run from the plan and the services and commit through the store, all or no
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from soul.compiler import Plan, compile_blueprint
+from soul.compiler import Plan, compile_blueprint, load_valid
 from soul.kinds import Registry
 from soul.language import Blueprint
 from soul.providers import Provider
@@ -30,14 +30,27 @@ class Soul:
         plan: Plan,
         *,
         model: str | None = None,
-        provider: Provider | None = None,
+        provider: Provider | Mapping[str, Provider] | None = None,
         home: Path | None = None,
         wrap: Callable[[Provider], Provider] | None = None,
+        allow_field_paths: bool | None = None,
     ) -> None:
         self.plan = plan
         self.blueprint: Blueprint = plan.blueprint
         self.model_override = model
         self._provider_override = provider
+        if isinstance(provider, Mapping):  # per slot: a key naming no slot is a typo
+            unknown = [k for k in provider if k != "default" and k not in self.blueprint.models]
+            if unknown:
+                from soul.errors import ProviderError
+
+                source = getattr(provider, "source", "the provider mapping")
+                slots = ", ".join(self.blueprint.models) or "none"
+                raise ProviderError(
+                    f"{source}: {', '.join(repr(k) for k in unknown)} "
+                    f"{'is no model slot' if len(unknown) == 1 else 'are no model slots'} of {self.name} "
+                    f"(its slots: {slots}; or `default` for every other call)"
+                )
         self._providers: dict[str, Provider] = {}
         self._wrap = wrap  # e.g. recording every call into a cassette (soul run --record)
         self.home = home
@@ -46,7 +59,7 @@ class Soul:
         cassette = getattr(wrap, "cassette", None)
         replaying = getattr(provider, "cassette", None)
         tape: Any = (cassette, "record") if cassette is not None else (replaying, "replay") if replaying is not None else None
-        self.memory = MemoryBridge(self.blueprint, home, tape)
+        self.memory = MemoryBridge(self.blueprint, home, tape, allow_field_paths=allow_field_paths)
         self.services = services_for(plan, providers=self.provider_for, memory=self.memory)
 
     @property
@@ -86,16 +99,24 @@ class Soul:
 
         The slot's options (temperature, max_tokens, base_url, ...) stay when `--model` /
         `SOUL_MODEL` replaces its spec; the spec is the overriding one even when a provider
-        object is passed, so a replayed run asks for the calls a recorded run made."""
+        object is passed, so a replayed run asks for the calls a recorded run made. Given a
+        mapping of slot names to providers, a call on a slot takes that slot's provider, and
+        one on a slot the mapping lacks (or on a model that is no slot) its `default`; with
+        neither it is a ProviderError naming the slot and the keys the mapping has."""
         slot = self.blueprint.models.get(model)
         spec, options = (slot.provider, dict(slot.options)) if slot else (model, {})
         if self.model_override:
             spec = self.model_override
         key = f"{spec}|{sorted(options.items())!r}"  # two slots on one spec may differ in base_url
+        per_slot = isinstance(self._provider_override, Mapping)
+        if per_slot:  # one provider per slot, even where two slots share a spec
+            key = f"{self._slot_key(model if slot else None)}|{key}"
         provider = self._providers.get(key)
         if provider is None:
-            if self._provider_override is not None:
-                provider = self._provider_override
+            if per_slot:
+                provider = self._provider_override[self._slot_key(model if slot else None)]  # type: ignore[index]
+            elif self._provider_override is not None:
+                provider = self._provider_override  # type: ignore[assignment]
             else:
                 from soul.providers import resolve
 
@@ -108,6 +129,23 @@ class Soul:
             self._providers[key] = provider
         return provider, spec, options
 
+    def _slot_key(self, slot: str | None) -> str:
+        """The key of a per-slot provider mapping that serves calls on `slot` (None: a model
+        that is no slot of the blueprint): the slot itself, else `default`."""
+        providers: Mapping[str, Provider] = self._provider_override  # type: ignore[assignment]
+        if slot is not None and slot in providers:
+            return slot
+        if "default" in providers:
+            return "default"
+        from soul.errors import ProviderError
+
+        source = getattr(providers, "source", "the provider mapping")
+        what = f"model slot '{slot}'" if slot is not None else "a model that is no slot of the blueprint"
+        raise ProviderError(
+            f"{source} has no entry for {what} (it has: {', '.join(providers) or 'nothing'}): "
+            f"add a `{slot or 'default'}:` entry{'' if slot is None else ' (or a `default:` one for every other slot)'}"
+        )
+
     def check_providers(self) -> None:
         """Resolve every model the plan calls now, so a missing provider fails before a turn."""
         scopes = [self.plan.turn, *self.plan.subprocesses.values(), *self.plan.processes.values()]
@@ -116,11 +154,26 @@ class Soul:
                 if unit.model:
                     self.provider_for(unit.model)
 
-    def session(self, id: str | None = None, user: str = "user") -> Session:
-        """A new session with `user`, or the stored session `id` (a unique prefix will do)."""
+    def session(self, id: str | None = None, user: str = "user", *,
+                persona_core: str | Path | None = None) -> Session:
+        """A new session with `user`, or the stored session `id` (a unique prefix will do).
+
+        A new session snapshots each background process's Persona Core (its `persona:` file,
+        or `persona_core`, a file of the caller's choosing, for the first process): the
+        session uses that snapshot for its whole life, resumed or not, whatever happens to
+        the file. The file is only ever opened for reading."""
         if id is None:
             info = self.store.create_session(self.name, user, blueprint=self.blueprint.file, initial_state=self.plan.initial_state())
+            for i, (name, process) in enumerate(self.blueprint.processes.items()):
+                chosen = persona_core if i == 0 and persona_core is not None else None
+                core = read_persona_core(self.blueprint, process.persona, chosen)
+                if core is not None:
+                    self.store.snapshot_persona_core(info.id, name, str(core[0]), core[1])
         else:
+            if persona_core is not None:
+                from soul.errors import RunError
+
+                raise RunError("--persona-core chooses the core of a new session; a resumed session keeps the one it started with")
             info = self.store.find_session(id)
             if info.soul != self.name:
                 from soul.errors import RunError
@@ -129,27 +182,56 @@ class Soul:
         return Session(self.plan, self.services, self.store, info)
 
 
+PERSONA_CORE_BYTES = 1 << 20
+
+
+def read_persona_core(blueprint: Blueprint, named: str | None, chosen: str | Path | None) -> tuple[Path, str] | None:
+    """(path, text) of a Persona Core: `chosen` (the user's file, read where they said) or the
+    process's `persona:` file (confined to the blueprint's folder); None when neither."""
+    if chosen is not None:
+        from soul import textfiles
+        from soul.errors import RunError
+
+        path = Path(chosen).expanduser().resolve()
+        try:
+            return path, textfiles.read_text(path, PERSONA_CORE_BYTES)
+        except textfiles.Refused as exc:
+            raise RunError(f"persona core {str(chosen)!r}: {exc}; name a UTF-8 markdown file of at most 1 MiB") from exc
+    if named is None or blueprint.folder is None:
+        return None
+    return (blueprint.folder / named).resolve(), blueprint.read_file(named, "persona core")
+
+
 def load(
     name_or_path: str | Path | Blueprint,
     *,
     model: str | None = None,
-    provider: Provider | None = None,
+    provider: Provider | Mapping[str, Provider] | None = None,
     home: str | Path | None = None,
     registry: Registry | None = None,
     wrap: Callable[[Provider], Provider] | None = None,
+    allow_field_paths: bool | None = None,
 ) -> Soul:
     """Compile a blueprint (path, built-in name, or Blueprint) into a runnable Soul.
 
     `model` overrides every step's model (like `soul run --model`, or `SOUL_MODEL`); `provider`
-    passes a Provider object directly (e.g. a ScriptedProvider in tests); `home` overrides the
-    data home (`$SOUL_HOME`, default `~/.soul`); `wrap` wraps every provider the soul uses
+    passes a Provider object directly (e.g. a ScriptedProvider in tests), or a mapping of model
+    slot names to providers (`default` serves the calls no other key names; see
+    `Soul.provider_for`); `home` overrides the data home (`$SOUL_HOME`, default `~/.soul`);
+    `wrap` wraps every provider the soul uses
     (`soul.providers.replay.recording(path)` records the calls into a cassette).
+    `allow_field_paths=True` lets `memory.field` point outside the blueprint's folder (an
+    absolute or `~` path, `..`, a symlink out), as ``SOUL_ALLOW_FIELD_PATHS=1`` does; False
+    refuses it even with the variable set; None (the default) leaves it to the variable.
     """
     import os
 
+    if not isinstance(name_or_path, Blueprint):  # validated with the same permission
+        name_or_path = load_valid(name_or_path, registry, allow_field_paths=allow_field_paths)
     plan = compile_blueprint(name_or_path, registry)
     model = model or os.environ.get("SOUL_MODEL") or None
-    soul = Soul(plan, model=model, provider=provider, home=Path(home) if home else None, wrap=wrap)
+    soul = Soul(plan, model=model, provider=provider, home=Path(home) if home else None, wrap=wrap,
+                allow_field_paths=allow_field_paths)
     MemoryBridge.check_installed(soul.blueprint)
     soul.check_providers()
     return soul

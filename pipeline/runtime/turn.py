@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, ClassVar
 
 from jinja2 import TemplateError
@@ -53,6 +54,7 @@ class TurnState:
     cognition: Cognition | None = None
     done: dict[str, dict[str, Any]] = field(default_factory=dict)  # outputs of the steps that produced some
     session: str | None = None  # the session's id, for engines that prime by session
+    recalled: list[str] = field(default_factory=list)  # memory ids recalled: touched after the commit
 
 
 def busy_seconds(spans: Sequence[tuple[float, float]]) -> float:
@@ -188,7 +190,7 @@ class ScopeRunner:
                 raise StepError.from_exception(exc, step=step.name, kind=step.kind.name, what="a template parameter") from exc
 
         memory = self.services.memory
-        reader = memory.reader if memory is not None else _no_memory
+        reader = partial(memory.reader_for, ts.recalled) if memory is not None else _no_memory
         step_env = StepEnv(variables, render, reader, self.memory_config, ts.ctx.text, ts.session)
         try:
             return await step.kind.run(step.name, step.params, step_env)

@@ -11,12 +11,26 @@ from soul.store.home import (
     soul_home,
     valid_session_id,
 )
-from soul.store.redaction import REDACTED, redact, redact_commit, redact_data, remember, secrets
+from soul.store.minds import MindHistory, MindMessage, MindMood, PersonaCore
+from soul.store.redaction import (
+    REDACTED,
+    StreamRedactor,
+    redact,
+    redact_commit,
+    redact_data,
+    remember,
+    secrets,
+)
 from soul.store.sessions import SessionStore
 
 __all__ = [
     "REDACTED",
+    "MindHistory",
+    "MindMessage",
+    "MindMood",
+    "PersonaCore",
     "SessionStore",
+    "StreamRedactor",
     "data_home",
     "db_path",
     "fields_dir",

@@ -2,6 +2,9 @@
 session's turn count, then the JSONL mirror written from the same data (and repaired from the
 database after a crash between the two). The commit side of `SessionStore` (a mixin over its
 connection and transactions, like `UserModels` and `Export`).
+
+A background process's cycle (kind "cycle") runs beside the turns: it is not checked against
+the turn count and does not advance it; it is stamped with the count read in its transaction.
 """
 
 from __future__ import annotations
@@ -20,11 +23,12 @@ from soul.records import Commit
 from soul.store import home as soul_home
 from soul.store import logs
 from soul.store.database import Checkpointer
+from soul.store.minds import write_cycle_rows
 from soul.store.redaction import redact_commit
 
 log = logging.getLogger(__name__)
 
-COMMIT_KINDS = ("message", "spontaneous", "subprocess")
+COMMIT_KINDS = ("message", "spontaneous", "subprocess", "cycle")
 
 
 def dumps(value: Any) -> str:
@@ -45,15 +49,17 @@ class Commits:
         """Apply a turn's changes in one transaction; the session's new turn number.
 
         Refused with StaleTurn unless the session's turn count equals `commit.base_turn`
-        (subprocess commits keep the count but check it all the same). The JSONL logs are
-        appended after the transaction, from the same data. Every text and JSON field is
-        redacted first (`redact_commit`): a key quoted in a prompt or reply is stored nowhere.
+        (subprocess commits keep the count but check it all the same). A cycle commit is not
+        checked and returns the turn count it was stamped with. The JSONL logs are appended
+        after the transaction, from the same data. Every text and JSON field is redacted first
+        (`redact_commit`): a key quoted in a prompt or reply is stored nowhere.
         """
         if commit.kind not in COMMIT_KINDS:
             raise StoreError(f"unknown commit kind {commit.kind!r}")
+        if commit.kind == "cycle":
+            _check_cycle(commit)
         commit = redact_commit(commit)
         now = time.time()
-        turn = commit.turn
         # Serialised before the transaction: a value that is not JSON fails without a lock held.
         state = dumps(commit.state) if commit.state is not None else None
         chetana = dumps(commit.chetana) if commit.chetana is not None else None
@@ -61,14 +67,16 @@ class Commits:
         metas = [dumps(m.meta) for m in commit.messages]
         memory = [dumps(m.meta) for m in commit.memory]
 
-        def body(conn: sqlite3.Connection) -> tuple[int, int, dict[str, Any]]:
+        def body(conn: sqlite3.Connection) -> tuple[int, int, dict[str, Any], int]:
             row = conn.execute(
                 "SELECT turns, soul, user FROM sessions WHERE id = ?", (commit.session_id,)
             ).fetchone()
             if row is None:
                 raise SessionNotFound(f"no session {commit.session_id!r}")
             turns, soul, user = row
-            if turns != commit.base_turn:
+            # A cycle runs beside the turns: it takes the count as it finds it.
+            turn = turns if commit.kind == "cycle" else commit.turn
+            if commit.kind != "cycle" and turns != commit.base_turn:
                 raise StaleTurn(
                     f"session {commit.session_id} is at turn {turns}, not {commit.base_turn}:"
                     " another turn was committed meanwhile"
@@ -88,20 +96,31 @@ class Commits:
                 "chetana": chetana is not None,
                 "user_model_version": version,
             }
+            # Only commits that have them say so: older sessions' events read as before.
+            if commit.process is not None or commit.cycle is not None:
+                event.update(process=commit.process, cycle=commit.cycle)
+            if commit.mood is not None:
+                event["mood"] = True
+            if commit.summaries:
+                event["summaries"] = len(commit.summaries)
             cid = conn.execute(
-                "INSERT INTO commits (session_id, turn, kind, time, meta) VALUES (?, ?, ?, ?, ?)",
-                (commit.session_id, turn, commit.kind, now, dumps(event)),
+                "INSERT INTO commits (session_id, turn, kind, time, meta, process, cycle)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (commit.session_id, turn, commit.kind, now, dumps(event), commit.process,
+                 commit.cycle),
             ).lastrowid
             assert cid is not None
             sid = commit.session_id
+            cycle = commit.cycle
             conn.executemany(
                 "INSERT INTO messages (session_id, commit_id, turn, layer, tag, step, verb,"
-                " content, meta, time) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " content, meta, time, cycle) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
-                    (sid, cid, turn, m.layer, m.tag, m.step, m.verb, m.content, meta, now)
+                    (sid, cid, turn, m.layer, m.tag, m.step, m.verb, m.content, meta, now, cycle)
                     for m, meta in zip(commit.messages, metas, strict=True)
                 ],
             )
+            write_cycle_rows(conn, commit, cid, turn, now)
             if state is not None:
                 conn.execute(
                     "INSERT OR REPLACE INTO state (session_id, json) VALUES (?, ?)", (sid, state)
@@ -137,11 +156,15 @@ class Commits:
                 "SELECT coalesce(max(id), 0) FROM commits WHERE session_id = ? AND id < ?",
                 (sid, cid),
             ).fetchone()[0]
-            return previous, cid, event
+            return previous, cid, event, turn
 
-        previous, cid, event = self._write(body)
+        previous, cid, event, turn = self._write(body)
         self._checkpointer.poke()
-        lines = logs.commit_lines(cid, turn, now, event, commit.messages)
+        lines = logs.commit_lines(
+            cid, turn, now, event, commit.messages,
+            cycle=commit.cycle, process=commit.process, mood=commit.mood,
+            summaries=commit.summaries,
+        )
         try:
             self._mirror(commit.session_id, _Just(previous, cid, lines))
         except OSError as error:
@@ -193,6 +216,22 @@ class Commits:
                     )
                 )
             writer.mark_clean()
+
+def _check_cycle(commit: Commit) -> None:
+    # A cycle is not checked against the turn count, so a full replacement it carried (state,
+    # Chetana) could silently undo a turn committed meanwhile: refused, not lost.
+    if not commit.process or commit.cycle is None:
+        raise StoreError(
+            f"a cycle commit of session {commit.session_id} needs its process and cycle number"
+            f" (got process={commit.process!r}, cycle={commit.cycle!r})"
+        )
+    if commit.state is not None or commit.chetana is not None:
+        raise StoreError(
+            f"cycle {commit.cycle} of process {commit.process!r} carries a full"
+            f" {'state' if commit.state is not None else 'Chetana state'}: a cycle runs beside"
+            " the turns and would overwrite one committed meanwhile; let the next turn write it"
+        )
+
 
 @dataclass(frozen=True)
 class _Just:

@@ -1,4 +1,5 @@
-"""Exporting a whole session as JSON-safe data (`soul sessions export`, backups)."""
+"""Exporting a whole session as JSON-safe data (`soul sessions export`, backups): its rows,
+moods, summaries and Persona Cores included."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ class Export:
             chetana = one("SELECT json FROM chetana WHERE session_id = ?")
             messages = dicts(
                 conn,
-                "SELECT turn, time, layer, tag, step, verb, content, meta FROM messages"
+                "SELECT turn, cycle, time, layer, tag, step, verb, content, meta FROM messages"
                 " WHERE session_id = ? ORDER BY id",
                 session_id,
             )
@@ -52,6 +53,24 @@ class Export:
                 session_id,
             )
             traces = self._traces(conn, session_id)
+            moods = dicts(
+                conn,
+                "SELECT turn, cycle, process, time, mood, criteria FROM mood_and_criteria"
+                " WHERE session_id = ? ORDER BY id",
+                session_id,
+            )
+            summaries = dicts(
+                conn,
+                "SELECT turn_to AS turn, process, time, layer, cycle_from, cycle_to, digest,"
+                " summary FROM context_summaries WHERE session_id = ? ORDER BY id",
+                session_id,
+            )
+            cores = dicts(
+                conn,
+                "SELECT process, path, sha256, time, text FROM persona_cores"
+                " WHERE session_id = ? ORDER BY rowid",
+                session_id,
+            )
             history = conn.execute(
                 f"SELECT {VERSION_COLUMNS} FROM user_models WHERE soul = ? AND user = ?"
                 " ORDER BY version",
@@ -67,4 +86,7 @@ class Export:
             "messages": messages,
             "memory": memory,
             "traces": traces,
+            "moods": moods,
+            "summaries": [{**s, "digest": bool(s["digest"])} for s in summaries],
+            "persona_cores": cores,
         }

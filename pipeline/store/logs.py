@@ -3,11 +3,16 @@
     logs/<session>/external_dialog.jsonl    layer "external"
                    internal_dialog.jsonl    layer "internal"
                    subconscious.jsonl       layer "subconscious"
-                   mood_and_criteria.jsonl  messages tagged "mood_and_criteria" (any layer)
+                   mood_and_criteria.jsonl  messages tagged "mood_and_criteria" (any layer),
+                                            and each mood a cycle commit sets
+                   context_summaries.jsonl  each history a background process summarised
                    events.jsonl             layer "system", and one "commit" line per commit
 
-One JSON object per line: commit, turn, time, tag, step, verb, content, meta. `commit` is the
-id of the database commit the line came from; it is what makes repair exact.
+A message line is one JSON object: commit, turn, [cycle], time, tag, step, verb, content, meta;
+`cycle` is there when its commit has one (a background process's cycle, or the cycle a turn
+saw). A mood line: commit, turn, cycle, time, process, mood, criteria. A summary line: commit,
+turn, cycle, time, process, layer, summary, cycle_from, cycle_to, digest. `commit` is the id of
+the database commit the line came from; it is what makes repair exact.
 
 The database is the truth; the logs are written after its transaction commits. A writer holds
 the folder's lock (`.lock`, flock) and marks the lock file dirty while it appends; the store
@@ -33,7 +38,14 @@ try:  # POSIX; elsewhere the lock is a no-op and only one writer per home is saf
 except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
-LOG_FILES = ("external_dialog", "internal_dialog", "subconscious", "mood_and_criteria", "events")
+LOG_FILES = (
+    "external_dialog",
+    "internal_dialog",
+    "subconscious",
+    "mood_and_criteria",
+    "context_summaries",
+    "events",
+)
 LAYER_FILES: Mapping[str, str] = {
     "external": "external_dialog",
     "internal": "internal_dialog",
@@ -72,18 +84,18 @@ def line(
     step: str | None = None,
     verb: str | None = None,
     meta: Mapping[str, Any] | None = None,
+    cycle: int | None = None,
 ) -> dict[str, Any]:
-    """The JSON object of one log line (the key order is the file's column order)."""
-    return {
-        "commit": commit,
-        "turn": turn,
-        "time": time,
-        "tag": tag,
-        "step": step,
-        "verb": verb,
-        "content": content,
-        "meta": dict(meta or {}),
-    }
+    """The JSON object of one log line (the key order is the file's column order); `cycle`
+    is left out when None, so a session without background processes logs as it always did."""
+    data: dict[str, Any] = {"commit": commit, "turn": turn}
+    if cycle is not None:
+        data["cycle"] = cycle
+    data.update(
+        {"time": time, "tag": tag, "step": step, "verb": verb, "content": content}
+    )
+    data["meta"] = dict(meta or {})
+    return data
 
 
 def encode(data: Mapping[str, Any]) -> str:
@@ -92,20 +104,58 @@ def encode(data: Mapping[str, Any]) -> str:
 
 
 def commit_lines(
-    commit: int, turn: int, time: float, event: Mapping[str, Any], messages: Sequence[Any]
+    commit: int,
+    turn: int,
+    time: float,
+    event: Mapping[str, Any],
+    messages: Sequence[Any],
+    *,
+    cycle: int | None = None,
+    process: str | None = None,
+    mood: Any = None,
+    summaries: Sequence[Any] = (),
 ) -> list[LogLine]:
-    """The lines of one commit: its messages in order, then its "commit" event.
+    """The lines of one commit: its messages in order, its mood, its summaries, then its
+    "commit" event.
 
-    `messages` are `MessageRecord`s (anything with layer, tag, content, step, verb, meta).
+    `messages` are `MessageRecord`s (anything with layer, tag, content, step, verb, meta);
+    `mood` a `MoodRecord` or None; `summaries` `SummaryRecord`s (layer, summary, cycle_from,
+    cycle_to, digest).
     """
     out = [
         LogLine(
             file_for(m.layer, m.tag),
-            line(commit, turn, time, m.tag, m.content, step=m.step, verb=m.verb, meta=m.meta),
+            line(
+                commit, turn, time, m.tag, m.content,
+                step=m.step, verb=m.verb, meta=m.meta, cycle=cycle,
+            ),
         )
         for m in messages
     ]
-    out.append(LogLine("events", line(commit, turn, time, "commit", event["kind"], meta=event)))
+    head = {"commit": commit, "turn": turn, "cycle": cycle, "time": time, "process": process}
+    if mood is not None:
+        out.append(
+            LogLine("mood_and_criteria", {**head, "mood": mood.mood, "criteria": mood.criteria})
+        )
+    for s in summaries:
+        out.append(
+            LogLine(
+                "context_summaries",
+                {
+                    **head,
+                    "layer": s.layer,
+                    "summary": s.summary,
+                    "cycle_from": s.cycle_from,
+                    "cycle_to": s.cycle_to,
+                    "digest": bool(s.digest),
+                },
+            )
+        )
+    out.append(
+        LogLine(
+            "events", line(commit, turn, time, "commit", event["kind"], meta=event, cycle=cycle)
+        )
+    )
     return out
 
 
@@ -121,7 +171,8 @@ def pending_lines(
     conn.execute("BEGIN")  # one read snapshot: commits and their messages agree
     try:
         commits = conn.execute(
-            "SELECT id, turn, time, meta FROM commits WHERE session_id = ? AND id > ? ORDER BY id",
+            "SELECT id, turn, time, meta, cycle, process FROM commits"
+            " WHERE session_id = ? AND id > ? ORDER BY id",
             (session_id, cursor),
         ).fetchall()
         rows = conn.execute(
@@ -129,8 +180,29 @@ def pending_lines(
             " WHERE session_id = ? AND commit_id > ? ORDER BY id",
             (session_id, cursor),
         ).fetchall()
+        moods = conn.execute(
+            "SELECT commit_id, mood, criteria FROM mood_and_criteria"
+            " WHERE session_id = ? AND commit_id > ? ORDER BY id",
+            (session_id, cursor),
+        ).fetchall()
+        summaries = conn.execute(
+            "SELECT commit_id, layer, summary, cycle_from, cycle_to, digest"
+            " FROM context_summaries WHERE session_id = ? AND commit_id > ? ORDER BY id",
+            (session_id, cursor),
+        ).fetchall()
     finally:
         conn.execute("COMMIT")
+    mood_of = {
+        cid: SimpleNamespace(mood=mood, criteria=criteria) for cid, mood, criteria in moods
+    }
+    summaries_of: dict[int, list[SimpleNamespace]] = {}
+    for cid, layer, summary, cycle_from, cycle_to, digest in summaries:
+        summaries_of.setdefault(cid, []).append(
+            SimpleNamespace(
+                layer=layer, summary=summary, cycle_from=cycle_from, cycle_to=cycle_to,
+                digest=digest,
+            )
+        )
     by_commit: dict[int, list[SimpleNamespace]] = {}
     for cid, layer, tag, content, step, verb, meta in rows:
         by_commit.setdefault(cid, []).append(
@@ -139,8 +211,12 @@ def pending_lines(
             )
         )
     lines: list[LogLine] = []
-    for cid, turn, at, meta in commits:
-        lines += commit_lines(cid, turn, at, json.loads(meta), by_commit.get(cid, []))
+    for cid, turn, at, meta, cycle, process in commits:
+        lines += commit_lines(
+            cid, turn, at, json.loads(meta), by_commit.get(cid, []),
+            cycle=cycle, process=process, mood=mood_of.get(cid),
+            summaries=summaries_of.get(cid, ()),
+        )
     return lines, (commits[-1][0] if commits else cursor)
 
 

@@ -187,3 +187,49 @@ def m001_initial(conn: sqlite3.Connection) -> None:
         )""",
         "CREATE INDEX context_summaries_session ON context_summaries(session_id, layer)",
     )
+
+
+@migration
+def m002_background_processes(conn: sqlite3.Connection) -> None:
+    """Background processes (AgentCSD's subconscious loop) beside the turns.
+
+    Cycles: `messages.cycle` and `commits.process/cycle` (a process's cycle commit, or the
+    cycle a turn saw); mood and criteria and context summaries gain the process and cycle
+    that wrote them and the commit they came in (`commit_id`, so the JSONL mirror can be
+    rebuilt from the database); summaries also say whether a truncation digest stands in
+    (`digest`). Old summary rows keep turn_from/turn_to, which new rows fill with the
+    session's turn count. `persona_cores` keeps the Persona Core a process started from,
+    verbatim, once per (session, process).
+    """
+    _run(
+        conn,
+        "ALTER TABLE messages ADD COLUMN cycle INTEGER",
+        "ALTER TABLE commits ADD COLUMN process TEXT",
+        "ALTER TABLE commits ADD COLUMN cycle INTEGER",
+        "ALTER TABLE mood_and_criteria ADD COLUMN cycle INTEGER",
+        "ALTER TABLE mood_and_criteria ADD COLUMN process TEXT",
+        "ALTER TABLE mood_and_criteria ADD COLUMN commit_id INTEGER",
+        "ALTER TABLE context_summaries ADD COLUMN cycle_from INTEGER",
+        "ALTER TABLE context_summaries ADD COLUMN cycle_to INTEGER",
+        "ALTER TABLE context_summaries ADD COLUMN digest INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE context_summaries ADD COLUMN process TEXT",
+        "ALTER TABLE context_summaries ADD COLUMN commit_id INTEGER",
+        """CREATE TABLE persona_cores (
+            session_id TEXT REFERENCES sessions(id) ON DELETE CASCADE,
+            process TEXT NOT NULL,
+            path TEXT NOT NULL,
+            sha256 TEXT NOT NULL,
+            text TEXT NOT NULL,
+            time REAL NOT NULL,
+            PRIMARY KEY (session_id, process)
+        )""",
+        # Resuming a process asks for its highest cycle and its last cycle commit.
+        "CREATE INDEX commits_process ON commits(session_id, process, kind, cycle)",
+        # A process's moods in order, and its latest summary per layer.
+        "CREATE INDEX mood_and_criteria_process ON mood_and_criteria(session_id, process)",
+        "CREATE INDEX context_summaries_process"
+        " ON context_summaries(session_id, process, layer)",
+        # The JSONL repair reads a session's moods and summaries after its log cursor.
+        "CREATE INDEX mood_and_criteria_commit ON mood_and_criteria(session_id, commit_id)",
+        "CREATE INDEX context_summaries_commit ON context_summaries(session_id, commit_id)",
+    )

@@ -6,6 +6,11 @@ cassettes; the CLI redacts what it prints. One list of secrets serves them all: 
 provider registered (`remember`, when it found its key), values of environment variables
 whose names look secret (`ANTHROPIC_API_KEY`, `*_TOKEN`, ...), and strings shaped like common
 API keys. It lives in the store because the store is the earliest stage every writer may use.
+
+A secret's every occurrence is blanked, overlapping ones as one `[redacted]`, so no part of
+one key survives next to another. Streamed text (a reply shown as the model writes it) goes
+through a `StreamRedactor`, which gives the same text as `redact` on the whole, however the
+stream was cut, holding back only a tail that could still begin a secret or a key shape.
 """
 
 from __future__ import annotations
@@ -14,7 +19,8 @@ import dataclasses
 import os
 import re
 import threading
-from collections.abc import Mapping
+from collections import deque
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from soul.records import Commit
@@ -22,6 +28,7 @@ from soul.records import Commit
 REDACTED = "[redacted]"
 _SECRET_NAME = re.compile(r"(API_KEY|_KEY$|TOKEN|SECRET|PASSWORD)")
 # Each alternative consumes one bounded-class run greedily, so a scan stays linear in the text.
+# `_KEY_PARTIAL` and `_KEY_RUN` (the streaming scan, below) mirror it: change them together.
 _KEY_SHAPES = re.compile(r"\b(?:sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}|AKIA[0-9A-Z]{16}|xox[abp]-[A-Za-z0-9\-]{10,})")
 _MIN_SECRET = 8  # shorter env values ("1", "true") are not secrets and would blank ordinary words
 
@@ -51,10 +58,32 @@ def redact(text: str, known: list[str] | None = None) -> str:
     """
     if not text:
         return text
-    for secret in secrets() if known is None else known:
-        if secret in text:
-            text = text.replace(secret, REDACTED)
-    return _KEY_SHAPES.sub(REDACTED, text)
+    return _KEY_SHAPES.sub(REDACTED, _blank_secrets(text, secrets() if known is None else known))
+
+
+def _blank_secrets(text: str, known: Sequence[str]) -> str:
+    """`text` with every occurrence of every secret blanked; occurrences that overlap (one key
+    inside or across another) make one run, so no part of either is left."""
+    spans: list[tuple[int, int]] = []
+    for secret in known:
+        at = text.find(secret) if secret else -1
+        while at >= 0:
+            spans.append((at, at + len(secret)))
+            at = text.find(secret, at + 1)
+    if not spans:
+        return text
+    spans.sort()
+    parts: list[str] = []
+    done = 0
+    start, end = spans[0]
+    for a, e in spans[1:]:
+        if a < end:
+            end = max(end, e)
+        else:
+            parts += (text[done:start], REDACTED)
+            done, start, end = end, a, e
+    parts += (text[done:start], REDACTED, text[end:])
+    return "".join(parts)
 
 
 def redact_data(value: Any, known: list[str] | None = None) -> Any:
@@ -72,7 +101,8 @@ def redact_data(value: Any, known: list[str] | None = None) -> Any:
 
 def redact_commit(commit: Commit) -> Commit:
     """`commit` with every text and JSON field redacted: messages, state, user model, working
-    memory, Chetana state and trace. Identifiers (session id, kind, tags) are kept."""
+    memory, Chetana state, trace, mood and criteria, and summaries. Identifiers (session id,
+    kind, tags, process, a summary's layer) are kept."""
     known = secrets()
 
     def text(value: str) -> str:
@@ -94,4 +124,194 @@ def redact_commit(commit: Commit) -> Commit:
         memory=tuple(replace(m, content=text(m.content), meta=data(m.meta)) for m in commit.memory),
         chetana=data(commit.chetana),
         trace=data(commit.trace),
+        mood=(
+            replace(commit.mood, mood=text(commit.mood.mood), criteria=text(commit.mood.criteria))
+            if commit.mood is not None
+            else None
+        ),
+        summaries=tuple(replace(s, summary=text(s.summary)) for s in commit.summaries),
     )
+
+
+# What may still grow into a `_KEY_SHAPES` match at the end of the text seen so far, and the
+# runs the two open-ended shapes swallow once they are certain (16 / 10 characters seen).
+_KEY_START = re.compile(r"\b[sAx]")
+_KEY_PARTIAL = re.compile(
+    r"s(?:k(?:-[A-Za-z0-9_\-]{0,15})?)?|A(?:K(?:I(?:A[0-9A-Z]{0,15})?)?)?|x(?:o(?:x(?:[abp](?:-[A-Za-z0-9\-]{0,9})?)?)?)?"
+)
+_KEY_RUN = {"s": re.compile(r"[A-Za-z0-9_\-]*"), "x": re.compile(r"[A-Za-z0-9\-]*")}
+
+
+class StreamRedactor:
+    """`redact` for text that arrives in pieces: `feed` each piece, `flush` at the end.
+
+    The pieces it returns, joined with `flush()`, equal `redact` of the whole text, however the
+    text was cut. It holds back only a tail that could still become a secret (at most the
+    longest secret's length less one) and, before that, one that could still become a key shape
+    (at most 19 characters more, and only from the start of a word that could open one: `s`,
+    `A`, `x`); with no secrets, text that could not open a key shape passes at once, unchanged.
+    Linear in the text. One per stream: a secret is matched across the pieces of one stream,
+    never across two.
+    """
+
+    def __init__(self, known: Sequence[str] | None = None) -> None:
+        known = secrets() if known is None else known
+        self._secrets = _SecretStream([s for s in known if s]) if any(known) else None
+        self._shapes = _ShapeStream()
+
+    def feed(self, text: str) -> str:
+        """What of the text so far can be shown now, redacted."""
+        if self._secrets is not None:
+            text = self._secrets.feed(text)
+        return self._shapes.feed(text)
+
+    def flush(self) -> str:
+        """The rest, redacted, at the end of the stream; the redactor starts afresh after."""
+        tail = self._secrets.flush() if self._secrets is not None else ""
+        return self._shapes.feed(tail) + self._shapes.flush()
+
+
+class _SecretStream:
+    """`_blank_secrets` over a stream: an Aho-Corasick automaton of the secrets.
+
+    The state is the longest suffix of the text that is a prefix of a secret; every occurrence
+    still to come starts inside the deepest such suffix that can still grow (`_live`), so all
+    text before it is decided: kept, or blanked as part of a run of occurrences. A run that
+    started before it is announced (`[redacted]`) at once and swallows what later overlaps it.
+    """
+
+    def __init__(self, known: Sequence[str]) -> None:
+        goto: list[dict[str, int]] = [{}]
+        depth = [0]
+        ends = [0]  # length of the longest secret ending at this state
+        for secret in known:
+            node = 0
+            for ch in secret:
+                nxt = goto[node].get(ch)
+                if nxt is None:
+                    nxt = goto[node][ch] = len(goto)
+                    goto.append({})
+                    depth.append(depth[node] + 1)
+                    ends.append(0)
+                node = nxt
+            ends[node] = len(secret)
+        fail = [0] * len(goto)
+        live = [0] * len(goto)  # depth of the deepest suffix state that can still grow
+        order = deque(goto[0].values())
+        while order:  # breadth first, so a state's fail state is complete before it is used
+            node = order.popleft()
+            ends[node] = max(ends[node], ends[fail[node]])
+            live[node] = depth[node] if goto[node] else live[fail[node]]
+            for ch, child in goto[node].items():
+                back = fail[node]
+                while back and ch not in goto[back]:
+                    back = fail[back]
+                fail[child] = goto[back].get(ch, 0) if node else 0
+                order.append(child)
+        self._goto, self._fail, self._ends, self._live = goto, fail, ends, live
+        self._reset()
+
+    def _reset(self) -> None:
+        self._node = 0
+        self._pos = 0  # characters fed
+        self._out = 0  # text before this position is decided and given out
+        self._buf = ""  # the text from `_out` on
+        self._runs: deque[tuple[int, int]] = deque()  # blanked runs not yet passed, in order
+        self._announced = False  # whether the first run's `[redacted]` was given out
+
+    def feed(self, text: str) -> str:
+        goto, fail, ends, runs = self._goto, self._fail, self._ends, self._runs
+        node, pos = self._node, self._pos
+        for ch in text:
+            while node and ch not in goto[node]:
+                node = fail[node]
+            node = goto[node].get(ch, 0)
+            pos += 1
+            if ends[node]:
+                start = pos - ends[node]
+                while runs and runs[-1][1] > start:  # overlaps runs found before: one run
+                    start = min(start, runs.pop()[0])
+                runs.append((start, pos))
+        self._node, self._pos = node, pos
+        self._buf += text
+        return self._emit(pos - self._live[node])
+
+    def flush(self) -> str:
+        tail = self._emit(self._pos)
+        self._reset()
+        return tail
+
+    def _emit(self, decided: int) -> str:
+        """Give out the text before `decided`; what a run blanks is given as one `[redacted]`."""
+        buf, out, runs = self._buf, self._out, self._runs
+        base = out
+        parts: list[str] = []
+        while runs and runs[0][0] < decided:
+            start, end = runs[0]
+            if not self._announced:
+                parts += (buf[out - base : start - base], REDACTED)
+                self._announced = True
+            out = max(out, end)
+            if end > decided:  # an occurrence still to come may overlap it
+                break
+            runs.popleft()
+            self._announced = False
+        if out < decided:
+            parts.append(buf[out - base : decided - base])
+            out = decided
+        self._buf, self._out = buf[out - base :], out
+        return "".join(parts)
+
+
+class _ShapeStream:
+    """`_KEY_SHAPES.sub` over a stream, scanning as the regex does: each place a shape could
+    start (a word starting `s`, `A` or `x`) is tried in order; the scan stops at the first
+    whose outcome the text seen so far cannot decide, and what follows it waits."""
+
+    def __init__(self) -> None:
+        self._before = ""  # the character before `_held` (for `\b`), "" at the start
+        self._held = ""
+        self._swallow: re.Pattern[str] | None = None  # the run of a certain, open-ended match
+
+    def feed(self, text: str) -> str:
+        if not text:
+            return ""
+        if self._swallow is not None:
+            end = self._swallow.match(text).end()  # type: ignore[union-attr]  # `*` always matches
+            if end:
+                self._before = text[end - 1]
+            if end == len(text):
+                return ""
+            text, self._swallow = text[end:], None
+        buf = self._before + self._held + text
+        at = done = len(self._before)
+        parts: list[str] = []
+        while (start := _KEY_START.search(buf, at)) is not None:
+            at = start.start()
+            shape = _KEY_SHAPES.match(buf, at)
+            if shape is not None:
+                parts += (buf[done:at], REDACTED)
+                done = at = shape.end()
+                if at == len(buf) and buf[shape.start()] in _KEY_RUN:  # the run may go on
+                    self._swallow = _KEY_RUN[buf[shape.start()]]
+                    break
+            elif _KEY_PARTIAL.fullmatch(buf, at):  # may still become a key: wait for more
+                parts.append(buf[done:at])
+                self._before, self._held = buf[at - 1 : at], buf[at:]
+                return "".join(parts)
+            else:
+                at += 1
+        parts.append(buf[done:])
+        self._before, self._held = buf[-1:], ""
+        return "".join(parts)
+
+    def flush(self) -> str:
+        buf, start = self._before + self._held, len(self._before)
+        self._before, self._held, self._swallow = "", "", None
+        parts: list[str] = []
+        done = start
+        for shape in _KEY_SHAPES.finditer(buf, start):
+            parts += (buf[done : shape.start()], REDACTED)
+            done = shape.end()
+        parts.append(buf[done:])
+        return "".join(parts)

@@ -5,9 +5,9 @@ session's turn count: all of it or none of it, and never two writers' half-turns
 The JSONL logs are written after the transaction commits and repaired from the database if a
 process dies in between (see `soul.store.logs`).
 
-Several processes may use one home at once (see `soul.store.database`). Committing, user models
-and export live in `soul.store.commits`, `soul.store.user_models` and `soul.store.export`, mixed
-into `SessionStore`.
+Several processes may use one home at once (see `soul.store.database`). Committing, user models,
+export and background processes live in `soul.store.commits`, `soul.store.user_models`,
+`soul.store.export` and `soul.store.minds`, mixed into `SessionStore`.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from soul.store.commits import Commits, dumps
 from soul.store.database import Checkpointer, connect, damaged, dicts, retry
 from soul.store.export import SESSION_COLUMNS, Export
 from soul.store.migrations import migrate
+from soul.store.minds import Minds
 from soul.store.redaction import redact_data
 from soul.store.user_models import UserModels
 
@@ -44,7 +45,7 @@ __all__ = ["SessionNotFound", "SessionStore", "StaleTurn", "StoreError"]
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
-class SessionStore(Commits, UserModels, Export):
+class SessionStore(Commits, UserModels, Export, Minds):
     """Sessions, messages, state, user models, working memory and traces of one data home."""
 
     def __init__(self, conn: sqlite3.Connection, home: Path) -> None:

@@ -101,3 +101,47 @@ def test_the_step_knows_every_kind_the_engine_has() -> None:
     from soul.steps.memory import MEMORY_KINDS
 
     assert set(MEMORY_KINDS) == {k.label for k in Kind}
+
+
+class FailsSecond(Provider):
+    """Answers the first call, then the model is down."""
+
+    name = "fails-second"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def complete(self, request: Request) -> Completion:
+        self.calls += 1
+        if self.calls > 1:
+            raise RuntimeError("model down")
+        from soul.providers.base import Usage
+
+        return Completion("<external_dialogue>Miso is a fine name.</external_dialogue>", Usage())
+
+
+def _accesses(field) -> int:  # type: ignore[no-untyped-def]
+    st = field.store.state
+    return sum(st.access_count[st.rows[m]] for m in st.rows)
+
+
+def test_recalls_are_logged_as_accesses_only_when_the_turn_commits(write_blueprint, soul_home: Path) -> None:  # type: ignore[no-untyped-def]
+    path = write_blueprint(BLUEPRINT)
+    s = soul.load(path, provider=FailsSecond(), home=soul_home)
+    session = s.session(user="ada")
+    session.turn_sync("My cat is called Miso.")
+    field = s.memory_field()
+    field.flush_accesses()
+    before = _accesses(field)
+    with pytest.raises(RuntimeError):
+        session.turn_sync("What is my cat called, Miso?")  # recall finds Miso, then the call fails
+    field.flush_accesses()
+    assert _accesses(field) == before  # the failed turn logged no access
+    s.close()
+    s = soul.load(path, provider=ScriptedProvider(["<external_dialogue>Miso.</external_dialogue>"]), home=soul_home)
+    result = s.session(session.id).turn_sync("What is my cat called, Miso?")
+    assert result.steps["recall"]["hits"]
+    field = s.memory_field()
+    field.flush_accesses()
+    assert _accesses(field) > before  # a committed turn's recalls count
+    s.close()

@@ -31,6 +31,8 @@ EXPECTED = {
         ("kind", "TEXT"),
         ("time", "REAL"),
         ("meta", "TEXT"),
+        ("process", "TEXT"),
+        ("cycle", "INTEGER"),
     ],
     "messages": [
         ("id", "INTEGER"),
@@ -44,6 +46,7 @@ EXPECTED = {
         ("content", "TEXT"),
         ("meta", "TEXT"),
         ("time", "REAL"),
+        ("cycle", "INTEGER"),
     ],
     "state": [("session_id", "TEXT"), ("json", "TEXT")],
     "user_models": [
@@ -83,6 +86,9 @@ EXPECTED = {
         ("criteria", "TEXT"),
         ("turn", "INTEGER"),
         ("time", "REAL"),
+        ("cycle", "INTEGER"),
+        ("process", "TEXT"),
+        ("commit_id", "INTEGER"),
     ],
     "context_summaries": [
         ("id", "INTEGER"),
@@ -91,6 +97,19 @@ EXPECTED = {
         ("summary", "TEXT"),
         ("turn_from", "INTEGER"),
         ("turn_to", "INTEGER"),
+        ("time", "REAL"),
+        ("cycle_from", "INTEGER"),
+        ("cycle_to", "INTEGER"),
+        ("digest", "INTEGER"),
+        ("process", "TEXT"),
+        ("commit_id", "INTEGER"),
+    ],
+    "persona_cores": [
+        ("session_id", "TEXT"),
+        ("process", "TEXT"),
+        ("path", "TEXT"),
+        ("sha256", "TEXT"),
+        ("text", "TEXT"),
         ("time", "REAL"),
     ],
 }

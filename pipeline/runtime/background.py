@@ -1,0 +1,242 @@
+"""A session's background work: its processes' cycles (AgentCSD's subconscious) and triggers.
+
+Each `processes:` entry gets a `Mind` (the state it shares with the turns), a `LoopRunner`
+(in-process asyncio; `runtime/processes.py`) and a cycle: the process's steps run on their own
+model slot with the Persona Core the session snapshotted as system prompt and, as input, what
+changed since the last cycle plus the process's loud and quiet histories. A cycle commits in
+one transaction (its messages, the mood & criteria, its cycle number) before the mind takes
+its results: a failed or cancelled cycle changes nothing and gives back what it took.
+Every `summarize_every` cycles, a history longer than `history` entries has its older part
+folded by the process's model into "[Previous summary]: …"; when that call fails a truncation
+digest takes its place (and the log says so), so the window stays bounded either way.
+
+Events (`CycleStarted`, `CycleFinished`, `ImpulseQueued`, `MoodChanged`, `LoopStatus`,
+`TriggerFired`) go to the session's listeners.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from soul.compiler import Plan, ScopePlan
+from soul.providers import Message, Request
+from soul.records import MoodRecord, SummaryRecord
+from soul.runtime.events import (
+    CycleFinished,
+    CycleStarted,
+    ImpulseQueued,
+    LoopStatus,
+    MoodChanged,
+    Trace,
+)
+from soul.runtime.mind import CycleInput, CycleResult, Mind
+from soul.runtime.processes import AsyncioRunner, LoopRunner, LoopSchedule
+from soul.runtime.prompt import escape_untrusted
+from soul.runtime.services import Services
+from soul.runtime.triggers import Triggers, TriggerSpec
+from soul.runtime.turn import ScopeRunner, TurnState, build_commit, context_for
+
+if TYPE_CHECKING:
+    from soul.store import SessionStore
+
+log = logging.getLogger(__name__)
+
+Emit = Callable[[Any], None]
+DIGEST_CHARS = 2000  # a truncation digest never grows past this
+ENTRY_CHARS = 160
+
+
+@dataclass
+class Process:
+    """One background process of a session."""
+
+    name: str
+    scope: ScopePlan
+    mind: Mind
+    runner: LoopRunner
+    schedule: LoopSchedule
+    persona: str | None  # the Persona Core snapshot (None: the blueprint's persona)
+    summarize_every: int
+    model: str | None
+
+
+class Background:
+    """The processes and triggers of one session (started by `Session.start`)."""
+
+    def __init__(self, plan: Plan, services: Services, store: SessionStore, session_id: str,
+                 emit: Emit, fire: Callable[[str, str], Awaitable[Any]],
+                 runner: Callable[[], LoopRunner] = AsyncioRunner) -> None:
+        self.plan, self.services, self.store, self.session_id = plan, services, store, session_id
+        self.emit = emit
+        self.processes: dict[str, Process] = {}
+        for name, scope in plan.processes.items():
+            declared = plan.blueprint.processes[name]
+            options = declared.options
+            mind = Mind(name, history=int(options.get("history") or 20))
+            self.processes[name] = Process(
+                name, scope, mind, runner(), LoopSchedule.of(options, declared.loop),
+                None, int(options.get("summarize_every") or 10), declared.model,
+            )
+        specs = [TriggerSpec.of(n, t.kind, t.options) for n, t in plan.blueprint.triggers.items()]
+        self.triggers = Triggers(specs, fire)
+        self.started = False
+
+    @property
+    def mind(self) -> Mind | None:
+        """The first process's mind (AgentCSD has one subconscious)."""
+        return next((p.mind for p in self.processes.values()), None)
+
+    def restore(self) -> None:
+        """Resume: each mind from the store, each Persona Core from its snapshot."""
+        for proc in self.processes.values():
+            proc.mind.restore(self.store.mind_history(self.session_id, proc.name))
+            core = self.store.persona_core(self.session_id, proc.name)
+            proc.persona = core.text if core is not None else None
+
+    def start(self, cycles: int | None = None) -> None:
+        if self.started:
+            return
+        self.started = True
+        for proc in self.processes.values():
+            schedule = replace(proc.schedule, cycles=cycles)
+
+            def status(s: str, proc: Process = proc) -> None:
+                self.emit(LoopStatus(proc.name, s, proc.mind.cycle))
+
+            def failed(exc: BaseException, delay: float, proc: Process = proc) -> None:
+                self.emit(CycleFinished(proc.name, proc.mind.cycle + 1, {}, f"{type(exc).__name__}: {exc}", delay))
+
+            proc.runner.start(lambda proc=proc: self.cycle(proc), schedule, status, failed)  # type: ignore[misc]
+        self.triggers.start()
+
+    def after_turn(self) -> None:
+        """A turn was committed: `after_turn` loops cycle once."""
+        for proc in self.processes.values():
+            proc.runner.wake()
+
+    def pause(self) -> None:
+        for proc in self.processes.values():
+            proc.runner.pause()
+
+    def resume(self) -> None:
+        for proc in self.processes.values():
+            proc.runner.resume()
+
+    async def done(self) -> None:
+        """Wait for bounded loops to finish and for triggers to settle."""
+        for proc in self.processes.values():
+            await proc.runner.done()
+        await self.triggers.settle()
+
+    async def stop(self) -> None:
+        for proc in self.processes.values():
+            await proc.runner.stop()
+        await self.triggers.stop()
+        self.started = False
+
+    # -- one cycle ---------------------------------------------------------------------
+
+    async def cycle(self, proc: Process) -> None:
+        taken = proc.mind.begin_cycle()
+        self.emit(CycleStarted(proc.name, taken.cycle))
+        try:
+            outputs, result, commit_cycle = await self._run(proc, taken)
+        except BaseException:
+            proc.mind.undo(taken)  # nothing committed: what it took is pending again
+            raise
+        changed = proc.mind.end_cycle(result)
+        self.emit(CycleFinished(proc.name, taken.cycle, outputs))
+        if changed:
+            self.emit(MoodChanged(proc.name, taken.cycle, proc.mind.mood, proc.mind.criteria))
+        if (result.loud or "").strip():
+            pending = len(proc.mind.pending)
+            self.emit(ImpulseQueued(proc.name, taken.cycle, result.loud.strip(), result.trigger, pending))  # type: ignore[union-attr]
+            self.triggers.impulse(proc.name, result.trigger, pending)
+        if commit_cycle % proc.summarize_every == 0:
+            await self.summarize(proc, commit_cycle)
+
+    async def _run(self, proc: Process, taken: CycleInput) -> tuple[dict[str, dict[str, Any]], CycleResult, int]:
+        plan, store = self.plan, self.store
+        started = time.perf_counter()
+        snapshot = store.snapshot(self.session_id, ttl_hours=plan.blueprint.memory_ttl_hours)
+        ctx = context_for(plan, snapshot, "", "cycle")
+        ctx = replace(ctx, number=snapshot.session.turns, persona=proc.persona,
+                      mind=taken.variables(), inject_user_model=False, memory={})
+        ts = TurnState(ctx, {}, session=self.session_id)
+        await ScopeRunner(plan, proc.scope, self.services, None).run(ts)
+        result = cycle_result(proc.scope, ts.outputs, taken.cycle)
+        total_ms = (time.perf_counter() - started) * 1000
+        trace = Trace(turn=snapshot.session.turns, kind=f"cycle:{proc.name}", input="",
+                      steps=tuple(ts.steps), calls=tuple(ts.calls), total_ms=total_ms)
+        commit, _ = build_commit(snapshot, ts, tuple(proc.scope.steps), "cycle", trace)
+        mood = MoodRecord(result.mood or "", result.criteria or "") if (result.mood or result.criteria) else None
+        commit = replace(commit, process=proc.name, cycle=taken.cycle, mood=mood)
+        store.commit(commit)
+        if ts.recalled and self.services.memory is not None:  # committed: its recalls count
+            await asyncio.to_thread(self.services.memory.touch, ts.recalled)
+        return {n: dict(o) for n, o in ts.outputs.items()}, result, taken.cycle
+
+    # -- summaries ---------------------------------------------------------------------
+
+    async def summarize(self, proc: Process, cycle: int) -> None:
+        """Fold every history over its window; a failed summary call becomes a digest."""
+        records = []
+        for name, (previous, older, first, last) in proc.mind.overflowing().items():
+            try:
+                text = await self._summary_call(proc, name, previous, older)
+                digest = False
+            except Exception as exc:  # the window stays bounded: a digest instead
+                log.warning("session %s: summarising %s failed (%s); kept a truncation digest", self.session_id, name, exc)
+                text, digest = truncation_digest(previous, older), True
+            proc.mind.fold(name, text, len(older))
+            records.append(SummaryRecord(name, proc.mind.histories()[name][0], first, last, digest))
+        if records:
+            snapshot = self.store.snapshot(self.session_id)
+            trace = Trace(turn=snapshot.session.turns, kind=f"summary:{proc.name}", input="")
+            commit, _ = build_commit(snapshot, TurnState(context_for(self.plan, snapshot, "", "cycle"), {}), (), "cycle", trace)
+            self.store.commit(replace(commit, process=proc.name, cycle=cycle, summaries=tuple(records)))
+
+    async def _summary_call(self, proc: Process, name: str, previous: str | None, older: tuple[str, ...]) -> str:
+        provider, spec, options = self.services.provider(proc.model or self.plan.blueprint.model)
+        lines = "\n".join(f"- {escape_untrusted(e)}" for e in older)
+        system = (f"You keep the running memory of {self.plan.blueprint.name}'s {name.replace('_', ' ')}. "
+                  "Fold the entries below into the previous summary: one short paragraph, what matters "
+                  "and what is still open. Write only the summary.")
+        user = (f"Previous summary: {escape_untrusted(previous or '(none)')}\n\nEntries:\n{lines}")
+        completion = await provider.complete(Request(spec, (Message("system", system), Message("user", user)), dict(options)))
+        from soul.sections import strip_tags
+
+        text = strip_tags(completion.text).strip()
+        if not text:
+            raise ValueError("the summary came back empty")
+        return text[:DIGEST_CHARS * 2]
+
+
+def truncation_digest(previous: str | None, older: tuple[str, ...]) -> str:
+    """What stands in for a summary the model could not write: the old summary and the first
+    words of each folded entry, cut at `DIGEST_CHARS`."""
+    parts = [previous.removeprefix("[Previous summary]: ")] if previous else []
+    parts += [e[:ENTRY_CHARS] for e in older]
+    return " | ".join(parts)[:DIGEST_CHARS]
+
+
+def cycle_result(scope: ScopePlan, outputs: Mapping[str, Mapping[str, Any]], cycle: int) -> CycleResult:
+    """What a cycle's steps said, read by kind: `mood_and_criteria` steps set the mood,
+    `s_loud` steps the impulse, its quiet notes and the trigger."""
+    mood = criteria = loud = quiet = None
+    trigger = False
+    for name, step in scope.steps.items():
+        out = outputs.get(name) or {}
+        if step.kind.name == "mood_and_criteria":
+            mood = out.get("mood") or mood
+            criteria = out.get("criteria") or criteria
+        elif step.kind.name == "s_loud":
+            loud = out.get("loud") or loud
+            quiet = out.get("quiet") or quiet
+            trigger = trigger or out.get("trigger") is True
+    return CycleResult(cycle, mood, criteria, loud, quiet, trigger)
