@@ -84,6 +84,7 @@ class InternalDialog(StepKind):
     template = "internal_dialog.j2"
     unparsed = "quiet"  # neither tag parsed: all of it is quiet, nothing reaches the user
     stream_tag = "ID_loud"
+    silence = SILENCE
 
     @classmethod
     def changes(cls, step: str, outputs: Mapping[str, Any], context: ChangeContext) -> Changes:

@@ -169,6 +169,8 @@ class StepKind:
     unparsed: ClassVar[str | None] = None
     # The section whose text streams to the user (`stream: true`); default the first.
     stream_tag: ClassVar[str | None] = None
+    # A streamed section holding only this word says nothing: it is never streamed either
+    silence: ClassVar[str | None] = None
 
     @classmethod
     def changes(cls, step: str, outputs: Mapping[str, Any], context: ChangeContext) -> Changes:

@@ -99,6 +99,8 @@ async def run_call(
     if tags is None:
         tags = tuple(section.tag for step in steps for section in step.kind.sections)
     tags = tuple(tags)
+    silence = {(step.kind.stream_tag or step.kind.sections[0].tag): step.kind.silence
+               for step in steps if step.name in stream_steps and step.kind.silence}
     by_tag = {(step.kind.stream_tag or step.kind.sections[0].tag): step.name for step in steps if step.name in stream_steps} if stream_steps else {}
     history = messages
     reasks: list[str] = []
@@ -111,7 +113,7 @@ async def run_call(
     for attempt in range(1, max(1, attempts) + 1):
         request = Request(model, history, options, tags, grammar)
         if emit is not None and by_tag and provider.can_stream:
-            raw, usage, emitted = await _stream(provider, request, tags, by_tag, emit)
+            raw, usage, emitted = await _stream(provider, request, tags, by_tag, emit, silence)
             streamed = streamed or emitted
         else:
             completion = await provider.complete(request)
@@ -160,6 +162,7 @@ async def _stream(
     tags: Sequence[str],
     by_tag: dict[str, str],
     emit: Callable[[Any], None],
+    silence: dict[str, str] | None = None,
 ) -> tuple[str, Usage, bool]:
     """Stream a reply; only the streamed sections' text reaches `emit`, redacted."""
     parser = SectionStream(tags, set(by_tag))
@@ -169,16 +172,32 @@ async def _stream(
     usage = Usage()
     emitted = False
 
+    silence = silence or {}
+    held: dict[str, str] = dict.fromkeys(silence, "")  # text that may still be the silence word
+
     def send(events: list[Any]) -> None:
         nonlocal emitted
         for event in events:
+            closed = isinstance(event, Closed)
             if isinstance(event, Text) and event.text:
                 redactor = redactors.get(event.tag) or redactors.setdefault(event.tag, StreamRedactor(known))
                 text = redactor.feed(event.text)
-            elif isinstance(event, Closed) and event.tag in redactors:
+            elif closed and event.tag in redactors:
                 text = redactors.pop(event.tag).flush()  # a key cannot span two sections
+            elif closed and event.tag in held:
+                text = ""
             else:
                 continue
+            word = silence.get(event.tag)
+            if word is not None and event.tag in held:
+                # AgentCSD: "[NO_EXTERNAL_OUTPUT]" means say nothing, so it must not stream
+                # either; text is held only while it could still be that word
+                text = held.pop(event.tag) + text
+                if not closed and word.startswith(text.strip()):
+                    held[event.tag] = text
+                    continue
+                if closed and text.strip() == word:
+                    continue
             if text:
                 emit(Token(by_tag[event.tag], text))
                 emitted = True

@@ -299,3 +299,18 @@ triggers:
     assert "idle" in reasons and "schedule" in reasons
     assert reasons.count("idle") == 1  # once per silence, not again until the user speaks
     assert all(e.spontaneous for e in events if isinstance(e, Reply))
+
+
+@pytest.mark.parametrize("loud, shown", [("[NO_EXTERNAL_OUTPUT]", ""), ("[NO, I think not]", "[NO, I think not]"), ("Hello there", "Hello there")])
+def test_a_streamed_internal_dialog_never_streams_its_silence_word(make: Make, tmp_path: Path, loud: str, shown: str) -> None:
+    s = make([con(loud, "SECRET-QUIET")], [])
+    text = (tmp_path / "csd" / "csd.yaml").read_text().replace("uses: internal_dialog", "uses: internal_dialog\n    stream: true")
+    (tmp_path / "csd" / "csd.yaml").write_text(text)
+    s = soul.load(tmp_path / "csd" / "csd.yaml", home=s.home)
+
+    async def go() -> list[Any]:
+        return [e async for e in s.session().stream("hi")]
+
+    events = asyncio.run(go())
+    assert "".join(e.text for e in events if isinstance(e, Token)) == shown
+    assert [e.text for e in events if isinstance(e, Reply)] == [shown]
