@@ -9,10 +9,11 @@ import shutil
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 pytest.importorskip("tree_sitter")
+
+from letter_embedder import LetterEmbedder
 
 from soul.cli.main import main
 from soul.engines.resonance.code import CodeIndex, CodeIndexMismatch, GrammarMissing
@@ -126,34 +127,14 @@ def test_search_symbols_by_words_of_names(src: Path, tmp_path: Path) -> None:
         assert idx.search_symbols("zzzz", k=5) == []
 
 
-class _LetterEmbedder:
-    """A small deterministic embedder for tests: letter frequencies, L2-normalised."""
-
-    dim = 26
-    model_id = "letters"
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def embed(self, texts: list[str]) -> object:
-        self.calls += 1
-        out = np.zeros((len(texts), 26), dtype=np.float32)
-        for i, t in enumerate(texts):
-            for ch in t.lower():
-                if "a" <= ch <= "z":
-                    out[i, ord(ch) - 97] += 1
-        out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
-        return type("E", (), {"vectors": out})()
-
-
 def test_search_fuses_embedding_cosine_and_caches_vectors(src: Path, tmp_path: Path) -> None:
-    emb = _LetterEmbedder()
+    emb = LetterEmbedder()
     with CodeIndex.open(tmp_path / "idx", embedder=emb) as idx:
         idx.index(src)
         hits = idx.search_symbols("total area", k=3)
         assert hits[0][0].qualified == "py.main.total_area"
         assert emb.calls == 2  # every symbol once, then the query
-    emb2 = _LetterEmbedder()
+    emb2 = LetterEmbedder()
     with CodeIndex.open(tmp_path / "idx", embedder=emb2) as idx:
         idx.search_symbols("total area", k=3)
         assert emb2.calls == 1  # symbol vectors came from the database

@@ -6,38 +6,17 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from types import SimpleNamespace
 
-import numpy as np
 import pytest
 
 pytest.importorskip("tree_sitter")
+
+from letter_embedder import LetterEmbedder
 
 from soul.engines.resonance import FieldNotFound, ReadOnlyField
 from soul.engines.resonance.code import CodeIndex
 
 FIXTURE = Path(__file__).parent / "fixture"
-
-
-class LetterEmbedder:
-    """Letter frequencies, L2-normalised; counts its calls."""
-
-    dim = 26
-    model_id = "letters"
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def embed(self, texts: list[str]) -> SimpleNamespace:
-        self.calls += 1
-        out = np.zeros((len(texts), 26), dtype=np.float32)
-        for i, t in enumerate(texts):
-            for ch in t.lower():
-                if "a" <= ch <= "z":
-                    out[i, ord(ch) - 97] += 1
-        out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
-        return SimpleNamespace(vectors=out)
-
 
 def tree(root: Path) -> dict[str, tuple[int, int, bytes | None]]:
     return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns,
