@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from soul.compiler import Plan, ScopePlan
 from soul.providers import Message, Request
-from soul.records import MoodRecord, SummaryRecord
+from soul.records import Commit, MoodRecord, SummaryRecord
 from soul.runtime.events import (
     CycleFinished,
     CycleStarted,
@@ -34,7 +34,7 @@ from soul.runtime.events import (
     MoodChanged,
     Trace,
 )
-from soul.runtime.mind import CycleInput, CycleResult, Mind
+from soul.runtime.mind import SUMMARY_PREFIX, CycleInput, CycleResult, Mind
 from soul.runtime.processes import AsyncioRunner, LoopRunner, LoopSchedule
 from soul.runtime.prompt import escape_untrusted
 from soul.runtime.services import Services
@@ -193,13 +193,13 @@ class Background:
             except Exception as exc:  # the window stays bounded: a digest instead
                 log.warning("session %s: summarising %s failed (%s); kept a truncation digest", self.session_id, name, exc)
                 text, digest = truncation_digest(previous, older), True
-            proc.mind.fold(name, text, len(older))
-            records.append(SummaryRecord(name, proc.mind.histories()[name][0], first, last, digest))
+            records.append(SummaryRecord(name, proc.mind.fold(name, text, len(older)), first, last, digest))
         if records:
-            snapshot = self.store.snapshot(self.session_id)
-            trace = Trace(turn=snapshot.session.turns, kind=f"summary:{proc.name}", input="")
-            commit, _ = build_commit(snapshot, TurnState(context_for(self.plan, snapshot, "", "cycle"), {}), (), "cycle", trace)
-            self.store.commit(replace(commit, process=proc.name, cycle=cycle, summaries=tuple(records)))
+            # a commit of summaries only; a cycle commit is stamped with the turn count it meets
+            turns = self.store.session(self.session_id).turns
+            trace = Trace(turn=turns, kind=f"summary:{proc.name}", input="")
+            self.store.commit(Commit(self.session_id, turns, trace=trace.to_dict(), kind="cycle",
+                                     process=proc.name, cycle=cycle, summaries=tuple(records)))
 
     async def _summary_call(self, proc: Process, name: str, previous: str | None, older: tuple[str, ...]) -> str:
         provider, spec, options = self.services.provider(proc.model or self.plan.blueprint.model)
@@ -220,7 +220,7 @@ class Background:
 def truncation_digest(previous: str | None, older: tuple[str, ...]) -> str:
     """What stands in for a summary the model could not write: the old summary and the first
     words of each folded entry, cut at `DIGEST_CHARS`."""
-    parts = [previous.removeprefix("[Previous summary]: ")] if previous else []
+    parts = [previous.removeprefix(SUMMARY_PREFIX)] if previous else []
     parts += [e[:ENTRY_CHARS] for e in older]
     return " | ".join(parts)[:DIGEST_CHARS]
 

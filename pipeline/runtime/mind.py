@@ -192,13 +192,14 @@ class Mind:
                     out[name] = (h.summary, tuple(h.entries[:extra]), h.cycles[0], h.cycles[extra - 1])
             return out
 
-    def fold(self, name: str, summary: str, folded: int) -> None:
-        """Replace the oldest `folded` entries of history `name` by `summary`."""
+    def fold(self, name: str, summary: str, folded: int) -> str:
+        """Replace the oldest `folded` entries of history `name` by `summary`; the summary as
+        the history now starts ("[Previous summary]: ...")."""
         with self._lock:
             h = self._histories[name]
-            text = summary if summary.startswith(SUMMARY_PREFIX) else SUMMARY_PREFIX + summary
-            h.summary = text
+            h.summary = _prefixed(summary)
             del h.entries[:folded], h.cycles[:folded]
+            return h.summary
 
     def histories(self) -> dict[str, tuple[str, ...]]:
         with self._lock:
@@ -214,11 +215,9 @@ class Mind:
             self.cycle = int(history.cycles)
             if history.moods:
                 last = history.moods[-1]
-                self.mood, self.criteria = _field(last, "mood", 0), _field(last, "criteria", 1)
-                self.moods = [{"mood": _field(m, "mood", 0), "criteria": _field(m, "criteria", 1),
-                               "cycle": _field(m, "cycle", 2)} for m in history.moods]
-            found = history.summaries
-            summaries = dict(found) if isinstance(found, Mapping) else {s.layer: s for s in found}
+                self.mood, self.criteria = last.mood, last.criteria
+                self.moods = [{"mood": m.mood, "criteria": m.criteria, "cycle": m.cycle} for m in history.moods]
+            summaries = history.summaries  # history layer -> its latest SummaryRecord
             after = history.last_cycle_commit
             answered_upto = 0  # the last commit that drained impulses (any turn does)
             for m in history.messages:
@@ -251,21 +250,21 @@ class Mind:
                     keep = [i for i, c in enumerate(h.cycles) if c > s.cycle_to]
                     h.entries = [h.entries[i] for i in keep]
                     h.cycles = [h.cycles[i] for i in keep]
-                    h.summary = s.summary if s.summary.startswith(SUMMARY_PREFIX) else SUMMARY_PREFIX + s.summary
+                    h.summary = _prefixed(s.summary)
                 if len(h.entries) > 4 * self.history:  # bounded even before the next summary
                     del h.entries[: len(h.entries) - 4 * self.history]
                     del h.cycles[: len(h.cycles) - 4 * self.history]
 
 
-def _field(row: Any, name: str, index: int) -> Any:
-    return row[name] if isinstance(row, Mapping) else getattr(row, name, None) if hasattr(row, name) else row[index]
+def _prefixed(summary: str) -> str:
+    return summary if summary.startswith(SUMMARY_PREFIX) else SUMMARY_PREFIX + summary
 
 
 def _change_tag(layer: str, tag: str) -> str | None:
     """Which cycle input a stored message of a turn is."""
     if tag == "user":
         return "ED_user"
-    if tag in ("ID_loud",):
+    if tag == "ID_loud":
         return "ID_loud"
     if tag == "external_dialogue":
         return "ED_agent"

@@ -24,9 +24,6 @@ from typing import Any, Protocol
 log = logging.getLogger(__name__)
 
 LOOPS = ("continuous", "interval", "after_turn")
-# With nothing new and a continuous loop, a cycle still runs (the seed's subconscious keeps
-# thinking), but never more often than this: a fast model must not spin a core.
-MIN_CYCLE_SECONDS = 0.0
 
 
 @dataclass(frozen=True)
@@ -165,5 +162,7 @@ class AsyncioRunner:
             if schedule.loop == "interval":
                 await asyncio.sleep(schedule.interval_seconds)
             else:
-                await asyncio.sleep(MIN_CYCLE_SECONDS)  # yield: turns and triggers get their turn
+                # continuous: the next cycle at once, as the seed (even with nothing new: the
+                # subconscious keeps thinking); yield first so turns and triggers get their turn
+                await asyncio.sleep(0)
         self._set("done")

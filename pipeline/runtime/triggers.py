@@ -97,8 +97,8 @@ class Triggers:
                 self._arm_idle(spec)
 
     def _now(self, spec: TriggerSpec, reason: str) -> None:
-        timer = self._batch.pop(spec.name, None)
-        if timer is not None and timer is not asyncio.current_task():
+        timer = self._batch.pop(spec.name, None)  # a batch timer that fires has left already
+        if timer is not None:
             timer.cancel()
         task = asyncio.get_running_loop().create_task(self._fire(spec.name, reason))
         self._firing.add(task)
@@ -144,7 +144,8 @@ class Triggers:
     async def stop(self) -> None:
         self.started = False
         tasks = [*self._batch.values(), *self._timers, *self._idle.values(), *self._firing]
-        self._batch.clear(), self._timers.clear(), self._idle.clear(), self._firing.clear()
+        for held in (self._batch, self._timers, self._idle, self._firing):
+            held.clear()
         for task in tasks:
             task.cancel()
         for task in tasks:
