@@ -10,6 +10,14 @@ structure, and the queries are the real questions. Ground truth is exact cosine 
     python benchmarks/cortical.py --data real
     python benchmarks/cortical.py --n 1000000 --skip-hnsw
     python benchmarks/cortical.py --projections        # hadamard vs gaussian coder
+    python benchmarks/cortical.py --n 200000 --skip-themes --adds 500   # + one-memory add cost
+    python benchmarks/cortical.py --field              # through a Field: today's recall vs the tools
+
+`--adds N` times adding N more memories one at a time to the built HNSW and cortical
+indexes (what a conversation does each turn). `--field` runs LoCoMo through real Fields (one
+per conversation, every turn a memory): today's `recall` (semantic, hybrid) beside
+`FieldCortical.search` and `FieldThemes.retrieve` (themes/over_field.py), scored on the
+questions' evidence turns (recall@10, as benchmarks/locomo.py), with each one's build time.
 
 Embeddings come from benchmarks/locomo.py's on-disk cache (computed once if missing).
 """
@@ -22,6 +30,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -88,7 +97,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--skip-themes", action="store_true")
     ap.add_argument("--projections", action="store_true",
                     help="also compare the hadamard and gaussian coders")
+    ap.add_argument("--adds", type=int, default=0, help="then time adding this many memories one by one")
+    ap.add_argument("--field", action="store_true", help="LoCoMo through Fields: today's recall vs the tools")
     args = ap.parse_args(argv)
+    if args.field:
+        return field_section()
 
     from soul.engines.resonance.recall.dedup import single_thread_blas
     from soul.engines.resonance.themes.cortical import CorticalIndex
@@ -146,6 +159,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             *latency(lambda q, c=c: index.search(q, 10, candidates=c)[0], queries, truth),
             build, st["bytes"], "vectors read from the caller's matrix")
 
+    if args.adds:
+        extra = make_data(args.data, args.adds, 1, seed=1)[0]
+        print(f"\n| adding {args.adds} memories one at a time to {n:,} | ms per memory (mean) | p95 ms |")
+        print("|---|---|---|")
+        targets = [("cortical", index.add)]
+        if not args.skip_hnsw:
+            targets.insert(0, ("HNSW", hnsw.add))
+        for name, add in targets:
+            times = []
+            for i, v in enumerate(extra):
+                t0 = time.perf_counter()
+                add(np.array([n + i]), v[None, :])
+                times.append(time.perf_counter() - t0)
+            ms = np.array(times) * 1e3
+            print(f"| {name} | {ms.mean():.3f} | {np.percentile(ms, 95):.3f} |", flush=True)
+        print()
+
     if not args.skip_themes:
         from soul.engines.resonance.themes.themes import ThemeIndex
 
@@ -176,6 +206,71 @@ def main(argv: Sequence[str] | None = None) -> int:
             ix.rerank(lambda rows: data[rows])
             rec = latency(lambda q, ix=ix: ix.search(q, 10, candidates=300)[0], queries, truth)
             print(f"| {proj} | {rate:,.0f} | {rec[0]:.3f} |", flush=True)
+    return 0
+
+
+def field_section() -> int:
+    """LoCoMo through Fields: evidence recall@10 and latency of today's recall beside the
+    cortical and theme views over the same field, and what each costs to build."""
+    import contextlib
+
+    from locomo import DEFAULT_CACHE, DEFAULT_DATA, CachedEmbedder, load_locomo, score
+
+    from soul.engines.resonance import Field, QualityGateRefused
+    from soul.engines.resonance.recall.embedder import Embedder
+    from soul.engines.resonance.themes import FieldCortical, FieldThemes
+
+    convs = load_locomo(DEFAULT_DATA)
+    emb = CachedEmbedder(Embedder.default(), DEFAULT_CACHE)
+    results: dict[str, list[tuple[float, float]]] = {}  # system -> [(recall@10, ms)]
+    builds: dict[str, float] = {}
+    memories = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for conv in convs:
+            field = Field.open(Path(tmp) / conv.sample_id, embedder=emb)
+            for dia_id, text in conv.turns:
+                with contextlib.suppress(QualityGateRefused):
+                    field.remember(text, meta={"dia_id": dia_id})
+            memories += len(field)
+            emb.embed([q for q, _, _ in conv.questions])  # cached: no system pays for it
+            t0 = time.perf_counter()
+            field.recall(conv.questions[0][0], 10, mode="semantic")  # the HNSW catch-up
+            builds["HNSW (the field's, at first recall)"] = builds.get("HNSW (the field's, at first recall)", 0.0) + time.perf_counter() - t0
+            t0 = time.perf_counter()
+            cortical = FieldCortical(field)
+            builds["FieldCortical"] = builds.get("FieldCortical", 0.0) + time.perf_counter() - t0
+            t0 = time.perf_counter()
+            themes = FieldThemes(field)
+            builds["FieldThemes"] = builds.get("FieldThemes", 0.0) + time.perf_counter() - t0
+            systems: dict[str, Callable[[str], list[Any]]] = {
+                "recall semantic (today)": lambda q, f=field: f.recall(q, 10, mode="semantic"),
+                "recall hybrid (today's default)": lambda q, f=field: f.recall(q, 10, mode="hybrid"),
+                "FieldCortical, re-rank 300": lambda q, c=cortical: c.search(q, 10, candidates=300),
+                "FieldCortical, re-rank 1000": lambda q, c=cortical: c.search(q, 10, candidates=1000),
+                "FieldThemes, 8 themes": lambda q, t=themes: t.retrieve(q, 10, themes=8),
+                "FieldThemes, 8 themes, 1 per theme": lambda q, t=themes: t.retrieve(q, 10, themes=8, min_per_theme=1),
+            }
+            for name, run in systems.items():
+                for q, evidence, _ in conv.questions:
+                    t0 = time.perf_counter()
+                    hits = run(q)
+                    ms = (time.perf_counter() - t0) * 1e3
+                    results.setdefault(name, []).append((score([h.meta.get("dia_id", "") for h in hits], evidence)[1], ms))
+            field.close()
+    emb.save()
+    n_q = len(next(iter(results.values())))
+    print(f"LoCoMo dev through Fields: {len(convs)} conversations, {memories:,} memories, {n_q:,} questions "
+          "(evidence recall@10; latency includes the query's embedding, served from the cache)\n")
+    print("| system | evidence recall@10 | p50 ms | p95 ms |")
+    print("|---|---|---|---|")
+    for name, rows in results.items():
+        rec = np.array([r for r, _ in rows])
+        ms = np.array([m for _, m in rows])
+        print(f"| {name} | {rec.mean():.3f} | {np.percentile(ms, 50):.2f} | {np.percentile(ms, 95):.2f} |")
+    print("\n| build, all conversations | seconds |")
+    print("|---|---|")
+    for name, secs in builds.items():
+        print(f"| {name} | {secs:.2f} |")
     return 0
 
 

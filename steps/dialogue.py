@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from soul.kinds import Attribute, ChangeContext, Changes, Output, Section, StepKind, with_memory
-from soul.records import MemoryEntry
 
 DIALOGUE_VERBS = (
     "said", "explained", "offered", "suggested", "noted", "observed", "replied",
@@ -33,6 +32,8 @@ class ExternalDialogue(StepKind):
     )
     template = "external_dialogue.j2"
     layer = "external"
+    history_turns = 12  # the reply needs the conversation most
+    history_share = 0.6
 
     @classmethod
     def changes(cls, step: str, outputs: Mapping[str, Any], context: ChangeContext) -> Changes:
@@ -40,5 +41,5 @@ class ExternalDialogue(StepKind):
         text = outputs.get("text")
         if text is None:
             return base
-        entry = MemoryEntry("default", "externalDialog", text, outputs.get("verb"))
-        return with_memory(base, entry, reply=text)
+        # the reply reaches the conversation's history through the turn (one entry a turn)
+        return with_memory(base, reply=text)

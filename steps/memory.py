@@ -18,6 +18,10 @@ from soul.kinds import ChangeContext, Changes, Output, StepEnv, StepKind, param,
 # The seed's node types, as the resonance engine names them (its `kinds` module loads no numpy).
 MEMORY_KINDS = tuple(kind.label for kind in Kind)
 RECALL_MODES = ("hybrid", "semantic", "keyword")
+# What a recall with `ask_used` adds to its region after its memories (the runtime's
+# soul.runtime.recall_use reads the <used> section back when the soul's memory learns).
+ASK_USED = ("If your answer uses any memory above, write their ids after your last section as "
+            "<used>id, id</used>; write <used></used> if you used none.")
 
 
 class MemoryRecall(StepKind):
@@ -29,6 +33,7 @@ class MemoryRecall(StepKind):
         Output("hits", "list", "the memories recalled, best first: id, text, score, kind, tags"),
         Output("text", "text", "the hits as text, one per line"),
         Output("region", "text", "the working-memory region filled"),
+        Output("ask_used", "bool", "whether the region asks the model to name the memories it used"),
     )
     params = params_schema(
         query=param({"type": "string", "format": "template"}, "a template for the query; default: the input text"),
@@ -37,6 +42,8 @@ class MemoryRecall(StepKind):
         region=param({"type": "string", "default": "context"}, "the working-memory region to fill"),
         tags=param({"type": "array", "items": {"type": "string"}}, "tags that boost memories carrying them"),
         this_session=param({"type": "boolean", "default": False}, "also recall memories of this conversation (its turns are already in the prompt)"),
+        ask_used=param({"type": "boolean", "default": False},
+                       "show the memories with their ids and ask the model to name the ones it used in <used>id, id</used> (memory.learn reads it)"),
     )
 
     @classmethod
@@ -47,7 +54,7 @@ class MemoryRecall(StepKind):
         region = params.get("region") or "context"
         query = env.render(params["query"]) if params.get("query") else env.input_text
         if not query.strip():
-            return {"hits": [], "text": "", "region": region}
+            return {"hits": [], "text": "", "region": region, "ask_used": False}
         memory = env.recall()
         # the engine is synchronous (numpy, onnxruntime): keep the event loop free meanwhile
         skip = env.session if env.session and not params.get("this_session") else None
@@ -58,13 +65,16 @@ class MemoryRecall(StepKind):
             hits = await asyncio.to_thread(memory.recall, query, want, mode=mode, tags=params.get("tags"))
         hits = [h for h in hits if h.score > 0 and (skip is None or h.meta.get("session") != skip)][:k]
         rows = [{"id": h.id, "text": h.text, "score": round(h.score, 4), "kind": h.kind, "tags": list(h.tags)} for h in hits]
-        return {"hits": rows, "text": "\n".join(h.text for h in hits), "region": region}
+        return {"hits": rows, "text": "\n".join(h.text for h in hits), "region": region,
+                "ask_used": bool(params.get("ask_used")) and bool(rows)}
 
     @classmethod
     def changes(cls, step: str, outputs: Mapping[str, Any], context: ChangeContext) -> Changes:
         # The region is this turn's context, not a lasting entry: it is filled again each turn.
         hits = outputs.get("hits") or []
         region = str(outputs.get("region") or "context")
+        if outputs.get("ask_used") and hits:  # ids the model can name, then the question (kept: newest)
+            return Changes(regions={region: (*(f"[{h['id']}] {h['text']}" for h in hits), ASK_USED)})
         return Changes(regions={region: tuple(h["text"] for h in hits)})
 
 

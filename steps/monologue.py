@@ -31,6 +31,8 @@ class InternalMonologue(StepKind):
         ),
     )
     template = "internal_monologue.j2"
+    history_turns = 8
+    history_share = 0.5
 
     @classmethod
     def changes(cls, step: str, outputs: Mapping[str, Any], context: ChangeContext) -> Changes:

@@ -29,6 +29,8 @@ class Summary(StepKind):
         max_words=param({"type": "integer", "minimum": 10, "maximum": 2000, "default": 150}, "length limit"),
     )
     effects = ("memory",)
+    history_turns = 24  # summarises the conversation: sees as much of it as fits
+    history_share = 0.8
 
     @classmethod
     def changes(cls, step: str, outputs: Mapping[str, Any], context: ChangeContext) -> Changes:

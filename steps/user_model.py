@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from soul.kinds import ChangeContext, Changes, Output, Section, StepKind, with_memory
-from soul.records import MemoryEntry, MessageRecord, UserModelChange
+from soul.kinds import ChangeContext, Changes, Output, Section, StepKind
+from soul.records import MessageRecord, UserModelChange
 
 USER_MODEL_SECTIONS = (
     "Persona", "Speaking Style", "Conversational Context", "Worldview",
@@ -28,14 +28,10 @@ class UserModelCheck(StepKind):
         ),
     )
     template = "user_model_check.j2"
+    history_turns = 2  # judges this exchange: the last turns are enough
+    history_share = 0.2
 
-    @classmethod
-    def changes(cls, step: str, outputs: Mapping[str, Any], context: ChangeContext) -> Changes:
-        base = super().changes(step, outputs, context)
-        if outputs.get("result") is None:
-            return base
-        entry = MemoryEntry("default", "mentalQuery", "Should the user model be updated?", meta={"result": outputs["result"]})
-        return with_memory(base, entry)
+    # Its message (the stored check) is all it leaves: the question is no working memory.
 
 
 class UserModelUpdate(StepKind):

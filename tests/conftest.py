@@ -11,4 +11,6 @@ import pytest
 def soul_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path_factory.mktemp("soul-home")
     monkeypatch.setenv("SOUL_HOME", str(home))
+    # a SOUL_STORE set around the suite would send every test to one shared database
+    monkeypatch.delenv("SOUL_STORE", raising=False)
     return home

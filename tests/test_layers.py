@@ -34,7 +34,8 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "soul.providers": LEAVES | {"soul.store"},  # the data home, where local models are found
     "soul.runtime": BEFORE_RUNTIME | {ENGINES},  # the engines: only in ONLY_IN's bridges
     "soul.testing": BEFORE_RUNTIME | {"soul.runtime"},
-    "soul.cli": BEFORE_RUNTIME | {"soul.runtime", "soul.testing", "soul.steps", ENGINES},
+    "soul.serve": BEFORE_RUNTIME | {"soul.runtime"},  # transport only; only the cli imports it
+    "soul.cli": BEFORE_RUNTIME | {"soul.runtime", "soul.testing", "soul.serve", "soul.steps", ENGINES},
     "soul": BEFORE_RUNTIME | {"soul.runtime"},  # the public facade, re-exporting names
     "soul.steps": LEAVES | {"soul.language", "soul.kinds", "soul.sections", ENGINES},
     "soul.engines": frozenset(),  # the namespace of the engines holds no code
@@ -57,8 +58,8 @@ NEVER: tuple[tuple[frozenset[str], frozenset[str], str], ...] = (
 
 # Where a stage may import another only from some of its modules: (stage, target) -> modules.
 ONLY_IN: dict[tuple[str, str], tuple[frozenset[str], str]] = {
-    ("soul.runtime", ENGINES): (frozenset({"soul.runtime.chetana", "soul.runtime.memory"}),
-        "runtime may import the engines only in the bridges runtime/chetana.py, runtime/memory.py"),
+    ("soul.runtime", ENGINES): (frozenset({"soul.runtime.chetana", "soul.runtime.memory", "soul.runtime.dialogue_engine"}),
+        "runtime may import the engines only in the bridges runtime/chetana.py, runtime/memory.py, runtime/dialogue_engine.py"),
 }
 
 # Single imports allowed against the tables, (module, stage): why.
@@ -71,8 +72,10 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
 # Packages others enter only through their __init__ (a door nested in another is its own).
 FRONT_DOORS = frozenset({
     "soul.language", "soul.compiler", "soul.kinds", "soul.sections", "soul.providers",
-    "soul.store", "soul.runtime", "soul.testing", "soul.cli", "soul.steps", "soul.engines.chetana",
+    "soul.store", "soul.runtime", "soul.testing", "soul.serve", "soul.cli", "soul.steps", "soul.engines.chetana",
+    "soul.engines.dialogue",
     "soul.engines.resonance", "soul.engines.resonance.code",  # code: optional (tree-sitter)
+    "soul.engines.resonance.themes",  # optional tools over a field (cortical index, themes)
 })
 
 # Import cycles between modules of one stage (each engine is one stage) as they stand, to be
@@ -274,7 +277,7 @@ def test_planted_violations_are_reported(tmp_path: Path) -> None:
         "the runtime, providers or engines: `soul validate` stays fast and the compiler "
         "testable alone)",
         "pipeline/runtime/turn.py:17 soul.runtime → soul.engines.resonance (runtime may import "
-        "the engines only in the bridges runtime/chetana.py, runtime/memory.py)",
+        "the engines only in the bridges runtime/chetana.py, runtime/memory.py, runtime/dialogue_engine.py)",
         "steps/y.py:2 soul.steps → soul.providers "
         "(a step calls no model and writes no store: it returns its changes to the runtime)",
     ]

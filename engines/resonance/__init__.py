@@ -68,6 +68,9 @@ _LAZY = {
     "KnowledgeGraph": ".graph.kg",
     "VectorIndex": ".recall.index",
     "check_item": ".field.ingest",
+    "FieldCortical": ".themes.over_field",
+    "FieldThemes": ".themes.over_field",
+    "ThemeSummary": ".themes.over_field",
 }
 
 
@@ -94,7 +97,9 @@ __all__ = [
     "EmbedderUnavailable",
     "Field",
     "FieldConfig",
+    "FieldCortical",
     "FieldNotFound",
+    "FieldThemes",
     "FusionConfig",
     "Hit",
     "HybridSearcher",
@@ -114,6 +119,7 @@ __all__ = [
     "Store",
     "StoreClosed",
     "StoreError",
+    "ThemeSummary",
     "Tier",
     "UnknownMemory",
     "VectorIndex",

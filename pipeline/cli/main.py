@@ -1,5 +1,5 @@
 """The `soul` command: validate, graph, explain, new, list, schema, run, sessions, user-model,
-chetana, memory.
+chetana, memory, serve.
 
 Exit codes: 0 success; 1 the blueprint is invalid; 2 usage errors (bad arguments, no such
 file or soul). A SoulError prints as one line (`--debug` shows the traceback); anything else is
@@ -221,11 +221,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="the raw report as JSON")
     p.set_defaults(func=cmd_chetana)
 
+    from soul.cli.dialogue import add_parsers as add_dialogue_parsers
     from soul.cli.memory import add_parsers as add_memory_parsers
+    from soul.cli.models import add_parser as add_models_parser
+    from soul.cli.serve import add_parser as add_serve_parser
     from soul.cli.sessions import add_parsers as add_session_parsers
 
     add_session_parsers(sub)
     add_memory_parsers(sub)
+    add_models_parser(sub)
+    add_dialogue_parsers(sub)
+    add_serve_parser(sub, _cycles)
 
     p = sub.add_parser("schema", help="print the blueprint JSON Schema", description="Print the JSON Schema (draft 2020-12) of blueprints, for editors.")
     p.set_defaults(func=cmd_schema)

@@ -1,6 +1,6 @@
-"""`soul memory ingest|recall|stats|check`: a resonance memory field from the command line.
+"""`soul memory ingest|recall|stats|themes|check`: a resonance memory field from the command line.
 
-Only `ingest` writes: `recall` and `stats` open the field read-only (`Field.open(...,
+Only `ingest` writes: `recall`, `stats` and `themes` open the field read-only (`Field.open(...,
 read_only=True)`) and `check` only reads, so none of them leaves a file behind or changes one.
 
 The engine's errors and the field's OSErrors reach the user as one-line `MemoryFieldError`s
@@ -203,7 +203,27 @@ def _print_components(components: dict[str, Any]) -> None:
 def cmd_stats(args: argparse.Namespace) -> int:
     with _errors(args.field, "read the statistics of"), _open(args.field) as field:
         stats = field.stats()
+        # the Thompson learner's weights, once feedback (memory.learn) has saved any
+        stats["learner"] = field.learner.weights() if (field.path / "learner.json").is_file() else None
     print(json.dumps(stats, ensure_ascii=False, indent=2, default=str))
+    return 0
+
+
+def cmd_themes(args: argparse.Namespace) -> int:
+    # an optional tool (docs/memory.md, "Themes"), not in recall: loaded only for this verb
+    from soul.engines.resonance.themes import FieldThemes
+
+    with _errors(args.field, "read the themes of"), _open(args.field) as field:
+        if len(field) == 0:
+            print("the field holds no memories")
+            return 0
+        themes = FieldThemes(field).themes(args.n)
+    if args.json:
+        print(json.dumps([{"theme": t.id, "size": t.size, "representative": t.representative, "text": t.text} for t in themes],
+                         ensure_ascii=False, indent=2))
+        return 0
+    for t in themes:
+        print(f"{t.size:6}  {' '.join(t.text.split())[:160]}")
     return 0
 
 
@@ -244,6 +264,13 @@ def add_parsers(sub: Any) -> None:
     v = verbs.add_parser("stats", help="counts, kinds, tiers, index state", description="Statistics of a field.")
     v.add_argument("--field", required=True)
     v.set_defaults(func=cmd_stats)
+
+    v = verbs.add_parser("themes", help="what the field is about: its themes, biggest first",
+                         description="Group the field's memories into themes (themes/over_field.py) and list them, biggest first, each with the memory nearest its centre. Reads only.")
+    v.add_argument("--field", required=True)
+    v.add_argument("-n", type=_bounded_k, default=20, help="how many themes (default 20)")
+    v.add_argument("--json", action="store_true")
+    v.set_defaults(func=cmd_themes)
 
     v = verbs.add_parser("check", help="verify every segment's CRCs and report", description="Verify a field's files without changing them; exit 1 on damage.")
     v.add_argument("--field", required=True)

@@ -8,12 +8,13 @@ calls) → warnings (dead steps, unused slots).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from soul import textfiles
+from soul.compiler.dialogue_rules import check_dialogue
 from soul.compiler.references import Scope, check_expression, check_includes, check_template
+from soul.compiler.tool_rules import check_tools
 from soul.compiler.topology import ancestors, find_cycles, reachable
 from soul.diagnostics import Diagnostic, did_you_mean, one_of, sort_diagnostics
 from soul.errors import BlueprintError, BlueprintInvalid, FileRefused
@@ -282,6 +283,7 @@ def check_rules(blueprint: Blueprint, registry: Registry, *, allow_field_paths: 
     if bp.persona:
         rules.file_beside(bp.persona, ("persona",), "persona")
     _check_memory_field(rules, allow_field_paths)
+    _check_memory_learn(rules)
     rules.model_ref(bp.model, ("model",))
     for key, var in bp.state.items():
         _check_state_var(rules, key, var)
@@ -302,7 +304,8 @@ def check_rules(blueprint: Blueprint, registry: Registry, *, allow_field_paths: 
         if pr.persona:
             rules.file_beside(pr.persona, ("processes", name, "persona"), "persona")
     _check_triggers(rules)
-    _check_dialogue(rules)
+    check_dialogue(rules, validate)
+    check_tools(rules)
     rules.unused_slots()
     return rules.out
 
@@ -334,6 +337,17 @@ def _check_memory_field(rules: _Rules, allow: bool | None) -> None:
         rules.error(("memory", "field"), f"memory.field '{where}' is refused: {exc.reason}", exc.hint)
 
 
+def _check_memory_learn(rules: _Rules) -> None:
+    """`memory.learn` learns from what turns recall: without a turn memory.recall step it
+    never has anything to feed back."""
+    learn = (rules.bp.memory or {}).get("learn")
+    if not learn or (isinstance(learn, dict) and learn.get("enabled") is False):
+        return
+    if not any(step.uses == "memory.recall" for step in rules.bp.steps.values()):
+        rules.warning(("memory", "learn"), "memory.learn is on, but no turn step is a memory.recall: nothing is recalled, so nothing is learned",
+                      "add a memory.recall step to the turn, or remove learn")
+
+
 def _check_triggers(rules: _Rules) -> None:
     bp = rules.bp
     for name, trig in bp.triggers.items():
@@ -353,27 +367,3 @@ def _check_triggers(rules: _Rules) -> None:
                 if kind is not None and "trigger" not in kind.output_names():
                     rules.error((*path, "source"), f"step '{source}' ({kind.name}) has no `trigger` output", "use a step of kind s_loud")
                 rules.read_steps.add((f"process:{proc}", step))
-
-
-def _check_dialogue(rules: _Rules) -> None:
-    dialogue = rules.bp.dialogue
-    if not dialogue:
-        return
-    agents = dialogue.get("agents") if isinstance(dialogue.get("agents"), dict) else {}
-    for name, agent in agents.items():
-        if not isinstance(agent, dict):
-            continue
-        base = ("dialogue", "agents", name)
-        if isinstance(agent.get("persona"), str):
-            rules.file_beside(agent["persona"], (*base, "persona"), "persona")
-        if isinstance(agent.get("blueprint"), str):
-            rules.file_beside(agent["blueprint"], (*base, "blueprint"), "blueprint")
-        if isinstance(agent.get("model"), str):
-            rules.model_ref(agent["model"], (*base, "model"))
-    refs: Iterable[tuple[KeyPath, object]] = (
-        (("dialogue", "speaker_policy", "first"), (dialogue.get("speaker_policy") or {}).get("first")),
-        (("dialogue", "observer", "agent"), (dialogue.get("observer") or {}).get("agent")),
-    )
-    for path, value in refs:
-        if isinstance(value, str) and value not in agents:
-            rules.error(path, f"'{value}' is not one of the dialogue's agents", did_you_mean(value, agents) or f"agents: {one_of(agents)}")

@@ -65,6 +65,9 @@ class Section:
     attributes: tuple[Attribute, ...] = ()
     required: bool = True
     description: str = ""
+    # Tokens a local model may write in this section when the framework drives decoding
+    # (`soul.sections.grammar.section_budget`); None: by type — short for a thought, longer for a reply
+    budget: int | None = None
 
 
 # Not frozen: built on every model call (a frozen init costs 4x); treat it as immutable.
@@ -171,6 +174,11 @@ class StepKind:
     stream_tag: ClassVar[str | None] = None
     # A streamed section holding only this word says nothing: it is never streamed either
     silence: ClassVar[str | None] = None
+    # How much of the conversation a call of this kind sees by default (a step's `history:`
+    # overrides it): at most `history_turns` recent turns, within `history_share` of the
+    # tokens its call has left after the parts that cannot be cut. A fused call takes the most.
+    history_turns: ClassVar[int] = 4
+    history_share: ClassVar[float] = 0.3
 
     @classmethod
     def changes(cls, step: str, outputs: Mapping[str, Any], context: ChangeContext) -> Changes:

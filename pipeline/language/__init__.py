@@ -19,6 +19,7 @@ from soul.language.blueprint import (
     locate,
     read,
 )
+from soul.language.dialogue import Dialogue, DialogueAgent, Observer, build_dialogue
 from soul.language.expressions import (
     TEMPLATE_FORMAT,
     Analysis,
@@ -32,27 +33,35 @@ from soul.language.schema import blueprint_schema, schema_text
 from soul.language.schema import check as check_schema
 from soul.language.schema import check_at as check_schema_at
 from soul.language.sourcemap import KeyPath, Loaded, SourceMap, load_yaml
+from soul.language.tools import DEFAULT_ROUNDS, StepTools, ToolDecl, locate_tool
 
 __all__ = [
     "ALLOW_FIELD_PATHS",
+    "DEFAULT_ROUNDS",
     "TEMPLATE_FORMAT",
     "Analysis",
     "Blueprint",
+    "Dialogue",
+    "DialogueAgent",
     "KeyPath",
     "Loaded",
     "ModelSlot",
+    "Observer",
     "Process",
     "Reference",
     "Retry",
     "SourceMap",
     "StateVar",
     "Step",
+    "StepTools",
     "Subprocess",
+    "ToolDecl",
     "Trigger",
     "analyse_expression",
     "analyse_template",
     "blueprint_schema",
     "build",
+    "build_dialogue",
     "builtin_names",
     "check_schema",
     "check_schema_at",
@@ -61,6 +70,7 @@ __all__ = [
     "field_folder",
     "load_yaml",
     "locate",
+    "locate_tool",
     "read",
     "schema_text",
 ]

@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from soul.errors import BlueprintNotFound, BlueprintTooLarge
+from soul.language.dialogue import Dialogue, build_dialogue
 from soul.language.files import TemplateFiles, confine, read_text
 from soul.language.sourcemap import KeyPath, Loaded, SourceMap, load_yaml
+from soul.language.tools import StepTools, ToolDecl, build_step_tools, build_tools
 
 MAX_BYTES = 1024 * 1024
 DEFAULT_MODEL = "local"
@@ -66,6 +68,8 @@ class Step:
     stream: bool = False
     retry: Retry = Retry()
     description: str = ""
+    history: dict[str, Any] | None = None  # what of the conversation it sees: turns, share
+    tools: StepTools | None = None  # the tools its call may use (language/tools.py)
 
 
 @dataclass(frozen=True)
@@ -111,6 +115,8 @@ class Blueprint:
     state: dict[str, StateVar] = field(default_factory=dict)
     regions: tuple[str, ...] = BUILTIN_REGION_ORDER
     memory_ttl_hours: float | None = None
+    region_limits: dict[str, int] = field(default_factory=dict)  # working_memory.limits
+    summary: dict[str, Any] = field(default_factory=dict)  # working_memory.summary: model, max_words
     steps: dict[str, Step] = field(default_factory=dict)
     memory: dict[str, Any] | None = None
     chetana: dict[str, Any] | None = None
@@ -118,6 +124,9 @@ class Blueprint:
     processes: dict[str, Process] = field(default_factory=dict)
     triggers: dict[str, Trigger] = field(default_factory=dict)
     dialogue: dict[str, Any] | None = None
+    dialogue_spec: Dialogue | None = None  # the `dialogue:` block, typed (language/dialogue.py)
+    tools: dict[str, ToolDecl] = field(default_factory=dict)  # the `tools:` block (language/tools.py)
+    observer: dict[str, Any] | None = None  # the `observer:` block: Fixy as a gate on replies
 
     @property
     def file(self) -> str:
@@ -262,6 +271,8 @@ def _build_step(name: str, raw: Any, path: KeyPath) -> Step | None:
         stream=raw.get("stream") is True,
         retry=retry,
         description=_str(raw.get("description")) or "",
+        history=raw["history"] if isinstance(raw.get("history"), dict) else None,
+        tools=build_step_tools(raw.get("tools")),
     )
 
 
@@ -344,6 +355,8 @@ def build(data: Any, source: SourceMap, folder: Path | None) -> Blueprint:
         state=state,
         regions=regions,
         memory_ttl_hours=float(ttl) if isinstance(ttl, int | float) and not isinstance(ttl, bool) else None,
+        region_limits={k: v for k, v in _dict(wm.get("limits")).items() if isinstance(v, int) and not isinstance(v, bool)},
+        summary=_dict(wm.get("summary")),
         steps=_build_steps(data.get("steps"), ("steps",)),
         memory=data["memory"] if isinstance(data.get("memory"), dict) else None,
         chetana=data["chetana"] if isinstance(data.get("chetana"), dict) else None,
@@ -351,4 +364,7 @@ def build(data: Any, source: SourceMap, folder: Path | None) -> Blueprint:
         processes=processes,
         triggers=triggers,
         dialogue=data["dialogue"] if isinstance(data.get("dialogue"), dict) else None,
+        dialogue_spec=build_dialogue(data.get("dialogue")),
+        tools=build_tools(data.get("tools")),
+        observer=data["observer"] if isinstance(data.get("observer"), dict) else None,
     )

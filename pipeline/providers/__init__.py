@@ -25,6 +25,8 @@ from soul.providers.base import (
     Provider,
     Request,
     Role,
+    ToolCall,
+    ToolSpec,
     Usage,
     estimate_tokens,
 )
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     from soul.providers.cassette import Cassette
     from soul.providers.replay import RecordingProvider, ReplayProvider, recording
     from soul.providers.scripted import ScriptedProvider, ScriptExhausted
+    from soul.providers.windows import context_window, reply_tokens
 
 __all__ = [
     "Cassette",
@@ -52,10 +55,14 @@ __all__ = [
     "Role",
     "ScriptExhausted",
     "ScriptedProvider",
+    "ToolCall",
+    "ToolSpec",
     "Usage",
+    "context_window",
     "estimate_tokens",
     "recording",
     "redact",
+    "reply_tokens",
     "resolve",
 ]
 
@@ -67,6 +74,8 @@ _LAZY = {
     "recording": "soul.providers.replay",
     "ScriptedProvider": "soul.providers.scripted",
     "ScriptExhausted": "soul.providers.scripted",
+    "context_window": "soul.providers.windows",
+    "reply_tokens": "soul.providers.windows",
 }
 
 

@@ -3,16 +3,21 @@
 The system prompt goes in `system`, not among the messages; replies stream as SSE events;
 usage comes from the API (input tokens at `message_start`, output tokens at `message_delta`).
 The SDK's own retries are off: the policy in `policy.py` decides (see `resolve`).
+
+Tools are native: `Request.tools` go as `tools` (`input_schema`), `tool_use` blocks come back as
+`Completion.tool_calls`; an assistant message's calls go back as `tool_use` blocks and the
+results as `tool_result` blocks of one user message (a user note right after joins it).
 """
 
 from __future__ import annotations
 
+import json
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from soul.errors import AuthError, ProviderUnavailable
-from soul.providers.base import Chunk, Completion, Provider, Request, Usage
+from soul.providers.base import Chunk, Completion, Message, Provider, Request, ToolCall, Usage
 from soul.providers.sdk import LoopClients, cost, load_sdk, sampling, translate
 from soul.providers.secrets import find_key
 
@@ -25,6 +30,7 @@ class AnthropicProvider(Provider):
 
     name = "anthropic"
     can_stream = True
+    can_call_tools = True
 
     def __init__(self, model: str, options: Mapping[str, Any]) -> None:
         self.sdk = load_sdk("anthropic", "anthropic")
@@ -42,12 +48,15 @@ class AnthropicProvider(Provider):
         system = "\n\n".join(m.content for m in request.messages if m.role == "system")
         arguments: dict[str, Any] = {
             "model": self.model,
-            "messages": [{"role": m.role, "content": m.content} for m in request.messages if m.role != "system"],
+            "messages": anthropic_messages(request.messages),
             "max_tokens": DEFAULT_MAX_TOKENS,
             **sampling(request.options, self.clients.get().messages.create),
         }
         if system:
             arguments["system"] = system
+        if request.tools:
+            arguments["tools"] = [{"name": s.name, "description": s.description, "input_schema": s.parameters}
+                                  for s in request.tools]
         return arguments
 
     def _usage(self, started: float, first: float | None, input_tokens: int, output_tokens: int) -> Usage:
@@ -63,8 +72,10 @@ class AnthropicProvider(Provider):
         except Exception as exc:
             raise translate(exc, self.sdk, self.where, self.key_source) from exc
         text = "".join(block.text for block in message.content if block.type == "text")
+        calls = tuple(ToolCall(block.id, block.name, json.dumps(block.input, ensure_ascii=False))
+                      for block in message.content if block.type == "tool_use")
         usage = self._usage(started, None, message.usage.input_tokens, message.usage.output_tokens)
-        return Completion(text, usage)
+        return Completion(text, usage, calls)
 
     async def stream(self, request: Request) -> AsyncIterator[Chunk]:
         started = time.perf_counter()
@@ -90,3 +101,40 @@ class AnthropicProvider(Provider):
         if not finished:  # the connection closed cleanly but the message never ended
             raise ProviderUnavailable(f"{self.where}: the stream ended before message_stop")
         yield Chunk("", self._usage(started, first, input_tokens, output_tokens))
+
+
+def anthropic_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """The non-system messages in the Messages API shape: tool calls as `tool_use` blocks,
+    results as `tool_result` blocks, consecutive user-side messages joined into one."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role == "system":
+            continue
+        if m.tool_calls:
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": m.content}] if m.content else []
+            blocks += [{"type": "tool_use", "id": c.id, "name": c.name, "input": _input(c.arguments)} for c in m.tool_calls]
+            out.append({"role": "assistant", "content": blocks})
+            continue
+        if m.role == "tool":
+            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.tool_call_id or "", "content": m.content}
+            if m.is_error:
+                block["is_error"] = True
+        elif m.role == "user" and out and out[-1]["role"] == "user" and isinstance(out[-1]["content"], list):
+            block = {"type": "text", "text": m.content}  # a note after tool results joins them
+        else:
+            out.append({"role": m.role, "content": m.content})
+            continue
+        if out and out[-1]["role"] == "user" and isinstance(out[-1]["content"], list):
+            out[-1]["content"].append(block)
+        else:
+            out.append({"role": "user", "content": [block]})
+    return out
+
+
+def _input(arguments: str) -> Any:
+    """A tool call's arguments as the `input` object the API wants back ({} if not JSON)."""
+    try:
+        value = json.loads(arguments) if arguments else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

@@ -12,16 +12,40 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Role = Literal["system", "user", "assistant"]
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool a model may call: its name, what it does, and its arguments' JSON Schema."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A model's request to call a tool; `arguments` is the JSON text the model wrote (kept
+    as written, so arguments that are not JSON can be reported back to the model)."""
+
+    id: str
+    name: str
+    arguments: str
 
 
 # Not frozen: built on every model call (a frozen init costs 4x); treat it as immutable.
 @dataclass(slots=True)
 class Message:
-    """One message of a model call: who says it and what."""
+    """One message of a model call: who says it and what. An assistant message may carry
+    the tool calls it made; a `tool` message answers the call `tool_call_id` (native tool
+    calling only: soul.runtime.tool_loop)."""
 
     role: Role
     content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    is_error: bool = False  # a tool message reporting a failed call
 
 
 # Not frozen: built on every model call (a frozen init costs 4x); treat it as immutable.
@@ -46,6 +70,7 @@ class Request:
     options: dict[str, Any] = field(default_factory=dict)
     tags: tuple[str, ...] = ()  # the XML sections asked for, in order
     grammar: str | None = None  # GBNF for the reply, for providers that want one (local models)
+    tools: tuple[ToolSpec, ...] = ()  # tools the model may call (providers with can_call_tools)
 
 
 # Not frozen: built on every model call (a frozen init costs 4x); treat it as immutable.
@@ -53,6 +78,7 @@ class Request:
 class Completion:
     text: str
     usage: Usage
+    tool_calls: tuple[ToolCall, ...] = ()  # native tool calls the model made
 
 
 # Not frozen: built on every model call (a frozen init costs 4x); treat it as immutable.
@@ -70,6 +96,12 @@ class Provider(ABC):
     name: str = "provider"
     can_stream: bool = False
     wants_grammar: bool = False  # constrain decoding with `Request.grammar` (llama.cpp)
+    # Native tool calling: `Request.tools` in, `Completion.tool_calls` out. Without it the
+    # runtime describes tools in the prompt and reads `<tool_call>` from the text.
+    can_call_tools: bool = False
+    # The model's context window in tokens, when the provider knows it (the local model: its
+    # n_ctx); None lets `soul.providers.windows` decide from the slot and the model name.
+    context_window: int | None = None
 
     @abstractmethod
     async def complete(self, request: Request) -> Completion:

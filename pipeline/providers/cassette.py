@@ -6,6 +6,11 @@ grammar, seed, ...) — never over where the call went (`base_url`), which key p
 the failure policy (`timeout`, `retries`, `backoff`, `breaker_*`). Cassettes recorded when the
 policy's options still keyed a call are found by their old key too.
 Everything written is redacted (`secrets.redact`): keys never reach a cassette.
+
+Tools: a request's tool specs, a message's tool calls and a tool message's call id key a call
+only when present (a call without tools keys as before); a reply's tool calls are recorded with
+it; and `tool_results` holds what each tool run returned, so a replay serves the recorded
+result instead of running the tool again (soul.runtime.tools).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from typing import Any
 import yaml
 
 from soul.errors import ProviderError
-from soul.providers.base import Request, Usage
+from soul.providers.base import Message, Request, ToolCall, Usage
 from soul.providers.files import read_text
 from soul.providers.policy import SLOT_OPTIONS
 from soul.providers.secrets import redact, redact_data
@@ -55,24 +60,38 @@ def parameters(options: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in sorted(options.items()) if k not in NOT_PARAMETERS}
 
 
-def request_key(provider: str, model: str, messages: Iterable[tuple[str, str]], params: Mapping[str, Any]) -> str:
+def request_key(provider: str, model: str, messages: Iterable[tuple[Any, ...]], params: Mapping[str, Any]) -> str:
     """The stable hash that names a call: same request, same key, on any machine."""
     payload = {"provider": provider, "model": model, "messages": [list(m) for m in messages], "params": dict(params)}
     text = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def _keyed(m: Message) -> tuple[Any, ...]:
+    """A message as it keys a call: (role, content), plus its tool parts when it has any."""
+    if not m.tool_calls and m.tool_call_id is None:
+        return (m.role, m.content)
+    calls = [[c.id, c.name, c.arguments] for c in m.tool_calls]
+    return (m.role, m.content, {"tool_calls": calls, "tool_call_id": m.tool_call_id, "is_error": m.is_error})
+
+
+def _with_tools(params: dict[str, Any], request: Request) -> dict[str, Any]:
+    if request.tools:
+        params = {**params, "tools": [[s.name, s.description, s.parameters] for s in request.tools]}
+    return params
+
+
 def key_of(request: Request, spec: str | None = None) -> str:
     """The key `request` is recorded under (as `spec`'s call, if given)."""
     provider, model = split_spec(spec or request.model)
-    return request_key(provider, model, ((m.role, m.content) for m in request.messages), parameters(request.options))
+    return request_key(provider, model, (_keyed(m) for m in request.messages), _with_tools(parameters(request.options), request))
 
 
 def old_key_of(request: Request, spec: str | None = None) -> str:
     """The key an older soul recorded `request` under (policy options included)."""
     provider, model = split_spec(spec or request.model)
     params = {k: v for k, v in sorted(request.options.items()) if k not in _OLD_NOT_PARAMETERS}
-    return request_key(provider, model, ((m.role, m.content) for m in request.messages), params)
+    return request_key(provider, model, (_keyed(m) for m in request.messages), _with_tools(params, request))
 
 
 @dataclass(slots=True)
@@ -87,16 +106,27 @@ class Call:
     reply: str
     usage: dict[str, Any]
     chunks: list[str] | None = None
+    tool_calls: list[dict[str, str]] | None = None  # the reply's native tool calls: id, name, arguments
+    tools: list[dict[str, Any]] | None = None  # the tool specs the request offered
 
     def to_data(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "key": self.key, "provider": self.provider, "model": self.model, "params": self.params,
-            "messages": self.messages, "reply": self.reply,
         }
+        if self.tools:
+            data["tools"] = self.tools
+        data["messages"] = self.messages
+        data["reply"] = self.reply
+        if self.tool_calls:
+            data["tool_calls"] = self.tool_calls
         if self.chunks is not None:
             data["chunks"] = self.chunks
         data["usage"] = self.usage
         return data
+
+    def calls(self) -> tuple[ToolCall, ...]:
+        """The reply's tool calls."""
+        return tuple(ToolCall(str(c.get("id", "")), str(c.get("name", "")), str(c.get("arguments", ""))) for c in self.tool_calls or ())
 
     def prompt(self) -> str:
         """The messages as text, for diffs."""
@@ -116,6 +146,9 @@ class Cassette:
     # Memory recalls of the run (soul.runtime.memory): what the field answered, so a replay sees
     # the field as it was when recorded — the field is the world outside the model too.
     recalls: list[dict[str, Any]] = field(default_factory=list)
+    # Tool runs (soul.runtime.tools): tool, arguments, result, error, ms — the tools are the
+    # world outside the model too, so a replay serves their recorded results.
+    tool_results: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
     def load(cls, path: str | Path, *, within: Path | None = None) -> Cassette:
@@ -133,13 +166,18 @@ class Cassette:
                 calls.append(Call(
                     str(item["key"]), str(item["provider"]), str(item.get("model") or ""), dict(item.get("params") or {}),
                     list(item["messages"]), str(item["reply"]), dict(item.get("usage") or {}), item.get("chunks"),
+                    [dict(c) for c in item["tool_calls"]] if item.get("tool_calls") else None,
+                    list(item["tools"]) if item.get("tools") else None,
                 ))
             except (KeyError, TypeError, ValueError) as exc:
                 raise ProviderError(f"cassette {path}: call {i} is malformed ({exc})") from exc
         recalls = data.get("recalls") or []
         if not isinstance(recalls, list) or not all(isinstance(r, dict) and "query" in r and isinstance(r.get("hits"), list) for r in recalls):
             raise ProviderError(f"cassette {path}: 'recalls' must be a list of {{query, hits}} mappings")
-        return cls(path, calls, recalls)
+        tool_results = data.get("tool_results") or []
+        if not isinstance(tool_results, list) or not all(isinstance(r, dict) and isinstance(r.get("tool"), str) for r in tool_results):
+            raise ProviderError(f"cassette {path}: 'tool_results' must be a list of {{tool, arguments, result, error}} mappings")
+        return cls(path, calls, recalls, tool_results)
 
     def by_key(self) -> dict[str, list[Call]]:
         index: dict[str, list[Call]] = {}
@@ -147,7 +185,8 @@ class Cassette:
             index.setdefault(call.key, []).append(call)
         return index
 
-    def add(self, request: Request, reply: str, usage: Usage, chunks: Sequence[str] | None) -> Call:
+    def add(self, request: Request, reply: str, usage: Usage, chunks: Sequence[str] | None,
+            tool_calls: Sequence[ToolCall] = ()) -> Call:
         """Record a call (redacted) and write the file."""
         provider, model = split_spec(request.model)
         call = Call(
@@ -155,20 +194,32 @@ class Cassette:
             provider=provider,
             model=model,
             params=redact_data(parameters(request.options)),
-            messages=[{"role": m.role, "content": redact(m.content)} for m in request.messages],
+            messages=[_message_data(m) for m in request.messages],
             reply=redact(reply),
             usage=_usage_data(usage),
             chunks=[redact(c) for c in chunks] if chunks is not None else None,
+            tool_calls=[{"id": c.id, "name": c.name, "arguments": redact(c.arguments)} for c in tool_calls] or None,
+            tools=[{"name": s.name, "description": s.description, "parameters": s.parameters} for s in request.tools] or None,
         )
         self.calls.append(call)
         self.save()
         return call
 
+    def add_tool_result(self, tool: str, arguments: Mapping[str, Any], result: str | None, error: str | None, ms: float) -> None:
+        """Record what a tool run returned (redacted) and write the file."""
+        self.tool_results.append({
+            "tool": tool, "arguments": redact_data(dict(arguments)),
+            "result": redact(result) if result is not None else None,
+            "error": redact(error) if error is not None else None, "ms": round(ms, 3),
+        })
+        self.save()
+
     def save(self) -> None:
         """Write atomically: a run killed mid-write leaves the previous file whole."""
         text = HEADER + yaml.dump(
             {"format": FORMAT, "calls": [c.to_data() for c in self.calls],
-             **({"recalls": self.recalls} if self.recalls else {})},
+             **({"recalls": self.recalls} if self.recalls else {}),
+             **({"tool_results": self.tool_results} if self.tool_results else {})},
             Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100,
         )
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -176,6 +227,17 @@ class Cassette:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write(text)
         os.replace(tmp, self.path)
+
+
+def _message_data(m: Message) -> dict[str, Any]:
+    data: dict[str, Any] = {"role": m.role, "content": redact(m.content)}
+    if m.tool_calls:
+        data["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": redact(c.arguments)} for c in m.tool_calls]
+    if m.tool_call_id is not None:
+        data["tool_call_id"] = m.tool_call_id
+    if m.is_error:
+        data["is_error"] = True
+    return data
 
 
 def _usage_data(usage: Usage) -> dict[str, Any]:

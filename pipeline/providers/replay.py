@@ -6,6 +6,10 @@ call and showing a diff of the two prompts.
 A request recorded several times (the same message in two sessions) is served in recorded
 order, the last one repeating. Under a `replay:` model string the request's own model is the
 cassette, so the key is tried with each provider/model the cassette holds.
+
+Tools: a replay calls tools natively when the recording did (a recorded call offered tools)
+and serves recorded tool calls back; `tape` tells the runtime to serve tool results from the
+cassette (replay) or to write them there (record): soul.runtime.tools.
 """
 
 from __future__ import annotations
@@ -36,9 +40,11 @@ class ReplayProvider(Provider):
 
     name = "replay"
     can_stream = True
+    tape = "replay"
 
     def __init__(self, cassette: Cassette) -> None:
         self.cassette = cassette
+        self.can_call_tools = any(c.tools for c in cassette.calls)
         self.index = cassette.by_key()
         self.served: dict[str, int] = {}
         self.specs = sorted({f"{c.provider}/{c.model}" if c.model else c.provider for c in cassette.calls})
@@ -90,7 +96,7 @@ class ReplayProvider(Provider):
 
     async def complete(self, request: Request) -> Completion:
         call = self.find(request)
-        return Completion(call.reply, usage_from(call.usage))
+        return Completion(call.reply, usage_from(call.usage), call.calls())
 
     async def stream(self, request: Request) -> AsyncIterator[Chunk]:
         call = self.find(request)
@@ -102,15 +108,18 @@ class ReplayProvider(Provider):
 class RecordingProvider(Provider):
     """A provider whose every completed call is written to a cassette."""
 
+    tape = "record"
+
     def __init__(self, inner: Provider, cassette: Cassette) -> None:
         self.inner = inner
         self.cassette = cassette
         self.name = inner.name
         self.can_stream = inner.can_stream
+        self.can_call_tools = inner.can_call_tools
 
     async def complete(self, request: Request) -> Completion:
         completion = await self.inner.complete(request)
-        self.cassette.add(request, completion.text, completion.usage, None)
+        self.cassette.add(request, completion.text, completion.usage, None, completion.tool_calls)
         return completion
 
     async def stream(self, request: Request) -> AsyncIterator[Chunk]:

@@ -4,6 +4,11 @@ The file is a YAML or JSON list of raw model replies, at most `MAX_SCRIPT_BYTES`
 blueprint, it must lie inside the blueprint's folder (`files.read_text`). Running out is an
 error that says how many calls were made. Replies stream in small pieces so streaming paths are exercised too.
 
+A reply may also be a mapping, a native tool call: `{tool_calls: [{name: NAME, arguments:
+{...}}], text: ...}` (`arguments` a mapping or JSON text, `id` optional). A script holding
+one acts as a provider with native tool calling (`can_call_tools`); a script of strings only,
+as one without it (the model writes `<tool_call name="...">` in its text: docs/tools.md).
+
 `soul run --script FILE` also takes a mapping of model slot names to lists
 (`{conscious: [...], subconscious: [...]}`, and `default: [...]` for every other call):
 `ScriptedProvider.from_script` reads either form; a mapping becomes `SlotScripts`, which a
@@ -15,11 +20,12 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from soul.errors import ProviderError
-from soul.providers.base import Chunk, Clock, Completion, Provider, Request
+from soul.providers.base import Chunk, Clock, Completion, Provider, Request, ToolCall
 from soul.providers.files import read_text
 
 CHUNK_CHARS = 7  # small and odd, so chunk boundaries fall inside tags and entities
@@ -36,11 +42,14 @@ class ScriptedProvider(Provider):
     name = "scripted"
     can_stream = True
 
-    def __init__(self, replies: Sequence[str], source: str = "<list>") -> None:
+    def __init__(self, replies: Sequence[str | Mapping[str, Any]], source: str = "<list>") -> None:
         self.replies = list(replies)
+        self._parsed = [_reply(r, source, i) for i, r in enumerate(self.replies, 1)]
         self.source = source
         self.calls = 0
         self.requests: list[Request] = []
+        # native tool calling when any reply is a tool call (an instance attribute: per script)
+        self.can_call_tools = any(calls for _, calls in self._parsed)
 
     @classmethod
     def from_file(cls, path: str | Path, *, within: Path | None = None) -> ScriptedProvider:
@@ -70,26 +79,26 @@ class ScriptedProvider(Provider):
             slots[slot] = cls(_replies(replies, path, slot), f"{path} [{slot}]")
         return SlotScripts(slots, str(path))
 
-    def _next(self, request: Request) -> str:
+    def _next(self, request: Request) -> tuple[str, tuple[ToolCall, ...]]:
         if self.calls >= len(self.replies):
             raise ScriptExhausted(
                 f"scripted replies ran out: {self.source} has {len(self.replies)} "
                 f"repl{'y' if len(self.replies) == 1 else 'ies'}, and call {self.calls + 1} needs another"
             )
         self.requests.append(request)
-        reply = self.replies[self.calls]
+        reply = self._parsed[self.calls]
         self.calls += 1
         return reply
 
     async def complete(self, request: Request) -> Completion:
         clock = Clock()
-        reply = self._next(request)
+        reply, calls = self._next(request)
         clock.token()
-        return Completion(reply, clock.usage(request, reply))
+        return Completion(reply, clock.usage(request, reply), calls)
 
     async def stream(self, request: Request) -> AsyncIterator[Chunk]:
         clock = Clock()
-        reply = self._next(request)
+        reply, _ = self._next(request)  # a stream carries text only (tool calls: `complete`)
         for i in range(0, len(reply), CHUNK_CHARS):
             clock.token()
             yield Chunk(reply[i : i + CHUNK_CHARS])
@@ -128,8 +137,27 @@ def _read(path: str | Path, within: Path | None) -> tuple[Path, object]:
         raise ProviderError(f"scripted replies: {path} is not valid YAML/JSON: {exc}") from exc
 
 
-def _replies(data: object, path: Path, slot: str | None = None, hint: str = "") -> list[str]:
-    if isinstance(data, list) and all(isinstance(r, str) for r in data):
+def _reply(item: str | Mapping[str, Any], source: str, n: int) -> tuple[str, tuple[ToolCall, ...]]:
+    """A reply as (text, tool calls): a string, or a mapping with `tool_calls` and `text`."""
+    if isinstance(item, str):
+        return item, ()
+    calls = item.get("tool_calls")
+    text = item.get("text", "")
+    if not isinstance(calls, list) or not calls or not isinstance(text, str) or set(item) - {"tool_calls", "text"}:
+        raise ProviderError(f"scripted replies: {source}: reply {n} must be a string or a mapping "
+                            "{tool_calls: [{name: TOOL, arguments: {...}}], text: ...}")
+    out = []
+    for i, call in enumerate(calls, 1):
+        if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
+            raise ProviderError(f"scripted replies: {source}: reply {n}, tool call {i} needs a `name`")
+        arguments = call.get("arguments", {})
+        text_arguments = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+        out.append(ToolCall(str(call.get("id") or f"call_{n}_{i}"), call["name"], text_arguments))
+    return text, tuple(out)
+
+
+def _replies(data: object, path: Path, slot: str | None = None, hint: str = "") -> list[str | Mapping[str, Any]]:
+    if isinstance(data, list) and all(isinstance(r, str | Mapping) for r in data):
         return data
     if slot is None:
         raise ProviderError(f"scripted replies: {path} must be a list of strings (one raw model reply per call){hint}")

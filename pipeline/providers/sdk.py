@@ -10,7 +10,7 @@ import importlib
 import inspect
 import time
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -22,7 +22,7 @@ from soul.errors import (
     ProviderUnavailable,
     RateLimited,
 )
-from soul.providers.base import Chunk, Usage
+from soul.providers.base import Chunk, Message, ToolCall, ToolSpec, Usage
 from soul.providers.secrets import redact
 
 SAMPLING = ("temperature", "max_tokens", "top_p")  # the slot options that reach the model
@@ -201,3 +201,37 @@ def translate(exc: BaseException, sdk: ModuleType, where: str, key_hint: str) ->
     if isinstance(exc, sdk.APIError):  # an error event inside a stream
         return make(ProviderUnavailable, f"the stream reported an error: {_server_message(exc)}")
     return make(ProviderError, f"{type(exc).__name__}: {exc}")
+
+
+# -- tools in the OpenAI chat format (openai, litellm) --------------------------------------
+
+
+def openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """Messages in the chat-completions shape: an assistant's tool calls as `tool_calls`,
+    each result as a `tool` message naming its call."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.tool_calls:
+            out.append({"role": "assistant", "content": m.content or None, "tool_calls": [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in m.tool_calls]})
+        elif m.role == "tool":
+            out.append({"role": "tool", "tool_call_id": m.tool_call_id or "", "content": m.content})
+        else:
+            out.append({"role": m.role, "content": m.content})
+    return out
+
+
+def openai_tools(specs: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    """Tool specs as chat-completions `tools`."""
+    return [{"type": "function", "function": {"name": s.name, "description": s.description, "parameters": s.parameters}}
+            for s in specs]
+
+
+def openai_tool_calls(message: Any) -> tuple[ToolCall, ...]:
+    """The tool calls of a chat-completions reply message (none: an empty tuple)."""
+    calls = getattr(message, "tool_calls", None) or ()
+    return tuple(
+        ToolCall(str(c.id or f"call_{i}"), str(c.function.name or ""), c.function.arguments or "")
+        for i, c in enumerate(calls, 1) if getattr(c, "function", None) is not None
+    )

@@ -3,20 +3,28 @@
 plan's units layer by layer (model calls through the providers, non-LLM steps through their
 kinds), every step's changes gathered into one Commit for the store, events streamed as it
 goes. `explain` is a dry run of the same turn code. The only modules that touch the engines are
-the bridges `runtime/chetana.py` and `runtime/memory.py`.
+the bridges `runtime/chetana.py`, `runtime/memory.py` and `runtime/dialogue_engine.py`.
+`DialogueRunner` runs a blueprint's `dialogue:`: one soul per agent, turn by turn.
 
 Modules import only those before them: events, prompt, gates, calls, eager, the bridges
 chetana and memory → services → turn → session → souls; the dry run builds on turn.
 """
 
 from soul.runtime.chetana import session_report
+from soul.runtime.dialogue import DialogueRunner
+from soul.runtime.dialogue_store import DialogueResult, dialogues_dir
 from soul.runtime.dry_run import ExplainedCall, count_tokens, dry_services, explain, render
 from soul.runtime.events import (
     CallTrace,
     CycleFinished,
     CycleStarted,
+    DialogueTurn,
+    DreamCycle,
+    FixyGated,
+    FixyIntervened,
     ImpulseQueued,
     LoopStatus,
+    MetricsUpdated,
     MoodChanged,
     Reply,
     StepFinished,
@@ -38,11 +46,18 @@ __all__ = [
     "CallTrace",
     "CycleFinished",
     "CycleStarted",
+    "DialogueResult",
+    "DialogueRunner",
+    "DialogueTurn",
+    "DreamCycle",
     "ExplainedCall",
+    "FixyGated",
+    "FixyIntervened",
     "ImpulseQueued",
     "LoopStatus",
     "MemoryBridge",
     "MemoryReader",
+    "MetricsUpdated",
     "MoodChanged",
     "Reply",
     "Services",
@@ -58,6 +73,7 @@ __all__ = [
     "TurnCommitted",
     "TurnResult",
     "count_tokens",
+    "dialogues_dir",
     "dry_services",
     "explain",
     "field_errors",

@@ -24,7 +24,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from soul.compiler import Plan, ScopePlan
-from soul.providers import Message, Request
 from soul.records import Commit, MoodRecord, SummaryRecord
 from soul.runtime.events import (
     CycleFinished,
@@ -36,8 +35,9 @@ from soul.runtime.events import (
 )
 from soul.runtime.mind import SUMMARY_PREFIX, CycleInput, CycleResult, Mind
 from soul.runtime.processes import AsyncioRunner, LoopRunner, LoopSchedule
-from soul.runtime.prompt import escape_untrusted
 from soul.runtime.services import Services
+from soul.runtime.summaries import DEFAULT_WORDS, SummaryCall, instructions, system_prompt
+from soul.runtime.summaries import truncation_digest as _digest
 from soul.runtime.triggers import Triggers, TriggerSpec
 from soul.runtime.turn import ScopeRunner, TurnState, build_commit, context_for
 
@@ -47,8 +47,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Emit = Callable[[Any], None]
-DIGEST_CHARS = 2000  # a truncation digest never grows past this
-ENTRY_CHARS = 160
 
 
 @dataclass
@@ -203,26 +201,18 @@ class Background:
 
     async def _summary_call(self, proc: Process, name: str, previous: str | None, older: tuple[str, ...]) -> str:
         provider, spec, options = self.services.provider(proc.model or self.plan.blueprint.model)
-        lines = "\n".join(f"- {escape_untrusted(e)}" for e in older)
-        system = (f"You keep the running memory of {self.plan.blueprint.name}'s {name.replace('_', ' ')}. "
-                  "Fold the entries below into the previous summary: one short paragraph, what matters "
-                  "and what is still open. Write only the summary.")
-        user = (f"Previous summary: {escape_untrusted(previous or '(none)')}\n\nEntries:\n{lines}")
-        completion = await provider.complete(Request(spec, (Message("system", system), Message("user", user)), dict(options)))
-        from soul.sections import strip_tags
-
-        text = strip_tags(completion.text).strip()
-        if not text:
-            raise ValueError("the summary came back empty")
-        return text[:DIGEST_CHARS * 2]
+        bp = self.plan.blueprint
+        guide = instructions(self.services.builder.env, {"name": bp.name, "title": bp.name.title()},
+                                       DEFAULT_WORDS)
+        system = system_prompt(bp.name, name.replace("_", " "), guide)
+        text, _ = await SummaryCall(provider, spec, options).run(system, previous, older)
+        return text
 
 
 def truncation_digest(previous: str | None, older: tuple[str, ...]) -> str:
-    """What stands in for a summary the model could not write: the old summary and the first
-    words of each folded entry, cut at `DIGEST_CHARS`."""
-    parts = [previous.removeprefix(SUMMARY_PREFIX)] if previous else []
-    parts += [e[:ENTRY_CHARS] for e in older]
-    return " | ".join(parts)[:DIGEST_CHARS]
+    """What stands in for a summary the model could not write (`runtime/summaries.py`,
+    the "[Previous summary]: " prefix of the old summary left out)."""
+    return _digest(previous, older, SUMMARY_PREFIX)
 
 
 def cycle_result(scope: ScopePlan, outputs: Mapping[str, Mapping[str, Any]], cycle: int) -> CycleResult:

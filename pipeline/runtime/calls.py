@@ -27,6 +27,8 @@ from soul.compiler import PlannedStep
 from soul.providers import Chunk, Message, Provider, Request, Usage
 from soul.runtime.events import CallTrace, Token
 from soul.runtime.surrogates import replace_lone_surrogates
+from soul.runtime.tool_loop import TOOL_STEP, ToolUse, converse, tool_outputs
+from soul.runtime.tools import ToolRun
 from soul.sections import (
     Closed,
     SectionStream,
@@ -50,6 +52,7 @@ class CallOutcome:
     fallbacks: frozenset[str]
     trace: CallTrace
     streamed: bool
+    tool_runs: tuple[ToolRun, ...] = ()  # the tools the call ran, in order (tool_loop.py)
 
 
 def _reask(missing: Sequence[str], tags: Sequence[str], empty: Sequence[str] = ()) -> str:
@@ -90,11 +93,17 @@ async def run_call(
     gated_off: Callable[[str, dict[str, StepParse]], bool] | None = None,
     tags: Sequence[str] | None = None,
     grammar: str | None = None,
+    fits: Callable[[tuple[Message, ...]], bool] | None = None,
+    tools: ToolUse | None = None,
 ) -> CallOutcome:
-    """Run one call; `attempts` counts the first try plus re-asks.
+    """Run one call; `attempts` counts the first try plus re-asks. `fits(messages)` says
+    whether a re-ask's longer history still fits the model's window: when not, none is made.
 
     `gated_off(step, parses)` tells whether a step's after-the-call gate is closed on this
     reply: its sections are then not required (Claudius writes no update after a false check).
+
+    With `tools`, each attempt may take tool rounds before its reply (`tool_loop.converse`;
+    no streaming then); a `tool` step's outputs carry the runs.
     """
     if tags is None:
         tags = tuple(section.tag for step in steps for section in step.kind.sections)
@@ -110,9 +119,16 @@ async def run_call(
     parses: dict[str, StepParse] = {}
     repairs: tuple[str, ...] = ()
     started = time.perf_counter()
+    runs: list[ToolRun] = []
+    notes: list[str] = []
     for attempt in range(1, max(1, attempts) + 1):
         request = Request(model, history, options, tags, grammar)
-        if emit is not None and by_tag and provider.can_stream:
+        if tools is not None:
+            turn = await converse(provider, request, tools, first=attempt == 1, fits=fits)
+            raw, usage, history = turn.raw, turn.usage, turn.messages
+            runs += turn.runs
+            notes += turn.flags
+        elif emit is not None and by_tag and provider.can_stream:
             raw, usage, emitted = await _stream(provider, request, tags, by_tag, emit, silence)
             streamed = streamed or emitted
         else:
@@ -133,8 +149,16 @@ async def run_call(
         if not (missing or empty) or streamed or attempt == attempts:
             break
         problem = _reask(missing, tags, empty)
+        longer = (*history, Message("assistant", raw), Message("user", problem))
+        if fits is not None and not fits(longer):
+            break  # the re-ask would overrun the window: what parsed stands, the rest falls back
         reasks.append(problem)
-        history = (*history, Message("assistant", raw), Message("user", problem))
+        history = longer
+    if tools is not None:
+        for step in steps:
+            parse = parses[step.name]
+            extra = tool_outputs(runs) if step.kind.name == TOOL_STEP else {}
+            parses[step.name] = replace(parse, outputs={**parse.outputs, **extra}, flags=(*parse.flags, *notes))
     fallbacks = set()
     for step in steps:
         parse = parses[step.name]
@@ -152,8 +176,9 @@ async def run_call(
     trace = CallTrace(
         unit, model, tuple(s.name for s in steps), history, raw, len(reasks) + 1,
         input_tokens, output_tokens, (time.perf_counter() - started) * 1000, repairs, tuple(reasks),
+        tools=tuple(r.to_dict() for r in runs),
     )
-    return CallOutcome(parses, frozenset(fallbacks), trace, streamed)
+    return CallOutcome(parses, frozenset(fallbacks), trace, streamed, tuple(runs))
 
 
 async def _stream(

@@ -4,7 +4,8 @@ When a blueprint has a `chetana:` block, each session carries a ChetanaControlle
 is stored with the session (in the turn's Commit, all or nothing). Per turn: `before_turn` on
 the input (with a correction flag when the user is correcting the soul), one
 `after_tool_execution` per step that ran (name = the step, success = it parsed, latency, its
-output as content), then `after_turn`. Templates see the context as `chetana.*`; events go to
+output as content) and one per call of a blueprint tool (name = the tool, success = it returned
+within its timeout, its latency, its result or error as content), then `after_turn`. Templates see the context as `chetana.*`; events go to
 the trace and to the session's events log.
 
 Chetana's errors stop here: a refused `chetana:` block, a saved state that cannot be restored
@@ -91,6 +92,12 @@ class Cognition:
         self._correction_reported = self._correction_reported or correction
         with _REPORTING:
             self.controller.after_tool_execution(step, ok, max(0.0, latency_ms), _content(outputs), correction=correction)
+
+    def tool(self, name: str, ok: bool, latency_ms: float, content: str | None) -> None:
+        """Report one call of a blueprint tool (soul.runtime.tools): its real outcome (False
+        for an error or a timeout) and latency, under the tool's name."""
+        with _REPORTING:
+            self.controller.after_tool_execution(name, ok, max(0.0, latency_ms), content or "")
 
     def finish(self) -> dict[str, Any]:
         """End the turn; the controller's state to store with the session."""

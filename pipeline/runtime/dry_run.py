@@ -7,28 +7,32 @@ placeholders instead of running, a model call records its prompt and yields plac
 (⟨steps.think.text⟩), and no change applies. A `when` decided before a call reads outputs a
 dry run does not have, so it counts as open and is listed as decided at run time. Chetana's
 context comes from the services, as in a real turn.
+
+Each call is fitted to its budget as in a real turn (the slot's window and reply reserve,
+`runtime/budget.py`), and the explanation shows it: the window, what is kept for the reply,
+what the fixed parts take, the tokens used, and anything cut.
 """
 
 from __future__ import annotations
 
 import asyncio
-import gzip
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from functools import cache
-from importlib.resources import files
 from typing import Any
 
 from soul.compiler import CallPlan, Gate, Plan, PlannedStep, Unit
 from soul.providers import Message
 from soul.records import SessionInfo, Snapshot
+from soul.runtime.budget import TOKENIZER, Budget, count_tokens
 from soul.runtime.calls import CallOutcome
+from soul.runtime.conversation import budget_for
 from soul.runtime.events import CallTrace
 from soul.runtime.services import Services, services_for
 from soul.runtime.turn import GatedOff, ScopeRunner, TurnState, start_turn
 from soul.sections import StepParse
 
 TOKENIZER_NOTE = "tokens counted with the SmolLM2 tokenizer of the bundled local model"
+__all__ = ["DryRun", "ExplainedCall", "count_tokens", "dry_services", "explain", "first_snapshot", "render"]
 
 
 class Placeholder(str):
@@ -45,19 +49,8 @@ class ExplainedCall:
     after_gates: tuple[tuple[str, str], ...]  # (step, expression) decided on the reply
     messages: tuple[Message, ...]
     tokens: tuple[int, ...]
-
-
-@cache
-def _tokenizer() -> Any:
-    from tokenizers import Tokenizer
-
-    raw = files("soul.data").joinpath("smollm2-tokenizer.json.gz").read_bytes()
-    return Tokenizer.from_str(gzip.decompress(raw).decode("utf-8"))
-
-
-def count_tokens(text: str) -> int:
-    """Tokens of `text` for the bundled local model."""
-    return len(_tokenizer().encode(text, add_special_tokens=False).ids)
+    budget: dict[str, Any] | None = None  # window, reserve, counter, fixed, used, parts
+    cut: tuple[dict[str, Any], ...] = ()
 
 
 def placeholders(step: PlannedStep) -> dict[str, Any]:
@@ -80,7 +73,17 @@ class DryRun(ScopeRunner):
     async def step_outputs(self, step: PlannedStep, ts: TurnState) -> dict[str, Any]:
         return placeholders(step)
 
-    async def ask(self, call: CallPlan, messages: tuple[Message, ...], gated_off: GatedOff | None) -> CallOutcome:
+    def budget(self, call: CallPlan) -> Budget:
+        """The call's budget from the blueprint alone: its slot's spec and options (no provider
+        is resolved; the model `--model`/`SOUL_MODEL` would pick is not known here)."""
+        bp = self.plan.blueprint
+        model = call.unit.model or bp.model
+        slot = bp.models.get(model)
+        spec, options = (slot.provider, slot.options) if slot else (model, {})
+        return budget_for(bp, call.steps, spec, options)
+
+    async def ask(self, call: CallPlan, messages: tuple[Message, ...], gated_off: GatedOff | None,
+                  budget: Budget | None = None) -> CallOutcome:
         parses = {s.name: StepParse(placeholders(s), (), ()) for s in call.steps}
         names = tuple(s.name for s in call.steps)
         trace = CallTrace(call.unit.index, call.unit.model or "", names, messages, "", 0, 0, 0, 0.0)
@@ -130,7 +133,8 @@ def explain(plan: Plan, message: str, user: str = "user", services: Services | N
                 decided = "" if gate.phase == "after" else " (decided before the call, at run time)"
                 after_gates.append((name, gate.when + decided))
         tokens = tuple(count_tokens(m.content) for m in call.messages)
-        calls.append(ExplainedCall(unit, call.steps, skipped, tuple(after_gates), tuple(call.messages), tokens))
+        calls.append(ExplainedCall(unit, call.steps, skipped, tuple(after_gates), tuple(call.messages), tokens,
+                                   call.budget, tuple(call.cut)))
     return calls
 
 
@@ -151,7 +155,21 @@ def render(plan: Plan, message: str, calls: list[ExplainedCall]) -> str:
             out.append(f"─── {message_.role} · {tokens} tokens")
             out.append(message_.content)
         out.append(f"─── {sum(call.tokens)} tokens in")
+        out.extend(_budget_lines(call))
         total += sum(call.tokens)
     out.append("")
     out.append(f"{len(calls)} model call{'s' if len(calls) != 1 else ''}, {total} prompt tokens in all ({TOKENIZER_NOTE})")
     return "\n".join(out) + "\n"
+
+
+def _budget_lines(call: ExplainedCall) -> list[str]:
+    """The call's budget as `soul explain` shows it, and what was cut to keep within it."""
+    budget = call.budget
+    if budget is None:
+        return []
+    counted = "" if budget["counter"] == TOKENIZER else f"; budgeted with the {budget['counter']}"
+    lines = [f"─── budget: window {budget['window']} tokens, {budget['reserve']} kept for the reply, "
+             f"{budget['fixed']} fixed, {budget['used']} used{counted}"]
+    for cut in call.cut:
+        lines.append(f"    cut: {cut['part']}: {cut['what']} ({cut['why']})")
+    return lines

@@ -108,9 +108,86 @@ class TriggerFired:
     impulses: tuple[str, ...] = ()
 
 
+
+# -- dialogues (`soul dialogue`, runtime/dialogue.py): plain data, `to_dict()` is JSON-ready --
+
+@dataclass(frozen=True)
+class DialogueTurn:
+    """A turn of a dialogue: who spoke, what, under which topic and seed strategy; `energy`
+    is the speaker's after the turn; `flags` name what happened beside it (hallucination_risk,
+    rewritten, dream) and `marks` are the transcript's [SLIP] / [SELF-REPL] lines."""
+
+    turn: int
+    speaker: str
+    text: str
+    topic: str = ""
+    seed_strategy: str | None = None
+    energy: float | None = None
+    fixy: bool = False
+    flags: tuple[str, ...] = ()
+    marks: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class FixyIntervened:
+    """The observer spoke: the detector that fired (`reason`), its numbers, and the text."""
+
+    turn: int
+    reason: str
+    evidence: dict[str, Any]
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class FixyGated:
+    """The observer saw a reply before it joined the dialogue and asked for one rewrite;
+    `rewritten` is False when the rewrite failed and the original stood."""
+
+    turn: int
+    speaker: str
+    reason: str
+    rewritten: bool
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class DreamCycle:
+    """An agent dreamt after turn `turn`: what moved (the engine's dream report) and its
+    energy before the recharge."""
+
+    turn: int
+    agent: str
+    energy_before: float
+    report: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class MetricsUpdated:
+    """The dialogue's evaluation signals after turn `turn` (the engine's metrics, as a dict)."""
+
+    turn: int
+    metrics: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 Event = (
     StepStarted | Token | StepFinished | Reply | TurnCommitted | SubprocessFinished
     | CycleStarted | CycleFinished | ImpulseQueued | MoodChanged | LoopStatus | TriggerFired
+    | DialogueTurn | FixyIntervened | FixyGated | DreamCycle | MetricsUpdated
 )
 
 
@@ -131,6 +208,12 @@ class CallTrace:
     latency_ms: float
     repairs: tuple[str, ...] = ()
     reasks: tuple[str, ...] = ()
+    # the call's token budget (window, reserve, counter, fixed, used, parts) and what did not
+    # fit or was over a region's limit (`runtime/budget.py`); None for calls made without one
+    budget: dict[str, Any] | None = None
+    cut: tuple[dict[str, Any], ...] = ()
+    # the tools the call ran (runtime/tool_loop.py): tool, arguments, result, error, ms, source
+    tools: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(slots=True)

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from soul.errors import FileRefused, MemoryFieldError, MissingExtra
 from soul.language import Blueprint, field_folder
+from soul.runtime.recall_use import RecallUse, judge, learn_config
 from soul.store import fields_dir, redact, secrets
 
 if TYPE_CHECKING:
@@ -115,6 +116,8 @@ class MemoryBridge:
             config["durability"] = block["durability"]
         if block.get("resonance"):
             config["resonance"] = dict(block["resonance"])
+        if learn_config(block) is not None:  # learning from use: resonate draws from the learner
+            config["resonance"] = {"learn": True, **config.get("resonance", {})}
         return config
 
     def field(self) -> Any:
@@ -146,6 +149,31 @@ class MemoryBridge:
         field = self.field()
         with self.errors("log recalls in"):
             field.touch(list(dict.fromkeys(memory_ids)))
+
+    def feedback(self, use: RecallUse) -> tuple[list[str], list[str]]:
+        """Tell the field which of a committed turn's recalled memories were used (`use`,
+        judged by `soul.runtime.recall_use`): `Field.feedback` strengthens or weakens each,
+        and credits the learner's draw that surfaced it (resonate recalls). The learner is
+        saved when it moved, so `soul memory stats` in another process sees it. Returns
+        (used ids, unused ids); memories forgotten since the recall are skipped."""
+        field = self.field()
+        live = field.live if isinstance(field, TapedField) else field
+
+        def cosines(written: str, texts: Sequence[str]) -> list[float]:
+            vectors, _ = live.embed([written, *texts])
+            return [float(v) for v in vectors[1:] @ vectors[0]]
+
+        with self.errors("learn from the recalls in"):
+            used, unused = judge(use, cosines)
+            learner = live.learner
+            rounds = learner.rounds
+            for ids, useful in ((used, True), (unused, False)):
+                for memory_id in ids:
+                    if memory_id in live:  # a replayed or since-forgotten hit: nothing to credit
+                        live.feedback(memory_id, useful)
+            if learner.rounds != rounds:
+                learner.save()
+        return used, unused
 
     def remember(self, items: list[dict[str, Any]], session: str | None = None) -> list[str | None]:
         """Write items to the field (after a turn has committed); with `session`, they prime
@@ -307,6 +335,11 @@ class TapedField:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._field, name)
+
+    @property
+    def live(self) -> Any:
+        """The real field (`in`, and writes that must reach it)."""
+        return self._field
 
     def recall(self, query: str, k: int = 10, **options: Any) -> list[Any]:
         mode = str(options.get("mode", "hybrid"))

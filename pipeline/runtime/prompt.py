@@ -1,15 +1,21 @@
 """Prompt assembly: the messages of one model call, in the Claudius seed's order.
 
 System message: the persona; the soul state (keys at their default omitted); the user model
-(when the Samantha-Dreams gate lets it in); working memory, region by region; the earlier
-steps of this turn (chained mode); the response format — one XML section per step of the
-call, with its instructions from the step's template. User message: the current input, fenced
-and labelled UNTRUSTED, with `<`, `>` and `&` escaped so it can never become structure.
+(when the Samantha-Dreams gate lets it in); the summary of the conversation's older turns;
+working memory, region by region, each entry labelled with its turn, step and kind; the
+earlier steps of this turn (chained mode); the response format — one XML section per step of
+the call, with its instructions from the step's template. Then the conversation's recent turns
+as user / assistant messages (`runtime/history.py`), and last the current input, fenced and
+labelled UNTRUSTED, with `<`, `>` and `&` escaped so it can never become structure.
+
+With a `Budget` (`runtime/budget.py`), `fit` keeps the prompt within the call's window: the
+fixed parts must fit; the summary, the recent turns and the working memory get what is left,
+in that order, and what is cut is reported. Regions are also held to their declared size
+(`working_memory.limits`), oldest entries dropped first.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -22,6 +28,13 @@ from soul.errors import BlueprintError, StepError
 from soul.kinds import Section
 from soul.language import Blueprint, environment
 from soul.providers import Message
+from soul.records import MemoryEntry
+from soul.runtime.budget import MESSAGE_OVERHEAD, Budget, BudgetReport, over_budget
+from soul.runtime.history import ConversationSummary, HistoryTurn, label_of, messages_of
+from soul.runtime.untrusted import escape_untrusted, fence
+
+DEFAULT_REGION_LIMIT = 12  # entries a working-memory region shows unless the blueprint says
+COUNT_CACHE = 4096  # token counts remembered per builder (the same texts recur every turn)
 
 
 @dataclass(frozen=True)
@@ -43,18 +56,12 @@ class TurnContext:
     # What the turn or cycle shares with a background process (`runtime/mind.py`): a turn's
     # mood, criteria, impulses and quiet history; a cycle's changes and histories
     mind: Mapping[str, Any] | None = None
-
-
-def escape_untrusted(text: str) -> str:
-    """User text as inert data: no tag, entity or CDATA can survive into the prompt."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def fence(text: str) -> str:
-    """A code fence longer than any run of backticks inside the text."""
-    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
-    bar = "`" * max(3, longest + 1)
-    return f"{bar}\n{text}\n{bar}"
+    # Working memory as labelled entries by region (history and summary entries left out);
+    # `memory` holds their texts for templates
+    entries: Mapping[str, tuple[MemoryEntry, ...]] = field(default_factory=dict)
+    history: tuple[HistoryTurn, ...] = ()  # the turns after the summary, oldest first
+    summary: ConversationSummary | None = None
+    revise: str | None = None  # the observer's rewrite request, when its gate asked for one
 
 
 def section_format(section: Section, params: Mapping[str, Any]) -> str:
@@ -79,6 +86,17 @@ _PLACEHOLDER_BODY = {
 }
 
 
+class Prompt(tuple[Message, ...]):
+    """A call's messages, and the report of the budget they were fitted to (None: none)."""
+
+    report: BudgetReport | None
+
+    def __new__(cls, messages: Sequence[Message], report: BudgetReport | None = None) -> Prompt:
+        prompt = super().__new__(cls, messages)
+        prompt.report = report
+        return prompt
+
+
 class PromptBuilder:
     """Builds the messages of model calls for one blueprint."""
 
@@ -91,6 +109,8 @@ class PromptBuilder:
         self._user_message: tuple[tuple[str, str, str], str] = (("", "", ""), "")
         self._head_cache: tuple[TurnContext | None, str] = (None, "")
         self._lines: dict[int, tuple[Mapping[str, Any], str]] = {}
+        self.limits: Mapping[str, int] = getattr(blueprint, "region_limits", None) or {}
+        self._counts: dict[tuple[bool, str], int] = {}
 
     @cached_property
     def persona(self) -> str:
@@ -120,7 +140,7 @@ class PromptBuilder:
 
     def _regions(self, ctx: TurnContext) -> list[str]:
         listed = list(self.blueprint.regions)
-        return listed + sorted(r for r in ctx.memory if r not in listed)
+        return listed + sorted({*ctx.memory, *ctx.entries} - set(listed))
 
     def instructions(self, step: PlannedStep, ctx: TurnContext, earlier: Mapping[str, Any] | None = None) -> str:
         name = step.template or step.kind.template
@@ -174,28 +194,31 @@ class PromptBuilder:
                 parts.append(f"{section_format(section, step.params)}{optional}\n{body}\n</{section.tag}>")
         return "\n\n".join(parts)
 
-    def system(self, steps: Sequence[PlannedStep], ctx: TurnContext, earlier: Mapping[str, Any] | None = None) -> str:
-        parts = [self._head(ctx)]
+    def this_turn(self, ctx: TurnContext, earlier: Mapping[str, Any] | None = None) -> str:
+        """Chained mode: what the earlier steps of this turn produced ("" when none did)."""
         done = ctx.steps if earlier is None else earlier
-        if done and self.blueprint.mode == "chained":
-            lines = ["## This Turn So Far"]
-            cache = self._lines
-            for name, out in done.items():
-                if not isinstance(out, Mapping):
-                    continue
-                hit = cache.get(id(out))
-                if hit is None or hit[0] is not out:  # each step's line is built once a turn
-                    shown = "; ".join(f"{k}: {v}" for k, v in out.items() if v is not None and v != "")
-                    hit = cache[id(out)] = (out, f"- {name}: {shown}")
-                lines.append(hit[1])
-            if len(lines) > 1:  # a heading over nothing would tell the model of steps that never ran
-                parts.append("\n".join(lines))
-        parts.append(self.response_format(steps, ctx, earlier))
-        return "\n\n".join(parts)
+        if not done or self.blueprint.mode != "chained":
+            return ""
+        lines = ["## This Turn So Far"]
+        cache = self._lines
+        for name, out in done.items():
+            if not isinstance(out, Mapping):
+                continue
+            hit = cache.get(id(out))
+            if hit is None or hit[0] is not out:  # each step's line is built once a turn
+                shown = "; ".join(f"{k}: {v}" for k, v in out.items() if v is not None and v != "")
+                hit = cache[id(out)] = (out, f"- {name}: {shown}")
+            lines.append(hit[1])
+        # a heading over nothing would tell the model of steps that never ran
+        return "\n".join(lines) if len(lines) > 1 else ""
+
+    def system(self, steps: Sequence[PlannedStep], ctx: TurnContext, earlier: Mapping[str, Any] | None = None) -> str:
+        """The system message with everything in it (no budget; regions at their limits)."""
+        return self.fit(steps, ctx, earlier)[0][0].content
 
     def _head(self, ctx: TurnContext) -> str:
-        """Persona, soul state, user model, working memory, steering: the same for every call
-        of a turn while its context object stays the same, so it is built once per context."""
+        """Persona, mood, soul state, user model: the same for every call of a turn while its
+        context object stays the same, so it is built once per context."""
         if self._head_cache[0] is ctx:
             return self._head_cache[1]
         bp = self.blueprint
@@ -212,16 +235,119 @@ class PromptBuilder:
         if ctx.inject_user_model:
             body = ctx.user_model.strip() or f"(nothing is known about {ctx.user} yet)"
             parts.append(f"## User Model: {ctx.user}\n{body}")
-        regions = [(r, ctx.memory.get(r, ())) for r in self._regions(ctx)]
-        memory = [f"### {r}\n" + "\n".join(f"- {escape_untrusted(e)}" for e in entries) for r, entries in regions if entries]
-        if memory:
-            parts.append("## Working Memory\n" + "\n\n".join(memory))
-        if ctx.chetana and ctx.chetana.get("steering"):
-            parts.append("## Steering\n" + "\n".join(f"- {s}" for s in ctx.chetana["steering"]))
         head = "\n\n".join(parts)
         self._head_cache = (ctx, head)
         self._lines.clear()  # a new context: last turn's step lines are not needed again
         return head
+
+    def _count(self, budget: Budget | None, text: str) -> int:
+        if budget is None or not text:
+            return 0
+        key = (budget.counter.exact, text)
+        hit = self._counts.get(key)
+        if hit is None:
+            if len(self._counts) >= COUNT_CACHE:
+                self._counts.clear()
+            hit = self._counts[key] = budget.counter.count(text)
+        return hit
+
+    def _regions_view(self, ctx: TurnContext) -> list[tuple[str, tuple[MemoryEntry, ...]]]:
+        return [(r, ctx.entries.get(r, ())) for r in self._regions(ctx) if ctx.entries.get(r)]
+
+    def fit(self, steps: Sequence[PlannedStep], ctx: TurnContext, earlier: Mapping[str, Any] | None = None,
+            budget: Budget | None = None, where: str = "a model call") -> tuple[tuple[Message, ...], BudgetReport | None]:
+        """The messages of one call over `steps`, fitted to `budget` (None: nothing is cut but
+        what is over a region's limit), and the report of what the budget held and cut.
+        Raises `BudgetExceeded` when the parts that cannot be cut do not fit."""
+        head = self._head(ctx)
+        steering = ""
+        if ctx.chetana and ctx.chetana.get("steering"):
+            steering = "## Steering\n" + "\n".join(f"- {s}" for s in ctx.chetana["steering"])
+        if ctx.revise:  # cannot be cut: it is why this call is made
+            steering = "\n\n".join(p for p in (steering, "## Rewrite\n" + ctx.revise) if p)
+        this_turn = self.this_turn(ctx, earlier)
+        form = self.response_format(steps, ctx, earlier)
+        user = self.user(ctx)
+        count = self._count
+        report = None
+        available = 0
+        if budget is not None:
+            fixed = {"persona, state and user model": count(budget, head), "steering": count(budget, steering),
+                     "this turn so far": count(budget, this_turn), "response format": count(budget, form),
+                     "the current message": count(budget, user), "message overhead": 2 * MESSAGE_OVERHEAD}
+            report = BudgetReport(budget.window, budget.reserve, budget.counter.name, sum(fixed.values()))
+            report.parts.update((k, v) for k, v in fixed.items() if v)
+            available = budget.prompt - report.fixed
+            if available < 0:
+                raise over_budget(budget, fixed, where)
+        # the conversation: its summary, then the newest turns within the history's share
+        summary = ctx.summary.section() if ctx.summary else ""
+        turns = list(ctx.history)
+        if budget is not None and report is not None:
+            allowance = int(available * budget.share)
+            used = count(budget, summary)
+            if summary and used > allowance:  # shortened from the end: its oldest facts come first
+                whole = used
+                while summary and used > allowance:
+                    summary = summary[: int(len(summary) * allowance / used * 0.9)]
+                    used = count(budget, summary)
+                report.cut.append({"part": "summary", "what": f"{whole - used} of its {whole} tokens",
+                                   "tokens": whole - used, "why": "over the history's share"})
+            kept = 0
+            for i in range(len(turns) - 1, -1, -1):
+                cost = sum(count(budget, m.content) + MESSAGE_OVERHEAD for m in turns[i].messages())
+                if kept >= budget.turns or used + cost > allowance:
+                    why = f"over the {budget.turns} turns its steps see" if kept >= budget.turns else "over the history's share"
+                    dropped = turns[: i + 1]
+                    report.cut.append({"part": "history", "what": f"turns {dropped[0].number}-{dropped[-1].number}",
+                                       "turns": len(dropped), "why": why})
+                    turns = turns[i + 1:]
+                    break
+                used, kept = used + cost, kept + 1
+            report.parts["history"] = used
+            available -= used
+        memory, left = self._fit_memory(ctx, budget, report, available)
+        system = "\n\n".join(p for p in (head, summary, memory, steering, this_turn, form) if p)
+        history = messages_of(turns)
+        if history and history[-1].role == "user":  # a turn that got no reply: keep roles alternating
+            last = history.pop()
+            user = f"{last.content}\n\n{user}"
+        if report is not None:
+            report.used = budget.prompt - left if budget is not None else 0
+        return (Message("system", system), *history, Message("user", user)), report
+
+    def _fit_memory(self, ctx: TurnContext, budget: Budget | None, report: BudgetReport | None, available: int) -> tuple[str, int]:
+        """The working-memory section: each region's newest entries within its limit and the
+        tokens left; what is dropped goes to the report."""
+        blocks = []
+        heading = "## Working Memory"
+        if budget is not None:
+            available -= self._count(budget, heading) + 1
+        for region, entries in self._regions_view(ctx):
+            limit = self.limits.get(region, DEFAULT_REGION_LIMIT)
+            if len(entries) > limit and report is not None:
+                report.cut.append({"part": f"working memory: {region}", "what": f"{len(entries) - limit} oldest entries",
+                                   "entries": len(entries) - limit, "why": f"over the region's limit of {limit}"})
+            shown = list(entries[-limit:]) if limit > 0 else []
+            lines = [f"- {label_of(e)}{escape_untrusted(e.content)}" for e in shown]
+            title = f"### {region}"
+            if budget is not None and report is not None:
+                available -= self._count(budget, title) + 1
+                keep = 0
+                for line in reversed(lines):
+                    cost = self._count(budget, line) + 1
+                    if cost > available:
+                        break
+                    available -= cost
+                    keep += 1
+                if keep < len(lines):
+                    report.cut.append({"part": f"working memory: {region}", "what": f"{len(lines) - keep} oldest entries",
+                                       "entries": len(lines) - keep, "why": "over the window"})
+                    lines = lines[len(lines) - keep:]
+                report.parts[f"working memory: {region}"] = sum(self._count(budget, x) + 1 for x in lines)
+            if lines:
+                blocks.append(f"{title}\n" + "\n".join(lines))
+        return (f"{heading}\n" + "\n\n".join(blocks) if blocks else ""), available
 
     def user(self, ctx: TurnContext) -> str:
         if ctx.mind:  # built per turn or cycle: what the mind holds changes between them
@@ -249,9 +375,12 @@ class PromptBuilder:
             text += "\n\n" + turn_blocks(ctx.mind)
         return text
 
-    def build(self, steps: Sequence[PlannedStep], ctx: TurnContext, earlier: Mapping[str, Any] | None = None) -> tuple[Message, ...]:
-        """The messages of one model call over `steps`; `earlier` overrides `ctx.steps`."""
-        return (Message("system", self.system(steps, ctx, earlier)), Message("user", self.user(ctx)))
+    def build(self, steps: Sequence[PlannedStep], ctx: TurnContext, earlier: Mapping[str, Any] | None = None,
+              budget: Budget | None = None, where: str = "a model call") -> Prompt:
+        """The messages of one model call over `steps` (`earlier` overrides `ctx.steps`),
+        fitted to `budget` when given; the budget's report rides along as `.report`."""
+        messages, report = self.fit(steps, ctx, earlier, budget, where)
+        return Prompt(messages, report)
 
 
 def _inert(mind: Mapping[str, Any]) -> dict[str, Any]:

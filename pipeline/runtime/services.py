@@ -20,6 +20,7 @@ from soul.runtime.chetana import Cognition
 from soul.runtime.gates import GateEvaluator
 from soul.runtime.memory import MemoryBridge
 from soul.runtime.prompt import PromptBuilder
+from soul.runtime.tools import ToolBox
 
 # model slot name or provider spec -> (provider, provider spec, options)
 ProviderResolver = Callable[[str], tuple[Provider, str, dict[str, Any]]]
@@ -54,6 +55,7 @@ class Services:
     providers: ProviderResolver | None = None
     memory: MemoryBridge | None = None
     chetana: ChetanaStart | None = None
+    tools: ToolBox | None = None  # the blueprint's tools, imported on first use (runtime/tools.py)
     # each call plan bound once to its provider and grammar (see `bind`)
     _bound: dict[CallPlan, BoundCall] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -92,4 +94,5 @@ def services_for(
     builder = PromptBuilder(plan.blueprint)
     block = plan.blueprint.chetana
     chetana = partial(Cognition.begin, block) if block is not None and block.get("enabled", True) else None
-    return Services(builder, gates or GateEvaluator(builder.env), providers, memory, chetana)
+    tools = ToolBox(plan.blueprint) if plan.blueprint.tools else None
+    return Services(builder, gates or GateEvaluator(builder.env), providers, memory, chetana, tools)

@@ -33,9 +33,11 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from soul.compiler import Plan
+from soul.errors import SoulError
 from soul.records import SessionInfo
 from soul.runtime.background import Background
 from soul.runtime.events import (
+    FixyGated,
     Reply,
     SubprocessFinished,
     Trace,
@@ -44,6 +46,8 @@ from soul.runtime.events import (
     TurnResult,
 )
 from soul.runtime.mind import Mind, observed_in
+from soul.runtime.observer import GateConfig, HeldEvents, gate_config, judge, transcript
+from soul.runtime.recall_use import RecallUse, recall_use
 from soul.runtime.services import Services
 from soul.runtime.surrogates import replace_lone_surrogates
 from soul.runtime.turn import (
@@ -52,6 +56,7 @@ from soul.runtime.turn import (
     build_commit,
     busy_seconds,
     memory_items,
+    reply_of,
     start_turn,
 )
 
@@ -186,13 +191,19 @@ class Session:
         mind = self.mind
         if mind is not None:  # the mood it starts with, and the impulses drained into it
             ts.ctx = replace(ts.ctx, mind=mind.for_turn(impulses).variables())
-        await ScopeRunner(plan, plan.turn, services, emit).run(ts)
+        gate = gate_config(plan.blueprint.observer) if kind == "message" else None
+        held = HeldEvents() if gate is not None else None  # a draft shows nothing before the verdict
+        await ScopeRunner(plan, plan.turn, services, held if held is not None else emit).run(ts)
+        gated: dict[str, Any] | None = None
+        if gate is not None and held is not None:
+            ts, gated = await self._gate(gate, ts, snapshot, text, held, emit)
         chetana_state = ts.cognition.finish() if ts.cognition else None
         total_ms = (time.perf_counter() - started) * 1000
         trace = Trace(
             turn=ts.ctx.number, kind=kind, input=text, steps=tuple(ts.steps), calls=tuple(ts.calls),
             framework_ms=total_ms - busy_seconds(ts.provider_spans) * 1000, total_ms=total_ms,
-            events=tuple({"event": n, **d} for n, d in ts.cognition.events) if ts.cognition else (),
+            events=(tuple({"event": n, **d} for n, d in ts.cognition.events) if ts.cognition else ())
+            + ((gated,) if gated else ()),
         )
         commit, reply = build_commit(snapshot, ts, self._order, kind, trace)
         if ts.cognition is not None:
@@ -204,7 +215,8 @@ class Session:
         if mind is not None and self.work is not None:  # the next cycle sees what this turn said
             mind.observe_turn(observed_in(commit.messages, reply, kind))
             self.work.after_turn()
-        await self._remember(memory_items(plan, ts, self._order, reply, kind), ts.recalled)
+        use = recall_use(plan.blueprint.memory, plan.turn.steps, ts.outputs, [c.raw for c in ts.calls], reply, text)
+        await self._remember(memory_items(plan, ts, self._order, reply, kind), ts.recalled, use)
         spontaneous = kind == "spontaneous"
         if emit is not None:
             if reply or not spontaneous:  # a spontaneous turn that stays silent shows nothing
@@ -214,6 +226,37 @@ class Session:
             self._background = asyncio.create_task(self._subprocesses(ts, emit))
         outputs = {name: dict(out) for name, out in ts.outputs.items()}
         return TurnResult(reply=reply, session_id=self.id, turn=turn, steps=outputs, trace=trace, kind=kind)
+
+    async def _gate(self, gate: GateConfig, ts: TurnState, snapshot: Any, text: str, held: HeldEvents,
+                    emit: Callable[[Any], None] | None) -> tuple[TurnState, dict[str, Any] | None]:
+        """The observer's gate (`runtime/observer.py`): the draft is judged by Fixy's detectors;
+        when one fires the turn runs once more with the rewrite request, and the rewrite is
+        what is sent unless it fails, when the draft stands. Returns the turn state to commit
+        and the gate's record for the trace (None when nothing fired)."""
+        plan = self.plan
+        draft = reply_of(ts, self._order)
+        lines = transcript(ts.ctx.history, ts.ctx.user, text, plan.blueprint.name, draft)
+        verdict = judge(gate, lines) if draft.strip() else None
+        if verdict is None:
+            held.release(emit)
+            return ts, None
+        retry = start_turn(plan, self.services, snapshot, text, "message", session=self.id)
+        retry.ctx = replace(retry.ctx, mind=ts.ctx.mind, revise=verdict.note())
+        again = HeldEvents()
+        error: str | None = None
+        try:
+            await ScopeRunner(plan, plan.turn, self.services, again).run(retry)
+            if not reply_of(retry, self._order).strip():
+                error = "the rewrite was empty"
+        except SoulError as exc:  # the model or a step failed: the draft stands
+            error = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+            log.warning("session %s: the observer's rewrite failed (%s); the draft is sent", self.id, error)
+        rewritten = error is None
+        (again if rewritten else held).release(emit)
+        if emit is not None:
+            emit(FixyGated(ts.ctx.number, plan.blueprint.name, verdict.reason, rewritten, error))
+        record = {"event": "fixy_gate", "reason": verdict.reason, "rewritten": rewritten, "error": error}
+        return (retry if rewritten else ts), record
 
     async def _subprocesses(self, turn_state: TurnState, emit: Callable[[Any], None] | None) -> None:
         plan, services, store = self.plan, self.services, self.store
@@ -233,10 +276,11 @@ class Session:
             if emit is not None:
                 emit(SubprocessFinished(name, True))
 
-    async def _remember(self, items: list[dict[str, Any]], recalled: Sequence[str] = ()) -> None:
+    async def _remember(self, items: list[dict[str, Any]], recalled: Sequence[str] = (), use: RecallUse | None = None) -> None:
         """Write the turn's memories and log its recalls as accesses; the turn is already
         committed, so a failure here is logged, not raised (the turn stands; the memory is
         lost and the log says so). A turn that failed never gets here: its recalls log nothing.
+        With `memory.learn`, `use` (which recalled memories the turn used) is fed back too.
 
         Remembering embeds and extracts entities (CPU-bound, seconds on a long text), so it
         runs in a worker thread: an app's event loop keeps serving while it does."""
@@ -245,6 +289,11 @@ class Session:
                 await asyncio.to_thread(self.services.memory.touch, recalled)
             except Exception:
                 log.exception("session %s: logging %d recall(s) after the turn failed", self.id, len(recalled))
+        if use is not None and self.services.memory is not None:
+            try:
+                await asyncio.to_thread(self.services.memory.feedback, use)
+            except Exception:
+                log.exception("session %s: feeding back %d recall(s) after the turn failed", self.id, len(use.shown))
         if not items:
             return
         memory = self.services.memory
@@ -256,12 +305,13 @@ class Session:
         except Exception:
             log.exception("session %s: remembering %d item(s) after the turn failed", self.id, len(items))
 
-    async def turn(self, text: str) -> TurnResult:
-        """Run one turn on a user message and commit it.
+    async def turn(self, text: str, *, on_event: Callable[[Any], None] | None = None) -> TurnResult:
+        """Run one turn on a user message and commit it; `on_event` gets the turn's events
+        as `stream` yields them (a server forwarding them still needs the TurnResult).
 
         Lone surrogates in `text` (invalid UTF-8 decoded with `surrogateescape`) become U+FFFD
         before the turn starts; nothing is refused for its encoding."""
-        return await self._run(text, "message", None)
+        return await self._run(text, "message", on_event)
 
     async def spontaneous(self) -> TurnResult:
         """Run a turn nobody asked for (as a trigger does): no user message; it takes the

@@ -28,15 +28,33 @@ from soul.compiler import CallPlan, Plan, PlannedStep, ScopePlan, Unit
 from soul.errors import RunError, SoulError, StepError
 from soul.kinds import ChangeContext, Changes, StepEnv
 from soul.providers import Message
-from soul.records import Commit, MemoryEntry, MessageRecord, Snapshot, UserModelChange
+from soul.records import (
+    Commit,
+    MemoryEntry,
+    MessageRecord,
+    Snapshot,
+    SummaryRecord,
+    UserModelChange,
+)
+from soul.runtime.budget import Budget
 from soul.runtime.calls import CallOutcome, run_call
 from soul.runtime.chetana import Cognition
+from soul.runtime.conversation import budget_for, fold_history
 from soul.runtime.eager import gather_eagerly
 from soul.runtime.events import StepFinished, StepStarted, StepTrace, Trace
 from soul.runtime.gates import EXPRESSION_ERRORS, every_open
+from soul.runtime.history import (
+    HISTORY_TYPES,
+    REPLY_TYPE,
+    SUMMARY_TYPE,
+    USER_TYPE,
+    history_of,
+    labelled,
+)
 from soul.runtime.not_run import not_run_steps
 from soul.runtime.prompt import TurnContext
 from soul.runtime.services import Services
+from soul.runtime.tool_loop import ToolUse, tools_of
 
 GatedOff = Callable[[str, dict[str, Any]], bool]
 
@@ -55,6 +73,9 @@ class TurnState:
     done: dict[str, dict[str, Any]] = field(default_factory=dict)  # outputs of the steps that produced some
     session: str | None = None  # the session's id, for engines that prime by session
     recalled: list[str] = field(default_factory=list)  # memory ids recalled: touched after the commit
+    shown: list[int] = field(default_factory=list)  # turns of history each call showed
+    summaries: list[SummaryRecord] = field(default_factory=list)  # history folded this turn
+    folded: list[MemoryEntry] = field(default_factory=list)  # the summary's working-memory entry
 
 
 def busy_seconds(spans: Sequence[tuple[float, float]]) -> float:
@@ -68,11 +89,14 @@ def busy_seconds(spans: Sequence[tuple[float, float]]) -> float:
     return total
 
 
-def _memory_regions(entries: tuple[MemoryEntry, ...]) -> dict[str, list[str]]:
-    regions: dict[str, list[str]] = {}
+def _memory_regions(entries: tuple[MemoryEntry, ...]) -> dict[str, tuple[MemoryEntry, ...]]:
+    """Working memory by region, without the conversation's own entries (its turns and their
+    summary reach the prompt as messages and as the summary)."""
+    regions: dict[str, list[MemoryEntry]] = {}
     for entry in entries:
-        regions.setdefault(entry.region, []).append(entry.content)
-    return regions
+        if entry.entry_type not in HISTORY_TYPES and entry.entry_type != SUMMARY_TYPE:
+            regions.setdefault(entry.region, []).append(entry)
+    return {region: tuple(found) for region, found in regions.items()}
 
 
 def context_for(plan: Plan, snapshot: Snapshot, text: str, kind: str) -> TurnContext:
@@ -81,6 +105,8 @@ def context_for(plan: Plan, snapshot: Snapshot, text: str, kind: str) -> TurnCon
     state = plan.initial_state(snapshot.state)
     # Samantha-Dreams: the user model goes in on the first turn, then only after a true check
     inject = snapshot.session.turns == 0 or snapshot.last_user_model_check is True
+    entries = _memory_regions(snapshot.memory)
+    history, summary = history_of(snapshot.memory, snapshot.session.user) if kind != "cycle" else ((), None)
     return TurnContext(
         text=text,
         user=snapshot.session.user,
@@ -89,7 +115,10 @@ def context_for(plan: Plan, snapshot: Snapshot, text: str, kind: str) -> TurnCon
         state=state,
         user_model=snapshot.user_model,
         inject_user_model=inject,
-        memory=_memory_regions(snapshot.memory),
+        memory={region: [e.content for e in found] for region, found in entries.items()},
+        entries=entries,
+        history=history,
+        summary=summary,
     )
 
 
@@ -101,6 +130,14 @@ def start_turn(plan: Plan, services: Services, snapshot: Snapshot, text: str, ki
         ts.cognition = services.chetana(snapshot.chetana, text)
         ts.ctx = replace(ts.ctx, chetana=ts.cognition.context)
     return ts
+
+
+def _labelled(changes: Changes, step: str, kind: str, turn: int) -> Changes:
+    """A step's changes with each working-memory entry labelled by the step, kind and turn."""
+    if not changes.memory:
+        return changes
+    changes.memory = tuple(labelled(e, step, kind, turn) for e in changes.memory)
+    return changes
 
 
 def _no_memory() -> Any:
@@ -119,7 +156,10 @@ class ScopeRunner:
 
     def __init__(self, plan: Plan, scope: ScopePlan, services: Services, emit: Callable[[Any], None] | None = None) -> None:
         self.scope = scope
+        self.plan = plan
         self.services = services
+        # only a turn's own history folds (not a subprocess's or a cycle's view of it)
+        self.folds = self.applies_changes and scope is plan.turn
         self.builder = services.builder
         self.gates = services.gates
         self.emit = emit
@@ -153,6 +193,13 @@ class ScopeRunner:
                 await self.run_unit(scope.unit(layer[0]), ts)
             else:
                 await gather_eagerly([self.run_unit(scope.unit(i), ts) for i in layer])
+        if self.folds and ts.ctx.kind in ("message", "spontaneous"):
+            await fold_history(self.plan, self.services, ts)
+
+    def budget(self, call: CallPlan) -> Budget:
+        """The window, reply reserve, token counter and history declaration of a call."""
+        bound = self.services.bind(call)
+        return budget_for(self.plan.blueprint, call.steps, bound.model, bound.options, bound.provider)
 
     async def run_unit(self, unit: Unit, ts: TurnState) -> None:
         planned = self.scope.steps
@@ -199,14 +246,16 @@ class ScopeRunner:
         except TemplateError as exc:
             raise StepError.from_exception(exc, step=step.name, kind=step.kind.name, what="its template failed") from exc
 
-    def ask(self, call: CallPlan, messages: tuple[Message, ...], gated_off: GatedOff | None) -> Awaitable[CallOutcome]:
+    def ask(self, call: CallPlan, messages: tuple[Message, ...], gated_off: GatedOff | None, budget: Budget | None = None,
+            tools: ToolUse | None = None) -> Awaitable[CallOutcome]:
         """One model call over `call`'s steps, through the provider its unit's model resolves to
         (the call's coroutine itself: no frame of its own on the hot path)."""
         bound = self.services.bind(call)
         return run_call(
             bound.provider, bound.model, bound.options, call.steps, messages,
             unit=call.unit.index, stream_steps=call.stream_steps, emit=self.emit, attempts=call.attempts,
-            gated_off=gated_off, tags=call.tags, grammar=bound.grammar,
+            gated_off=gated_off, tags=call.tags, grammar=bound.grammar, fits=budget.fits if budget is not None else None,
+            tools=tools,
         )
 
     async def run_local_step(self, step: PlannedStep, ts: TurnState) -> None:
@@ -220,11 +269,13 @@ class ScopeRunner:
         ts.done[name] = outputs
         flags: tuple[str, ...] = ()
         if self.applies_changes:
-            changes = kind.changes(name, outputs, ChangeContext(self.state_spec, ts.ctx.state))
+            changes = _labelled(kind.changes(name, outputs, ChangeContext(self.state_spec, ts.ctx.state)), name, kind.name, ts.ctx.number)
             ts.changes[name] = changes
             flags = tuple(changes.flags)
             if changes.regions:  # working memory for the rest of this turn's prompts
-                ts.ctx = replace(ts.ctx, memory={**ts.ctx.memory, **changes.regions})
+                filled = {region: tuple(labelled(MemoryEntry(region, "recollection", text), name, kind.name, ts.ctx.number)
+                                        for text in texts) for region, texts in changes.regions.items()}
+                ts.ctx = replace(ts.ctx, memory={**ts.ctx.memory, **changes.regions}, entries={**ts.ctx.entries, **filled})
         ts.steps.append(StepTrace(name, kind.name, "ran", dict(outputs), flags, ms=ms))
         if ts.cognition is not None:
             ts.cognition.record(name, True, ms, outputs)
@@ -238,8 +289,10 @@ class ScopeRunner:
             for step in call.steps:
                 emit(StepStarted(step.name, step.kind.name))
         earlier = self.earlier(ts)
+        budget = self.budget(call)
         try:
-            messages = self.builder.build(call.steps, ts.ctx, earlier)
+            where = f"the call of step{'s' if len(call.steps) > 1 else ''} {', '.join(s.name for s in call.steps)} on {call.unit.model}"
+            messages = self.builder.build(call.steps, ts.ctx, earlier, budget, where)
         except SoulError:
             raise
         except (TemplateError, *EXPRESSION_ERRORS) as exc:
@@ -257,8 +310,17 @@ class ScopeRunner:
                 return not gates.when_open(name, expression, variables, planned[name].kind.name)
 
         started = time.perf_counter()
-        outcome = await self.ask(call, messages, gated_off)
+        tools = tools_of(self, call, ts) if self.applies_changes else None  # a dry run calls none
+        outcome = await (self.ask(call, messages, gated_off, budget, tools) if tools else self.ask(call, messages, gated_off, budget))
         ts.provider_spans.append((started, time.perf_counter()))
+        if ts.cognition is not None:  # Chetana learns each tool's outcomes and latencies
+            for run in outcome.tool_runs:
+                ts.cognition.tool(run.tool, run.ok, run.ms, run.result if run.ok else run.error)
+        report = getattr(messages, "report", None)
+        if report is not None:
+            outcome.trace.budget = report.to_dict()
+            outcome.trace.cut = tuple(report.cut)
+            ts.shown.append(len(ts.ctx.history) - sum(c.get("turns", 0) for c in report.cut if c["part"] == "history"))
         ts.calls.append(outcome.trace)
         change_ctx = ChangeContext(self.state_spec, ts.ctx.state)
         per_step_ms = outcome.trace.latency_ms / len(call.steps)
@@ -276,7 +338,7 @@ class ScopeRunner:
                 status = "gated"
             flags = parse.flags + tuple(f"missing <{t}>" for t in parse.missing) if parse.missing else parse.flags
             if status in ("ran", "fallback") and self.applies_changes:
-                changes = kind.changes(name, parse.outputs, change_ctx)
+                changes = _labelled(kind.changes(name, parse.outputs, change_ctx), name, kind.name, ts.ctx.number)
                 ts.changes[name] = changes
                 flags += changes.flags
                 if changes.state:
@@ -300,16 +362,21 @@ class ScopeRunner:
         return StepError.from_exception(exc, step=first.name, kind=first.kind.name, what="the prompt of its call failed")
 
 
+def reply_of(ts: TurnState, order: Sequence[str]) -> str:
+    """The turn's reply so far: its steps' replies in plan order."""
+    return "\n\n".join(c.reply for c in (ts.changes.get(name) for name in order) if c is not None and c.reply)
+
+
 def build_commit(snapshot: Snapshot, ts: TurnState, order: Sequence[str], kind: str, trace: Trace) -> tuple[Commit, str]:
     """The turn's Commit and its reply, from the accumulated changes in plan order."""
     messages: list[MessageRecord] = []
     memory: list[MemoryEntry] = []
+    number = ts.ctx.number
     if kind == "message":
         messages.append(MessageRecord("external", "user", ts.ctx.text, meta={"user": ts.ctx.user}))
-        memory.append(MemoryEntry("default", "userMessage", ts.ctx.text))
+        memory.append(MemoryEntry("default", USER_TYPE, ts.ctx.text, meta={"turn": number, "user": ts.ctx.user, "kind": "user"}))
     state_changed = False
     user_model: UserModelChange | None = None
-    reply_parts: list[str] = []
     for name in order:
         changes = ts.changes.get(name)
         if changes is None:
@@ -318,19 +385,22 @@ def build_commit(snapshot: Snapshot, ts: TurnState, order: Sequence[str], kind: 
         memory.extend(changes.memory)
         state_changed = state_changed or bool(changes.state)
         user_model = changes.user_model or user_model
-        if changes.reply:
-            reply_parts.append(changes.reply)
+    reply = reply_of(ts, order)
+    if reply and kind in ("message", "spontaneous"):  # the soul's side of the conversation
+        said = {"turn": number, "step": "reply", "kind": "soul"} | ({"spontaneous": True} if kind == "spontaneous" else {})
+        memory.append(MemoryEntry("default", REPLY_TYPE, reply, meta=said))
     commit = Commit(
         session_id=snapshot.session.id,
         base_turn=snapshot.session.turns,
         messages=tuple(messages),
         state=dict(ts.ctx.state) if state_changed else None,
         user_model=user_model,
-        memory=tuple(memory),
+        memory=tuple(memory) + tuple(ts.folded),
         trace=trace.to_dict(),
         kind=kind,  # type: ignore[arg-type]
+        summaries=tuple(ts.summaries),
     )
-    return commit, "\n\n".join(reply_parts)
+    return commit, reply
 
 
 def memory_items(plan: Plan, ts: TurnState, order: Sequence[str], reply: str, kind: str) -> list[dict[str, Any]]:

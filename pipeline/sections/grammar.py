@@ -5,10 +5,18 @@ one (or one whose gate is decided after the call) may; attributes with allowed v
 are limited to them; booleans are `true | false`; a choice is one of its options; free text is
 anything without `<`. No bounded repetitions: llama.cpp's grammar engine slows down badly on
 them (measured here: `[^<]{1,600}` took 171 s for 237 tokens, `[^<]+` took 9 s).
+
+The grammar's last line is a GBNF comment holding the call's section plan as JSON
+(`# soul-sections: {...}`): what a provider needs to drive decoding section by section
+(`soul.providers.local_sections`) without knowing step kinds. For each section, in call order:
+`tag`, `type`, `attrs` (attribute -> allowed values), `options` (a choice's), `budget` (tokens),
+`required`, `step` (its step's index) — and `gated`: the indexes of the steps whose sections
+come together or not at all.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
@@ -29,6 +37,60 @@ def _alternatives(values: Sequence[str]) -> str:
     return "(" + " | ".join(_literal(v) for v in values) + ")"
 
 
+PLAN_PREFIX = "# soul-sections: "
+# Tokens by section type when a section declares no `budget`: a boolean or a choice is a word
+# (decoded under its own grammar); a thought is short, a reply longer; lists and markdown
+# (a whole user model) the longest.
+TYPE_BUDGETS = {"bool": 8, "choice": 16, "list": 128, "mapping": 128, "markdown": 192}
+THOUGHT_BUDGET = 64
+REPLY_BUDGET = 160
+
+
+def section_budget(kind: type[StepKind], section: Section) -> int:
+    """The tokens a local model may write in `section` of a `kind` step (its `budget`, else by
+    type: the streamed text of a reply kind gets `REPLY_BUDGET`, other text `THOUGHT_BUDGET`)."""
+    if section.budget is not None:
+        return section.budget
+    if section.type in TYPE_BUDGETS:
+        return TYPE_BUDGETS[section.type]
+    streamed = kind.streamable and section.tag == (kind.stream_tag or kind.sections[0].tag)
+    return REPLY_BUDGET if streamed else THOUGHT_BUDGET
+
+
+def _choices(section: Section, params: Mapping[str, Any]) -> list[str] | None:
+    options = None
+    for attribute in section.attributes:
+        raw = params.get(attribute.param) if attribute.param else None
+        if isinstance(raw, list | tuple) and raw:
+            options = [str(o) for o in raw]
+    return options
+
+
+def section_plan(
+    steps: Sequence[tuple[type[StepKind], Mapping[str, Any]]],
+    optional_steps: Collection[int] = (),
+) -> dict[str, Any]:
+    """The call's sections as plain data, for providers that write the structure themselves."""
+    sections: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for index, (kind, params) in enumerate(steps):
+        for section in kind.sections:
+            if section.tag in seen:
+                continue
+            seen.add(section.tag)
+            options = _choices(section, params) if section.type == "choice" else None
+            sections.append({
+                "tag": section.tag,
+                "type": section.type if section.type != "choice" or options else "text",
+                "attrs": {a.name: list(a.values) for a in section.attributes if a.values},
+                "options": options or [],
+                "budget": section_budget(kind, section),
+                "required": section.required,
+                "step": index,
+            })
+    return {"sections": sections, "gated": sorted(set(optional_steps))}
+
+
 def _section_rules(section: Section, params: Mapping[str, Any]) -> tuple[str, list[str]]:
     """The rule name of one section and the rules it needs."""
     name = _rule_name("sec", section.tag)
@@ -42,11 +104,7 @@ def _section_rules(section: Section, params: Mapping[str, Any]) -> tuple[str, li
         # attributes without allowed values (decision's options, brainstorm's count) are left
         # out: the model gains nothing by copying them back
     opening.append(_literal(">"))
-    options = None
-    for attribute in section.attributes:
-        raw = params.get(attribute.param) if attribute.param else None
-        if isinstance(raw, list | tuple) and raw:
-            options = [str(o) for o in raw]
+    options = _choices(section, params)
     if section.type == "bool":
         body = '("true" | "false")'
     elif section.type == "choice" and options:
@@ -87,4 +145,6 @@ def call_grammar(
     # model otherwise pads with blank lines up to its token budget)
     head = f"root ::= {' '.join(sequence)}"
     tail = ["ws ::= [ \\t\\n]*", "text ::= [^<]+"]
-    return "\n".join([head, *rules, *tail]) + "\n"
+    # ensure_ascii: the comment stays one line whatever the tags or options hold
+    plan = PLAN_PREFIX + json.dumps(section_plan(steps, optional_steps), ensure_ascii=True)
+    return "\n".join([head, *rules, *tail, plan]) + "\n"

@@ -1,5 +1,5 @@
-"""Committing a turn: one `BEGIN IMMEDIATE` transaction per `Commit`, compare-and-set on the
-session's turn count, then the JSONL mirror written from the same data (and repaired from the
+"""Committing a turn: one write transaction per `Commit`, compare-and-set on the session's turn
+count (read under SQLite's BEGIN IMMEDIATE lock, or PostgreSQL's row lock on the session), then the JSONL mirror written from the same data (and repaired from the
 database after a crash between the two). The commit side of `SessionStore` (a mixin over its
 connection and transactions, like `UserModels` and `Export`).
 
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,7 +21,9 @@ from soul.errors import SessionNotFound, StaleTurn, StoreError
 from soul.records import Commit
 from soul.store import home as soul_home
 from soul.store import logs
+from soul.store.connection import Connection
 from soul.store.database import Checkpointer
+from soul.store.dialect import dialect_of
 from soul.store.minds import write_cycle_rows
 from soul.store.redaction import redact_commit
 
@@ -39,13 +40,13 @@ def dumps(value: Any) -> str:
 class Commits:
     """Applying turns and mirroring them to the JSONL logs."""
 
-    _conn: sqlite3.Connection
+    _conn: Connection
     _lock: Any
     _write: Callable[..., Any]
-    _checkpointer: Checkpointer
+    _checkpointer: Checkpointer | None
     home: Path
 
-    def commit(self, commit: Commit) -> int:
+    def commit(self, commit: Commit, *, once: bool = False) -> int:
         """Apply a turn's changes in one transaction; the session's new turn number.
 
         Refused with StaleTurn unless the session's turn count equals `commit.base_turn`
@@ -53,9 +54,20 @@ class Commits:
         checked and returns the turn count it was stamped with. The JSONL logs are appended
         after the transaction, from the same data. Every text and JSON field is redacted first
         (`redact_commit`): a key quoted in a prompt or reply is stored nowhere.
+
+        `once=True` (cycle commits only) makes a cycle idempotent by (session, process, cycle
+        number): if that cycle is already stored, nothing is written and the turn count it was
+        stamped with is returned. The check runs inside the commit's transaction, under its
+        lock, so a cycle re-run after a crash (a durable runner's retry) is applied exactly
+        once. Turns need no flag: their base-turn check already makes them once-only.
         """
         if commit.kind not in COMMIT_KINDS:
             raise StoreError(f"unknown commit kind {commit.kind!r}")
+        if once and commit.kind != "cycle":
+            raise StoreError(
+                f"once=True is for cycle commits (got kind {commit.kind!r}): a turn is applied"
+                " once by its base-turn check"
+            )
         if commit.kind == "cycle":
             _check_cycle(commit)
         commit = redact_commit(commit)
@@ -66,14 +78,24 @@ class Commits:
         trace = dumps(commit.trace)
         metas = [dumps(m.meta) for m in commit.messages]
         memory = [dumps(m.meta) for m in commit.memory]
+        dialect = dialect_of(self._conn)
 
-        def body(conn: sqlite3.Connection) -> tuple[int, int, dict[str, Any], int]:
+        def body(conn: Connection) -> tuple[int, int, dict[str, Any], int] | int:
             row = conn.execute(
-                "SELECT turns, soul, user FROM sessions WHERE id = ?", (commit.session_id,)
+                "SELECT turns, soul, user FROM sessions WHERE id = ?" + dialect.for_update,
+                (commit.session_id,),
             ).fetchone()
             if row is None:
                 raise SessionNotFound(f"no session {commit.session_id!r}")
             turns, soul, user = row
+            if once:
+                done = conn.execute(
+                    "SELECT turn FROM commits WHERE session_id = ? AND process = ?"
+                    " AND kind = 'cycle' AND cycle = ? ORDER BY id LIMIT 1",
+                    (commit.session_id, commit.process, commit.cycle),
+                ).fetchone()
+                if done is not None:
+                    return int(done[0])
             # A cycle runs beside the turns: it takes the count as it finds it.
             turn = turns if commit.kind == "cycle" else commit.turn
             if commit.kind != "cycle" and turns != commit.base_turn:
@@ -83,6 +105,8 @@ class Commits:
                 )
             version = None
             if commit.user_model is not None:
+                # Sessions of one (soul, user) commit in parallel on PostgreSQL: versions queue.
+                dialect.lock(conn, f"user_model {soul!r} {user!r}")
                 latest = conn.execute(
                     "SELECT max(version) FROM user_models WHERE soul = ? AND user = ?",
                     (soul, user),
@@ -105,11 +129,10 @@ class Commits:
                 event["summaries"] = len(commit.summaries)
             cid = conn.execute(
                 "INSERT INTO commits (session_id, turn, kind, time, meta, process, cycle)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                " VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 (commit.session_id, turn, commit.kind, now, dumps(event), commit.process,
                  commit.cycle),
-            ).lastrowid
-            assert cid is not None
+            ).fetchone()[0]
             sid = commit.session_id
             cycle = commit.cycle
             conn.executemany(
@@ -123,7 +146,9 @@ class Commits:
             write_cycle_rows(conn, commit, cid, turn, now)
             if state is not None:
                 conn.execute(
-                    "INSERT OR REPLACE INTO state (session_id, json) VALUES (?, ?)", (sid, state)
+                    "INSERT INTO state (session_id, json) VALUES (?, ?)"
+                    " ON CONFLICT (session_id) DO UPDATE SET json = excluded.json",
+                    (sid, state),
                 )
             if (model := commit.user_model) is not None:
                 conn.execute(
@@ -141,7 +166,8 @@ class Commits:
             )
             if chetana is not None:
                 conn.execute(
-                    "INSERT OR REPLACE INTO chetana (session_id, json) VALUES (?, ?)",
+                    "INSERT INTO chetana (session_id, json) VALUES (?, ?)"
+                    " ON CONFLICT (session_id) DO UPDATE SET json = excluded.json",
                     (sid, chetana),
                 )
             conn.execute(
@@ -158,8 +184,12 @@ class Commits:
             ).fetchone()[0]
             return previous, cid, event, turn
 
-        previous, cid, event, turn = self._write(body)
-        self._checkpointer.poke()
+        applied = self._write(body)
+        if isinstance(applied, int):  # once=True, and this cycle was already stored
+            return applied
+        previous, cid, event, turn = applied
+        if self._checkpointer is not None:
+            self._checkpointer.poke()
         lines = logs.commit_lines(
             cid, turn, now, event, commit.messages,
             cycle=commit.cycle, process=commit.process, mood=commit.mood,

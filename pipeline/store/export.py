@@ -4,7 +4,6 @@ moods, summaries and Persona Cores included."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import asdict
@@ -12,6 +11,7 @@ from typing import Any
 
 from soul.errors import SessionNotFound
 from soul.records import SessionInfo, UserModelVersion
+from soul.store.connection import Connection
 from soul.store.database import dicts
 from soul.store.user_models import VERSION_COLUMNS
 
@@ -21,8 +21,8 @@ SESSION_COLUMNS = "id, soul, user, turns, created, updated, blueprint"
 class Export:
     """The export side of `SessionStore` (a mixin over its read transactions)."""
 
-    _read: Callable[[], AbstractContextManager[sqlite3.Connection]]
-    _traces: Callable[[sqlite3.Connection, str], list[dict[str, Any]]]
+    _read: Callable[[], AbstractContextManager[Connection]]
+    _traces: Callable[[Connection, str], list[dict[str, Any]]]
 
     def export_session(self, session_id: str) -> dict[str, Any]:
         """The whole session as JSON-safe data: for `soul sessions export` and backups."""

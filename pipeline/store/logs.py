@@ -26,12 +26,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
+
+from soul.store.connection import Connection
 
 try:  # POSIX; elsewhere the lock is a no-op and only one writer per home is safe.
     import fcntl
@@ -160,7 +161,7 @@ def commit_lines(
 
 
 def pending_lines(
-    conn: sqlite3.Connection, session_id: str, cursor: int
+    conn: Connection, session_id: str, cursor: int
 ) -> tuple[list[LogLine], int]:
     """Rebuild from the database the lines of a session's commits after `cursor`.
 

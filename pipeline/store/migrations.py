@@ -6,16 +6,24 @@ changes once released; a schema change is a new function at the end of the list.
 
 Each migration runs with its record in one `BEGIN IMMEDIATE` transaction, so two processes
 opening a fresh home at once cannot both apply it, and a crash leaves it either done or not.
-(`executescript` is never used: it commits whatever transaction is open.)
+(`executescript` is never used: it commits whatever transaction is open.) On PostgreSQL the
+same functions run through the dialect translation (`soul.store.dialect`), and a
+transaction-scoped advisory lock stands in for BEGIN IMMEDIATE's database lock.
+
+A database that records a migration this code does not know was migrated by a newer soul:
+opening it is refused (StoreError) rather than writing rows an older schema mislabels.
 """
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Callable
 
-Migration = Callable[[sqlite3.Connection], None]
+from soul.errors import StoreError
+from soul.store.connection import Connection
+from soul.store.dialect import dialect_of
+
+Migration = Callable[[Connection], None]
 
 MIGRATIONS: list[Migration] = []
 
@@ -28,17 +36,14 @@ def migration(fn: Migration) -> Migration:
     return fn
 
 
-def applied(conn: sqlite3.Connection) -> list[str]:
+def applied(conn: Connection) -> list[str]:
     """Names of the migrations recorded in this database, in the order they were applied."""
-    exists = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'migrations'"
-    ).fetchone()
-    if not exists:
+    if not dialect_of(conn).has_table(conn, "migrations"):
         return []
     return [r[0] for r in conn.execute("SELECT name FROM migrations ORDER BY rowid")]
 
 
-def migrate(conn: sqlite3.Connection) -> list[str]:
+def migrate(conn: Connection) -> list[str]:
     """Apply every pending migration; the names applied now (empty when up to date).
 
     `conn` must be in autocommit mode (`isolation_level=None`): the transactions are ours.
@@ -46,12 +51,22 @@ def migrate(conn: sqlite3.Connection) -> list[str]:
     if conn.isolation_level is not None:
         raise ValueError("migrate() needs a connection opened with isolation_level=None")
     # Cheap read first: an up-to-date database (the usual case) takes no write lock.
-    if set(applied(conn)) >= {m.__name__ for m in MIGRATIONS}:
+    known = {m.__name__ for m in MIGRATIONS}
+    found = applied(conn)
+    if unknown := [name for name in found if name not in known]:
+        raise StoreError(
+            f"the session store's schema is newer than this soul knows (migrations"
+            f" {', '.join(unknown)} were applied by a later version): upgrade soulgraph, or"
+            " point SOUL_HOME / SOUL_STORE at another store"
+        )
+    if set(found) >= known:
         return []
+    dialect = dialect_of(conn)
     done: list[str] = []
     for fn in MIGRATIONS:
         conn.execute("BEGIN IMMEDIATE")
         try:
+            dialect.lock(conn, "soul-store-migrations")
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied REAL NOT NULL)"
             )
@@ -71,13 +86,13 @@ def migrate(conn: sqlite3.Connection) -> list[str]:
     return done
 
 
-def _run(conn: sqlite3.Connection, *statements: str) -> None:
+def _run(conn: Connection, *statements: str) -> None:
     for statement in statements:
         conn.execute(statement)
 
 
 @migration
-def m001_initial(conn: sqlite3.Connection) -> None:
+def m001_initial(conn: Connection) -> None:
     """Sessions, the commit log, messages, state, user models, working memory, traces, Chetana.
 
     Names follow AgentCSD where they fit (sessions.status, messages.layer/tag, the
@@ -190,7 +205,7 @@ def m001_initial(conn: sqlite3.Connection) -> None:
 
 
 @migration
-def m002_background_processes(conn: sqlite3.Connection) -> None:
+def m002_background_processes(conn: Connection) -> None:
     """Background processes (AgentCSD's subconscious loop) beside the turns.
 
     Cycles: `messages.cycle` and `commits.process/cycle` (a process's cycle commit, or the

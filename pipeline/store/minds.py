@@ -19,7 +19,6 @@ import hashlib
 import json
 import os
 import re
-import sqlite3
 import tempfile
 import time
 from collections.abc import Callable
@@ -31,6 +30,7 @@ from typing import Any
 from soul.errors import StoreError
 from soul.records import Commit, SummaryRecord
 from soul.store import home as soul_home
+from soul.store.connection import Connection
 from soul.store.database import dicts
 
 MESSAGE_LIMIT = 2000  # messages mind_history reads back (the session's latest, all layers)
@@ -106,7 +106,7 @@ class MindHistory:
 
 
 def write_cycle_rows(
-    conn: sqlite3.Connection, commit: Commit, commit_id: int, turn: int, now: float
+    conn: Connection, commit: Commit, commit_id: int, turn: int, now: float
 ) -> None:
     """Insert a commit's mood and summaries (inside its transaction). Summaries fill the old
     turn_from/turn_to columns with the turn count they were written at."""
@@ -132,9 +132,9 @@ def write_cycle_rows(
 class Minds:
     """Persona Cores, moods and the history a background process resumes from."""
 
-    _read: Callable[[], AbstractContextManager[sqlite3.Connection]]
+    _read: Callable[[], AbstractContextManager[Connection]]
     _write: Callable[..., Any]
-    _require: Callable[[sqlite3.Connection, str], None]
+    _require: Callable[[Connection, str], None]
     home: Path
 
     def snapshot_persona_core(
@@ -148,11 +148,11 @@ class Minds:
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
         now = time.time()
 
-        def body(conn: sqlite3.Connection) -> tuple[PersonaCore, bool]:
+        def body(conn: Connection) -> tuple[PersonaCore, bool]:
             self._require(conn, session_id)
             conn.execute(
-                "INSERT OR IGNORE INTO persona_cores (session_id, process, path, sha256, text,"
-                " time) VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO persona_cores (session_id, process, path, sha256, text, time)"
+                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, process) DO NOTHING",
                 (session_id, process, str(path), digest, text, now),
             )
             found = _core_and_rank(conn, session_id, process)
@@ -208,7 +208,7 @@ class Minds:
             summary_rows = conn.execute(
                 "SELECT layer, summary, coalesce(cycle_from, 0), coalesce(cycle_to, 0), digest"
                 " FROM context_summaries WHERE id IN (SELECT max(id) FROM context_summaries"
-                " WHERE session_id = ?1 AND process = ?2 GROUP BY layer) ORDER BY layer",
+                " WHERE session_id = ? AND process = ? GROUP BY layer) ORDER BY layer",
                 (session_id, process),
             ).fetchall()
         truncated = len(rows) > messages
@@ -274,7 +274,7 @@ def _check_process(process: str) -> None:
 
 
 def _core_and_rank(
-    conn: sqlite3.Connection, session_id: str, process: str
+    conn: Connection, session_id: str, process: str
 ) -> tuple[PersonaCore, bool] | None:
     # The session's first process to snapshot owns the plain file name (AgentCSD's layout).
     row = conn.execute(

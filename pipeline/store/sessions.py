@@ -1,7 +1,10 @@
-"""The session store: SQLite (WAL) under the data home, with the JSONL mirror beside it.
+"""The session store: SQLite (WAL) under the data home, or PostgreSQL when `SOUL_STORE` (or
+`open(url=...)`) is a postgresql:// URL; the JSONL mirror beside it under the data home.
 
-A turn's `Commit` is applied in one `BEGIN IMMEDIATE` transaction, compare-and-set on the
-session's turn count: all of it or none of it, and never two writers' half-turns interleaved.
+A turn's `Commit` is applied in one write transaction (SQLite: `BEGIN IMMEDIATE`; PostgreSQL:
+the session row locked `FOR UPDATE`), compare-and-set on the session's turn count: all of it
+or none of it, and never two writers' half-turns interleaved. Both backends run the same SQL
+and migrations; their differences are in `soul.store.dialect` and `soul.store.postgres`.
 The JSONL logs are written after the transaction commits and repaired from the database if a
 process dies in between (see `soul.store.logs`).
 
@@ -32,8 +35,11 @@ from soul.records import (
     Snapshot,
 )
 from soul.store import home as soul_home
+from soul.store import postgres as postgres_store
 from soul.store.commits import Commits, dumps
+from soul.store.connection import Connection
 from soul.store.database import Checkpointer, connect, damaged, dicts, retry
+from soul.store.dialect import Dialect, dialect_of
 from soul.store.export import SESSION_COLUMNS, Export
 from soul.store.migrations import migrate
 from soul.store.minds import Minds
@@ -48,23 +54,31 @@ log = logging.getLogger(__name__)
 class SessionStore(Commits, UserModels, Export, Minds):
     """Sessions, messages, state, user models, working memory and traces of one data home."""
 
-    def __init__(self, conn: sqlite3.Connection, home: Path) -> None:
+    def __init__(self, conn: Connection, home: Path) -> None:
         """Use `SessionStore.open()`; this wraps an already configured connection."""
-        self._conn = conn
+        self._conn: Connection = conn
         self.home = home
         # One connection per store; the lock lets the runtime commit from a worker thread.
         self._lock = threading.RLock()
-        self._checkpointer = Checkpointer(soul_home.db_path(home))
+        # WAL checkpoints are SQLite's; PostgreSQL runs its own.
+        self._checkpointer = (
+            Checkpointer(soul_home.db_path(home)) if isinstance(conn, sqlite3.Connection) else None
+        )
 
     # -- opening ---------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, home: Path | None = None) -> SessionStore:
+    def open(cls, home: Path | None = None, *, url: str | None = None) -> SessionStore:
         """Open (creating if needed) `home/soul.db`: WAL, busy timeout, foreign keys, migrated.
 
-        Logs left behind by a process that died after a commit are repaired here.
+        With `url` (or, when it is None, `$SOUL_STORE`) a postgresql:// URL, the sessions live
+        in that PostgreSQL database instead (migrated the same way); the JSONL logs stay under
+        `home` either way. Logs left behind by a process that died after a commit are repaired
+        here.
         """
         root = soul_home.data_home(home)
+        if (chosen := postgres_store.store_url(url)) is not None:
+            return cls._open_postgres(chosen, root)
         path = soul_home.db_path(root)
         try:
             conn = connect(path)
@@ -86,9 +100,30 @@ class SessionStore(Commits, UserModels, Export, Minds):
             raise
         return store
 
+    @classmethod
+    def _open_postgres(cls, url: str, root: Path) -> SessionStore:
+        store = cls(postgres_store.connect(url), root)
+        try:
+            store._dialect.retry(lambda: migrate(store._conn))
+            store.repair_logs()
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    @property
+    def backend(self) -> str:
+        """Where the sessions live: "sqlite" or "postgresql"."""
+        return self._dialect.name
+
+    @property
+    def _dialect(self) -> Dialect:
+        return dialect_of(self._conn)
+
     def close(self) -> None:
         """Close the connection (idempotent)."""
-        self._checkpointer.close()
+        if self._checkpointer is not None:
+            self._checkpointer.close()
         with self._lock:
             self._conn.close()
 
@@ -99,14 +134,14 @@ class SessionStore(Commits, UserModels, Export, Minds):
         self.close()
 
     @property
-    def connection(self) -> sqlite3.Connection:
+    def connection(self) -> Connection:
         """The underlying connection (for inspection and tests; write through the methods)."""
         return self._conn
 
     # -- transactions ----------------------------------------------------------------------
 
     @contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
+    def _read(self) -> Iterator[Connection]:
         # One read transaction: WAL gives it a consistent view while writers carry on.
         with self._lock, self._damage_reported():
             self._conn.execute("BEGIN")
@@ -118,7 +153,8 @@ class SessionStore(Commits, UserModels, Export, Minds):
     @contextmanager
     def _damage_reported(self) -> Iterator[None]:
         # Damage found after open (a page torn by a disk fault) is a StoreError saying what to
-        # do, like damage found at open; any other SQLite error keeps its type.
+        # do, like damage found at open; any other SQLite error keeps its type. (PostgreSQL's
+        # connection reports its own failures: soul.store.postgres.)
         try:
             yield
         except sqlite3.DatabaseError as error:
@@ -126,8 +162,9 @@ class SessionStore(Commits, UserModels, Export, Minds):
                 raise
             raise report from error
 
-    def _write(self, body: Callable[[sqlite3.Connection], T]) -> T:
-        """Run `body` in one BEGIN IMMEDIATE transaction, retried whole on SQLITE_BUSY."""
+    def _write(self, body: Callable[[Connection], T]) -> T:
+        """Run `body` in one write transaction (SQLite: BEGIN IMMEDIATE), retried whole while
+        the backend says busy (SQLite) or to try again (PostgreSQL: deadlock, serialisation)."""
 
         def attempt() -> T:
             with self._lock:
@@ -143,7 +180,7 @@ class SessionStore(Commits, UserModels, Export, Minds):
                 return result
 
         with self._damage_reported():
-            return retry(attempt)
+            return self._dialect.retry(attempt)
 
     # -- sessions --------------------------------------------------------------------------
 
@@ -165,14 +202,15 @@ class SessionStore(Commits, UserModels, Export, Minds):
         now = time.time()
         state = dumps(redact_data(initial_state)) if initial_state is not None else None
 
-        def body(conn: sqlite3.Connection) -> None:
-            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchone():
-                raise StoreError(f"session {sid} already exists")
-            conn.execute(
+        def body(conn: Connection) -> None:
+            # ON CONFLICT: two processes creating one id at once get this error, not a crash.
+            added = conn.execute(
                 "INSERT INTO sessions (id, soul, user, blueprint, created, updated)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
+                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
                 (sid, soul, user, blueprint, now, now),
-            )
+            ).rowcount
+            if not added:
+                raise StoreError(f"session {sid} already exists")
             if state is not None:
                 conn.execute("INSERT INTO state (session_id, json) VALUES (?, ?)", (sid, state))
 
@@ -195,9 +233,9 @@ class SessionStore(Commits, UserModels, Export, Minds):
             raise SessionNotFound(f"no session {prefix!r}")
         with self._lock:
             rows = self._conn.execute(
-                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1 OR id GLOB ?1 || '*'"
+                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ? OR id GLOB ? || '*'"
                 " ORDER BY created DESC LIMIT 11",
-                (prefix,),
+                (prefix, prefix),
             ).fetchall()
         exact = [r for r in rows if r[0] == prefix]
         if exact or len(rows) == 1:
@@ -225,7 +263,7 @@ class SessionStore(Commits, UserModels, Export, Minds):
     def delete_session(self, session_id: str) -> None:
         """Delete a session with everything of its own and its logs; user models are kept."""
 
-        def body(conn: sqlite3.Connection) -> int:
+        def body(conn: Connection) -> int:
             # Every per-session table cascades from sessions (foreign_keys is on).
             return conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount
 
@@ -344,7 +382,7 @@ class SessionStore(Commits, UserModels, Export, Minds):
             return self._traces(conn, session_id)
 
     @staticmethod
-    def _traces(conn: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
+    def _traces(conn: Connection, session_id: str) -> list[dict[str, Any]]:
         return dicts(
             conn,
             'SELECT commit_id AS "commit", turn, kind, json AS trace FROM traces'
@@ -353,7 +391,7 @@ class SessionStore(Commits, UserModels, Export, Minds):
         )
 
     @staticmethod
-    def _require(conn: sqlite3.Connection, session_id: str) -> None:
+    def _require(conn: Connection, session_id: str) -> None:
         if not conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
             raise SessionNotFound(f"no session {session_id!r}")
 

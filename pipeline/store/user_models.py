@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from soul.errors import StoreError
 from soul.records import UserModelVersion
+from soul.store.connection import Connection
+from soul.store.dialect import dialect_of
 
 T = TypeVar("T")
 
@@ -18,7 +19,7 @@ VERSION_COLUMNS = "version, text, note, session_id, turn, created"
 class UserModels:
     """The user-model side of `SessionStore` (a mixin over its connection and transactions)."""
 
-    _conn: sqlite3.Connection
+    _conn: Connection
     _lock: Any
     _write: Callable[..., Any]
 
@@ -49,7 +50,8 @@ class UserModels:
         now = time.time()
         note = note or f"reverted to version {version}"
 
-        def body(conn: sqlite3.Connection) -> UserModelVersion:
+        def body(conn: Connection) -> UserModelVersion:
+            dialect_of(conn).lock(conn, f"user_model {soul!r} {user!r}")
             old = conn.execute(
                 "SELECT text FROM user_models WHERE soul = ? AND user = ? AND version = ?",
                 (soul, user, version),

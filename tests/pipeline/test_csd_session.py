@@ -104,7 +104,7 @@ def test_a_trigger_starts_a_spontaneous_turn_and_quiet_text_never_reaches_the_us
     assert fired == [TriggerFired("speak_up", "trigger", ("ask about the trip",))]
     shown = " ".join(e.text for e in events if isinstance(e, Reply | Token))
     assert "SECRET" not in shown
-    spontaneous = requests(s, "conscious")[1].messages[1].content
+    spontaneous = requests(s, "conscious")[1].messages[-1].content
     assert "<S_loud>\n- ask about the trip\n</S_loud>" in spontaneous and "SECRET-ID-1" in spontaneous
     db = sqlite3.connect(soul_home / "soul.db")
     kinds = [r[0] for r in db.execute("SELECT kind FROM commits WHERE session_id = ? ORDER BY id", (session.id,))]

@@ -1,13 +1,18 @@
-"""Migrations: named, ordered, recorded once; the exact schema on an in-memory database."""
+"""Migrations: named, ordered, recorded once; the exact schema, on SQLite (an in-memory
+database) and on PostgreSQL (a fresh schema), where the dialect's column types map back."""
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
+from typing import Any
 
+import postgres_server
 import pytest
+from store_backends import backend  # noqa: F401 - the fixture
 
-from soul.store import migrations
+from soul.errors import StoreError
+from soul.store import migrations, postgres
 from soul.store.migrations import MIGRATIONS, applied, migrate
 
 # table -> [(column, declared type)] in order; a schema change must update this on purpose.
@@ -116,13 +121,22 @@ EXPECTED = {
 
 
 @pytest.fixture
-def db() -> Iterator[sqlite3.Connection]:
-    conn = sqlite3.connect(":memory:", isolation_level=None)
+def db(backend: str) -> Iterator[Any]:  # noqa: F811 - the fixture
+    if backend == "sqlite":
+        conn: Any = sqlite3.connect(":memory:", isolation_level=None)
+    else:
+        conn = postgres.connect(postgres_server.fresh_url())
     yield conn
     conn.close()
 
 
-def tables(conn: sqlite3.Connection) -> dict[str, list[tuple[str, str]]]:
+# PostgreSQL's names of the types the dialect gives SQLite's declared ones.
+PG_TYPES = {"bigint": "INTEGER", "double precision": "REAL", "text": "TEXT"}
+
+
+def tables(conn: Any) -> dict[str, list[tuple[str, str]]]:
+    if not isinstance(conn, sqlite3.Connection):
+        return pg_tables(conn)
     names = [
         r[0]
         for r in conn.execute(
@@ -134,12 +148,25 @@ def tables(conn: sqlite3.Connection) -> dict[str, list[tuple[str, str]]]:
     }
 
 
-def test_exact_columns_of_every_table(db: sqlite3.Connection) -> None:
+def pg_tables(conn: Any) -> dict[str, list[tuple[str, str]]]:
+    """The same shape from information_schema, without the dialect's `rowid` column."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    rows = conn.execute(
+        "SELECT table_name, column_name, data_type FROM information_schema.columns"
+        " WHERE table_schema = current_schema() ORDER BY table_name, ordinal_position"
+    )
+    for table, column, kind in rows:
+        if column != "rowid":
+            out.setdefault(table, []).append((column, PG_TYPES.get(kind, kind)))
+    return out
+
+
+def test_exact_columns_of_every_table(db: Any) -> None:
     migrate(db)
     assert tables(db) == EXPECTED
 
 
-def test_each_migration_recorded_once_in_order(db: sqlite3.Connection) -> None:
+def test_each_migration_recorded_once_in_order(db: Any) -> None:
     names = [m.__name__ for m in MIGRATIONS]
     assert migrate(db) == names
     assert applied(db) == names
@@ -160,11 +187,11 @@ def test_registering_a_name_twice_is_refused() -> None:
 
 
 def test_a_later_migration_runs_alone_on_an_existing_database(
-    db: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch
+    db: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     migrate(db)
 
-    def m999_add_column(conn: sqlite3.Connection) -> None:
+    def m999_add_column(conn: Any) -> None:
         conn.execute("ALTER TABLE sessions ADD COLUMN extra TEXT")
 
     monkeypatch.setattr(migrations, "MIGRATIONS", [*MIGRATIONS, m999_add_column])
@@ -174,12 +201,12 @@ def test_a_later_migration_runs_alone_on_an_existing_database(
 
 
 def test_a_failing_migration_leaves_no_trace(
-    db: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch
+    db: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     migrate(db)
 
-    def m999_broken(conn: sqlite3.Connection) -> None:
-        conn.execute("CREATE TABLE half (x)")
+    def m999_broken(conn: Any) -> None:
+        conn.execute("CREATE TABLE half (x TEXT)")
         raise RuntimeError("boom")
 
     monkeypatch.setattr(migrations, "MIGRATIONS", [*MIGRATIONS, m999_broken])
@@ -205,3 +232,24 @@ def test_two_connections_on_one_file_apply_once(tmp_path) -> None:
     assert applied(second) == [m.__name__ for m in MIGRATIONS]
     first.close()
     second.close()
+
+
+def test_a_store_migrated_by_a_newer_soul_is_refused(db: Any) -> None:
+    migrate(db)
+    db.execute("INSERT INTO migrations (name, applied) VALUES ('m999_from_the_future', 0)")
+    with pytest.raises(StoreError, match=r"m999_from_the_future.*upgrade soulgraph"):
+        migrate(db)
+
+
+def test_two_connections_on_one_postgresql_schema_apply_once() -> None:
+    if postgres_server.binaries() is None:
+        pytest.skip(postgres_server.SKIP_REASON)
+    url = postgres_server.fresh_url()
+    first, second = postgres.connect(url), postgres.connect(url)
+    try:
+        assert migrate(first)
+        assert migrate(second) == []
+        assert applied(second) == [m.__name__ for m in MIGRATIONS]
+    finally:
+        first.close()
+        second.close()

@@ -7,6 +7,7 @@ import hashlib
 from collections.abc import Iterator
 
 import pytest
+from store_backends import backend, store_url  # noqa: F401 - fixtures
 
 from soul.errors import SessionNotFound, StoreError
 from soul.store import PersonaCore, SessionStore
@@ -16,7 +17,7 @@ CORE = "# Persona Core\n\nYou are the undercurrent. Never speak aloud. — ü\n"
 
 
 @pytest.fixture
-def store() -> Iterator[SessionStore]:
+def store(store_url: str | None) -> Iterator[SessionStore]:  # noqa: F811 - the fixture
     with SessionStore.open() as opened:
         yield opened
 

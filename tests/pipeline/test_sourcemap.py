@@ -106,7 +106,7 @@ def test_blueprints_over_one_mebibyte_are_refused(tmp_path: Path) -> None:
 
 
 def test_a_missing_blueprint_names_the_built_in_souls() -> None:
-    with pytest.raises(BlueprintNotFound, match=r"built-in souls: claudius, csd, samantha.*did you mean 'claudius'"):
+    with pytest.raises(BlueprintNotFound, match=r"built-in souls: claudius, csd, entelgia, samantha.*did you mean 'claudius'"):
         read("claudus")
 
 

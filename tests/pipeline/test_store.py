@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from store_backends import backend, sqlite_only, store_url  # noqa: F401 - fixtures
 
 from soul.errors import SoulError
 from soul.records import Commit, MemoryEntry, MessageRecord, UserModelChange
@@ -18,7 +19,7 @@ from soul.store.sessions import SessionNotFound, SessionStore, StaleTurn, StoreE
 
 
 @pytest.fixture
-def store() -> Iterator[SessionStore]:
+def store(store_url: str | None) -> Iterator[SessionStore]:  # noqa: F811 - the fixture
     with SessionStore.open() as opened:
         yield opened
 
@@ -46,6 +47,7 @@ def turn_commit(session_id: str, base: int, n: int = 0, **changes: Any) -> Commi
 # -- opening --------------------------------------------------------------------------------
 
 
+@sqlite_only
 def test_open_uses_the_soul_home_with_wal_and_foreign_keys(store: SessionStore) -> None:
     assert store.home == soul_home()
     assert (soul_home() / "soul.db").exists()
@@ -396,10 +398,10 @@ FAILURE_POINTS = [
     "SELECT max(version)",
     "INSERT INTO commits",
     "INSERT INTO messages",
-    "INSERT OR REPLACE INTO state",
+    "INSERT INTO state",
     "INSERT INTO user_models",
     "INSERT INTO working_memory",
-    "INSERT OR REPLACE INTO chetana",
+    "INSERT INTO chetana",
     "INSERT INTO traces",
     "UPDATE sessions SET turns",
     "SELECT coalesce(max(id), 0) FROM commits",

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from store_backends import backend, store_url  # noqa: F401 - fixtures
 
 from soul.errors import StaleTurn, StoreError
 from soul.records import Commit, MessageRecord, MoodRecord, SummaryRecord
@@ -18,7 +20,7 @@ from soul.store.home import db_path, session_logs_dir
 
 
 @pytest.fixture
-def store() -> Iterator[SessionStore]:
+def store(store_url: str | None) -> Iterator[SessionStore]:  # noqa: F811 - the fixture
     with SessionStore.open() as opened:
         yield opened
 
@@ -356,6 +358,60 @@ def test_export_holds_moods_summaries_and_cycles(store: SessionStore) -> None:
     assert [(s["layer"], s["digest"], s["cycle_to"]) for s in data["summaries"]] == [
         ("S_quiet_history", True, 1)
     ]
+
+
+# -- a cycle applied once (what a durable runner's retry relies on) ----------------------------
+
+
+def test_a_cycle_committed_once_is_not_applied_again(store: SessionStore) -> None:
+    sid = store.create_session("agentcsd", "ann").id
+    store.commit(a_turn(sid, 0))
+    cycle = a_cycle(sid, 1, mood=MoodRecord("calm", "be kind"))
+    assert store.commit(cycle, once=True) == 1
+    before = (store.export_session(sid), log_files(sid))
+    store.commit(a_turn(sid, 1))  # the count moves on; the re-run still reports its stamp
+    after_turn = (store.export_session(sid), log_files(sid))
+    assert store.commit(cycle, once=True) == 1
+    assert (store.export_session(sid), log_files(sid)) == after_turn != before
+    assert store.mind_history(sid, "subconscious").cycles == 1
+    assert len(store.moods(sid)) == 1
+    # Another process's cycle 1, and this process's cycle 2, are new.
+    assert store.commit(a_cycle(sid, 1, process="dreams"), once=True) == 2
+    assert store.commit(a_cycle(sid, 2), once=True) == 2
+    assert store.mind_history(sid, "subconscious").cycles == 2
+
+
+def test_once_is_refused_for_a_turn(store: SessionStore) -> None:
+    sid = store.create_session("agentcsd", "ann").id
+    with pytest.raises(StoreError, match="once=True is for cycle commits"):
+        store.commit(a_turn(sid, 0), once=True)
+
+
+def test_two_stores_racing_one_cycle_apply_it_once(store: SessionStore) -> None:
+    sid = store.create_session("agentcsd", "ann").id
+    other = SessionStore.open(store.home)
+    try:
+        for n in range(1, 11):
+            gate = threading.Barrier(2)
+
+            def run(s: SessionStore, n: int = n, gate: threading.Barrier = gate) -> None:
+                gate.wait()
+                s.commit(a_cycle(sid, n), once=True)
+
+            threads = [threading.Thread(target=run, args=(s,)) for s in (store, other)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        cycles = [
+            r[0]
+            for r in store.connection.execute(
+                "SELECT cycle FROM commits WHERE session_id = ? ORDER BY id", (sid,)
+            )
+        ]
+        assert cycles == list(range(1, 11))
+    finally:
+        other.close()
 
 
 # -- migrating an older database ------------------------------------------------------------

@@ -48,10 +48,11 @@ def test_claudius_answers_offline_from_the_bundled_model(tmp_path: Path) -> None
 
 
 def test_threads_come_from_the_environment_or_the_cores(monkeypatch: pytest.MonkeyPatch) -> None:
-    from soul.providers.local import THREADS_ENV, threads
+    from soul.providers.local import THREADS_ENV, thread_rule, threads
 
     monkeypatch.delenv(THREADS_ENV, raising=False)
-    assert threads() == (os.cpu_count() or 1)
+    assert 1 <= threads() <= max(1, (os.cpu_count() or 1) // 2)  # `thread_rule` (issue 17)
+    assert thread_rule(os.cpu_count() or 1, 0.0) == max(1, (os.cpu_count() or 1) // 2)
     monkeypatch.setenv(THREADS_ENV, "1")
     assert threads() == 1
     monkeypatch.setenv(THREADS_ENV, "many")

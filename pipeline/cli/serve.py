@@ -1,0 +1,93 @@
+"""`soul serve`: the soul's web page and HTTP/WebSocket API (`soul.serve`), on uvicorn.
+
+It builds the soul exactly as `soul run` does (`--model`, `--script`, `--record`,
+`--replay`: `cli/run.py`'s `_soul_for`), and a turn's JSON is `soul run --json`'s (quiet
+sections left out unless asked for, redacted). It listens on 127.0.0.1 unless `--host` says
+otherwise, which needs SOUL_SERVE_TOKEN (`soul.serve.guard`); Ctrl-C stops it, and every
+open session's background work stops with it.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from soul.errors import SoulError
+
+
+def _turn_json(soul: Any) -> Any:
+    from soul.cli.run import _public
+    from soul.store import redact_data
+
+    def shaped(result: Any, thoughts: bool) -> dict[str, Any]:
+        asked = argparse.Namespace(show_thoughts=thoughts, layers=False)
+        return redact_data(_public(result.to_json(), soul, asked))  # type: ignore[no-any-return]
+
+    return shaped
+
+
+def build(args: argparse.Namespace) -> tuple[Any, Any, Any]:
+    """(soul, app, guard) for the parsed arguments; refuses a public host without a token."""
+    from soul.cli.run import _soul_for
+
+    try:
+        from soul.serve import Guard, create_app
+    except ImportError as exc:  # starlette or uvicorn missing
+        raise SoulError(f"soul serve needs the serve extra: pip install 'soul[serve]' ({exc})") from exc
+    guard = Guard.from_env(args.host)
+    soul = _soul_for(args)
+    return soul, create_app(soul, _turn_json(soul), guard, cycles=args.cycles), guard
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    """`soul serve`."""
+    try:
+        import uvicorn
+    except ImportError as exc:
+        raise SoulError(f"soul serve needs the serve extra: pip install 'soul[serve]' ({exc})") from exc
+    from soul.serve import MAX_SOCKET_BYTES
+
+    soul, app, guard = build(args)
+    try:
+        config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning",
+                                ws_max_size=MAX_SOCKET_BYTES, lifespan="on")
+        server = uvicorn.Server(config)
+        host = f"[{args.host}]" if ":" in args.host else args.host
+        query = "?token=…(SOUL_SERVE_TOKEN)" if guard.token else ""
+        print(f"soul serve: {soul.name} at http://{host}:{args.port}/{query}  (Ctrl-C stops)", flush=True)
+        try:
+            server.run()  # it stops on Ctrl-C / SIGTERM after closing every session, then re-raises
+        except KeyboardInterrupt:
+            print("soul serve: stopped", flush=True)
+    finally:
+        soul.close()
+    return 0
+
+
+def add_parser(sub: Any, cycles: Any) -> None:
+    p = sub.add_parser(
+        "serve", help="the soul's live web page and HTTP/WebSocket API",
+        description="Serve a soul: a web page with the chat, the internal dialogue, the subconscious, "
+        "Chetana, memories, the trace and the sessions, and the HTTP/WebSocket API behind it "
+        "(docs/serve.md). Listens on 127.0.0.1; another --host needs SOUL_SERVE_TOKEN.",
+    )
+    p.add_argument("blueprint", metavar="NAME_OR_PATH", nargs="?", default="claudius", help="the soul (default: claudius)")
+    p.add_argument("--host", default="127.0.0.1", help="where to listen (default 127.0.0.1; another host needs SOUL_SERVE_TOKEN)")
+    p.add_argument("--port", type=_port, default=8765, help="the port (default 8765)")
+    p.add_argument("--model", help="use this model for every step (overrides the blueprint and SOUL_MODEL)")
+    p.add_argument("--script", metavar="FILE", help="scripted replies, as `soul run --script`")
+    p.add_argument("--record", metavar="CASSETTE", help="write every model call to this YAML cassette (replaces it)")
+    p.add_argument("--replay", metavar="CASSETTE", help="serve model calls from a cassette, with no network")
+    p.add_argument("--cycles", type=cycles, metavar="N", help="run each session's background loops at most N cycles")
+    p.set_defaults(func=_run, session=None, user="user")
+
+
+def _port(text: str) -> int:
+    """--port: 1..65535."""
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise argparse.ArgumentTypeError(f"expected a port number from 1 to 65535, not {text!r}")
+    return int(text)
+
+
+def _run(args: argparse.Namespace) -> int:
+    return serve_command(args)

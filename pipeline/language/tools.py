@@ -1,0 +1,173 @@
+"""Tools as written: the blueprint's `tools:` block and a step's `tools:` key, and finding a
+tool's function *without running any code*.
+
+`tools: {name: "module:function"}` or `{name: {ref: "module:function", timeout: S,
+description: TEXT, max_chars: N}}` declares Python functions a model may call. `soul validate`
+must not run code from a blueprint it is asked to check (a cloned repository is hostile input
+until the user runs it), so `locate_tool` looks for the module's file the way the import system
+would — the blueprint's folder first, then `sys.path` — with `PathFinder`, which reads
+directories and executes nothing, and parses a `.py` module with `ast` to see whether it
+defines the function. `soul run` imports the function (soul.runtime.tools).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from dataclasses import dataclass
+from importlib.machinery import ModuleSpec, PathFinder
+from pathlib import Path
+from typing import Any
+
+from soul.language.sourcemap import KeyPath
+
+DEFAULT_TIMEOUT = 30.0  # seconds a call may take before it is reported as timed out
+DEFAULT_MAX_CHARS = 8000  # of a result shown to the model; the rest is cut, and the cut said
+DEFAULT_ROUNDS = 4  # tool rounds a call may take before it must answer
+MAX_SOURCE_BYTES = 1 << 20  # a module bigger than this is not parsed at validate time
+
+REF = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")  # what every provider accepts as a tool name
+
+
+@dataclass(frozen=True)
+class ToolDecl:
+    """One declared tool: its name, `module:function`, and how it is called."""
+
+    name: str
+    ref: str
+    path: KeyPath  # where it is written, for errors
+    timeout: float = DEFAULT_TIMEOUT
+    description: str = ""
+    max_chars: int = DEFAULT_MAX_CHARS
+
+    @property
+    def module(self) -> str:
+        return self.ref.partition(":")[0]
+
+    @property
+    def attribute(self) -> str:
+        return self.ref.partition(":")[2]
+
+
+@dataclass(frozen=True)
+class StepTools:
+    """A step's `tools:` key: the tools its call may use and how many rounds it may take."""
+
+    names: tuple[str, ...]
+    rounds: int = DEFAULT_ROUNDS
+
+
+def build_tools(raw: Any) -> dict[str, ToolDecl]:
+    """The `tools:` block as ToolDecls; malformed entries (the schema reports them) are skipped."""
+    tools: dict[str, ToolDecl] = {}
+    if not isinstance(raw, dict):
+        return tools
+    for name, value in raw.items():
+        path = ("tools", name)
+        if isinstance(value, str):
+            tools[name] = ToolDecl(name, value, path)
+        elif isinstance(value, dict) and isinstance(value.get("ref"), str):
+            timeout, chars = value.get("timeout"), value.get("max_chars")
+            tools[name] = ToolDecl(
+                name, value["ref"], path,
+                float(timeout) if isinstance(timeout, int | float) and not isinstance(timeout, bool) and timeout > 0 else DEFAULT_TIMEOUT,
+                value["description"] if isinstance(value.get("description"), str) else "",
+                chars if isinstance(chars, int) and not isinstance(chars, bool) and chars > 0 else DEFAULT_MAX_CHARS,
+            )
+    return tools
+
+
+def build_step_tools(raw: Any) -> StepTools | None:
+    """A step's `tools:` key: a list of names, or `{use: [names], rounds: N}`."""
+    if isinstance(raw, list):
+        return StepTools(tuple(n for n in raw if isinstance(n, str)))
+    if isinstance(raw, dict):
+        use = raw.get("use")
+        rounds = raw.get("rounds")
+        names = tuple(n for n in use if isinstance(n, str)) if isinstance(use, list) else ()
+        ok = isinstance(rounds, int) and not isinstance(rounds, bool) and rounds >= 1
+        return StepTools(names, rounds if ok else DEFAULT_ROUNDS)  # type: ignore[arg-type]
+    return None
+
+
+def find_module(module: str, folder: Path | None) -> ModuleSpec | None:
+    """The spec of `module` as an import would find it (the blueprint's folder first, then
+    `sys.path`), found without importing anything — not even the parent packages."""
+    search: list[str] = ([str(folder)] if folder is not None else []) + [p for p in sys.path if isinstance(p, str)]
+    parts = module.split(".")
+    spec: ModuleSpec | None = None
+    for i in range(len(parts)):
+        name = ".".join(parts[: i + 1])
+        if i == 0 and name in sys.builtin_module_names:
+            return ModuleSpec(name, None, origin="built-in")
+        spec = PathFinder.find_spec(name, search)
+        if spec is None:
+            return None
+        if i < len(parts) - 1:
+            locations = spec.submodule_search_locations
+            if not locations:
+                return None
+            search = list(locations)
+    return spec
+
+
+def defines(source: str, attribute: str) -> bool | None:
+    """Whether a module's source binds `attribute`'s first name at top level; None when that
+    cannot be known without running it (a star import, a module `__getattr__`, bad syntax)."""
+    first = attribute.split(".")[0]
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            if node.name == first:
+                return True
+            if node.name == "__getattr__":
+                return None
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            for alias in node.names:
+                if alias.name == "*":
+                    return None
+                if (alias.asname or alias.name.split(".")[0]) == first:
+                    return True
+        elif isinstance(node, ast.If | ast.Try | ast.With):
+            if any(getattr(n, "name", None) == first or getattr(n, "id", None) == first for n in ast.walk(node)):
+                return None  # bound under a condition: only running it would tell
+        else:
+            for target in _targets(node):
+                if isinstance(target, ast.Name) and target.id == first:
+                    return True
+    return False
+
+
+def _targets(node: ast.stmt) -> list[ast.expr]:
+    if isinstance(node, ast.Assign):
+        return [t for target in node.targets for t in (target.elts if isinstance(target, ast.Tuple) else [target])]
+    if isinstance(node, ast.AnnAssign | ast.AugAssign):
+        return [node.target]
+    return []
+
+
+def locate_tool(decl: ToolDecl, folder: Path | None) -> str | None:
+    """What is wrong with where `decl` points, found without running code; None when the
+    module exists and (as far as its source shows) defines the function."""
+    spec = find_module(decl.module, folder)
+    if spec is None:
+        where = f"the blueprint's folder ({folder}) or the Python path" if folder is not None else "the Python path"
+        return f"module '{decl.module}' is not found in {where}"
+    origin = spec.origin
+    if not origin or not origin.endswith(".py"):
+        return None  # a built-in or compiled module: only importing it would tell
+    try:
+        path = Path(origin)
+        if path.stat().st_size > MAX_SOURCE_BYTES:
+            return None
+        source = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if defines(source, decl.attribute) is False:
+        return f"module '{decl.module}' ({origin}) defines no '{decl.attribute.split('.')[0]}'"
+    return None

@@ -1,0 +1,139 @@
+"""The conversation as the models see it: this session's turns as speaker-labelled messages.
+
+Each turn leaves two working-memory entries in the `default` region (the Claudius seed's
+thread): the user's message (`userMessage`) and the soul's reply (`externalDialog`), both
+labelled with the turn's number, its kind and the step that wrote them. From them a call gets
+its history: per turn a `user` message (`ada: ...`, or a marker for a spontaneous turn, which
+no one asked for) and an `assistant` message (the reply), oldest first, before the current
+message. Consecutive messages of one role are merged, so every provider gets alternating
+roles. Text is escaped like every untrusted text in a prompt.
+
+When the history outgrows what its calls show, the older turns fold into a running summary
+(`runtime/summaries.py`): a `conversationSummary` entry in the `summary` region (and a row of
+`context_summaries`), which covers turns `turn_from`..`turn_to`; the history then starts after
+it, and the summary enters the prompt ahead of the kept turns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from soul.providers import Message
+from soul.records import MemoryEntry
+from soul.runtime.untrusted import escape_untrusted
+
+USER_TYPE = "userMessage"
+REPLY_TYPE = "externalDialog"
+SUMMARY_TYPE = "conversationSummary"
+HISTORY_TYPES = frozenset({USER_TYPE, REPLY_TYPE})
+SUMMARY_REGION = "summary"
+SPONTANEOUS = "[spontaneous turn: no one had spoken; what follows you said on your own]"
+
+
+@dataclass(frozen=True)
+class HistoryTurn:
+    """One past turn: who spoke and what, and what the soul replied ("" when it kept quiet)."""
+
+    number: int
+    kind: str  # message | spontaneous
+    user: str
+    text: str
+    reply: str
+
+    def messages(self) -> tuple[Message, ...]:
+        asked = SPONTANEOUS if self.kind == "spontaneous" else f"{self.user}: {escape_untrusted(self.text)}"
+        out = [Message("user", asked)]
+        if self.reply:
+            out.append(Message("assistant", escape_untrusted(self.reply)))
+        return tuple(out)
+
+    def line(self, soul: str) -> str:
+        """The turn as one entry of a summary's input."""
+        said = f"(turn {self.number}) " + ("(spontaneous)" if self.kind == "spontaneous" else f"{self.user}: {self.text}")
+        return f"{said}\n{soul}: {self.reply or '(no reply)'}"
+
+
+@dataclass(frozen=True)
+class ConversationSummary:
+    """The running summary of turns `turn_from`..`turn_to`; `digest` when a truncation digest
+    stands in for a summary the model could not write."""
+
+    text: str
+    turn_from: int
+    turn_to: int
+    digest: bool = False
+
+    def section(self) -> str:
+        what = "a digest" if self.digest else "a summary"
+        return (f"## Earlier in This Conversation\n({what} of turns {self.turn_from}–{self.turn_to})\n"
+                + escape_untrusted(self.text))
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def history_of(entries: Sequence[MemoryEntry], user: str) -> tuple[tuple[HistoryTurn, ...], ConversationSummary | None]:
+    """The turns after the latest summary, and that summary, from working-memory entries in
+    the order they were stored. Entries written before turns were labelled (no `turn` in
+    their meta) are paired in order: a message starts a turn, a reply answers it."""
+    summary: ConversationSummary | None = None
+    for entry in entries:
+        if entry.entry_type == SUMMARY_TYPE:
+            meta = entry.meta
+            summary = ConversationSummary(entry.content, _int(meta.get("turn_from")) or 1,
+                                          _int(meta.get("turn_to")) or 0, bool(meta.get("digest")))
+    after = summary.turn_to if summary else 0
+    turns: list[list[Any]] = []  # [number, kind, user, text, reply]
+    counter = 0
+    for entry in entries:
+        if entry.entry_type not in HISTORY_TYPES:
+            continue
+        meta = entry.meta
+        number = _int(meta.get("turn"))
+        if entry.entry_type == USER_TYPE:
+            counter = number or counter + 1
+            turns.append([counter, "message", str(meta.get("user") or user), entry.content, ""])
+            continue
+        number = number or counter
+        last = turns[-1] if turns else None
+        if last is not None and last[0] == number and not last[4]:
+            last[4] = entry.content
+        elif last is not None and last[0] == number:
+            last[4] += "\n\n" + entry.content
+        else:
+            counter = number if _int(meta.get("turn")) else counter + 1
+            turns.append([counter, "spontaneous", user, "", entry.content])
+    return tuple(HistoryTurn(*t) for t in turns if t[0] > after), summary
+
+
+def messages_of(turns: Sequence[HistoryTurn]) -> list[Message]:
+    """The turns as chat messages, consecutive messages of one role merged."""
+    out: list[Message] = []
+    for turn in turns:
+        for message in turn.messages():
+            if out and out[-1].role == message.role:
+                out[-1] = Message(message.role, f"{out[-1].content}\n\n{message.content}")
+            else:
+                out.append(message)
+    return out
+
+
+def labelled(entry: MemoryEntry, step: str, kind: str, turn: int, extra: Mapping[str, Any] | None = None) -> MemoryEntry:
+    """`entry` carrying the step and kind that wrote it and the turn it came from."""
+    meta = {"step": step, "kind": kind, "turn": turn, **(extra or {}), **entry.meta}
+    return MemoryEntry(entry.region, entry.entry_type, entry.content, entry.verb, meta)
+
+
+def label_of(entry: MemoryEntry) -> str:
+    """How an entry is shown in the prompt's working memory: `[turn 3 · think, internal_monologue]`."""
+    meta = entry.meta
+    parts = []
+    if _int(meta.get("turn")):
+        parts.append(f"turn {meta['turn']}")
+    source = ", ".join(str(meta[k]) for k in ("step", "kind") if meta.get(k))
+    if source:
+        parts.append(source)
+    return f"[{' · '.join(parts)}] " if parts else ""

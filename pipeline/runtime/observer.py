@@ -1,0 +1,115 @@
+"""Fixy as a gate on any soul's reply: the blueprint's top-level `observer:` block.
+
+With `observer: {gate: true}`, the observer sees a turn's reply before it is sent: Fixy's
+detectors (the `fixy` step kind's, that is the dialogue rules engine's) read the conversation
+so far with the draft as its newest line. When one fires, the turn is run once more with
+Fixy's reason and instruction in the system prompt ("## Rewrite"); that second reply is sent
+and committed. Bounded: at most one rewrite a turn, and when the rewrite fails (a model or
+step error, or an empty reply) the draft stands. Nothing of the draft is streamed before the
+verdict: its events are held and released only when the draft is what gets sent.
+
+The conversation the detectors read is the turn's history (speaker-labelled, as the prompt
+has it: the user's name and the soul's) plus this message and the draft; turns are counted
+as lines, so `min_turn` (3 by default, the original's) counts lines, not exchanges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from soul.errors import RunError
+
+REWRITE = (
+    "Fixy, the observer, read your draft reply before it was sent and asks for one rewrite "
+    "({reason}): {instruction}\nWrite your reply again, in the same format, taking this into "
+    "account. Your draft was:\n{draft}"
+)
+DRAFT_CHARS = 1200  # of the draft shown back to the model
+# A reply is judged by what makes it a bad reply (going in circles, arguing without end); the
+# facilitation detectors (synthesis opportunity, meta reflection, shallow discussion) fire on
+# most turns of an ordinary chat and would rewrite nearly every reply. A blueprint may list any.
+GATE_DETECTORS = ("circular_reasoning", "high_conflict", "topic_drift", "persona_collapse")
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    """The `observer:` block: the detectors' window and first turn, and which detectors run."""
+
+    window: int = 10
+    min_turn: int = 3
+    detectors: tuple[str, ...] = GATE_DETECTORS
+
+    def params(self) -> dict[str, Any]:
+        return {"window": self.window, "min_turn": self.min_turn}
+
+
+def gate_config(block: Mapping[str, Any] | None) -> GateConfig | None:
+    """The gate's settings from a blueprint's `observer:` block; None when there is no gate."""
+    if not isinstance(block, Mapping) or block.get("gate") is False:
+        return None
+    detectors = block.get("detectors")
+    return GateConfig(
+        window=int(block.get("window", 10)),
+        min_turn=int(block.get("min_turn", 3)),
+        detectors=tuple(detectors) if isinstance(detectors, list) else GATE_DETECTORS,
+    )
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the gate found: the detector that fired (its reason), its instruction to the
+    model, and the draft it read."""
+
+    reason: str
+    instruction: str
+    draft: str
+
+    def note(self) -> str:
+        """The rewrite request that goes into the second run's system prompt."""
+        draft = " ".join(self.draft.split())[:DRAFT_CHARS]
+        return REWRITE.format(reason=self.reason.replace("_", " "), instruction=self.instruction, draft=draft)
+
+
+def transcript(history: Sequence[Any], user: str, text: str, soul: str, draft: str) -> list[dict[str, str]]:
+    """The conversation as the detectors read it: each history turn's two lines, then this
+    message and the draft."""
+    lines: list[dict[str, str]] = []
+    for turn in history:
+        if getattr(turn, "text", ""):
+            lines.append({"speaker": getattr(turn, "user", user) or user, "text": turn.text})
+        if getattr(turn, "reply", ""):
+            lines.append({"speaker": soul, "text": turn.reply})
+    lines.append({"speaker": user, "text": text})
+    lines.append({"speaker": soul, "text": draft})
+    return lines
+
+
+def judge(config: GateConfig, lines: Sequence[Mapping[str, str]]) -> Verdict | None:
+    """Fixy's first detector that fires on `lines` (the draft last), or None."""
+    from soul.kinds import default_registry
+
+    kind = default_registry().get("fixy")
+    if kind is None:
+        raise RunError("the `fixy` step kind is not registered; is soulgraph installed whole?")
+    found = kind.detect(list(lines), len(lines), config.params(), order=config.detectors)  # type: ignore[attr-defined]
+    if found is None:
+        return None
+    return Verdict(str(found.reason), str(found.instruction), str(lines[-1]["text"]))
+
+
+class HeldEvents:
+    """An emitter that holds a draft's events until the gate has decided."""
+
+    def __init__(self) -> None:
+        self.events: list[Any] = []
+
+    def __call__(self, event: Any) -> None:
+        self.events.append(event)
+
+    def release(self, emit: Callable[[Any], None] | None) -> None:
+        if emit is not None:
+            for event in self.events:
+                emit(event)
+        self.events.clear()

@@ -1,0 +1,112 @@
+"""Folding a history into a running summary: the one code both a conversation's history
+(`runtime/history.py`, folded after a turn) and a background process's histories
+(`runtime/background.py`, AgentCSD's S_loud/S_quiet/ID_quiet, folded every N cycles) use.
+
+The call reuses the `summary` step kind: its template (`summary.j2`, with `max_words`) says
+what to write and its `<summary>` section is what is read back (a reply of plain text is taken
+as it is; one that holds other sections is no summary). The input — the previous summary and
+the entries to fold, escaped — is shortened until it fits the slot's window. When the call
+fails, a truncation digest stands in: the old summary, then the first words of each folded
+entry, cut at `DIGEST_CHARS`, so whatever the model does the window stays bounded and what
+came first (the oldest facts) is what survives.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from soul.providers import Message, Provider, Request, context_window, reply_tokens
+from soul.runtime.budget import Counter, counter_for
+from soul.runtime.events import CallTrace
+from soul.runtime.untrusted import escape_untrusted
+
+DIGEST_CHARS = 2000  # a truncation digest never grows past this
+ENTRY_CHARS = 160  # what a digest keeps of each entry
+SUMMARY_CHARS = 2 * DIGEST_CHARS  # a model's summary is cut here
+DEFAULT_WORDS = 150  # the summary kind's default `max_words`
+SUMMARY_STEP = "history.summary"  # how a summary call is named in a trace
+
+
+@cache
+def _summary_kind() -> Any:
+    from soul.kinds import default_registry
+
+    return default_registry().get("summary")
+
+
+def instructions(env: Any, soul: Mapping[str, Any], max_words: int) -> str:
+    """The summary kind's instructions (its template, rendered in the soul's environment)."""
+    kind = _summary_kind()
+    template = env.get_template(kind.template) if kind is not None and kind.template else None
+    if template is None:
+        return f"Summarise in at most {max_words} words."
+    return str(template.render({"soul": soul, "params": {"max_words": max_words}})).strip()
+
+
+def truncation_digest(previous: str | None, entries: Sequence[str], prefix: str = "") -> str:
+    """What stands in for a summary the model could not write: the old summary (without
+    `prefix`) and the first words of each folded entry, cut at `DIGEST_CHARS`."""
+    parts = [previous.removeprefix(prefix)] if previous and prefix else ([previous] if previous else [])
+    parts += [e[:ENTRY_CHARS] for e in entries]
+    return " | ".join(parts)[:DIGEST_CHARS]
+
+
+def read_summary(text: str) -> str:
+    """The summary in a reply: its `<summary>` section, or the whole reply when it holds no
+    tag at all; raises ValueError for anything else (an empty reply, other sections)."""
+    from soul.sections import extract_sections, strip_tags
+
+    tag = _summary_kind().sections[0].tag if _summary_kind() is not None else "summary"
+    section = extract_sections(text, (tag,)).sections.get(tag)
+    body = section.text if section is not None else None
+    if body is None:
+        if "<" in text and strip_tags(text).strip() != text.strip():
+            raise ValueError("the reply held no <summary> section")
+        body = text
+    body = strip_tags(str(body)).strip()
+    if not body:
+        raise ValueError("the summary came back empty")
+    return body[:SUMMARY_CHARS]
+
+
+@dataclass(frozen=True)
+class SummaryCall:
+    """A model slot to summarise on: its provider, spec and options."""
+
+    provider: Provider
+    spec: str
+    options: Mapping[str, Any]
+
+    def messages(self, system: str, previous: str | None, entries: Sequence[str], counter: Counter) -> tuple[Message, ...]:
+        """The call's messages, each entry shortened (halving) until they fit the window."""
+        window = context_window(self.spec, self.options, self.provider)
+        limit = window - reply_tokens(self.spec, self.options, window)
+        cap = max((len(e) for e in entries), default=0)
+        while True:
+            lines = "\n".join(f"- {escape_untrusted(e[:cap])}" for e in entries)
+            user = f"Previous summary: {escape_untrusted(previous or '(none)')}\n\nEntries:\n{lines}"
+            messages = (Message("system", system), Message("user", user))
+            if counter.messages([system, user]) <= limit or cap <= ENTRY_CHARS // 4:
+                return messages
+            cap //= 2
+
+    async def run(self, system: str, previous: str | None, entries: Sequence[str]) -> tuple[str, CallTrace]:
+        """The summary the model writes (raises when it cannot), and the call's trace."""
+        started = time.perf_counter()
+        messages = self.messages(system, previous, entries, counter_for(self.spec, self.provider))
+        completion = await self.provider.complete(Request(self.spec, messages, dict(self.options)))
+        trace = CallTrace(-1, self.spec, (SUMMARY_STEP,), messages, completion.text, 1,
+                          completion.usage.input_tokens, completion.usage.output_tokens,
+                          (time.perf_counter() - started) * 1000)
+        return read_summary(completion.text), trace
+
+
+def system_prompt(soul: str, subject: str, guide: str) -> str:
+    """What a summary call is asked, for `subject` (a history's name) of `soul`."""
+    return (f"You keep the running memory of {soul}'s {subject}. {guide}\n"
+            "Fold the entries below into the previous summary: keep names, facts about the user, "
+            "decisions and what is still open. Write the summary inside <summary></summary>, nothing else.")

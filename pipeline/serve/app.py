@@ -1,0 +1,316 @@
+"""The ASGI app of `soul serve`: the page, the HTTP API, the WebSocket of a session's events.
+
+Transport only: every route calls the Python API (`Soul`, `Session`, `SessionStore`) and
+returns what it gives, as JSON. The routes (docs/serve.md has the table):
+
+    GET    /                                  the page (static, shipped as package data)
+    GET    /api/soul                          the soul and which panels have something to show
+    GET    /api/sessions                      this soul's sessions, newest first
+    POST   /api/sessions                      a new session {"user": "..."}
+    GET    /api/sessions/{id}                 its info, newest 500 messages, background state
+    DELETE /api/sessions/{id}                 delete it
+    POST   /api/sessions/{id}/messages        {"text": "..."} → the turn's JSON (`soul run --json`)
+    POST   /api/sessions/{id}/pause|resume    the background loops
+    GET    /api/sessions/{id}/turns/{n}/trace the stored trace of turn n
+    GET    /api/sessions/{id}/chetana         Chetana's cognitive report (`soul chetana --json`)
+    POST   /api/sessions/{id}/recall          {"query": "..."} → memories with their explanation
+    WS     /api/sessions/{id}/events          Hello, then every event as JSON with `type`
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator
+from importlib import resources
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Mount, Route, WebSocketRoute
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from soul.errors import RunError, SessionNotFound, SoulError
+from soul.serve import views, wire
+from soul.serve.guard import MAX_BODY_BYTES, MAX_MESSAGE_CHARS, Guard
+from soul.serve.hub import Hubs, TurnError, TurnJson
+from soul.store import redact, redact_data
+
+log = logging.getLogger(__name__)
+
+STATIC = resources.files("soul.serve") / "static"
+# No inline script or style, no other origin: model text that slipped into markup could run nothing.
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+       "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
+SECURITY_HEADERS = {
+    "content-security-policy": CSP,
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",  # a ?token= in the page's URL stays on this page
+    "cache-control": "no-store",
+}
+
+
+class Refused(Exception):
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+def _error(status: int, code: str, message: str) -> JSONResponse:
+    return JSONResponse({"error": redact(message), "code": code}, status, headers=SECURITY_HEADERS)
+
+
+def _json(data: Any, status: int = 200) -> JSONResponse:
+    return JSONResponse(redact_data(data), status, headers=SECURITY_HEADERS)
+
+
+class GuardMiddleware:
+    """Host, token and Origin checks on the API and the socket; security headers on all."""
+
+    def __init__(self, app: ASGIApp, guard: Guard) -> None:
+        self.app, self.guard = app, guard
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            return await self.app(scope, receive, send)
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        from urllib.parse import parse_qsl
+
+        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+        path: str = scope["path"]
+        refusal = None
+        if not self.guard.host_ok(headers):
+            refusal = (421, "bad_host", "this server answers only to localhost names (the Host header was another)")
+        elif path.startswith("/api/") and not self.guard.token_ok(headers, query):
+            refusal = (401, "token", "this server needs its token: `Authorization: Bearer $SOUL_SERVE_TOKEN` or ?token=")
+        elif (scope["type"] == "websocket" or scope.get("method") not in ("GET", "HEAD")) and not self.guard.origin_ok(headers):
+            refusal = (403, "origin", "requests from another site's page are refused (the Origin is not this server)")
+        if refusal is None:
+            return await self.app(scope, receive, send)
+        if scope["type"] == "websocket":
+            await receive()  # websocket.connect; closing before accept answers HTTP 403
+            await send({"type": "websocket.close", "code": 1008, "reason": refusal[2][:120]})
+            return
+        await _error(*refusal)(scope, receive, send)
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    """The request's JSON object, refused when too large, not JSON, or not an object."""
+    if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+        raise Refused(415, "content_type", "send the body as JSON with `Content-Type: application/json`")
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise Refused(413, "too_large", f"the request body is {int(declared):,} bytes; the limit is {MAX_BODY_BYTES:,}")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise Refused(413, "too_large", f"the request body is over the limit of {MAX_BODY_BYTES:,} bytes")
+        chunks.append(chunk)
+    try:
+        data = json.loads(b"".join(chunks) or b"{}")
+    except ValueError as exc:
+        raise Refused(400, "bad_json", f"the body is not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise Refused(400, "bad_json", "the body must be a JSON object")
+    return data
+
+
+def message_text(data: dict[str, Any]) -> str:
+    """The `text` of a message, checked: a string, not empty, at most MAX_MESSAGE_CHARS."""
+    text = data.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise Refused(400, "no_text", 'send {"text": "your message"} (a non-empty string)')
+    if len(text) > MAX_MESSAGE_CHARS:
+        raise Refused(413, "too_large", f"the message is {len(text):,} characters; the limit is {MAX_MESSAGE_CHARS:,}")
+    return text
+
+
+def create_app(soul: Any, turn_json: TurnJson, guard: Guard, *, cycles: int | None = None) -> Starlette:
+    """The app serving `soul`: `turn_json(result, thoughts)` shapes a turn's JSON (the CLI
+    passes `soul run --json`'s), `guard` the host and token, `cycles` bounds each session's
+    background loops (a scripted run ends by itself; None: until the server stops)."""
+    hubs = Hubs(soul, turn_json, cycles)
+
+    def handled(endpoint: Any) -> Any:
+        async def run(request: Request) -> Response:
+            try:
+                return await endpoint(request)  # type: ignore[no-any-return]
+            except Refused as exc:
+                return _error(exc.status, exc.code, exc.message)
+            except (SessionNotFound, RunError) as exc:  # RunError: another soul's session
+                return _error(404, "no_session", str(exc))
+            except TurnError as exc:
+                return _error(422 if exc.user_error else 500, "turn_failed", exc.message)
+            except SoulError as exc:
+                return _error(422, "error", str(exc))
+        return run
+
+    async def index(request: Request) -> Response:
+        return FileResponse(str(STATIC / "index.html"), headers=SECURITY_HEADERS)
+
+    async def soul_info(request: Request) -> Response:
+        return _json(views.soul_view(soul))
+
+    async def sessions(request: Request) -> Response:
+        if request.method == "POST":
+            data = await _body(request)
+            user = data.get("user") or "user"
+            if not isinstance(user, str) or len(user) > 200:
+                raise Refused(400, "bad_user", "`user` is a name of at most 200 characters")
+            return _json(views.session_info(hubs.create(user)), 201)
+        return _json([views.session_info(i) for i in soul.store.sessions(soul.name)])
+
+    def own(session_id: str) -> Any:
+        info = soul.store.session(session_id)
+        if info.soul != soul.name:
+            raise Refused(404, "no_session", f"session {session_id} belongs to soul '{info.soul}', not '{soul.name}'")
+        return info
+
+    async def one_session(request: Request) -> Response:
+        sid = request.path_params["id"]
+        info = own(sid)
+        if request.method == "DELETE":
+            await hubs.delete(sid)
+            return _json({"deleted": sid})
+        hub = hubs.open.get(sid)
+        return _json(views.session_view(soul.store, info, hub.session if hub else None))
+
+    async def messages(request: Request) -> Response:
+        sid = request.path_params["id"]
+        own(sid)
+        text = message_text(await _body(request))
+        hub = await hubs.get(sid)
+        thoughts = request.query_params.get("thoughts") in ("1", "true")
+        return _json(await hub.turn(text, thoughts))
+
+    async def steer(request: Request) -> Response:
+        sid = request.path_params["id"]
+        own(sid)
+        hub = await hubs.get(sid)
+        hub.session.pause() if request.url.path.endswith("/pause") else hub.session.resume()
+        return _json(views.background_view(hub.session) or {"loops": {}})
+
+    async def trace(request: Request) -> Response:
+        sid = request.path_params["id"]
+        own(sid)
+        return _json(soul.store.trace(sid, int(request.path_params["turn"])))
+
+    async def chetana(request: Request) -> Response:
+        sid = request.path_params["id"]
+        own(sid)
+        from soul.runtime import session_report
+
+        return _json(session_report(soul.store, sid).to_dict())
+
+    async def recall(request: Request) -> Response:
+        sid = request.path_params["id"]
+        own(sid)
+        data = await _body(request)
+        query = data.get("query")
+        if not isinstance(query, str) or not query.strip() or len(query) > MAX_MESSAGE_CHARS:
+            raise Refused(400, "no_query", f'send {{"query": "..."}} (a non-empty string of at most {MAX_MESSAGE_CHARS:,} characters)')
+        if not soul.blueprint.memory:
+            raise Refused(404, "no_memory", f"{soul.name} has no `memory:` block: nothing is recalled")
+        k = (soul.blueprint.memory.get("recall") or {}).get("k") or 5
+        hits = await asyncio.to_thread(lambda: soul.memory_field().resonate(query, int(k), session=sid, explain=True))
+        return _json([{"id": h.id, "text": h.text, "score": h.score, "kind": h.kind, "components": h.components} for h in hits])
+
+    async def events(ws: WebSocket) -> None:
+        sid = ws.path_params["id"]
+        try:
+            own(sid)
+            hub = await hubs.get(sid)
+        except (Refused, SessionNotFound, RunError) as exc:
+            await ws.accept()
+            await ws.send_text(wire.encode(wire.error("no_session", getattr(exc, "message", str(exc)))))
+            await ws.close(4404)
+            return
+        await ws.accept()
+        client = hub.attach()
+        # attached before the snapshot, with no await between: nothing falls in a gap
+        hello = {"type": "Hello", **views.session_view(soul.store, hub.session.info, hub.session)}
+        await ws.send_text(wire.encode(hello))
+        pump = asyncio.create_task(_pump(ws, client))
+        try:
+            while True:
+                raw = await ws.receive_text()
+                await _on_socket_message(ws, hub, raw)
+        except WebSocketDisconnect:
+            pass
+        finally:
+            hub.detach(client)
+            pump.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await pump
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        await hubs.close()
+
+    routes = [
+        Route("/", index),
+        Route("/api/soul", handled(soul_info)),
+        Route("/api/sessions", handled(sessions), methods=["GET", "POST"]),
+        Route("/api/sessions/{id}", handled(one_session), methods=["GET", "DELETE"]),
+        Route("/api/sessions/{id}/messages", handled(messages), methods=["POST"]),
+        Route("/api/sessions/{id}/pause", handled(steer), methods=["POST"]),
+        Route("/api/sessions/{id}/resume", handled(steer), methods=["POST"]),
+        Route("/api/sessions/{id}/turns/{turn:int}/trace", handled(trace)),
+        Route("/api/sessions/{id}/chetana", handled(chetana)),
+        Route("/api/sessions/{id}/recall", handled(recall), methods=["POST"]),
+        WebSocketRoute("/api/sessions/{id}/events", events),
+        Mount("/static", StaticFiles(directory=str(STATIC)), name="static"),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.hubs = hubs
+    return GuardMiddleware(app, guard)  # type: ignore[return-value]
+
+
+async def _pump(ws: WebSocket, client: Any) -> None:
+    """Send the client's queued events until it is dropped (too slow) or goes away."""
+    dropped = asyncio.ensure_future(client.closed.wait())
+    try:
+        while True:
+            get = asyncio.ensure_future(client.queue.get())
+            done, _ = await asyncio.wait({get, dropped}, return_when=asyncio.FIRST_COMPLETED)
+            if get not in done:
+                get.cancel()
+                await ws.close(1013)  # try again later: it reloads the session on reconnect
+                return
+            await ws.send_text(get.result())
+    finally:
+        dropped.cancel()
+
+
+async def _on_socket_message(ws: WebSocket, hub: Any, raw: str) -> None:
+    """A client's request on the socket: {"type": "message", "text"}, "pause", "resume"."""
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        data = None
+    kind = data.get("type") if isinstance(data, dict) else None
+    if kind == "message":
+        try:
+            text = message_text(data)  # type: ignore[arg-type]
+        except Refused as exc:
+            await ws.send_text(wire.encode(wire.error(exc.code, exc.message)))
+            return
+
+        async def go() -> None:
+            with contextlib.suppress(TurnError):  # already sent to every client as TurnFailed
+                await hub.turn(text)
+
+        task = asyncio.create_task(go())
+        hub.tasks.add(task)
+        task.add_done_callback(hub.tasks.discard)
+    elif kind in ("pause", "resume"):
+        hub.session.pause() if kind == "pause" else hub.session.resume()
+    else:
+        await ws.send_text(wire.encode(wire.error("bad_request", 'send {"type": "message", "text": "..."}, {"type": "pause"} or {"type": "resume"}')))

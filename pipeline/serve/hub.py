@@ -1,0 +1,165 @@
+"""One broadcast hub per open session: every tab on a session sees the same events.
+
+A `SessionHub` owns a `Session` while the server runs: it subscribes to the session's
+background events (cycles, impulses, mood, triggers, spontaneous turns) and runs user turns
+with `Session.turn(on_event=...)`, sending each event, encoded once, to every connected
+client's queue. A turn runs as a task of the hub, not of the request or socket that asked
+for it: a client that disconnects mid-turn loses nothing — the turn commits and the next
+connection reads it from the store.
+
+`Hubs` opens hubs on first use (starting the session's background work) and closes them all
+when the server stops. A slow client whose queue fills is dropped (it reconnects and reloads
+the session), so one stalled tab never holds the others or the turn back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from soul.errors import SoulError
+from soul.serve import wire
+from soul.store import redact
+
+log = logging.getLogger(__name__)
+
+QUEUE_EVENTS = 10_000  # a client this far behind is dropped (it reloads on reconnect)
+TurnJson = Callable[[Any, bool], dict[str, Any]]  # (TurnResult, with thoughts) -> the turn's JSON
+
+
+class Client:
+    """One connection's queue of encoded events; `closed` is set when it was dropped."""
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[str] = asyncio.Queue(QUEUE_EVENTS)
+        self.closed = asyncio.Event()
+
+
+class TurnError(Exception):
+    """A user turn failed: `message` is safe to show (redacted), `user_error` False for a bug."""
+
+    def __init__(self, message: str, user_error: bool) -> None:
+        super().__init__(message)
+        self.message = message
+        self.user_error = user_error
+
+
+class SessionHub:
+    """A session and the clients watching it."""
+
+    def __init__(self, session: Any, turn_json: TurnJson) -> None:
+        self.session = session
+        self.turn_json = turn_json
+        self.clients: set[Client] = set()
+        self.tasks: set[asyncio.Task[Any]] = set()
+        self._unsubscribe = session.subscribe(self.publish)
+
+    @property
+    def id(self) -> str:
+        return str(self.session.id)
+
+    def attach(self) -> Client:
+        client = Client()
+        self.clients.add(client)
+        return client
+
+    def detach(self, client: Client) -> None:
+        self.clients.discard(client)
+
+    def publish(self, event: Any) -> None:
+        """Send an event (a runtime event or a wire dict) to every client, encoded once."""
+        if not self.clients:
+            return
+        text = wire.encode(wire.event_data(event))
+        for client in list(self.clients):
+            try:
+                client.queue.put_nowait(text)
+            except asyncio.QueueFull:
+                log.warning("session %s: a client fell %d events behind and was dropped", self.id, QUEUE_EVENTS)
+                self.clients.discard(client)
+                client.closed.set()
+
+    async def turn(self, text: str, thoughts: bool = False) -> dict[str, Any]:
+        """Run a user turn to its commit, whatever happens to the caller; its JSON."""
+        task = asyncio.create_task(self._turn(text, thoughts))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return await asyncio.shield(task)  # the caller may go away; the turn does not
+
+    async def _turn(self, text: str, thoughts: bool) -> dict[str, Any]:
+        started = time.perf_counter()
+        self.publish(wire.user_message(text))
+        try:
+            result = await self.session.turn(text, on_event=self.publish)
+        except SoulError as exc:
+            message = redact(str(exc))
+            self.publish(wire.turn_failed(message))
+            raise TurnError(message, True) from exc
+        except Exception as exc:
+            log.exception("session %s: a turn failed", self.id)
+            message = f"internal error ({type(exc).__name__}); the server log has the details"
+            self.publish(wire.turn_failed(message, "internal"))
+            raise TurnError(message, False) from exc
+        server_ms = (time.perf_counter() - started) * 1000
+        trace = result.trace
+        provider_ms = (trace.total_ms - trace.framework_ms) if trace is not None else 0.0
+        data = self.turn_json(result, thoughts)
+        self.publish(wire.turn_done(self.turn_json(result, True), server_ms, provider_ms))
+        return data
+
+    async def close(self) -> None:
+        """Stop the background work; let running turns reach their commit first."""
+        self._unsubscribe()
+        if self.tasks:
+            await asyncio.gather(*list(self.tasks), return_exceptions=True)
+        await self.session.close()
+        for client in list(self.clients):
+            client.closed.set()
+        self.clients.clear()
+
+
+class Hubs:
+    """The open sessions of one soul, by id."""
+
+    def __init__(self, soul: Any, turn_json: TurnJson, cycles: int | None = None) -> None:
+        self.soul = soul
+        self.turn_json = turn_json
+        self.cycles = cycles
+        self.open: dict[str, SessionHub] = {}
+        self._opening: asyncio.Lock | None = None
+
+    async def get(self, session_id: str) -> SessionHub:
+        """The hub of a stored session (an exact id), opened and started on first use."""
+        hub = self.open.get(session_id)
+        if hub is not None:
+            return hub
+        if self._opening is None:
+            self._opening = asyncio.Lock()
+        async with self._opening:
+            hub = self.open.get(session_id)
+            if hub is None:
+                self.soul.store.session(session_id)  # SessionNotFound for an unknown id
+                hub = SessionHub(self.soul.session(session_id), self.turn_json)
+                self.open[session_id] = hub
+                await hub.session.start(cycles=self.cycles)
+            return hub
+
+    def create(self, user: str) -> Any:
+        """A new stored session (not opened until someone talks to it or watches it)."""
+        return self.soul.session(user=user).info
+
+    async def delete(self, session_id: str) -> None:
+        hub = self.open.pop(session_id, None)
+        if hub is not None:
+            await hub.close()
+        self.soul.store.delete_session(session_id)
+
+    async def close(self) -> None:
+        hubs, self.open = list(self.open.values()), {}
+        for hub in hubs:
+            with contextlib.suppress(Exception):
+                await hub.close()

@@ -1,0 +1,50 @@
+"""Events on the wire: every runtime event as one JSON object with a `type` field.
+
+The event's own fields are kept as they are (`dataclasses.asdict`); `type` is the event's
+class name (`Token`, `StepFinished`, `MoodChanged`, ...). The server adds a few events of
+its own, built here too so their shape is in one place: `UserMessage` (what a tab sent, so the
+other tabs show it), `TurnDone` (the turn's JSON and its timings), `TurnFailed`, `Hello` (what
+a new connection starts from) and `Error` (a refused request on the socket).
+
+Everything that leaves the server is redacted (the environment's secrets replaced), as the
+store and `soul run --json` do; the page sets every text with `textContent`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+from soul.store import redact_data
+
+
+def event_data(event: Any) -> dict[str, Any]:
+    """A runtime event (a dataclass) as a JSON-safe dict with `type` first."""
+    if isinstance(event, dict):
+        return event
+    return {"type": type(event).__name__, **dataclasses.asdict(event)}
+
+
+def encode(data: dict[str, Any]) -> str:
+    """The JSON text sent to clients: redacted, compact, never failing on an odd value."""
+    return json.dumps(redact_data(data), ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def user_message(text: str) -> dict[str, Any]:
+    return {"type": "UserMessage", "text": text}
+
+
+def turn_done(turn: dict[str, Any], server_ms: float, provider_ms: float) -> dict[str, Any]:
+    """The end of a user turn: its JSON (as `POST .../messages` returns it) and timings:
+    `server_ms` from the request reaching the hub to the commit, `provider_ms` the part of
+    it the model calls took (so `server_ms - provider_ms` is the framework's and server's)."""
+    return {"type": "TurnDone", "turn": turn, "server_ms": round(server_ms, 3), "provider_ms": round(provider_ms, 3)}
+
+
+def turn_failed(error: str, code: str = "turn_failed") -> dict[str, Any]:
+    return {"type": "TurnFailed", "code": code, "error": error}
+
+
+def error(code: str, message: str) -> dict[str, Any]:
+    return {"type": "Error", "code": code, "error": message}

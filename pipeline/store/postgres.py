@@ -1,0 +1,153 @@
+"""The PostgreSQL backend of the session store (`SOUL_STORE=postgresql://…`), on psycopg 3.
+
+`connect(url)` returns a `PgConnection`: the handful of `sqlite3.Connection` methods the store
+uses (`execute`, `executemany`, `in_transaction`, `close`), each statement translated once by
+`soul.store.dialect.postgres_sql`. The connection is in autocommit mode; the store opens every
+transaction itself (`BEGIN` ... `COMMIT`), exactly as it does on SQLite.
+
+psycopg is imported here, lazily: only a postgresql URL loads it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from soul.errors import StoreError
+from soul.store.dialect import POSTGRES, Dialect, postgres_sql
+
+SCHEMES = ("postgresql", "postgres")
+CONNECT_TIMEOUT = 10  # seconds; a server that does not answer is an error, not a hang
+INSTALL = "pip install 'soulgraph[postgres]'"
+
+
+def store_url(url: str | None = None) -> str | None:
+    """The store URL to use: `url` if given, else `$SOUL_STORE`; None for the SQLite file.
+
+    An empty value means SQLite too. Anything but a postgresql:// URL is a StoreError."""
+    chosen = url if url is not None else os.environ.get("SOUL_STORE", "")
+    chosen = chosen.strip()
+    if not chosen:
+        return None
+    scheme = chosen.split(":", 1)[0].lower() if ":" in chosen else ""
+    if scheme not in SCHEMES or not chosen[len(scheme):].startswith("://"):
+        raise StoreError(
+            f"SOUL_STORE={shown_url(chosen)!r} is not a store URL: use"
+            " postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE, or unset SOUL_STORE to keep"
+            " the sessions in the SQLite file of the data home"
+        )
+    try:
+        parts = urlsplit(chosen)
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError as error:
+        raise StoreError(
+            f"SOUL_STORE={shown_url(chosen)!r} is not a valid URL ({error}): use"
+            " postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE"
+        ) from error
+    return chosen
+
+
+def shown_url(url: str) -> str:
+    """The URL with its password replaced by `***` (for messages and logs)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return re.sub(r"://([^:@/]*):[^@/]*@", r"://\1:***@", url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)
+    user = netloc[0].split(":", 1)[0]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
+
+
+class PgConnection:
+    """A psycopg connection speaking the store's SQL (see the module doc)."""
+
+    dialect: Dialect = POSTGRES
+    isolation_level = None  # autocommit, like the store's sqlite3 connections
+
+    def __init__(self, conn: Any, url: str) -> None:
+        self._conn = conn
+        self.url = url
+
+    def execute(self, sql: str, args: Sequence[Any] = ()) -> Any:
+        """Run one statement; a psycopg cursor (fetchone, fetchall, iteration, rowcount)."""
+        with self._reported():
+            return self._conn.execute(postgres_sql(sql), tuple(args) or None, prepare=False)
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Any:
+        rows = list(rows)
+        cursor = self._conn.cursor()
+        if rows:
+            with self._reported():
+                cursor.executemany(postgres_sql(sql), rows)
+        return cursor
+
+    @contextmanager
+    def _reported(self) -> Iterator[None]:
+        # The server's own failures as StoreErrors naming it and the fix. A deadlock or a
+        # serialisation failure keeps its type: the store retries the transaction on those.
+        import psycopg
+
+        try:
+            yield
+        except psycopg.errors.TransactionRollback:
+            raise
+        except psycopg.OperationalError as error:
+            raise StoreError(
+                f"lost the PostgreSQL session store at {shown_url(self.url)}:"
+                f" {_first_line(error)}; check that the server runs, then try again"
+            ) from error
+        except psycopg.errors.InsufficientPrivilege as error:
+            raise StoreError(
+                f"the PostgreSQL session store at {shown_url(self.url)} refused:"
+                f" {_first_line(error)}; the URL's user needs to create tables in its database"
+                " (or schema) and write to them"
+            ) from error
+
+    @property
+    def in_transaction(self) -> bool:
+        from psycopg.pq import TransactionStatus
+
+        return self._conn.info.transaction_status != TransactionStatus.IDLE
+
+    def close(self) -> None:
+        self._conn.close()
+
+    @property
+    def closed(self) -> bool:
+        return bool(self._conn.closed)
+
+
+def connect(url: str) -> PgConnection:
+    """Connect to the PostgreSQL at `url` (autocommit); typed StoreErrors for every failure."""
+    try:
+        import psycopg
+    except ImportError as error:
+        raise StoreError(
+            f"SOUL_STORE points at PostgreSQL ({shown_url(url)}) but psycopg is not"
+            f" installed: {INSTALL}"
+        ) from error
+    try:
+        conn = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
+    except psycopg.ProgrammingError as error:  # a malformed conninfo
+        raise StoreError(
+            f"SOUL_STORE={shown_url(url)!r} is not a valid PostgreSQL URL"
+            f" ({_first_line(error)}): use postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE"
+        ) from error
+    except psycopg.OperationalError as error:
+        raise StoreError(
+            f"cannot reach the PostgreSQL session store at {shown_url(url)}:"
+            f" {_first_line(error)}; check that the server runs and the URL's host, port,"
+            " user, password and database are right (or unset SOUL_STORE for SQLite)"
+        ) from error
+    return PgConnection(conn, url)
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__

@@ -1,0 +1,95 @@
+"""Section-driven local decoding, the parts that need no model: the plan a grammar carries,
+per-section token budgets, and the small grammars the framework decodes choices under."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from soul.errors import ProviderError
+from soul.kinds.registry import default_registry
+from soul.providers.local_sections import alternatives_grammar, read_plan
+from soul.sections.grammar import (
+    REPLY_BUDGET,
+    THOUGHT_BUDGET,
+    TYPE_BUDGETS,
+    call_grammar,
+    section_budget,
+)
+
+REG = default_registry()
+
+
+def test_the_grammar_carries_the_call_s_section_plan_on_its_last_line() -> None:
+    steps = [(REG.get("internal_monologue"), {}), (REG.get("external_dialogue"), {}),
+             (REG.get("user_model_check"), {}), (REG.get("user_model_update"), {}),
+             (REG.get("decision"), {"question": "q", "options": ["tea", "coffee"]})]
+    grammar = call_grammar(steps, optional_steps={3})
+    assert grammar.splitlines()[0].startswith("root ::= ")  # the GBNF itself is unchanged
+    plan = read_plan(grammar)
+    assert plan is not None
+    tags = [s.tag for s in plan.sections]
+    assert tags == ["internal_monologue", "external_dialogue", "user_model_check", "user_model_update",
+                    "model_change_note", "decision", "decision_reason"]
+    by_tag = {s.tag: s for s in plan.sections}
+    assert dict(by_tag["external_dialogue"].attrs)["verb"][:2] == ("said", "explained")
+    assert by_tag["user_model_check"].type == "bool"
+    assert by_tag["decision"].type == "choice" and by_tag["decision"].options == ("tea", "coffee")
+    assert not by_tag["decision_reason"].required
+    assert plan.gated == frozenset({3}) and by_tag["model_change_note"].step == 3
+
+
+def test_a_choice_without_options_is_planned_as_free_text() -> None:
+    plan = read_plan(call_grammar([(REG.get("decision"), {})]))
+    assert plan is not None and plan.sections[0].type == "text"
+
+
+def test_a_grammar_without_a_plan_or_none_at_all_gives_none() -> None:
+    assert read_plan(None) is None
+    assert read_plan('root ::= "x"\n') is None
+
+
+def test_a_broken_plan_line_is_a_provider_error_naming_the_format() -> None:
+    with pytest.raises(ProviderError, match="soul-sections: JSON"):
+        read_plan('root ::= "x"\n# soul-sections: {"sections": [{"tag": 1}]}\n')
+
+
+def test_budgets_a_thought_is_short_a_reply_longer_a_word_shortest() -> None:
+    monologue, dialogue = REG.get("internal_monologue"), REG.get("external_dialogue")
+    check, update = REG.get("user_model_check"), REG.get("user_model_update")
+    assert section_budget(monologue, monologue.sections[0]) == THOUGHT_BUDGET
+    assert section_budget(dialogue, dialogue.sections[0]) == REPLY_BUDGET > THOUGHT_BUDGET
+    assert section_budget(check, check.sections[0]) == TYPE_BUDGETS["bool"] < THOUGHT_BUDGET
+    assert section_budget(update, update.sections[0]) == TYPE_BUDGETS["markdown"]
+
+
+def test_a_section_s_own_budget_wins() -> None:
+    dialogue = REG.get("external_dialogue")
+    section = dataclasses.replace(dialogue.sections[0], budget=12)
+    assert section_budget(dialogue, section) == 12
+
+
+def test_choice_grammars_name_each_value_and_may_allow_the_end() -> None:
+    assert alternatives_grammar(["said", "pointed out"], '"') == 'root ::= "said\\"" | "pointed out\\""\n'
+    assert alternatives_grammar(["<a"], allow_nothing=True) == 'root ::= "<a" | ""\n'
+
+
+def test_the_thread_rule_takes_idle_cores_at_most_half_at_least_one() -> None:
+    from soul.providers.local import thread_rule
+
+    assert thread_rule(2, 0.0) == 1  # two cores: one thread, whatever the load
+    assert thread_rule(8, 0.0) == 4
+    assert thread_rule(8, 5.2) == 2  # six busy cores (rounded up) leave two
+    assert thread_rule(8, 30.0) == 1
+    assert thread_rule(1, 0.0) == 1
+
+
+def test_soul_local_threads_overrides_the_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    from soul.providers import local
+
+    monkeypatch.setattr(local, "_auto_threads", None)
+    monkeypatch.setenv(local.THREADS_ENV, "3")
+    assert local.threads() == 3
+    monkeypatch.delenv(local.THREADS_ENV)
+    assert local.threads() == local._auto_threads  # worked out once, then kept for the process

