@@ -13,7 +13,9 @@
     ├── RunError                  a turn failed
     │   ├── StepError             a step failed; `.step` and `.kind` name it
     │   ├── MissingExtra          an optional part of soulgraph is not installed
-    │   └── ToolLoadError         a declared tool cannot be imported or described
+    │   ├── ToolLoadError         a declared tool cannot be imported or described
+    │   └── BudgetExceeded        a prompt's uncuttable parts exceed the model's window
+    ├── ServeError                `soul serve` cannot start as asked
     ├── EngineError               an engine failed, translated at its bridge
     │   ├── MemoryFieldError      the memory field cannot be opened, read or written
     │   └── ChetanaError          Chetana refused its configuration or saved state
@@ -122,6 +124,15 @@ class ToolLoadError(RunError):
     function is missing, its import raised, a parameter is positional-only); the message
     starts with the blueprint's FILE:LINE:COL. A tool that fails when called is no error:
     the failure is data the model reads (docs/tools.md)."""
+
+
+class BudgetExceeded(RunError):
+    """The parts of a prompt that cannot be cut are larger than the model's window allows;
+    the message lists them by size and says how to fix it (docs/conversation.md)."""
+
+
+class ServeError(SoulError):
+    """`soul serve` cannot start as asked (a public host without a token, a bad port)."""
 
 
 class EngineError(SoulError):

@@ -61,13 +61,19 @@ def _providers(script: str | None) -> Any:
     return scripts
 
 
-def cmd_dialogue(args: argparse.Namespace) -> int:
+def open_runner(blueprint: Any, *, script: str | None = None, model: str | None = None,
+                seed: int | None = None, resume: str | None = None) -> Any:
+    """The `DialogueRunner` of `soul dialogue`'s options (`--script` an agent mapping read
+    afresh, so each runner starts its scripts at the top); `soul serve` opens its dialogues so."""
     from soul.runtime import DialogueRunner
 
+    return DialogueRunner.open(blueprint, provider=_providers(script), model=model, seed=seed, resume=resume)
+
+
+def cmd_dialogue(args: argparse.Namespace) -> int:
     if args.plot:
         _check_plot_target(args.plot)
-    runner = DialogueRunner.open(args.blueprint, provider=_providers(args.script), model=args.model,
-                                 seed=args.seed, resume=args.resume)
+    runner = open_runner(args.blueprint, script=args.script, model=args.model, seed=args.seed, resume=args.resume)
     quiet = args.json == JSON_STDOUT
     console = None
     if not quiet:

@@ -1,5 +1,5 @@
 """The `soul` command: validate, graph, explain, new, list, schema, run, sessions, user-model,
-chetana, memory, serve.
+chetana, memory, serve, worker.
 
 Exit codes: 0 success; 1 the blueprint is invalid; 2 usage errors (bad arguments, no such
 file or soul). A SoulError prints as one line (`--debug` shows the traceback); anything else is
@@ -232,6 +232,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_models_parser(sub)
     add_dialogue_parsers(sub)
     add_serve_parser(sub, _cycles)
+    from soul.cli.worker import add_parser as add_worker_parser
+
+    add_worker_parser(sub, _cycles)
 
     p = sub.add_parser("schema", help="print the blueprint JSON Schema", description="Print the JSON Schema (draft 2020-12) of blueprints, for editors.")
     p.set_defaults(func=cmd_schema)

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 from typing import Any
 
 
-def cmd_models(args: argparse.Namespace) -> int:
-    from soul.providers.local_models import local_models, runtime_installed
+def runtime_installed() -> bool:
+    """Whether llama-cpp-python, which runs every local model, is installed (not imported)."""
+    return importlib.util.find_spec("llama_cpp") is not None
 
-    models = local_models()
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from soul.providers import local_model_catalogue
+
+    models = local_model_catalogue()
     if args.json:
         print(json.dumps({"runtime_installed": runtime_installed(), "models": [
             {"name": m.name, "model": m.model, "package": m.package, "installed": m.installed,

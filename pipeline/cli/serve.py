@@ -35,8 +35,42 @@ def build(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     except ImportError as exc:  # starlette or uvicorn missing
         raise SoulError(f"soul serve needs the serve extra: pip install 'soul[serve]' ({exc})") from exc
     guard = Guard.from_env(args.host)
-    soul = _soul_for(args)
-    return soul, create_app(soul, _turn_json(soul), guard, cycles=args.cycles), guard
+    open_runner, script = _dialogue(args)
+    if script is None:
+        soul = _soul_for(args)
+    else:  # the dialogue's script scripts its agents, not the chat with the soul alone
+        from soul.runtime import load
+
+        soul = load(args.blueprint, model=args.model, provider=script)
+    return soul, create_app(soul, _turn_json(soul), guard, cycles=args.cycles, open_runner=open_runner), guard
+
+
+def _dialogue(args: argparse.Namespace) -> tuple[Any, Any]:
+    """For a soul with a `dialogue:` block: the function opening its runners as `soul dialogue`
+    does (`--model`, and `--script` mapping agent names to replies), and with `--script` the
+    provider of the soul's own chat: an empty script whose error says why (a scripted demo of a
+    dialogue soul is its dialogue). (None, None) for other souls."""
+    from soul.compiler import load_valid
+
+    spec = load_valid(args.blueprint).dialogue_spec
+    if spec is None:
+        return None, None
+    from soul.cli.dialogue import open_runner
+
+    def opened(resume: str | None = None, seed: int | None = None) -> Any:
+        return open_runner(args.blueprint, script=args.script, model=args.model, seed=seed, resume=resume)
+
+    if not args.script:
+        return opened, None
+    if args.record or args.replay:
+        raise SoulError("--record/--replay are for a soul's own chat; a dialogue soul's --script scripts its agents")
+    from soul.providers import ScriptedProvider
+
+    if isinstance(ScriptedProvider.from_script(args.script), ScriptedProvider):
+        raise SoulError(f"--script {args.script}: a dialogue soul's script maps each agent's name to its replies "
+                        f"({', '.join(spec.agents)}), as `soul dialogue --script`; this file is one list")
+    return opened, ScriptedProvider([], f"{args.script} (it scripts the dialogue's agents; the chat with the soul "
+                                        "alone has no scripted replies)")
 
 
 def serve_command(args: argparse.Namespace) -> int:

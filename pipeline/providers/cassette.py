@@ -36,7 +36,7 @@ FORMAT = 1
 MAX_CASSETTE_BYTES = 256 << 20  # a long recording of long prompts; /dev/zero is refused anyway
 # Where the call went, who paid, and how hard to try (the failure policy's options, threads):
 # none of it changes the reply, so none of it keys a call — a changed `retries` still replays.
-NOT_PARAMETERS = frozenset({"base_url", "api_key", "api_key_env", "n_threads"}) | frozenset(
+NOT_PARAMETERS = frozenset({"base_url", "api_key", "api_key_env", "n_threads", "head_cache"}) | frozenset(
     option for option, _, _ in SLOT_OPTIONS
 )
 # What keys left out before the policy's options were (cassettes recorded then still replay).

@@ -107,9 +107,9 @@ class HeadCache:
         for path, saved in self._listed():
             shared = _common(saved, wanted)
             if shared > floor:
-                state = self._read(path)
-                if state is not None:
-                    best, floor = ("disk", saved, state, shared), shared
+                read = self._read(path)
+                if read is not None:
+                    best, floor = ("disk", saved, read, shared), shared
         return best
 
     def _remember(self, key: str, tokens: tuple[int, ...], state: bytes) -> None:

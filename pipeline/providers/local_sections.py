@@ -197,7 +197,7 @@ class SectionWriter:
         return grammar
 
     def _room(self, budget: int) -> int:
-        room = self.model.n_ctx() - len(self.tokens) - _SAFETY
+        room = int(self.model.n_ctx()) - len(self.tokens) - _SAFETY
         if room <= 0:
             raise ProviderError(f"the prompt ({self.prompt_tokens} tokens) leaves no room in the local model's window of {self.model.n_ctx()} tokens: raise the slot's n_ctx or shorten the history")
         return min(budget, room)

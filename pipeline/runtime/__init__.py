@@ -14,6 +14,9 @@ from soul.runtime.chetana import session_report
 from soul.runtime.dialogue import DialogueRunner
 from soul.runtime.dialogue_store import DialogueResult, dialogues_dir
 from soul.runtime.dry_run import ExplainedCall, count_tokens, dry_services, explain, render
+from soul.runtime.durable import Engine as DurableEngine
+from soul.runtime.durable import parse_rate, system_database_url
+from soul.runtime.durable_worker import Worker as DurableWorker
 from soul.runtime.events import (
     CallTrace,
     CycleFinished,
@@ -38,6 +41,7 @@ from soul.runtime.events import (
     TurnResult,
 )
 from soul.runtime.memory import MemoryBridge, MemoryReader, field_errors
+from soul.runtime.processes import runner_choice
 from soul.runtime.services import Services, services_for
 from soul.runtime.session import Session
 from soul.runtime.souls import Soul, load
@@ -50,6 +54,8 @@ __all__ = [
     "DialogueRunner",
     "DialogueTurn",
     "DreamCycle",
+    "DurableEngine",
+    "DurableWorker",
     "ExplainedCall",
     "FixyGated",
     "FixyIntervened",
@@ -78,7 +84,10 @@ __all__ = [
     "explain",
     "field_errors",
     "load",
+    "parse_rate",
     "render",
+    "runner_choice",
     "services_for",
     "session_report",
+    "system_database_url",
 ]

@@ -1,11 +1,14 @@
 """A session's background work: its processes' cycles (AgentCSD's subconscious) and triggers.
 
 Each `processes:` entry gets a `Mind` (the state it shares with the turns), a `LoopRunner`
-(in-process asyncio; `runtime/processes.py`) and a cycle: the process's steps run on their own
+(in-process asyncio; `runtime/processes.py`; the factory is given the session id and the
+process name) and a cycle: the process's steps run on their own
 model slot with the Persona Core the session snapshotted as system prompt and, as input, what
 changed since the last cycle plus the process's loud and quiet histories. A cycle commits in
 one transaction (its messages, the mood & criteria, its cycle number) before the mind takes
-its results: a failed or cancelled cycle changes nothing and gives back what it took.
+its results: a failed or cancelled cycle changes nothing and gives back what it took. The
+commit is `once=True`: a cycle number is applied at most once per (session, process), so a
+cycle re-run after a crash (`run_cycle`, what a durable worker calls) is a no-op.
 Every `summarize_every` cycles, a history longer than `history` entries has its older part
 folded by the process's model into "[Previous summary]: …"; when that call fails a truncation
 digest takes its place (and the log says so), so the window stays bounded either way.
@@ -24,6 +27,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from soul.compiler import Plan, ScopePlan
+from soul.errors import RunError
 from soul.records import Commit, MoodRecord, SummaryRecord
 from soul.runtime.events import (
     CycleFinished,
@@ -34,7 +38,7 @@ from soul.runtime.events import (
     Trace,
 )
 from soul.runtime.mind import SUMMARY_PREFIX, CycleInput, CycleResult, Mind
-from soul.runtime.processes import AsyncioRunner, LoopRunner, LoopSchedule
+from soul.runtime.processes import AsyncioRunner, LoopRunner, LoopSchedule, runner_choice
 from soul.runtime.services import Services
 from soul.runtime.summaries import DEFAULT_WORDS, SummaryCall, instructions, system_prompt
 from soul.runtime.summaries import truncation_digest as _digest
@@ -47,6 +51,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Emit = Callable[[Any], None]
+RunnerFactory = Callable[[str, str], LoopRunner]  # (session id, process name) -> its runner
+
+
+def _asyncio_runner(session_id: str, process: str) -> LoopRunner:
+    return AsyncioRunner()
 
 
 @dataclass
@@ -68,21 +77,26 @@ class Background:
 
     def __init__(self, plan: Plan, services: Services, store: SessionStore, session_id: str,
                  emit: Emit, fire: Callable[[str, str], Awaitable[Any]],
-                 runner: Callable[[], LoopRunner] = AsyncioRunner) -> None:
+                 runner: RunnerFactory | str | None = None) -> None:
         self.plan, self.services, self.store, self.session_id = plan, services, store, session_id
         self.emit = emit
         self.processes: dict[str, Process] = {}
+        factory = runner if callable(runner) else _asyncio_runner
         for name, scope in plan.processes.items():
             declared = plan.blueprint.processes[name]
             options = declared.options
             mind = Mind(name, history=int(options.get("history") or 20))
             self.processes[name] = Process(
-                name, scope, mind, runner(), LoopSchedule.of(options, declared.loop),
+                name, scope, mind, factory(session_id, name), LoopSchedule.of(options, declared.loop),
                 None, int(options.get("summarize_every") or 10), declared.model,
             )
         specs = [TriggerSpec.of(n, t.kind, t.options) for n, t in plan.blueprint.triggers.items()]
         self.triggers = Triggers(specs, fire)
         self.started = False
+        # runner="dbos" (or SOUL_RUNNER=dbos): `soul worker` processes run the cycles; this
+        # process keeps the triggers and re-reads the minds before each turn (`restore`).
+        # A factory runs the loops here, whatever the environment says.
+        self.delegated = not callable(runner) and runner_choice(runner) == "dbos"
 
     @property
     def mind(self) -> Mind | None:
@@ -92,9 +106,30 @@ class Background:
     def restore(self) -> None:
         """Resume: each mind from the store, each Persona Core from its snapshot."""
         for proc in self.processes.values():
-            proc.mind.restore(self.store.mind_history(self.session_id, proc.name))
-            core = self.store.persona_core(self.session_id, proc.name)
-            proc.persona = core.text if core is not None else None
+            self._restore(proc)
+
+    def _restore(self, proc: Process) -> None:
+        # a fresh Mind: restoring into a used one would append the histories twice
+        proc.mind = Mind(proc.name, history=proc.mind.history)
+        proc.mind.restore(self.store.mind_history(self.session_id, proc.name))
+        core = self.store.persona_core(self.session_id, proc.name)
+        proc.persona = core.text if core is not None else None
+
+    async def run_cycle(self, process: str, number: int) -> bool:
+        """Run cycle `number` of `process` once, resuming its mind from the store first
+        (what a durable runner's workflow does). False when that cycle is already stored
+        (a re-run after a crash: nothing runs, no model is called)."""
+        proc = self.processes.get(process)
+        if proc is None:
+            raise RunError(f"session {self.session_id}: the soul has no background process {process!r}")
+        self._restore(proc)
+        if proc.mind.cycle >= number:
+            return False
+        if proc.mind.cycle + 1 != number:
+            raise RunError(f"session {self.session_id}: cycle {number} of {process!r} cannot run before"
+                           f" cycle {proc.mind.cycle + 1}; the store holds {proc.mind.cycle} cycles")
+        await self.cycle(proc)
+        return True
 
     def start(self, cycles: int | None = None) -> None:
         if self.started:
@@ -109,7 +144,8 @@ class Background:
             def failed(exc: BaseException, delay: float, proc: Process = proc) -> None:
                 self.emit(CycleFinished(proc.name, proc.mind.cycle + 1, {}, f"{type(exc).__name__}: {exc}", delay))
 
-            proc.runner.start(lambda proc=proc: self.cycle(proc), schedule, status, failed)  # type: ignore[misc]
+            if not self.delegated:
+                proc.runner.start(lambda proc=proc: self.cycle(proc), schedule, status, failed)  # type: ignore[misc]
         self.triggers.start()
 
     def after_turn(self) -> None:
@@ -174,7 +210,7 @@ class Background:
         commit, _ = build_commit(snapshot, ts, tuple(proc.scope.steps), "cycle", trace)
         mood = MoodRecord(result.mood or "", result.criteria or "") if (result.mood or result.criteria) else None
         commit = replace(commit, process=proc.name, cycle=taken.cycle, mood=mood)
-        store.commit(commit)
+        store.commit(commit, once=True)  # a replayed cycle number is a no-op
         if ts.recalled and self.services.memory is not None:  # committed: its recalls count
             await asyncio.to_thread(self.services.memory.touch, ts.recalled)
         return {n: dict(o) for n, o in ts.outputs.items()}, result, taken.cycle

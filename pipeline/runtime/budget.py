@@ -30,7 +30,7 @@ from functools import cache
 from importlib.resources import files
 from typing import Any
 
-from soul.errors import RunError
+from soul.errors import BudgetExceeded
 
 MESSAGE_OVERHEAD = 8  # role markers and separators a chat template adds per message
 SAFETY = 1.1  # the estimate's margin over what the rules below count
@@ -38,10 +38,6 @@ TOKENIZER = "SmolLM2 tokenizer (the bundled local model's)"
 ESTIMATE = "estimate (conservative: see docs/conversation.md)"
 _PIECES = re.compile(r"[ \t]?[A-Za-z]+|\s+|.", re.DOTALL)
 _SMOLLM2 = ("local", "local/smollm2", "local/smollm2-135m")
-
-
-class BudgetExceeded(RunError):
-    """The parts of a prompt that cannot be cut are larger than the model's window allows."""
 
 
 @cache

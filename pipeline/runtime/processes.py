@@ -9,7 +9,8 @@ success resets it. `pause()` takes effect after the current cycle; `stop()` canc
 so a scripted run ends by itself.
 
 `LoopRunner` is the interface; `AsyncioRunner` runs the loop as a task of the session's event
-loop. A durable runner (a workflow engine) implements the same five methods.
+loop. `runner_choice` reads who runs the loops (`SOUL_RUNNER`): in-process, or `dbos`, where
+`soul worker` processes run each cycle as a durable workflow (`runtime/durable.py`).
 """
 
 from __future__ import annotations
@@ -17,13 +18,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from soul.errors import RunError
+
 log = logging.getLogger(__name__)
 
 LOOPS = ("continuous", "interval", "after_turn")
+RUNNERS = ("asyncio", "dbos")  # SOUL_RUNNER: in-process, or `soul worker` (runtime/durable.py)
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,17 @@ class LoopRunner(Protocol):
     async def stop(self) -> None: ...
 
     async def done(self) -> None: ...
+
+
+def runner_choice(value: str | None = None) -> str:
+    """Who runs background loops: `asyncio` (in-process, the default) or `dbos` (`soul worker`
+    processes run them; a session's own process runs turns and triggers only). From
+    `SOUL_RUNNER` unless `value` is given."""
+    chosen = (value if value is not None else os.environ.get("SOUL_RUNNER", "")).strip().lower() or "asyncio"
+    if chosen not in RUNNERS:
+        raise RunError(f"SOUL_RUNNER={chosen!r} is not a runner: use 'asyncio' (in-process, the default)"
+                       " or 'dbos' (background loops run by `soul worker`)")
+    return chosen
 
 
 class AsyncioRunner:

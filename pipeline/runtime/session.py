@@ -69,7 +69,8 @@ log = logging.getLogger(__name__)
 class Session:
     """A stored conversation; create with `Soul.session()`."""
 
-    def __init__(self, plan: Plan, services: Services, store: SessionStore, info: SessionInfo) -> None:
+    def __init__(self, plan: Plan, services: Services, store: SessionStore, info: SessionInfo,
+                 runner: str | None = None) -> None:
         self.plan = plan
         self.services = services
         self.store = store  # where the session lives: snapshots, commits, traces
@@ -80,7 +81,8 @@ class Session:
         self._lock: asyncio.Lock | None = None  # one turn at a time (made on the running loop)
         self.work: Background | None = None
         if plan.processes or plan.blueprint.triggers:
-            self.work = Background(plan, services, store, info.id, self._broadcast, self._fire)
+            # runner: 'asyncio' or 'dbos' (`soul worker` runs the loops); None: $SOUL_RUNNER
+            self.work = Background(plan, services, store, info.id, self._broadcast, self._fire, runner)
             self.work.restore()  # a resumed session's minds, histories and Persona Cores
 
     # -- background work (processes and triggers) ---------------------------------------------
@@ -183,6 +185,8 @@ class Session:
     async def _run_locked(self, text: str, kind: str, emit: Callable[[Any], None] | None,
                           impulses: tuple[str, ...]) -> TurnResult:
         await self._cancel_background()  # a new input cancels what still runs from the last turn
+        if self.work is not None and self.work.delegated:
+            self.work.restore()  # SOUL_RUNNER=dbos: a worker ran the cycles; read what they left
         text = replace_lone_surrogates(text)  # before anything is shown, prompted or stored
         started = time.perf_counter()
         plan, services, store = self.plan, self.services, self.store

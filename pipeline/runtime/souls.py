@@ -155,13 +155,16 @@ class Soul:
                     self.provider_for(unit.model)
 
     def session(self, id: str | None = None, user: str = "user", *,
-                persona_core: str | Path | None = None) -> Session:
+                persona_core: str | Path | None = None, runner: str | None = None) -> Session:
         """A new session with `user`, or the stored session `id` (a unique prefix will do).
 
         A new session snapshots each background process's Persona Core (its `persona:` file,
         or `persona_core`, a file of the caller's choosing, for the first process): the
         session uses that snapshot for its whole life, resumed or not, whatever happens to
-        the file. The file is only ever opened for reading."""
+        the file. The file is only ever opened for reading.
+
+        `runner` chooses who runs the background loops: 'asyncio' (this process, the
+        default) or 'dbos' (`soul worker` processes; docs/scale.md); None reads $SOUL_RUNNER."""
         if id is None:
             info = self.store.create_session(self.name, user, blueprint=self.blueprint.file, initial_state=self.plan.initial_state())
             for i, (name, process) in enumerate(self.blueprint.processes.items()):
@@ -179,7 +182,7 @@ class Soul:
                 from soul.errors import RunError
 
                 raise RunError(f"session {info.id} belongs to soul '{info.soul}', not '{self.name}'")
-        return Session(self.plan, self.services, self.store, info)
+        return Session(self.plan, self.services, self.store, info, runner)
 
 
 PERSONA_CORE_BYTES = 1 << 20

@@ -4,7 +4,9 @@ The page (static HTML, CSS and plain JavaScript shipped as package data) shows t
 the reply streamed, the internal dialogue, the subconscious, Chetana, the memories recalled,
 the trace and the sessions; the HTTP API beside it creates, lists, reads and deletes
 sessions and runs turns (the turn's JSON is `soul run --json`'s); a WebSocket per session
-carries every event of `Session.stream` and `Session.subscribe` as JSON with a `type`.
+carries every event of `Session.stream` and `Session.subscribe` as JSON with a `type`. A
+soul with a `dialogue:` block also serves its dialogues (`dialogues`, `dialogue_api`): runs of
+N turns or one, pause, and the runner's events on a WebSocket per dialogue.
 
 The server is transport only: `app` routes requests to the Python API, `hub` fans a
 session's events out to every tab watching it, `wire` encodes events, `views` the JSON of a

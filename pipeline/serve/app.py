@@ -15,6 +15,7 @@ returns what it gives, as JSON. The routes (docs/serve.md has the table):
     GET    /api/sessions/{id}/chetana         Chetana's cognitive report (`soul chetana --json`)
     POST   /api/sessions/{id}/recall          {"query": "..."} → memories with their explanation
     WS     /api/sessions/{id}/events          Hello, then every event as JSON with `type`
+    ...    /api/dialogues[/{id}[/step|pause|events]]  a dialogue soul's runs (serve/dialogue_api.py)
 """
 
 from __future__ import annotations
@@ -37,8 +38,9 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from soul.errors import RunError, SessionNotFound, SoulError
 from soul.serve import views, wire
+from soul.serve.dialogues import DialogueRefused, Dialogues
 from soul.serve.guard import MAX_BODY_BYTES, MAX_MESSAGE_CHARS, Guard
-from soul.serve.hub import Hubs, TurnError, TurnJson
+from soul.serve.hub import Hubs, TurnError, TurnJson, send_queued
 from soul.store import redact, redact_data
 
 log = logging.getLogger(__name__)
@@ -131,17 +133,22 @@ def message_text(data: dict[str, Any]) -> str:
     return text
 
 
-def create_app(soul: Any, turn_json: TurnJson, guard: Guard, *, cycles: int | None = None) -> Starlette:
+def create_app(soul: Any, turn_json: TurnJson, guard: Guard, *, cycles: int | None = None,
+               open_runner: Any = None) -> Starlette:
     """The app serving `soul`: `turn_json(result, thoughts)` shapes a turn's JSON (the CLI
     passes `soul run --json`'s), `guard` the host and token, `cycles` bounds each session's
-    background loops (a scripted run ends by itself; None: until the server stops)."""
+    background loops (a scripted run ends by itself; None: until the server stops),
+    `open_runner(resume=, seed=)` opens a `DialogueRunner` for a dialogue soul (None: no dialogues)."""
+    from soul.serve import dialogue_api
+
     hubs = Hubs(soul, turn_json, cycles)
+    dialogues = Dialogues(soul.name, open_runner) if open_runner is not None else None
 
     def handled(endpoint: Any) -> Any:
         async def run(request: Request) -> Response:
             try:
                 return await endpoint(request)  # type: ignore[no-any-return]
-            except Refused as exc:
+            except (Refused, DialogueRefused) as exc:
                 return _error(exc.status, exc.code, exc.message)
             except (SessionNotFound, RunError) as exc:  # RunError: another soul's session
                 return _error(404, "no_session", str(exc))
@@ -236,7 +243,7 @@ def create_app(soul: Any, turn_json: TurnJson, guard: Guard, *, cycles: int | No
         # attached before the snapshot, with no await between: nothing falls in a gap
         hello = {"type": "Hello", **views.session_view(soul.store, hub.session.info, hub.session)}
         await ws.send_text(wire.encode(hello))
-        pump = asyncio.create_task(_pump(ws, client))
+        pump = asyncio.create_task(send_queued(ws, client))
         try:
             while True:
                 raw = await ws.receive_text()
@@ -253,6 +260,8 @@ def create_app(soul: Any, turn_json: TurnJson, guard: Guard, *, cycles: int | No
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
         await hubs.close()
+        if dialogues is not None:
+            await dialogues.close()
 
     routes = [
         Route("/", index),
@@ -266,27 +275,13 @@ def create_app(soul: Any, turn_json: TurnJson, guard: Guard, *, cycles: int | No
         Route("/api/sessions/{id}/chetana", handled(chetana)),
         Route("/api/sessions/{id}/recall", handled(recall), methods=["POST"]),
         WebSocketRoute("/api/sessions/{id}/events", events),
+        *dialogue_api.routes(dialogues, soul.name, handled, _body, _json),
         Mount("/static", StaticFiles(directory=str(STATIC)), name="static"),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.hubs = hubs
+    app.state.dialogues = dialogues
     return GuardMiddleware(app, guard)  # type: ignore[return-value]
-
-
-async def _pump(ws: WebSocket, client: Any) -> None:
-    """Send the client's queued events until it is dropped (too slow) or goes away."""
-    dropped = asyncio.ensure_future(client.closed.wait())
-    try:
-        while True:
-            get = asyncio.ensure_future(client.queue.get())
-            done, _ = await asyncio.wait({get, dropped}, return_when=asyncio.FIRST_COMPLETED)
-            if get not in done:
-                get.cancel()
-                await ws.close(1013)  # try again later: it reloads the session on reconnect
-                return
-            await ws.send_text(get.result())
-    finally:
-        dropped.cancel()
 
 
 async def _on_socket_message(ws: WebSocket, hub: Any, raw: str) -> None:

@@ -22,17 +22,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from soul.errors import SoulError
+from soul.errors import ServeError
 
 TOKEN_ENV = "SOUL_SERVE_TOKEN"
 MAX_BODY_BYTES = 256 * 1024  # a request body (JSON around a message)
 MAX_MESSAGE_CHARS = 32 * 1024  # one user message
 MAX_SOCKET_BYTES = 1 << 20  # one WebSocket frame (uvicorn refuses larger ones itself)
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1", "[::1]")
-
-
-class ServeError(SoulError):
-    """`soul serve` cannot start as asked (a public host without a token, a bad port)."""
 
 
 def is_loopback(host: str) -> bool:

@@ -39,6 +39,37 @@ class Client:
         self.closed = asyncio.Event()
 
 
+def broadcast(clients: set[Client], event: Any, what: str) -> None:
+    """Queue `event` (a runtime event or a wire dict), encoded once, for every client in
+    `clients`; a client too far behind is dropped from the set (`what` names it in the log)."""
+    if not clients:
+        return
+    text = wire.encode(wire.event_data(event))
+    for client in list(clients):
+        try:
+            client.queue.put_nowait(text)
+        except asyncio.QueueFull:
+            log.warning("%s: a client fell %d events behind and was dropped", what, QUEUE_EVENTS)
+            clients.discard(client)
+            client.closed.set()
+
+
+async def send_queued(ws: Any, client: Client) -> None:
+    """Send the client's queued events until it is dropped (too slow) or goes away."""
+    dropped = asyncio.ensure_future(client.closed.wait())
+    try:
+        while True:
+            get = asyncio.ensure_future(client.queue.get())
+            done, _ = await asyncio.wait({get, dropped}, return_when=asyncio.FIRST_COMPLETED)
+            if get not in done:
+                get.cancel()
+                await ws.close(1013)  # try again later: it reloads the session on reconnect
+                return
+            await ws.send_text(get.result())
+    finally:
+        dropped.cancel()
+
+
 class TurnError(Exception):
     """A user turn failed: `message` is safe to show (redacted), `user_error` False for a bug."""
 
@@ -72,16 +103,7 @@ class SessionHub:
 
     def publish(self, event: Any) -> None:
         """Send an event (a runtime event or a wire dict) to every client, encoded once."""
-        if not self.clients:
-            return
-        text = wire.encode(wire.event_data(event))
-        for client in list(self.clients):
-            try:
-                client.queue.put_nowait(text)
-            except asyncio.QueueFull:
-                log.warning("session %s: a client fell %d events behind and was dropped", self.id, QUEUE_EVENTS)
-                self.clients.discard(client)
-                client.closed.set()
+        broadcast(self.clients, event, f"session {self.id}")
 
     async def turn(self, text: str, thoughts: bool = False) -> dict[str, Any]:
         """Run a user turn to its commit, whatever happens to the caller; its JSON."""

@@ -17,7 +17,7 @@ BUILTINS = {
     "internal_monologue", "external_dialogue", "user_model_check", "user_model_update",
     "soul_state_check", "soul_state_update", "decision", "brainstorm", "summary", "mental_query",
     "memory.recall", "memory.store", "chetana.context", "mood_and_criteria", "s_loud",
-    "internal_dialog", "fixy",
+    "internal_dialog", "fixy", "tool",
 }
 
 

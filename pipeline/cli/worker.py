@@ -1,0 +1,58 @@
+"""`soul worker [SOUL_OR_PATH]`: run the background cycles of a soul's sessions as durable
+workflows on DBOS, from the PostgreSQL session store (`SOUL_STORE`). See docs/scale.md."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+from typing import Any
+
+from soul.errors import SoulError
+
+
+def add_parser(sub: Any, cycles: Any) -> None:
+    p = sub.add_parser(
+        "worker", help="run a soul's background cycles as durable workflows (DBOS, PostgreSQL)",
+        description="Run the due background cycles of every session of a soul stored in SOUL_STORE "
+        "(PostgreSQL), one DBOS workflow per cycle: a worker killed mid-cycle loses nothing and runs "
+        "nothing twice once a worker with the same --executor starts again (docs/scale.md).",
+    )
+    p.add_argument("blueprint", metavar="SOUL_OR_PATH", nargs="?", default="csd", help="the soul (default: csd)")
+    p.add_argument("--model", help="use this model for every step (overrides the blueprint and SOUL_MODEL)")
+    p.add_argument("--script", metavar="FILE", help="scripted replies, as `soul run --script`")
+    p.add_argument("--executor", default="local",
+                   help="this worker's id; a worker started with the id of a killed one finishes its cycles (default: local)")
+    p.add_argument("--rate", metavar="CYCLES/SECONDS", help="start at most this many cycles per period across all workers (e.g. 600/60)")
+    p.add_argument("--poll", type=float, default=0.5, metavar="SECONDS", help="how often due cycles are looked for (default 0.5)")
+    p.add_argument("--cycles", type=cycles, metavar="N", help="stop once every session has N cycles of each process (or nothing to react to)")
+    p.set_defaults(func=worker_command, record=None, replay=None)
+
+
+def worker_command(args: argparse.Namespace) -> int:
+    from soul.cli.run import _soul_for
+    from soul.runtime import DurableEngine as Engine
+    from soul.runtime import DurableWorker as Worker
+    from soul.runtime import parse_rate, system_database_url
+    from soul.store import SessionStore
+
+    url = os.environ.get("SOUL_STORE", "")
+    system_database_url(url)  # refuses the SQLite default before anything loads
+    rate = parse_rate(args.rate) if args.rate else None
+    if args.poll <= 0:
+        raise SoulError(f"--poll {args.poll}: give a positive number of seconds")
+    soul = _soul_for(args)
+    if not soul.blueprint.processes:
+        raise SoulError(f"soul '{soul.name}' has no background process: a worker has nothing to run for it")
+    engine = Engine(soul, url, executor=args.executor, rate=rate, poll_seconds=min(args.poll, 1.0))
+    engine.launch()
+    worker = Worker(soul, engine, SessionStore.open(url=url), poll=args.poll, cycles=args.cycles)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: worker.stop())
+    print(f"soul worker: {soul.name}, executor {args.executor!r}", flush=True)
+    try:
+        worker.run()
+    finally:
+        engine.shutdown()
+    print(f"soul worker: stopped after enqueuing {worker.enqueued} cycles", flush=True)
+    return 0

@@ -1,0 +1,174 @@
+"""Background cycles as durable workflows on DBOS (`soul worker`): what survives a killed worker.
+
+One DBOS workflow per cycle, its id built from (session, process, cycle number):
+`soul-cycle:<session>:<process>:<n>`. The workflow has one step, `Background.run_cycle`, which
+resumes the process's mind from the session store and runs cycle `n`, committing it with
+`once=True`. So:
+
+- a worker killed mid-cycle leaves the workflow PENDING in DBOS's tables; the next worker
+  started with the same executor id recovers it at launch and runs the step again. If the
+  killed run had already committed, the store holds cycle `n` and the re-run returns at once
+  (no model call, no second commit); if it had not, the cycle runs now. Nothing is lost and
+  nothing is applied twice.
+- enqueuing a cycle whose workflow exists (a restarted scheduler, two schedulers) returns the
+  existing workflow instead of starting another.
+
+The queue (`soul-cycles`) is partitioned by session with one workflow at a time per partition,
+so a soul's session never runs two cycles at once across all workers, and a rate limiter caps
+how many cycles start per period across all workers — each cycle makes its process's model
+calls, so this is the cap on model calls (`--rate CYCLES/SECONDS`).
+
+DBOS is imported lazily (the `durable` extra): nothing here loads it until a worker launches.
+DBOS keeps its own tables (schema `dbos`) in the database of `SOUL_STORE`.
+
+Partial, said plainly: events of a worker's cycles reach no listener yet (events across
+processes are planned in docs/scale.md), and triggers still run in the process holding the
+session (`soul run`, `soul serve`), not in the worker.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import TYPE_CHECKING, Any
+
+from soul.errors import RunError
+
+if TYPE_CHECKING:
+    from soul.runtime.souls import Soul
+
+QUEUE = "soul-cycles"
+WORKFLOW = "soul.cycle"
+
+# The souls this process runs cycles for, by name: a recovered workflow names its soul and
+# finds it here (DBOS re-runs workflows by registered function and arguments).
+_SOULS: dict[str, Soul] = {}
+_registered: dict[str, Any] = {}
+
+
+def workflow_id(session_id: str, process: str, number: int, attempt: int = 1) -> str:
+    """The workflow id of cycle `number` (a later `attempt` after a cycle's workflow failed)."""
+    base = f"soul-cycle:{session_id}:{process}:{number}"
+    return base if attempt <= 1 else f"{base}:retry{attempt}"
+
+
+def parse_rate(text: str) -> tuple[int, float]:
+    """`CYCLES/SECONDS` (e.g. `600/60`) as (limit, period)."""
+    try:
+        limit, period = text.split("/", 1)
+        out = int(limit), float(period)
+    except ValueError:
+        out = (0, 0.0)
+    if out[0] < 1 or out[1] <= 0:
+        raise RunError(f"--rate {text!r}: write CYCLES/SECONDS with both positive, e.g. 600/60")
+    return out
+
+
+def system_database_url(store_url: str) -> str:
+    """DBOS's system database: the session store's PostgreSQL database."""
+    if not store_url.startswith(("postgresql://", "postgres://")):
+        raise RunError("soul worker runs cycles from a PostgreSQL session store: set"
+                       " SOUL_STORE=postgresql://USER@HOST/DATABASE (the SQLite default serves one process)")
+    return "postgresql://" + store_url.split("://", 1)[1]
+
+
+def _masked(text: str) -> str:
+    """`text` with the password of any URL in it replaced by ***."""
+    return re.sub(r"(://[^:/@\s]+:)[^@\s]*@", r"\1***@", text)
+
+
+def _dbos() -> Any:
+    try:
+        import dbos
+    except ImportError as exc:
+        raise RunError("durable background loops need DBOS: pip install 'soulgraph[durable]'") from exc
+    return dbos
+
+
+def _register() -> dict[str, Any]:
+    """Define the cycle workflow once per process (DBOS wants it before launch)."""
+    if _registered:
+        return _registered
+    DBOS = _dbos().DBOS
+
+    @DBOS.step(name=WORKFLOW + ".run")
+    async def cycle_step(soul: str, session_id: str, process: str, number: int) -> bool:
+        return await _run_cycle(soul, session_id, process, number)
+
+    @DBOS.workflow(name=WORKFLOW)
+    async def cycle_workflow(soul: str, session_id: str, process: str, number: int) -> bool:
+        return await cycle_step(soul, session_id, process, number)
+
+    _registered["workflow"] = cycle_workflow
+    return _registered
+
+
+async def _run_cycle(soul_name: str, session_id: str, process: str, number: int) -> bool:
+    from soul.runtime.background import Background
+
+    soul = _SOULS.get(soul_name)
+    if soul is None:
+        raise RunError(f"this worker does not run soul {soul_name!r}; start `soul worker {soul_name}`")
+
+    async def no_trigger(trigger: str, reason: str) -> None:
+        return None  # triggers run where the session is held, not in the worker
+
+    work = Background(soul.plan, soul.services, soul.store, session_id, lambda event: None, no_trigger)
+    return await work.run_cycle(process, number)
+
+
+class Engine:
+    """DBOS launched in this process for one soul: the cycle queue and its workflows."""
+
+    def __init__(self, soul: Soul, store_url: str, *, executor: str = "local",
+                 rate: tuple[int, float] | None = None, poll_seconds: float = 0.2) -> None:
+        self.soul = soul
+        self.url = system_database_url(store_url)
+        self.executor, self.rate, self.poll_seconds = executor, rate, poll_seconds
+        self.queue: Any = None
+
+    def launch(self) -> None:
+        """Register the workflow and queue and launch DBOS; recovers this executor's
+        unfinished cycles (a killed worker's) before returning."""
+        dbos = _dbos()
+        workflows = _register()
+        _SOULS[self.soul.name] = self.soul
+        config: dict[str, Any] = {
+            "name": "soul", "system_database_url": self.url, "executor_id": self.executor,
+            "log_level": "WARNING",
+            "notification_listener_polling_interval_sec": self.poll_seconds,
+        }
+        quiet = logging.getLogger("dbos")
+        quiet.disabled = True  # DBOS logs a failed launch as a traceback; ours is one line
+        try:
+            dbos.DBOS(config=config)  # type: ignore[arg-type]
+            dbos.DBOS.launch()  # recovery starts here; a recovered cycle's queue is registered next
+        except Exception as exc:  # the database is unreachable or refuses: one line, no traceback
+            dbos.DBOS.destroy()
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise RunError(f"soul worker: DBOS could not start on the session store's database"
+                           f" {_masked(self.url)}: {_masked(reason)}; check that the server runs and"
+                           " the URL's user may create tables there") from exc
+        finally:
+            quiet.disabled = False
+        limiter = {"limit": self.rate[0], "period": self.rate[1]} if self.rate else None
+        self.queue = dbos.DBOS.register_queue(
+            QUEUE, partition_concurrency=1, limiter=limiter, polling_interval_sec=self.poll_seconds,
+        )
+        self._workflow = workflows["workflow"]
+
+    def enqueue(self, session_id: str, process: str, number: int, attempt: int = 1) -> Any:
+        """Enqueue cycle `number` (its workflow's handle; the existing one if enqueued before)."""
+        dbos = _dbos()
+        wid = workflow_id(session_id, process, number, attempt)
+        with dbos.SetWorkflowID(wid), dbos.SetEnqueueOptions(queue_partition_key=session_id):
+            return self.queue.enqueue(self._workflow, self.soul.name, session_id, process, number)
+
+    def status(self, handle: Any) -> str:
+        """PENDING, ENQUEUED, SUCCESS, ERROR, … (DBOS's workflow status)."""
+        found = handle.get_status()
+        return str(found.status) if found is not None else "UNKNOWN"
+
+    def shutdown(self) -> None:
+        _SOULS.pop(self.soul.name, None)
+        _dbos().DBOS.destroy()

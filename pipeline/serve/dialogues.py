@@ -1,0 +1,206 @@
+"""The dialogues of a `dialogue:` soul on the server: each open `DialogueRunner` and the tabs
+watching it.
+
+Transport only: a runner is opened as `soul dialogue` opens it (`soul.cli.dialogue.open_runner`,
+passed in as `open_runner`), its turns run by `DialogueRunner.step` and saved by
+`DialogueRunner.save` after each, exactly as `DialogueRunner.run` does; the only thing added is
+where a run may stop: `pause` ends it after the current turn. Every event the runner emits
+(`DialogueTurn`, `FixyIntervened`, `FixyGated`, `DreamCycle`, `MetricsUpdated`) goes to every
+client as JSON with its `type`, beside the server's own `DialogueRun` (a run started, with how
+many turns) and `DialogueIdle` (it ended: done, paused or failed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from soul.errors import SoulError
+from soul.serve import wire
+from soul.serve.hub import Client, broadcast
+from soul.store import redact
+
+log = logging.getLogger(__name__)
+
+MAX_RUN_TURNS = 200  # one request runs at most this many turns (a run can be asked again)
+LISTED = 100  # the newest dialogues GET /api/dialogues lists
+DIALOGUE_ID = re.compile(r"[0-9a-f]{4,32}")
+OpenRunner = Callable[..., Any]  # (resume=ID | None, seed=int | None) -> DialogueRunner
+
+
+class DialogueRefused(Exception):
+    """A dialogue request the server refuses: an HTTP status, a code, a message saying why."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+class DialogueHub:
+    """One open dialogue, the clients watching it, and the run in progress (one at a time)."""
+
+    def __init__(self, runner: Any) -> None:
+        self.runner = runner
+        self.clients: set[Client] = set()
+        self.task: asyncio.Task[dict[str, Any]] | None = None
+        self.stopping = False
+        self._unsubscribe = runner.subscribe(self.publish)
+
+    @property
+    def id(self) -> str:
+        return str(self.runner.id)
+
+    @property
+    def running(self) -> bool:
+        return self.task is not None and not self.task.done()
+
+    def attach(self) -> Client:
+        client = Client()
+        self.clients.add(client)
+        return client
+
+    def detach(self, client: Client) -> None:
+        self.clients.discard(client)
+
+    def publish(self, event: Any) -> None:
+        broadcast(self.clients, wire.event_data(event), f"dialogue {self.id}")
+
+    def info(self) -> dict[str, Any]:
+        """What a page shows about the dialogue: its id, soul, seed, turns done, whether a run goes on."""
+        runner = self.runner
+        return {"id": self.id, "soul": runner.name, "seed": runner.seed, "turns": runner.rules.turn - 1,
+                "agents": list(runner.agent_names), "observer": runner.observer,
+                "running": self.running, "stopping": self.running and self.stopping}
+
+    def hello(self) -> dict[str, Any]:
+        """What a new connection starts from: the info and every event so far, in order."""
+        return {"type": "Hello", "dialogue": self.info(), "events": [wire.event_data(e) for e in self.runner.events]}
+
+    def run(self, turns: int) -> asyncio.Task[dict[str, Any]]:
+        """Start `turns` more turns (DialogueRefused 409 while a run goes on); the task ends
+        with the dialogue's result (`soul dialogue --json`'s shape), whoever waits for it."""
+        if self.running:
+            raise DialogueRefused(409, "busy", f"dialogue {self.id} is running already; pause it or wait for it to end")
+        if not 1 <= turns <= MAX_RUN_TURNS:
+            raise DialogueRefused(400, "bad_turns", f"`turns` is a whole number from 1 to {MAX_RUN_TURNS}")
+        self.stopping = False
+        self.task = asyncio.create_task(self._run(turns))
+        self.task.add_done_callback(_retrieved)
+        return self.task
+
+    def pause(self) -> None:
+        """End the run after the turn in progress (nothing is cut short; the dialogue is saved)."""
+        if self.running:
+            self.stopping = True
+
+    async def _run(self, turns: int) -> dict[str, Any]:
+        runner = self.runner
+        end = runner.rules.turn - 1 + turns
+        self.publish({"type": "DialogueRun", "from": runner.rules.turn, "to": end})
+        error: str | None = None
+        try:
+            # DialogueRunner.run's loop, with a place to stop between turns
+            while runner.rules.turn <= end and not self.stopping:
+                await runner.step(end)
+                runner.save()
+        except SoulError as exc:
+            error = redact(str(exc))
+            raise
+        except Exception as exc:
+            log.exception("dialogue %s: a turn failed", self.id)
+            error = f"internal error ({type(exc).__name__}); the server log has the details"
+            raise
+        finally:
+            done = runner.rules.turn - 1
+            state = "failed" if error else "paused" if runner.rules.turn <= end else "done"
+            self.publish({"type": "DialogueIdle", "state": state, "turns": done, "error": error})
+        return dict(runner.result().to_dict())
+
+    async def close(self) -> None:
+        """Let a run in progress finish its turn, then close the agents' souls."""
+        self._unsubscribe()
+        if self.running:
+            self.stopping = True
+            assert self.task is not None
+            with contextlib.suppress(Exception):
+                await self.task
+        self.runner.close()
+        for client in list(self.clients):
+            client.closed.set()
+        self.clients.clear()
+
+
+def _retrieved(task: asyncio.Task[Any]) -> None:
+    """A run's failure is on every client already (DialogueIdle, state "failed") and, when
+    a request waited, in its answer: mark it seen so asyncio does not log it again."""
+    if not task.cancelled():
+        task.exception()
+
+
+class Dialogues:
+    """The dialogues of one soul: the open ones by id, the saved ones in `$SOUL_HOME/dialogues`."""
+
+    def __init__(self, soul_name: str, open_runner: OpenRunner) -> None:
+        self.soul_name = soul_name
+        self.open_runner = open_runner
+        self.open: dict[str, DialogueHub] = {}
+
+    def folder(self) -> Path:
+        from soul.runtime import dialogues_dir
+
+        return Path(dialogues_dir())
+
+    def create(self, seed: int | None = None) -> DialogueHub:
+        """A new dialogue, saved at once (so it is listed before its first turn)."""
+        hub = DialogueHub(self.open_runner(seed=seed))
+        hub.runner.save()
+        self.open[hub.id] = hub
+        return hub
+
+    def get(self, dialogue_id: str) -> DialogueHub:
+        """The hub of a saved dialogue of this soul (an exact id), resumed on first use."""
+        hub = self.open.get(dialogue_id)
+        if hub is not None:
+            return hub
+        if not DIALOGUE_ID.fullmatch(dialogue_id) or not (self.folder() / f"{dialogue_id}.json").is_file():
+            raise DialogueRefused(404, "no_dialogue", f"no saved dialogue {dialogue_id!r} (GET /api/dialogues lists them)")
+        try:
+            runner = self.open_runner(resume=dialogue_id)
+        except SoulError as exc:  # another soul's dialogue, or an unreadable file
+            raise DialogueRefused(404, "no_dialogue", str(exc)) from exc
+        hub = self.open[dialogue_id] = DialogueHub(runner)
+        return hub
+
+    def listed(self) -> list[dict[str, Any]]:
+        """This soul's saved dialogues, newest first: id, seed, turns, running."""
+        files = sorted(self.folder().glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+        out: list[dict[str, Any]] = []
+        for path in files:
+            if len(out) >= LISTED:
+                break
+            hub = self.open.get(path.stem)
+            if hub is not None:
+                out.append(hub.info())
+                continue
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue  # a file being replaced, or not a dialogue: not listed
+            if not isinstance(data, dict) or data.get("soul") != self.soul_name:
+                continue
+            turns = sum(1 for e in data.get("events", ()) if isinstance(e, dict) and e.get("event") == "DialogueTurn")
+            out.append({"id": path.stem, "soul": self.soul_name, "seed": data.get("seed"), "turns": turns,
+                        "running": False, "stopping": False})
+        return out
+
+    async def close(self) -> None:
+        hubs, self.open = list(self.open.values()), {}
+        for hub in hubs:
+            with contextlib.suppress(Exception):
+                await hub.close()
