@@ -54,6 +54,7 @@ from soul.runtime.dialogue_store import (
 )
 from soul.runtime.events import DialogueTurn, DreamCycle, FixyGated, FixyIntervened, MetricsUpdated
 from soul.runtime.memory import uses_memory
+from soul.runtime.observer import fixy_kind
 from soul.runtime.session import Session
 from soul.runtime.souls import Soul
 
@@ -172,12 +173,13 @@ class DialogueRunner:
         """`run` from synchronous code."""
         return asyncio.run(self.run(turns))
 
-    async def run(self, turns: int | None = None) -> DialogueResult:
+    async def run(self, turns: int | None = None, *, stop: Callable[[], bool] | None = None) -> DialogueResult:
         """Run `turns` more turns (default: the blueprint's `max_turns`, else 10); Fixy's
-        interventions are turns too. Saved after every turn."""
+        interventions are turns too. Saved after every turn; `stop`, asked between turns,
+        ends the run early when it says so (a server's pause)."""
         count = turns or self.spec.max_turns or DEFAULT_TURNS
         end = self.rules.turn - 1 + count
-        while self.rules.turn <= end:
+        while self.rules.turn <= end and not (stop is not None and stop()):
             await self.step(end)
             self.save()
         return self.result()
@@ -347,12 +349,3 @@ class DialogueRunner:
             soul.close()
 
 
-def fixy_kind() -> Any:
-    """The `fixy` step kind (its detectors and trim), from the registry: the runtime does
-    not import the steps."""
-    from soul.kinds import default_registry
-
-    kind = default_registry().get("fixy")
-    if kind is None:
-        raise RunError("the `fixy` step kind is not registered; is soulgraph installed whole?")
-    return kind

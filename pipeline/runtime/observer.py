@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from soul.errors import RunError
+from soul.runtime.history import HistoryTurn
 
 REWRITE = (
     "Fixy, the observer, read your draft reply before it was sent and asks for one rewrite "
@@ -72,28 +73,34 @@ class Verdict:
         return REWRITE.format(reason=self.reason.replace("_", " "), instruction=self.instruction, draft=draft)
 
 
-def transcript(history: Sequence[Any], user: str, text: str, soul: str, draft: str) -> list[dict[str, str]]:
+def transcript(history: Sequence[HistoryTurn], user: str, text: str, soul: str, draft: str) -> list[dict[str, str]]:
     """The conversation as the detectors read it: each history turn's two lines, then this
     message and the draft."""
     lines: list[dict[str, str]] = []
     for turn in history:
-        if getattr(turn, "text", ""):
-            lines.append({"speaker": getattr(turn, "user", user) or user, "text": turn.text})
-        if getattr(turn, "reply", ""):
+        if turn.text:
+            lines.append({"speaker": turn.user or user, "text": turn.text})
+        if turn.reply:
             lines.append({"speaker": soul, "text": turn.reply})
     lines.append({"speaker": user, "text": text})
     lines.append({"speaker": soul, "text": draft})
     return lines
 
 
-def judge(config: GateConfig, lines: Sequence[Mapping[str, str]]) -> Verdict | None:
-    """Fixy's first detector that fires on `lines` (the draft last), or None."""
+def fixy_kind() -> Any:
+    """The `fixy` step kind (its detectors and trim), from the registry: the runtime does
+    not import the steps."""
     from soul.kinds import default_registry
 
     kind = default_registry().get("fixy")
     if kind is None:
         raise RunError("the `fixy` step kind is not registered; is soulgraph installed whole?")
-    found = kind.detect(list(lines), len(lines), config.params(), order=config.detectors)  # type: ignore[attr-defined]
+    return kind
+
+
+def judge(config: GateConfig, lines: Sequence[Mapping[str, str]]) -> Verdict | None:
+    """Fixy's first detector that fires on `lines` (the draft last), or None."""
+    found = fixy_kind().detect(list(lines), len(lines), config.params(), order=config.detectors)
     if found is None:
         return None
     return Verdict(str(found.reason), str(found.instruction), str(lines[-1]["text"]))

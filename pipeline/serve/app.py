@@ -286,14 +286,10 @@ def create_app(soul: Any, turn_json: TurnJson, guard: Guard, *, cycles: int | No
 
 async def _on_socket_message(ws: WebSocket, hub: Any, raw: str) -> None:
     """A client's request on the socket: {"type": "message", "text"}, "pause", "resume"."""
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        data = None
-    kind = data.get("type") if isinstance(data, dict) else None
+    kind, data = wire.request(raw)
     if kind == "message":
         try:
-            text = message_text(data)  # type: ignore[arg-type]
+            text = message_text(data)
         except Refused as exc:
             await ws.send_text(wire.encode(wire.error(exc.code, exc.message)))
             return

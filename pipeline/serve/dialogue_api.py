@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -107,11 +106,7 @@ def routes(dialogues: Dialogues | None, soul_name: str, handled: Callable[[Any],
 
 async def _on_message(ws: WebSocket, hub: DialogueHub, raw: str) -> None:
     """A client's request on the dialogue socket: {"type": "run", "turns": N} or {"type": "pause"}."""
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        data = None
-    kind = data.get("type") if isinstance(data, dict) else None
+    kind, data = wire.request(raw)
     if kind == "run":
         try:
             hub.run(_turns(data))

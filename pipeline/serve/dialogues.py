@@ -2,9 +2,8 @@
 watching it.
 
 Transport only: a runner is opened as `soul dialogue` opens it (`soul.cli.dialogue.open_runner`,
-passed in as `open_runner`), its turns run by `DialogueRunner.step` and saved by
-`DialogueRunner.save` after each, exactly as `DialogueRunner.run` does; the only thing added is
-where a run may stop: `pause` ends it after the current turn. Every event the runner emits
+passed in as `open_runner`), its turns run by `DialogueRunner.run`, whose `stop` lets
+`pause` end a run after the current turn. Every event the runner emits
 (`DialogueTurn`, `FixyIntervened`, `FixyGated`, `DreamCycle`, `MetricsUpdated`) goes to every
 client as JSON with its `type`, beside the server's own `DialogueRun` (a run started, with how
 many turns) and `DialogueIdle` (it ended: done, paused or failed).
@@ -23,7 +22,7 @@ from typing import Any
 
 from soul.errors import SoulError
 from soul.serve import wire
-from soul.serve.hub import Client, broadcast
+from soul.serve.hub import Audience, broadcast
 from soul.store import redact
 
 log = logging.getLogger(__name__)
@@ -42,12 +41,12 @@ class DialogueRefused(Exception):
         self.status, self.code, self.message = status, code, message
 
 
-class DialogueHub:
+class DialogueHub(Audience):
     """One open dialogue, the clients watching it, and the run in progress (one at a time)."""
 
     def __init__(self, runner: Any) -> None:
+        super().__init__()
         self.runner = runner
-        self.clients: set[Client] = set()
         self.task: asyncio.Task[dict[str, Any]] | None = None
         self.stopping = False
         self._unsubscribe = runner.subscribe(self.publish)
@@ -59,14 +58,6 @@ class DialogueHub:
     @property
     def running(self) -> bool:
         return self.task is not None and not self.task.done()
-
-    def attach(self) -> Client:
-        client = Client()
-        self.clients.add(client)
-        return client
-
-    def detach(self, client: Client) -> None:
-        self.clients.discard(client)
 
     def publish(self, event: Any) -> None:
         broadcast(self.clients, wire.event_data(event), f"dialogue {self.id}")
@@ -105,10 +96,7 @@ class DialogueHub:
         self.publish({"type": "DialogueRun", "from": runner.rules.turn, "to": end})
         error: str | None = None
         try:
-            # DialogueRunner.run's loop, with a place to stop between turns
-            while runner.rules.turn <= end and not self.stopping:
-                await runner.step(end)
-                runner.save()
+            await runner.run(turns, stop=lambda: self.stopping)
         except SoulError as exc:
             error = redact(str(exc))
             raise

@@ -70,6 +70,22 @@ async def send_queued(ws: Any, client: Client) -> None:
         dropped.cancel()
 
 
+class Audience:
+    """The clients watching one thing (a session, a dialogue): each attaches a queue, and
+    `broadcast` reaches them all."""
+
+    def __init__(self) -> None:
+        self.clients: set[Client] = set()
+
+    def attach(self) -> Client:
+        client = Client()
+        self.clients.add(client)
+        return client
+
+    def detach(self, client: Client) -> None:
+        self.clients.discard(client)
+
+
 class TurnError(Exception):
     """A user turn failed: `message` is safe to show (redacted), `user_error` False for a bug."""
 
@@ -79,27 +95,19 @@ class TurnError(Exception):
         self.user_error = user_error
 
 
-class SessionHub:
+class SessionHub(Audience):
     """A session and the clients watching it."""
 
     def __init__(self, session: Any, turn_json: TurnJson) -> None:
+        super().__init__()
         self.session = session
         self.turn_json = turn_json
-        self.clients: set[Client] = set()
         self.tasks: set[asyncio.Task[Any]] = set()
         self._unsubscribe = session.subscribe(self.publish)
 
     @property
     def id(self) -> str:
         return str(self.session.id)
-
-    def attach(self) -> Client:
-        client = Client()
-        self.clients.add(client)
-        return client
-
-    def detach(self, client: Client) -> None:
-        self.clients.discard(client)
 
     def publish(self, event: Any) -> None:
         """Send an event (a runtime event or a wire dict) to every client, encoded once."""

@@ -26,6 +26,19 @@ def event_data(event: Any) -> dict[str, Any]:
     return {"type": type(event).__name__, **dataclasses.asdict(event)}
 
 
+def request(raw: str) -> tuple[str | None, dict[str, Any]]:
+    """A client's socket message: its `type` (None when it is not a JSON object with one) and
+    the object itself."""
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None, {}
+    if not isinstance(data, dict):
+        return None, {}
+    kind = data.get("type")
+    return (kind if isinstance(kind, str) else None), data
+
+
 def encode(data: dict[str, Any]) -> str:
     """The JSON text sent to clients: redacted, compact, never failing on an odd value."""
     return json.dumps(redact_data(data), ensure_ascii=False, separators=(",", ":"), default=str)
