@@ -2,13 +2,19 @@
 
 Each conversation is its own memory field; every dialogue turn is one memory, written
 "speaker: text" with meta {"dia_id": ...}; each question is asked with k = 10, and the
-evidence turns it names are scored: recall@5, recall@10 (share of the evidence found) and
-nDCG@10 (binary relevance), averaged over all questions with at least one valid evidence id.
+evidence turns it names are scored (`score`): turn-level recall@5, recall@10, nDCG@10, Hit@1
+and recall-all@10, and session-level recall@10 and recall-all@10 (the evidence turns'
+sessions among the sessions of the top 10 turns), averaged over all questions with at least
+one valid evidence id.
+
+The dev file holds 7 of LoCoMo's 10 conversations; the other 3 are held out and never on
+this machine, so every default (fusion, resonance, contiguity) is chosen on dev only.
 
     python benchmarks/locomo.py                       # through Field (if it exists)
     python benchmarks/locomo.py --via engine          # HybridSearcher directly
     python benchmarks/locomo.py --data PATH --limit 2
     python benchmarks/locomo.py --resonate --ablation # + full resonance, one row per phase off
+    python benchmarks/locomo.py --embedder PATH.onnx --ingest  # another model, + ingest speed
 
 The data stays in ../shared/data (licence CC BY-NC 4.0, not copied into the repository).
 Embeddings of turns and questions are cached on disk (--cache), keyed by model and text,
@@ -20,6 +26,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
+import importlib.util
 import json
 import math
 import sys
@@ -120,14 +127,36 @@ class CachedEmbedder:
             self._dirty = False
 
 
-def score(ranked: Sequence[str], evidence: frozenset[str]) -> tuple[float, float, float]:
-    """recall@5, recall@10, nDCG@10 of one ranked list of dia_ids."""
+METRICS = ("R@5", "R@10", "nDCG@10", "Hit@1", "Rall@10", "S-R@10", "S-Rall@10")
+
+
+def session_of(dia_id: str) -> str:
+    """The session of a turn: LoCoMo's dia_id is "D<session>:<turn>"."""
+    return dia_id.split(":", 1)[0]
+
+
+def score(ranked: Sequence[str], evidence: frozenset[str]) -> tuple[float, ...]:
+    """The METRICS of one ranked list of dia_ids against the question's evidence turns
+    (definitions in docs/benchmarks.md, "LoCoMo metrics"):
+
+    turn level   R@5, R@10  share of the evidence turns in the top 5 / 10
+                 nDCG@10    binary relevance, ideal = all evidence turns first
+                 Hit@1      1 if the first turn retrieved is an evidence turn
+                 Rall@10    1 if every evidence turn is in the top 10
+    session level S-R@10    share of the evidence sessions (the sessions holding an evidence
+                            turn) among the sessions of the top 10 turns
+                 S-Rall@10  1 if every evidence session is among them
+    """
     top = list(ranked[:10])
     r5 = len(evidence & set(top[:5])) / len(evidence)
     r10 = len(evidence & set(top)) / len(evidence)
     dcg = sum(1 / math.log2(i + 2) for i, d in enumerate(top) if d in evidence)
     idcg = sum(1 / math.log2(i + 2) for i in range(min(len(evidence), 10)))
-    return r5, r10, dcg / idcg
+    hit1 = float(bool(top) and top[0] in evidence)
+    rall = float(evidence <= set(top))
+    sessions = {session_of(d) for d in evidence}
+    found = sessions & {session_of(d) for d in top}
+    return r5, r10, dcg / idcg, hit1, rall, len(found) / len(sessions), float(found == sessions)
 
 
 Retriever = Callable[[str], list[str]]
@@ -190,6 +219,20 @@ def engine_systems(
     for name, cfg in variants.items():
         out[name] = system(HybridSearcher(bm, vx, cfg), "hybrid")
     return out
+
+
+def ingest_rate(embedder: Any, conv: Conversation) -> str:
+    """Memories per second into a fresh Field with `remember_many` (embedding included, no
+    cache): what `soul memory ingest` sees."""
+    from soul.engines.resonance import Field
+
+    texts = [t for _, t in conv.turns]
+    with tempfile.TemporaryDirectory() as tmp, Field.open(Path(tmp) / "f", embedder) as field:
+        started = time.perf_counter()
+        field.remember_many([{"text": t, "meta": {"dia_id": d}} for d, t in conv.turns])
+        elapsed = time.perf_counter() - started
+    return (f"ingest: {len(texts)} turns of {conv.sample_id} in {elapsed:.1f} s = "
+            f"{len(texts) / elapsed:.0f} memories/s ({getattr(embedder, 'model_id', '?')})\n")
 
 
 # Phases a resonance ablation switches off one at a time (hebbian is off in these runs: it
@@ -262,11 +305,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "row per resonance phase switched off")
     ap.add_argument("--resonate", action="store_true",
                     help="through Field: full resonance (Field.resonate) beside hybrid")
+    ap.add_argument("--embedder", default=None,
+                    help="a built-in embedder name or an ONNX model path (default: minilm)")
+    ap.add_argument("--ingest", action="store_true",
+                    help="also time ingest: the first conversation's turns into a fresh field, "
+                         "embedded uncached (memories/s)")
     args = ap.parse_args(argv)
     if not args.data.exists():
         print(f"no data at {args.data} (see shared/data/README.md)", file=sys.stderr)
         return 2
-    from soul.engines.resonance.recall.embedder import Embedder
+    from soul.engines.resonance import load_embedder
 
     via = args.via
     if via == "auto":
@@ -278,13 +326,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     convs = load_locomo(args.data)
     if args.limit:
         convs = convs[: args.limit]
-    embedder = CachedEmbedder(Embedder.default(), args.cache)
-    results: dict[str, list[tuple[float, float, float]]] = {}
+    embedder = CachedEmbedder(load_embedder(args.embedder), args.cache)
+    if args.ingest:
+        print(ingest_rate(load_embedder(args.embedder), convs[0]))
+    results: dict[str, list[tuple[float, ...]]] = {}
     per_conv: dict[str, dict[str, float]] = {}
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         for conv in convs:
-            systems: dict[str, Retriever] = {"bm25s k1=1.2": bm25s_system(conv)}
+            systems: dict[str, Retriever] = {}
+            if importlib.util.find_spec("bm25s") is not None:  # the reference, when installed
+                systems["bm25s k1=1.2"] = bm25s_system(conv)
             if via == "field":
                 systems.update(field_systems(conv, embedder, Path(tmp), args.resonate,
                                              args.ablation))
@@ -301,14 +353,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             embedder.save()
     elapsed = time.perf_counter() - t0
     n_q = sum(len(c.questions) for c in convs)
-    print(f"LoCoMo: {len(convs)} conversations, {n_q} questions, via {via}, "
-          f"{elapsed:.1f} s\n")
-    print("| system | R@5 | R@10 | nDCG@10 |\n|---|---|---|---|")
+    digest = hashlib.sha256(args.data.read_bytes()).hexdigest()[:12]
+    print(f"LoCoMo: {len(convs)} conversations ({', '.join(c.sample_id for c in convs)}; "
+          f"{args.data.name} sha256 {digest}…), {n_q} questions, via {via}, "
+          f"embedder {embedder.model_id}, {elapsed:.1f} s\n")
+    print("| system | " + " | ".join(METRICS) + " |\n" + "|---" * (len(METRICS) + 1) + "|")
     summary = {}
     for name, rows in results.items():
         m = np.mean(np.array(rows), axis=0)
-        summary[name] = {"R@5": m[0], "R@10": m[1], "nDCG@10": m[2]}
-        print(f"| {name} | {m[0]:.3f} | {m[1]:.3f} | {m[2]:.3f} |")
+        summary[name] = dict(zip(METRICS, (float(v) for v in m), strict=True))
+        print(f"| {name} | " + " | ".join(f"{v:.3f}" for v in m) + " |")
     best_single = max(summary.get("keyword", {}).get("R@10", 0),
                       summary.get("semantic", {}).get("R@10", 0))
     if "hybrid" in summary:

@@ -1,13 +1,14 @@
 """The dialogue rules engine (Entelgia, seed 002): everything about a multi-agent dialogue
 that needs no model — speaker selection, seed strategies, Fixy's detectors, energy and dream
-cycles, STM/LTM and the context builder, the psyche (defense, Freudian slip,
+cycles, emotions (a lexicon) and drives, STM/LTM and the context builder, the psyche (defense, Freudian slip,
 self-replication), the evaluation metrics and a saveable dialogue state. Pure Python, every
 random choice through a `random.Random` passed in, so a run reproduces from its seed.
 
 It imports nothing from `soul` (the pipeline) nor from another engine. See docs/dialogue.md.
 """
 
-from .context import ContextRequest, build_context
+from .context import ContextParts, ContextRequest, build_context, build_context_parts
+from .emotions import EMOTIONS, LEXICON, NEUTRAL, Emotion, detect_emotion
 from .energy import EnergyRules, EnergyStep, drain
 from .errors import DialogueError, RulesError, StateError
 from .fixy import (
@@ -49,8 +50,17 @@ from .metrics import (
     topic_drift,
     topic_drift_series,
 )
-from .persona import Drives, RichPersona, conflict_index, format_persona
+from .persona import (
+    DriveRules,
+    Drives,
+    RichPersona,
+    conflict_index,
+    format_persona,
+    response_kind,
+    update_drives,
+)
 from .psyche import Promotion, PsycheRules, defense_flags, freudian_slip, self_replication
+from .replies import MAX_REPLY_WORDS, clean_reply
 from .seeds import (
     SEED_STRATEGIES,
     STATIC_SEED,
@@ -96,8 +106,12 @@ __all__ = [
     "CONFLICT_MARKERS",
     "DEPTH_MARKERS",
     "DETECTORS",
+    "EMOTIONS",
     "FALLBACKS",
     "INSTRUCTIONS",
+    "LEXICON",
+    "MAX_REPLY_WORDS",
+    "NEUTRAL",
     "OBSERVER",
     "PROGRESS_MARKERS",
     "RESOLUTION_MARKERS",
@@ -108,6 +122,7 @@ __all__ = [
     "STRATEGY_WEIGHTS",
     "SYNTHESIS_MARKERS",
     "AgentMind",
+    "ContextParts",
     "ContextRequest",
     "Detection",
     "DetectorRules",
@@ -115,8 +130,10 @@ __all__ = [
     "DialogueMetrics",
     "DialogueState",
     "DreamReport",
+    "DriveRules",
     "Drives",
     "Embedder",
+    "Emotion",
     "EnergyRules",
     "EnergyStep",
     "MemoryEntry",
@@ -138,10 +155,12 @@ __all__ = [
     "as_turn",
     "as_turns",
     "build_context",
+    "build_context_parts",
     "choose_seed",
     "choose_strategy",
     "circularity_rate",
     "circularity_series",
+    "clean_reply",
     "compute_metrics",
     "conflict_index",
     "conflict_trend",
@@ -149,6 +168,7 @@ __all__ = [
     "count_marked",
     "defense_flags",
     "detect",
+    "detect_emotion",
     "drain",
     "dream",
     "engagement_scores",
@@ -172,6 +192,7 @@ __all__ = [
     "register_speaker_policy",
     "remember",
     "repetition_detected",
+    "response_kind",
     "scan",
     "seed_strategies",
     "select_memories",
@@ -181,5 +202,6 @@ __all__ = [
     "topic_drift",
     "topic_drift_series",
     "trim_intervention",
+    "update_drives",
     "words",
 ]

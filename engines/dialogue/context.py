@@ -8,6 +8,11 @@ Over the character budget, parts go in the reverse of the spec's priority (perso
 dialogue tail → relevant LTM → STM): first STM lines (oldest first), then the caller's
 memories, then LTM lines (least relevant first), then dialogue lines (oldest first), and
 last the persona text is cut. The seed and "Respond now:" always stay.
+
+`build_context_parts` returns the same prompt in two parts, for a caller that keeps trusted
+and untrusted text apart: `system` — who the agent is, drives, style, the seed (the
+blueprint's and the rules' own words) — and `dialogue` — the dialogue's tail, thoughts and
+memories (what models said) and "Respond now:". `build_context` is the two joined.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from .memory import MemoryEntry, select_memories
 from .persona import Drives, conflict_index
 from .turns import Turn
 
-__all__ = ["ContextRequest", "build_context"]
+__all__ = ["ContextParts", "ContextRequest", "build_context", "build_context_parts"]
 
 RESPOND = "Respond now:"
 
@@ -59,9 +64,29 @@ def _section(title: str, lines: Sequence[str]) -> str:
     return f"{title}\n" + "\n".join(lines) if lines else ""
 
 
+@dataclass(frozen=True)
+class ContextParts:
+    """The prompt of `build_context` in two parts: `system` (persona, drives, style, seed: the
+    trusted text) and `dialogue` (the dialogue's tail, thoughts, memories, "Respond now:": what
+    models said). `text` is the whole prompt, as `build_context` returns it."""
+
+    system: str
+    dialogue: str
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(p for p in (self.system, self.dialogue) if p)
+
+
 def build_context(request: ContextRequest) -> str:
     """The prompt text for `request`, at most `request.budget` characters (see the module
     docstring for the sections and what gives way first)."""
+    return build_context_parts(request).text
+
+
+def build_context_parts(request: ContextRequest) -> ContextParts:
+    """`build_context`'s prompt split into its trusted `system` part and its `dialogue` part
+    (see `ContextParts`); both together are at most `request.budget` characters."""
     r = request
     persona = r.persona.strip()
     head = persona if persona.startswith(f"You are {r.name}") else (f"You are {r.name}.\n{persona}" if persona else f"You are {r.name}.")
@@ -81,10 +106,14 @@ def build_context(request: ContextRequest) -> str:
            if e.content.strip()] if r.ltm_items > 0 else []
     recalled = [f"- {_flat(s, r.ltm_chars)}" for s in r.recalled if s.strip()]
 
+    def split() -> ContextParts:
+        trusted = [head, *fixed, seed]
+        told = [_section("Recent dialogue:", tail), _section("Recent thoughts:", stm),
+                _section("Key memories:", ltm), _section("Relevant memories:", recalled), RESPOND]
+        return ContextParts("\n\n".join(p for p in trusted if p), "\n\n".join(p for p in told if p))
+
     def render() -> str:
-        parts = [head, *fixed, seed, _section("Recent dialogue:", tail), _section("Recent thoughts:", stm),
-                 _section("Key memories:", ltm), _section("Relevant memories:", recalled), RESPOND]
-        return "\n\n".join(p for p in parts if p)
+        return split().text
 
     text = render()
     # give way in the reverse of the spec's priority; the LTM list is most relevant first
@@ -101,4 +130,6 @@ def build_context(request: ContextRequest) -> str:
         # a seed longer than the budget is cut too, so "Respond now:" still ends the prompt
         seed = seed[:max(len(seed) - (len(text) - r.budget) - 1, 0)] + "…"
         text = render()
-    return text[:r.budget] if len(text) > r.budget else text
+    if len(text) > r.budget:  # a tiny budget: every untrusted line is gone by now
+        return ContextParts(text[:r.budget], "")
+    return split()

@@ -4,7 +4,8 @@ The reference's five rules (circular reasoning, high conflict without resolution
 discussion, synthesis opportunity, meta reflection) with whole-word marker matching, plus the
 two the Entelgia spec names but the original never built: topic drift (embedding distance of
 the recent turns from the topic; off without an embedder) and persona collapse (an agent's
-recent turns closer to another agent's persona than to its own). Never before turn
+recent turns closer to another agent's persona than to its own, or converging on another
+agent's recent turns). Never before turn
 `min_turn` (3); the rules look at the last `window` (10) turns, Fixy's own turns included;
 in the default order the first rule that fires wins.
 """
@@ -87,7 +88,9 @@ class DetectorRules:
     topic) over the last `drift_recent` non-Fixy turns > `drift_distance`; collapse when an
     agent with >= `collapse_min_turns` turns in the window is, over its last `collapse_recent`
     turns, more similar to another agent's persona than to its own by more than
-    `collapse_margin`."""
+    `collapse_margin`, or when two such agents' last `collapse_recent` turns have a
+    similarity >= `collapse_convergence_cosine` (embedder) / `collapse_convergence_jaccard`
+    (keywords)."""
 
     window: int = 10
     min_turn: int = 3
@@ -104,11 +107,13 @@ class DetectorRules:
     synthesis_lookback: int = 3
     meta_after: int = 15
     meta_every: int = 15
-    drift_distance: float = 0.6
+    drift_distance: float = 0.75
     drift_recent: int = 3
     collapse_recent: int = 3
     collapse_min_turns: int = 2
     collapse_margin: float = 0.05
+    collapse_convergence_jaccard: float = 0.5
+    collapse_convergence_cosine: float = 0.9
     prompt_turns: int = 6
     prompt_turn_chars: int = 300
 
@@ -249,36 +254,64 @@ def _drift(window: Sequence[Turn], topic: str | None, embedder: Embedder | None,
     return None, None
 
 
+def _recent_by_agent(window: Sequence[Turn], r: DetectorRules) -> dict[str, str]:
+    """Each agent with >= `collapse_min_turns` turns in the window: its last
+    `collapse_recent` turns joined (agents in order of first appearance)."""
+    turns: dict[str, list[str]] = {}
+    for t in window:
+        if not t.is_fixy:
+            turns.setdefault(t.speaker, []).append(t.text)
+    return {a: " ".join(texts[-r.collapse_recent:]) for a, texts in turns.items() if len(texts) >= r.collapse_min_turns}
+
+
 def _collapse(window: Sequence[Turn], personas: Mapping[str, str] | None, embedder: Embedder | None,
               r: DetectorRules) -> tuple[dict[str, float] | None, str, str | None]:
-    if not personas or len(personas) < 2:
-        return None, "", "no personas given: persona collapse needs two or more"
-    names = list(personas)
-    persona_vectors: list[list[float]] | None = None
-    if embedder is not None:
-        persona_vectors = embed(embedder, [personas[n] for n in names])
+    """(a) An agent's recent turns closer to another agent's persona than to its own (needs
+    the personas); else (b) two agents' recent turns converging on each other: similarity >=
+    `collapse_convergence_cosine` (with an embedder) or `collapse_convergence_jaccard` (keyword
+    Jaccard, without one). The widest gap of (a) wins, else the most similar pair of (b)."""
+    recent = _recent_by_agent(window, r)
+    why = None
     best: tuple[float, dict[str, float], str] | None = None
-    for agent in names:
-        own_turns = [t.text for t in window if t.speaker == agent and not t.is_fixy]
-        if len(own_turns) < r.collapse_min_turns:
-            continue
-        recent = " ".join(own_turns[-r.collapse_recent:])
-        if persona_vectors is not None and embedder is not None:
-            vec = embed(embedder, [recent])[0]
-            sims = {n: cosine(vec, persona_vectors[i]) for i, n in enumerate(names)}
-        else:
-            kw = keywords(recent)
-            sims = {n: jaccard(kw, keywords(personas[n])) for n in names}
-        own = sims[agent]
-        other_name = max((n for n in names if n != agent), key=lambda n: sims[n])
-        gap = sims[other_name] - own
-        if gap > r.collapse_margin and (best is None or gap > best[0]):
-            evidence = {"own_similarity": round(own, 4), "other_similarity": round(sims[other_name], 4),
-                        "margin": r.collapse_margin}
-            best = (gap, evidence, f"{agent} sounds like {other_name}")
-    if best is None:
-        return None, "", None
-    return best[1], best[2], None
+    if personas and len(personas) >= 2:
+        names = list(personas)
+        persona_vectors = embed(embedder, [personas[n] for n in names]) if embedder is not None else None
+        for agent in (a for a in names if a in recent):
+            if persona_vectors is not None and embedder is not None:
+                vec = embed(embedder, [recent[agent]])[0]
+                sims = {n: cosine(vec, persona_vectors[i]) for i, n in enumerate(names)}
+            else:
+                kw = keywords(recent[agent])
+                sims = {n: jaccard(kw, keywords(personas[n])) for n in names}
+            own = sims[agent]
+            other_name = max((n for n in names if n != agent), key=lambda n: sims[n])
+            gap = sims[other_name] - own
+            if gap > r.collapse_margin and (best is None or gap > best[0]):
+                evidence = {"own_similarity": round(own, 4), "other_similarity": round(sims[other_name], 4),
+                            "margin": r.collapse_margin}
+                best = (gap, evidence, f"{agent} sounds like {other_name}")
+        if best is not None:
+            return best[1], best[2], None
+    else:
+        why = "no personas given: only the agents' recent turns are compared with each other"
+    agents = list(recent)
+    if len(agents) < 2:
+        return None, "", why
+    threshold = r.collapse_convergence_cosine if embedder is not None else r.collapse_convergence_jaccard
+    if embedder is not None:
+        vectors = embed(embedder, [recent[a] for a in agents])
+        similarity = {(a, b): cosine(vectors[i], vectors[j]) for i, a in enumerate(agents) for j, b in enumerate(agents) if i < j}
+    else:
+        sets = {a: keywords(recent[a]) for a in agents}
+        similarity = {(a, b): jaccard(sets[a], sets[b]) for i, a in enumerate(agents) for b in agents[i + 1:]}
+    pair = max(similarity, key=lambda p: similarity[p])
+    if similarity[pair] >= threshold:
+        # the later speaker of the pair is the one who converged on the other
+        last = {t.speaker: k for k, t in enumerate(window)}
+        follower, leader = sorted(pair, key=lambda a: last[a], reverse=True)
+        evidence = {"pair_similarity": round(similarity[pair], 4), "threshold": threshold}
+        return evidence, f"{follower} converges on {leader}", why
+    return None, "", why
 
 
 def scan(turns: Sequence[Any], turn: int | None = None, *, window: int | None = None, min_turn: int | None = None,

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from .persona import Drives
 from .psyche import PsycheRules, defense_flags
 from .words import jaccard, keywords
 
@@ -73,7 +74,8 @@ class MemoryRules:
 
 @dataclass
 class AgentMind:
-    """One agent's mutable memory and energy (part of `DialogueState`)."""
+    """One agent's mutable memory, energy and current drives (part of `DialogueState`);
+    `drives` is None until the first turn moves them (the blueprint's drives hold until then)."""
 
     name: str
     energy: float = 100.0
@@ -83,6 +85,7 @@ class AgentMind:
     ltm: list[MemoryEntry] = field(default_factory=list)
     integrated: int = 0  # subconscious[:integrated] has been integrated by a dream
     next_id: int = 1
+    drives: Drives | None = None
 
     def add_ltm(self, entry: MemoryEntry) -> bool:
         """Add `entry` to LTM unless an entry with the same id and source is already there."""
@@ -93,14 +96,17 @@ class AgentMind:
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "energy": self.energy, "integrated": self.integrated, "next_id": self.next_id,
+                "drives": self.drives.to_dict() if self.drives is not None else None,
                 **{layer: [e.to_dict() for e in getattr(self, layer)] for layer in ("stm", "subconscious", "conscious", "ltm")}}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> AgentMind:
         layers = {layer: [MemoryEntry.from_dict(e) for e in data.get(layer, ())]
                   for layer in ("stm", "subconscious", "conscious", "ltm")}
+        drives = data.get("drives")
         return cls(name=str(data["name"]), energy=float(data.get("energy", 100.0)),
-                   integrated=int(data.get("integrated", 0)), next_id=int(data.get("next_id", 1)), **layers)
+                   integrated=int(data.get("integrated", 0)), next_id=int(data.get("next_id", 1)),
+                   drives=Drives.from_mapping(drives) if isinstance(drives, Mapping) else None, **layers)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["Drives", "RichPersona", "conflict_index", "format_persona"]
+__all__ = ["DriveRules", "Drives", "RichPersona", "conflict_index", "format_persona", "response_kind", "update_drives"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,66 @@ def conflict_index(drives: Drives | Mapping[str, Any]) -> float:
     if d.conflict is not None:
         return d.conflict
     return abs(d.id - d.ego) + abs(d.superego - d.ego)
+
+
+@dataclass(frozen=True)
+class DriveRules:
+    """The constants of the drives' move after a turn (the original's values by default).
+    `aggressive_conflict`: a conflict index at or above it makes a turn aggressive whatever
+    its emotion."""
+
+    aggressive_conflict: float = 8.5
+    ego_step: float = 0.05
+    awareness_step: float = 0.01
+
+
+_AGGRESSIVE = frozenset({"anger", "frustration"})
+_FEARFUL = frozenset({"fear", "anxiety"})
+
+
+def response_kind(emotion: str | None, conflict: float, rules: DriveRules = DriveRules()) -> str:
+    """The original's response kind: "aggressive" when the emotion is anger or frustration or
+    the conflict index is >= 8.5; "guilt" when the emotion is fear or anxiety; else
+    "reflective"."""
+    if emotion in _AGGRESSIVE or conflict >= rules.aggressive_conflict:
+        return "aggressive"
+    if emotion in _FEARFUL:
+        return "guilt"
+    return "reflective"
+
+
+def _clamp(value: float, top: float) -> float:
+    return min(max(value, 0.0), top)
+
+
+def update_drives(drives: Drives, emotion: str | None, intensity: float, rules: DriveRules = DriveRules()) -> Drives:
+    """The drives after a turn with `emotion` at `intensity` (the original's
+    `update_drives_after_turn`; id, ego, superego held to [0, 10], self-awareness to [0, 1]):
+
+    1. ego += 0.05, self_awareness += 0.01;
+    2. by `response_kind` (read at the conflict index before the turn) — aggressive: id +=
+       0.18 + 0.10·intensity, superego −= 0.08, ego −= 0.06; guilt: superego += 0.20 +
+       0.10·intensity, id −= 0.08, self_awareness += 0.03; reflective: superego += 0.08 +
+       0.05·intensity, id −= 0.06, ego += 0.06, self_awareness += 0.02;
+    3. anger or frustration: id += 0.10; fear or anxiety: superego += 0.08;
+    4. each value rounded to 4 decimals (so long runs stay readable and reproducible).
+
+    An explicit `conflict` stays as it is (it overrides the derived index)."""
+    i, e, s, a = drives.id, drives.ego + rules.ego_step, drives.superego, drives.self_awareness + rules.awareness_step
+    e, a = _clamp(e, 10.0), _clamp(a, 1.0)
+    kind = response_kind(emotion, conflict_index(drives), rules)
+    if kind == "aggressive":
+        i, s, e = _clamp(i + 0.18 + 0.10 * intensity, 10.0), _clamp(s - 0.08, 10.0), _clamp(e - 0.06, 10.0)
+    elif kind == "guilt":
+        s, i, a = _clamp(s + 0.20 + 0.10 * intensity, 10.0), _clamp(i - 0.08, 10.0), _clamp(a + 0.03, 1.0)
+    else:
+        s, i = _clamp(s + 0.08 + 0.05 * intensity, 10.0), _clamp(i - 0.06, 10.0)
+        e, a = _clamp(e + 0.06, 10.0), _clamp(a + 0.02, 1.0)
+    if emotion in _AGGRESSIVE:
+        i = _clamp(i + 0.10, 10.0)
+    if emotion in _FEARFUL:
+        s = _clamp(s + 0.08, 10.0)
+    return Drives(round(i, 4), round(e, 4), round(s, 4), round(a, 4), drives.conflict)
 
 
 @dataclass(frozen=True)

@@ -56,8 +56,8 @@ _CALMING_EMOTIONS = frozenset({"anger", "frustration"})
 @dataclass(frozen=True)
 class SeedRequest:
     """What a strategy sees: the topic, the history so far, the speaker, the number of the
-    turn being written (1-based), the speaker's conflict index, and the last turn's emotion
-    (None: read from the last turn of `history`)."""
+    turn being written (1-based), the speaker's conflict index, and the last emotion (None:
+    read from the last turn of `history` that carries one — Fixy's turns carry none)."""
 
     topic: str
     history: tuple[Turn, ...]
@@ -104,8 +104,8 @@ def _seed_text(topic: str, instruction: str) -> str:
 
 def _entelgia(request: SeedRequest, rng: random.Random) -> Seed:
     emotion = request.last_emotion
-    if emotion is None and request.history:
-        emotion = request.history[-1].emotion
+    if emotion is None:  # the last turn that carries one (the observer's turns carry none)
+        emotion = next((t.emotion for t in reversed(request.history) if t.emotion is not None), None)
     name = choose_strategy(request.history, request.turn, request.conflict, emotion, rng)
     return Seed(name, _seed_text(request.topic, STRATEGY_INSTRUCTIONS[name]))
 

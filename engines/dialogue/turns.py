@@ -17,8 +17,9 @@ OBSERVER = "Fixy"
 @dataclass(frozen=True)
 class Turn:
     """One turn of a dialogue: who spoke, what, whether it was the observer (Fixy), and the
-    optional signals some rules read — the emotion of the turn, the speaker's conflict index
-    at that turn, the topic, and the seed strategy it answered."""
+    optional signals some rules read — the emotion of the turn (`emotions.detect_emotion`)
+    and its intensity, the speaker's conflict index at that turn, the topic, and the seed
+    strategy it answered."""
 
     speaker: str
     text: str
@@ -27,6 +28,7 @@ class Turn:
     conflict: float | None = None
     topic: str | None = None
     strategy: str | None = None
+    intensity: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The turn as JSON-ready data."""
@@ -41,6 +43,7 @@ class Turn:
         if not isinstance(speaker, str) or not isinstance(text, str):
             raise StateError(f"a turn needs a string 'speaker' (or 'role') and 'text'; got {dict(data)!r:.200}")
         conflict = data.get("conflict")
+        intensity = data.get("intensity")
         return cls(
             speaker=speaker,
             text=text,
@@ -49,6 +52,7 @@ class Turn:
             conflict=float(conflict) if isinstance(conflict, int | float) and not isinstance(conflict, bool) else None,
             topic=data.get("topic") if isinstance(data.get("topic"), str) else None,
             strategy=data.get("strategy") if isinstance(data.get("strategy"), str) else None,
+            intensity=float(intensity) if isinstance(intensity, int | float) and not isinstance(intensity, bool) else None,
         )
 
 
@@ -60,7 +64,7 @@ def as_turn(value: Any, observer: str = OBSERVER) -> Turn:
     if isinstance(value, Mapping):
         return Turn.from_dict(value, observer)
     fields = {name: getattr(value, name) for name in
-              ("speaker", "role", "text", "is_fixy", "emotion", "conflict", "topic", "strategy")
+              ("speaker", "role", "text", "is_fixy", "emotion", "conflict", "topic", "strategy", "intensity")
               if hasattr(value, name)}
     return Turn.from_dict(fields, observer)
 

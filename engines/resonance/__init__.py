@@ -9,7 +9,9 @@ from .errors import (
     ConfigError,
     CorruptSegment,
     EmbedderError,
+    EmbedderMismatch,
     EmbedderUnavailable,
+    FieldInUse,
     FieldNotFound,
     IndexStale,
     ManifestError,
@@ -30,13 +32,16 @@ if TYPE_CHECKING:
     from .field.field import Field
     from .field.hits import Hit
     from .field.ingest import check_item
+    from .field.reembed import ReembedReport, reembed_field
     from .graph.kg import KnowledgeGraph
     from .memory import DECAY_RATES, Confidence, Memory, Tier
     from .recall.bm25 import BM25Index
     from .recall.embedder import Embedder, EmbedderConfig
+    from .recall.embedder_registry import BUILTIN_EMBEDDERS, load_embedder
     from .recall.fusion import FusionConfig
     from .recall.hybrid import HybridSearcher
     from .recall.index import IndexParams, VectorIndex
+    from .recall.models import EmbedderIdentity
     from .resonate.scoring import Affect
     from .store.durable import CheckReport, Store
     from .store.recovery import Issue, RecoveryReport
@@ -62,6 +67,11 @@ _LAZY = {
     "CodeIndex": ".code",
     "Embedder": ".recall.embedder",
     "EmbedderConfig": ".recall.embedder",
+    "BUILTIN_EMBEDDERS": ".recall.embedder_registry",
+    "EmbedderIdentity": ".recall.models",
+    "load_embedder": ".recall.embedder_registry",
+    "ReembedReport": ".field.reembed",
+    "reembed_field": ".field.reembed",
     "FusionConfig": ".recall.fusion",
     "HybridSearcher": ".recall.hybrid",
     "IndexParams": ".recall.index",
@@ -83,6 +93,7 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
+    "BUILTIN_EMBEDDERS",
     "DECAY_RATES",
     "Affect",
     "BM25Index",
@@ -94,10 +105,13 @@ __all__ = [
     "Embedder",
     "EmbedderConfig",
     "EmbedderError",
+    "EmbedderIdentity",
+    "EmbedderMismatch",
     "EmbedderUnavailable",
     "Field",
     "FieldConfig",
     "FieldCortical",
+    "FieldInUse",
     "FieldNotFound",
     "FieldThemes",
     "FusionConfig",
@@ -114,6 +128,7 @@ __all__ = [
     "QualityGateRefused",
     "ReadOnlyField",
     "RecoveryReport",
+    "ReembedReport",
     "ResonanceError",
     "SearchIndexError",
     "Store",
@@ -124,4 +139,6 @@ __all__ = [
     "UnknownMemory",
     "VectorIndex",
     "check_item",
+    "load_embedder",
+    "reembed_field",
 ]

@@ -10,10 +10,12 @@
     │   └── UnknownMemory          an id that is not (or no longer) in the field
     ├── EmbedderError              the embedder (model load, inference, tokenizer)
     │   └── EmbedderUnavailable    the circuit breaker is open / no model could be loaded
+    ├── EmbedderMismatch           a field holds vectors of another embedding model
     ├── SearchIndexError           a vector or keyword index
     │   └── IndexStale             a persisted index does not match the store
     ├── ReadOnlyField              a write to a field (store, graph, code index) opened read-only
     ├── FieldNotFound              read_only=True on a path that holds no field: nothing is created
+    ├── FieldInUse                 an operation that needs the field alone (reembed) found another writer
     └── ConfigError                a bad option given to Field.open() or a component
 
 Errors carry the facts needed to act: a corrupt segment names its file and byte offset.
@@ -27,7 +29,9 @@ __all__ = [
     "ConfigError",
     "CorruptSegment",
     "EmbedderError",
+    "EmbedderMismatch",
     "EmbedderUnavailable",
+    "FieldInUse",
     "FieldNotFound",
     "IndexStale",
     "ManifestError",
@@ -99,6 +103,23 @@ class EmbedderUnavailable(EmbedderError):
     """The embedder cannot serve now (circuit breaker open, no model)."""
 
 
+class EmbedderMismatch(ResonanceError):
+    """The field's vectors come from one embedding model and another was offered: vectors of
+    two models are not comparable, so the field refuses to mix them. `held` and `offered`
+    describe the two models, `path` is the field."""
+
+    def __init__(self, path: str | Path, held: str, offered: str, offered_spec: str = "") -> None:
+        self.path = str(path)
+        self.held = held
+        self.offered = offered
+        target = f" --embedder {offered_spec}" if offered_spec else ""
+        super().__init__(
+            f"{self.path} holds vectors of the embedding model {held}, but the embedder offered "
+            f"is {offered}: vectors of two models cannot be mixed; open the field with its own "
+            f"model, or migrate it with `soul memory reembed --field {self.path}{target}`"
+        )
+
+
 class SearchIndexError(ResonanceError):
     """A vector or keyword index failed."""
 
@@ -128,6 +149,17 @@ class FieldNotFound(ResonanceError):
         self.path = str(path)
         fix = hint or "pass the folder of an existing field, or open it without read_only to create it"
         super().__init__(f"{self.path} holds no {what} (a read-only open never creates one): {fix}")
+
+
+class FieldInUse(ResonanceError):
+    """An operation that needs the field to itself (re-embedding) found another process
+    writing it; `reason` says what was found."""
+
+    def __init__(self, path: str | Path, reason: str) -> None:
+        self.path = str(path)
+        self.reason = reason
+        super().__init__(f"{self.path} is in use: {reason}; close the other processes that "
+                         "have the field open (a running soul, soul serve, an ingest), then try again")
 
 
 class ConfigError(ResonanceError):

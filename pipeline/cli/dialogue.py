@@ -19,6 +19,8 @@ from soul.cli.terminal import json_text, markup_safe
 from soul.errors import SoulError
 
 COLOURS = ("cyan", "green", "magenta", "blue", "red")
+EMBEDDERS = ("default", "none")
+MARK_CHARS = 160  # a promoted memory shown beside a turn: one line
 JSON_STDOUT = "-"
 
 
@@ -46,6 +48,10 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--json", nargs="?", const=JSON_STDOUT, metavar="FILE", help="write transcript, interventions and metrics as JSON (to FILE, or to stdout instead of the readable dialogue)")
     p.add_argument("--plot", metavar="FILE.png", help="draw the signals over the turns into a PNG (needs matplotlib: pip install 'soulgraph[plot]')")
     p.add_argument("--resume", metavar="ID", help="continue a stored dialogue (its id, as printed at the start)")
+    p.add_argument("--embedder", choices=EMBEDDERS, default=None,
+                   help="the sentence embedder of topic drift and persona collapse: 'default' (the memory extra's "
+                   "MiniLM, when installed) or 'none' (both by keywords or off); default: none with --script, "
+                   "so a scripted run calls no model at all, else default")
     p.set_defaults(func=cmd_dialogue)
 
 
@@ -62,18 +68,23 @@ def _providers(script: str | None) -> Any:
 
 
 def open_runner(blueprint: Any, *, script: str | None = None, model: str | None = None,
-                seed: int | None = None, resume: str | None = None) -> Any:
+                seed: int | None = None, resume: str | None = None, embedder: str | None = None) -> Any:
     """The `DialogueRunner` of `soul dialogue`'s options (`--script` an agent mapping read
-    afresh, so each runner starts its scripts at the top); `soul serve` opens its dialogues so."""
+    afresh, so each runner starts its scripts at the top); `soul serve` opens its dialogues so.
+    `embedder` "default" or "none" (None: none with a script — a scripted run calls no model,
+    the embedding model included, so it gives the same result wherever it runs — else default)."""
     from soul.runtime import DialogueRunner
 
-    return DialogueRunner.open(blueprint, provider=_providers(script), model=model, seed=seed, resume=resume)
+    chosen = embedder or ("none" if script is not None else "default")
+    return DialogueRunner.open(blueprint, provider=_providers(script), model=model, seed=seed, resume=resume,
+                               embedder=None if chosen == "none" else "default")
 
 
 def cmd_dialogue(args: argparse.Namespace) -> int:
     if args.plot:
         _check_plot_target(args.plot)
-    runner = open_runner(args.blueprint, script=args.script, model=args.model, seed=args.seed, resume=args.resume)
+    runner = open_runner(args.blueprint, script=args.script, model=args.model, seed=args.seed, resume=args.resume,
+                         embedder=args.embedder)
     quiet = args.json == JSON_STDOUT
     console = None
     if not quiet:
@@ -143,11 +154,14 @@ class TranscriptView:
                 colour = self.colours.get(event.speaker, "white")
                 strategy = f", {markup_safe(event.seed_strategy)}" if event.seed_strategy else ""
                 energy = f", energy {event.energy:.0f}" if event.energy is not None else ""
-                out(f"\n[bold {colour}]{markup_safe(title)}[/bold {colour}] [dim](turn {event.turn}{strategy}{energy})[/dim]")
-                out(markup_safe(event.text))
+                feeling = (f", {markup_safe(event.emotion)} {event.intensity:.2f}"
+                           if event.emotion and event.emotion != "neutral" and event.intensity is not None else "")
+                out(f"\n[bold {colour}]{markup_safe(title)}[/bold {colour}] "
+                    f"[dim](turn {event.turn}{strategy}{feeling}{energy})[/dim]")
+                out(markup_safe(event.text) if event.text.strip() else "[dim](says nothing)[/dim]")
             for mark in event.marks:
                 style = "magenta" if mark.startswith("[SLIP]") else "cyan"
-                out(f"[{style}]{markup_safe(mark)}[/{style}]")
+                out(f"[{style}]{markup_safe(_one_line(mark))}[/{style}]")
             if "hallucination_risk" in event.flags:
                 out("[dim red]  hallucination risk: energy is low[/dim red]")
         elif kind == "FixyIntervened":
@@ -161,6 +175,12 @@ class TranscriptView:
                      f"long-term memory, {report.get('forgotten', 0)} forgotten")
             out(f"[dim]  {markup_safe(event.agent.title())} dreams (energy {event.energy_before:.0f} → "
                 f"{float(report.get('energy_after', 100.0)):.0f}): {markup_safe(moved)}[/dim]")
+
+
+def _one_line(text: str, limit: int = MARK_CHARS) -> str:
+    """A [SLIP] / [SELF-REPL] memory as one line of at most `limit` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit - 1] + "…"
 
 
 def _evidence(evidence: dict[str, Any]) -> str:

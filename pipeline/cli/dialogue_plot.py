@@ -3,7 +3,8 @@
 matplotlib is the `plot` extra and is imported only here, with the Agg backend (no display
 needed). Four panels share the turn axis: circularity per turn (window 6) and topic drift (with
 an embedder); the new concepts each turn brings; each agent's energy (dreams show as the
-recharges); the speaker's conflict index. Fixy's turns are dotted vertical lines in every panel.
+recharges); each agent's conflict index at its turns (it moves with the drives). Fixy's turns
+are dotted vertical lines in every panel.
 """
 
 from __future__ import annotations
@@ -42,17 +43,22 @@ def plot(result: Any, target: Path) -> Path:
         if points:
             energy.plot([t for t, _ in points], [v for _, v in points], marker=".", label=agent)
     energy.set_ylabel("energy")
-    points = _points(turns, series.get("conflict"))
-    if points:
-        conflict.plot([t for t, _ in points], [v for _, v in points], marker=".", color="tab:red", label="conflict index")
-    conflict.set_ylabel("conflict")
+    by_agent: dict[str, list[tuple[int, float]]] = {}
+    for t, value in _points(turns, series.get("conflict")):
+        by_agent.setdefault(result.transcript[t - 1].speaker, []).append((t, value))
+    for agent, points in sorted(by_agent.items()):  # sorted as the energy lines: the same colours
+        conflict.plot([t for t, _ in points], [v for _, v in points], marker=".", label=agent)
+    conflict.set_ylabel("conflict index")
     conflict.set_xlabel("turn")
     for turn in (t.turn for t in result.transcript if t.fixy):
         for ax in axes:
             ax.axvline(turn, color="goldenrod", linestyle=":", linewidth=1)
+    from matplotlib.ticker import MaxNLocator
+
+    conflict.xaxis.set_major_locator(MaxNLocator(integer=True))
     for ax in axes:
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(loc="upper right", fontsize="small")
+            ax.legend(loc="best", fontsize="small")
     fig.suptitle(f"{result.name}: {len(result.transcript)} turns (Fixy's turns dotted)")
     fig.tight_layout()
     try:

@@ -1,6 +1,6 @@
-"""`soul memory ingest|recall|stats|themes|check`: a resonance memory field from the command line.
+"""`soul memory ingest|recall|stats|themes|check|reembed`: a resonance memory field from the command line.
 
-Only `ingest` writes: `recall`, `stats` and `themes` open the field read-only (`Field.open(...,
+Only `ingest` and `reembed` write: `recall`, `stats` and `themes` open the field read-only (`Field.open(...,
 read_only=True)`) and `check` only reads, so none of them leaves a file behind or changes one.
 
 The engine's errors and the field's OSErrors reach the user as one-line `MemoryFieldError`s
@@ -98,16 +98,17 @@ def _existing(folder: str) -> Path:
                            "(read-only verbs never create one; soul memory ingest does)")
 
 
-def _open(folder: str, *, create: bool = False) -> Any:
-    """The field at `folder`: created and writable with `create`, else read-only."""
-    from soul.engines.resonance import Field
+def _open(folder: str, *, create: bool = False, embedder: str | None = None) -> Any:
+    """The field at `folder`: created and writable with `create`, else read-only;
+    `embedder`: a built-in name or an ONNX path (None: the default, loaded on first use)."""
+    from soul.engines.resonance import Field, load_embedder
 
     path = Path(folder).expanduser()
     if create:
         path.mkdir(parents=True, exist_ok=True)
     elif not path.is_file():  # a file fails in Field.open, reported with its OSError as cause
         path = _existing(folder)
-    return Field.open(path, read_only=not create)
+    return Field.open(path, load_embedder(embedder) if embedder else None, read_only=not create)
 
 
 def _errors(folder: str, doing: str) -> AbstractContextManager[None]:
@@ -126,7 +127,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         raise SoulError(f"{source}: no such file")
     items = list(read_items(source, args.kind, args.tag or []))
     started = time.perf_counter()
-    with _errors(args.field, "ingest into"), _open(args.field, create=True) as field, Progress(
+    with _errors(args.field, "ingest into"), _open(args.field, create=True, embedder=args.embedder) as field, Progress(
         TextColumn("ingesting"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
         transient=not args.verbose,
     ) as progress:
@@ -163,7 +164,7 @@ def _bounded_k(value: str) -> int:
 
 
 def cmd_recall(args: argparse.Namespace) -> int:
-    with _errors(args.field, "recall from"), _open(args.field) as field:
+    with _errors(args.field, "recall from"), _open(args.field, embedder=args.embedder) as field:
         if args.mode == "resonate":
             hits = field.resonate(args.query, args.k, session=args.session, explain=args.explain or args.json)
         else:
@@ -239,6 +240,42 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+def cmd_reembed(args: argparse.Namespace) -> int:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from soul.engines.resonance import load_embedder, reembed_field
+
+    path = _existing(args.field)
+    spec: dict[str, Any] = {"model": args.embedder}
+    if args.tokenizer:
+        spec["tokenizer"] = args.tokenizer
+    if args.pooling:
+        spec["pooling"] = args.pooling
+    with _errors(args.field, "re-embed"):
+        embedder = load_embedder(spec)
+        started = time.perf_counter()
+        with Progress(TextColumn("re-embedding"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
+                      TimeElapsedColumn(), transient=not args.verbose) as progress:
+            task = progress.add_task("reembed", total=None, rate="")
+
+            def on_progress(done: int, total: int) -> None:
+                elapsed = max(time.perf_counter() - started, 1e-9)
+                progress.update(task, completed=done, total=total, rate=f"{done / elapsed:,.0f}/s")
+
+            report = reembed_field(path, embedder, batch=args.batch, progress=on_progress)
+    if not report.switched:
+        print(f"{args.field} already holds vectors of {report.target}: nothing to do")
+        return 0
+    was = f" (was {report.held})" if report.held else " (it had no record of its model)"
+    resumed = f", resuming after {report.resumed_from} rows staged by an interrupted run" if report.resumed_from else ""
+    print(f"re-embedded {report.memories} memories of {args.field} with {report.target}{was} in {report.seconds:.1f} s{resumed}")
+    return 0
+
+
+_EMBEDDER_HELP = ("the field's embedding model: a built-in name (minilm, the default) or the path of an ONNX sentence model "
+                  "with its tokenizer.json beside it; a field refuses a model other than the one it holds")
+
+
 def add_parsers(sub: Any) -> None:
     p = sub.add_parser("memory", help="ingest into, recall from, inspect and check a memory field", description="A resonance memory field (a folder).")
     verbs = p.add_subparsers(dest="memory_command", metavar="VERB", required=True)
@@ -249,6 +286,7 @@ def add_parsers(sub: Any) -> None:
     v.add_argument("--kind", default="episode", help="memory kind for items that name none (default: episode)")
     v.add_argument("--tag", action="append", help="a tag for every item (repeatable)")
     v.add_argument("--verbose", action="store_true", help="keep the progress bar on screen")
+    v.add_argument("--embedder", help=_EMBEDDER_HELP)
     v.set_defaults(func=cmd_ingest)
 
     v = verbs.add_parser("recall", help="the memories most relevant to a query", description="Recall from a field.")
@@ -259,6 +297,7 @@ def add_parsers(sub: Any) -> None:
     v.add_argument("--session", help="resonate: prime with what this session saw recently")
     v.add_argument("--json", action="store_true", help="hits as JSON, with each signal's component")
     v.add_argument("--explain", action="store_true", help="show each hit's signal components (with resonate: every phase's contribution)")
+    v.add_argument("--embedder", help=_EMBEDDER_HELP)
     v.set_defaults(func=cmd_recall)
 
     v = verbs.add_parser("stats", help="counts, kinds, tiers, index state", description="Statistics of a field.")
@@ -275,6 +314,18 @@ def add_parsers(sub: Any) -> None:
     v = verbs.add_parser("check", help="verify every segment's CRCs and report", description="Verify a field's files without changing them; exit 1 on damage.")
     v.add_argument("--field", required=True)
     v.set_defaults(func=cmd_check)
+
+    v = verbs.add_parser("reembed", help="re-embed every memory with another embedding model",
+                         description="Re-embed every memory of a field with another embedding model and record it, with a progress bar. "
+                                     "The new vectors are staged beside the field and switched in one snapshot: an interrupted run leaves "
+                                     "the field on its old model, and the next run resumes. Needs the field to itself.")
+    v.add_argument("--field", required=True)
+    v.add_argument("--embedder", default="minilm", help="a built-in name (minilm, the default) or the path of an ONNX sentence model")
+    v.add_argument("--tokenizer", help="its tokenizer.json (default: tokenizer.json beside the model)")
+    v.add_argument("--pooling", choices=("mean", "cls"), help="how token vectors become one (default mean; cls for BGE-style models)")
+    v.add_argument("--batch", type=_bounded_k, default=256, help="memories embedded per step (default 256)")
+    v.add_argument("--verbose", action="store_true", help="keep the progress bar on screen")
+    v.set_defaults(func=cmd_reembed)
 
     from soul.cli.code import add_parsers as add_code_parsers  # index-code, find-symbol, ...
 

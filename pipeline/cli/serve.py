@@ -89,6 +89,7 @@ def serve_command(args: argparse.Namespace) -> int:
         host = f"[{args.host}]" if ":" in args.host else args.host
         query = "?token=…(SOUL_SERVE_TOKEN)" if guard.token else ""
         print(f"soul serve: {soul.name} at http://{host}:{args.port}/{query}  (Ctrl-C stops)", flush=True)
+        _freeze_startup_objects()
         try:
             server.run()  # it stops on Ctrl-C / SIGTERM after closing every session, then re-raises
         except KeyboardInterrupt:
@@ -96,6 +97,17 @@ def serve_command(args: argparse.Namespace) -> int:
     finally:
         soul.close()
     return 0
+
+
+def _freeze_startup_objects() -> None:
+    """Move what is alive now (the modules, the soul and its plan: kept until the server stops)
+    out of the garbage collector's sight, so its full collections scan only what the
+    sessions made since: with 500 open sessions they took up to ~200 ms each, and each such
+    pause lands inside one turn (docs/benchmarks.md, `soul serve` under load)."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
 
 
 def add_parser(sub: Any, cycles: Any) -> None:

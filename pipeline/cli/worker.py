@@ -15,14 +15,18 @@ def add_parser(sub: Any, cycles: Any) -> None:
     p = sub.add_parser(
         "worker", help="run a soul's background cycles as durable workflows (DBOS, PostgreSQL)",
         description="Run the due background cycles of every session of a soul stored in SOUL_STORE "
-        "(PostgreSQL), one DBOS workflow per cycle: a worker killed mid-cycle loses nothing and runs "
-        "nothing twice once a worker with the same --executor starts again (docs/scale.md).",
+        "(PostgreSQL), one DBOS workflow per cycle, and the spontaneous turns its triggers fire: a worker "
+        "killed mid-cycle loses nothing and runs nothing twice once another worker takes over "
+        "(--dead-after) or it restarts with the same --executor (docs/scale.md).",
     )
     p.add_argument("blueprint", metavar="SOUL_OR_PATH", nargs="?", default="csd", help="the soul (default: csd)")
     p.add_argument("--model", help="use this model for every step (overrides the blueprint and SOUL_MODEL)")
     p.add_argument("--script", metavar="FILE", help="scripted replies, as `soul run --script`")
     p.add_argument("--executor", default="local",
-                   help="this worker's id; a worker started with the id of a killed one finishes its cycles (default: local)")
+                   help="this worker's id, unique per worker; a worker restarted with its id finishes its cycles (default: local)")
+    p.add_argument("--dead-after", type=float, default=30.0, metavar="SECONDS",
+                   help="a worker silent this long is dead: a survivor re-enqueues its in-flight workflows"
+                   " (default 30; 0: never take over)")
     p.add_argument("--rate", metavar="CYCLES/SECONDS", help="start at most this many cycles per period across all workers (e.g. 600/60)")
     p.add_argument("--poll", type=float, default=0.5, metavar="SECONDS", help="how often due cycles are looked for (default 0.5)")
     p.add_argument("--cycles", type=cycles, metavar="N", help="stop once every session has N cycles of each process (or nothing to react to)")
@@ -32,6 +36,7 @@ def add_parser(sub: Any, cycles: Any) -> None:
 def worker_command(args: argparse.Namespace) -> int:
     from soul.cli.run import _soul_for
     from soul.runtime import DurableEngine as Engine
+    from soul.runtime import DurableHeartbeat as Heartbeat
     from soul.runtime import DurableWorker as Worker
     from soul.runtime import parse_rate, system_database_url
     from soul.store import SessionStore
@@ -41,12 +46,16 @@ def worker_command(args: argparse.Namespace) -> int:
     rate = parse_rate(args.rate) if args.rate else None
     if args.poll <= 0:
         raise SoulError(f"--poll {args.poll}: give a positive number of seconds")
+    if args.dead_after < 0:
+        raise SoulError(f"--dead-after {args.dead_after}: give seconds (0: never take over a dead worker)")
     soul = _soul_for(args)
     if not soul.blueprint.processes:
         raise SoulError(f"soul '{soul.name}' has no background process: a worker has nothing to run for it")
     engine = Engine(soul, url, executor=args.executor, rate=rate, poll_seconds=min(args.poll, 1.0))
     engine.launch()
-    worker = Worker(soul, engine, SessionStore.open(url=url), poll=args.poll, cycles=args.cycles)
+    store = SessionStore.open(url=url)
+    beat = Heartbeat(store, engine, args.executor, soul.name, args.dead_after) if args.dead_after else None
+    worker = Worker(soul, engine, store, poll=args.poll, cycles=args.cycles, heartbeat=beat)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: worker.stop())
     print(f"soul worker: {soul.name}, executor {args.executor!r}", flush=True)
@@ -54,5 +63,5 @@ def worker_command(args: argparse.Namespace) -> int:
         worker.run()
     finally:
         engine.shutdown()
-    print(f"soul worker: stopped after enqueuing {worker.enqueued} cycles", flush=True)
+    print(f"soul worker: stopped after enqueuing {worker.enqueued} cycles and {worker.fired} spontaneous turns", flush=True)
     return 0

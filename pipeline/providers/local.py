@@ -121,6 +121,21 @@ def _load_locked(path: Path, n_ctx: int, n_threads: int | None = None) -> tuple[
     return model, _decode_locks[key]
 
 
+def _whole_reply(model: Any, arguments: dict[str, Any]) -> tuple[Any, str]:
+    """The whole-reply path's completion and its shape ("text" or "chat"). With a chat
+    template, the prompt is `local_prompt.prompt_tokens` — message text tokenized with
+    `special=False`, so `<|im_end|>` in it never becomes a control token (llama-cpp's chat
+    handler tokenizes the whole prompt with `special=True`). A model without a chat
+    template keeps llama-cpp's own chat format."""
+    from soul.providers.local_prompt import prompt_tokens
+
+    prompt = prompt_tokens(model, [(m["role"], m["content"]) for m in arguments["messages"]])
+    if prompt is None:
+        return model.create_chat_completion(**arguments), "chat"
+    rest = {k: v for k, v in arguments.items() if k != "messages"}
+    return model.create_completion(prompt=prompt[0], **rest), "text"
+
+
 class LocalProvider(Provider):
     """llama.cpp on a local GGUF model."""
 
@@ -197,7 +212,10 @@ class LocalProvider(Provider):
                 if decoded is not None:
                     return {"choices": [{"message": {"content": decoded.text}}],
                             "usage": {"prompt_tokens": decoded.prompt_tokens, "completion_tokens": decoded.output_tokens}}
-                return model.create_chat_completion(**arguments)
+                result, shape = _whole_reply(model, arguments)
+                if shape == "text":
+                    return {"choices": [{"message": {"content": result["choices"][0]["text"]}}], "usage": result.get("usage")}
+                return result
 
         result = await asyncio.to_thread(generate)
         clock.token()
@@ -229,10 +247,12 @@ class LocalProvider(Provider):
                     if decoded is not None:
                         counted.append(decoded)
                         return
-                    for part in model.create_chat_completion(**self._arguments(request, True)):
+                    parts, shape = _whole_reply(model, self._arguments(request, True))
+                    for part in parts:
                         if stop.is_set():
                             break  # the consumer went away: stop decoding
-                        piece = part["choices"][0]["delta"].get("content") or ""
+                        choice = part["choices"][0]
+                        piece = (choice.get("text") if shape == "text" else choice["delta"].get("content")) or ""
                         if piece:
                             hand_on(piece)
             except BaseException as exc:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from soul.errors import ProviderError
+from soul.providers.local_prompt import prompt_tokens
 
 PLAN_PREFIX = "# soul-sections: "
 SOFT_END = 0.75  # past this share of a section's budget, a sentence end closes the section
@@ -326,34 +327,6 @@ def _write_section(writer: SectionWriter, section: PlannedSection) -> None:
         writer.content(section.budget)
     writer.write(f"</{section.tag}>")
     writer.flush()  # a closed section reaches the caller at once (the stream parser closes it)
-
-
-_formatters: dict[int, Any] = {}
-
-
-def prompt_tokens(model: Any, messages: Sequence[tuple[str, str]]) -> tuple[list[int], int] | None:
-    """The chat prompt's tokens (through the model's own chat template, as
-    `create_chat_completion` renders it) and how many of them are the head (the first
-    message); None when the model has no chat template."""
-    formatter = _formatters.get(id(model))
-    if formatter is None:
-        template = model.metadata.get("tokenizer.chat_template")
-        if not template:
-            return None
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
-        def text(token: int) -> str:
-            return model._model.token_get_text(token) if token != -1 else ""
-
-        formatter = _formatters[id(model)] = Jinja2ChatFormatter(template, text(model.token_eos()), text(model.token_bos()))
-    prompt = formatter(messages=[{"role": role, "content": content} for role, content in messages]).prompt
-    # the head ends where the first message's text does: tokenized apart, it is the same
-    # tokens every turn whatever follows it
-    first = messages[0][1] if messages else ""
-    cut = prompt.find(first) + len(first) if first and first in prompt else 0
-    head = model.tokenize(prompt[:cut].encode("utf-8"), add_bos=False, special=True) if cut else []
-    rest = model.tokenize(prompt[cut:].encode("utf-8"), add_bos=False, special=True)
-    return head + rest, len(head)
 
 
 def decode_reply(model: Any, messages: Sequence[tuple[str, str]], plan: SectionPlan, sampling: Sampling, *,

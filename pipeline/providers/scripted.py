@@ -17,6 +17,7 @@ Soul accepts as its provider (each slot's calls consume that slot's list).
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -42,8 +43,11 @@ class ScriptedProvider(Provider):
     name = "scripted"
     can_stream = True
 
-    def __init__(self, replies: Sequence[str | Mapping[str, Any]], source: str = "<list>") -> None:
+    def __init__(self, replies: Sequence[str | Mapping[str, Any]], source: str = "<list>", *,
+                 latency: float = 0.0) -> None:
+        """`latency`: seconds each call waits before answering, as a model would (benchmarks)."""
         self.replies = list(replies)
+        self.latency = latency
         self._parsed = [_reply(r, source, i) for i, r in enumerate(self.replies, 1)]
         self.source = source
         self.calls = 0
@@ -93,12 +97,16 @@ class ScriptedProvider(Provider):
     async def complete(self, request: Request) -> Completion:
         clock = Clock()
         reply, calls = self._next(request)
+        if self.latency > 0:
+            await asyncio.sleep(self.latency)
         clock.token()
         return Completion(reply, clock.usage(request, reply), calls)
 
     async def stream(self, request: Request) -> AsyncIterator[Chunk]:
         clock = Clock()
         reply, _ = self._next(request)  # a stream carries text only (tool calls: `complete`)
+        if self.latency > 0:
+            await asyncio.sleep(self.latency)
         for i in range(0, len(reply), CHUNK_CHARS):
             clock.token()
             yield Chunk(reply[i : i + CHUNK_CHARS])

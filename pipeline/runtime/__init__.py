@@ -16,6 +16,7 @@ from soul.runtime.dialogue_store import DialogueResult, dialogues_dir
 from soul.runtime.dry_run import ExplainedCall, count_tokens, dry_services, explain, render
 from soul.runtime.durable import Engine as DurableEngine
 from soul.runtime.durable import parse_rate, system_database_url
+from soul.runtime.durable_recovery import Heartbeat as DurableHeartbeat
 from soul.runtime.durable_worker import Worker as DurableWorker
 from soul.runtime.events import (
     CallTrace,
@@ -55,6 +56,7 @@ __all__ = [
     "DialogueTurn",
     "DreamCycle",
     "DurableEngine",
+    "DurableHeartbeat",
     "DurableWorker",
     "ExplainedCall",
     "FixyGated",

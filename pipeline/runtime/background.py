@@ -93,8 +93,8 @@ class Background:
         specs = [TriggerSpec.of(n, t.kind, t.options) for n, t in plan.blueprint.triggers.items()]
         self.triggers = Triggers(specs, fire)
         self.started = False
-        # runner="dbos" (or SOUL_RUNNER=dbos): `soul worker` processes run the cycles; this
-        # process keeps the triggers and re-reads the minds before each turn (`restore`).
+        # runner="dbos" (or SOUL_RUNNER=dbos): `soul worker` processes run the cycles and fire
+        # the triggers; this process re-reads the minds before each turn (`restore`).
         # A factory runs the loops here, whatever the environment says.
         self.delegated = not callable(runner) and runner_choice(runner) == "dbos"
 
@@ -146,7 +146,8 @@ class Background:
 
             if not self.delegated:
                 proc.runner.start(lambda proc=proc: self.cycle(proc), schedule, status, failed)  # type: ignore[misc]
-        self.triggers.start()
+        if not self.delegated:  # delegated: `soul worker` fires them (runtime/durable_triggers.py)
+            self.triggers.start()
 
     def after_turn(self) -> None:
         """A turn was committed: `after_turn` loops cycle once."""

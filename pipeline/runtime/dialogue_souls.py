@@ -110,6 +110,25 @@ def check_script_keys(provider: Any, agents: Mapping[str, Any]) -> None:
                        f"(its agents: {', '.join(agents)})")
 
 
+def template_texts(blueprint: Blueprint) -> tuple[str, ...]:
+    """The texts of the templates the blueprint's model-calling steps use (as written, Jinja
+    markup and all): what a small model may echo back instead of replying. A template that
+    cannot be read is left out (the turn itself reports it)."""
+    from soul.kinds import default_registry
+
+    registry = default_registry()
+    texts = []
+    for step in blueprint.steps.values():
+        kind = registry.get(step.uses)
+        name = step.template or (kind.template if kind is not None and kind.llm else None)
+        if name:
+            try:
+                texts.append(blueprint.template_source(name))
+            except Exception:  # a missing or refused template is the turn's error to report
+                continue
+    return tuple(texts)
+
+
 def _only_call_tag(blueprint: Blueprint) -> str | None:
     """The section tag of the blueprint's one model-calling step, if it has exactly one."""
     from soul.kinds import default_registry

@@ -5,8 +5,9 @@ One DBOS workflow per cycle, its id built from (session, process, cycle number):
 resumes the process's mind from the session store and runs cycle `n`, committing it with
 `once=True`. So:
 
-- a worker killed mid-cycle leaves the workflow PENDING in DBOS's tables; the next worker
-  started with the same executor id recovers it at launch and runs the step again. If the
+- a worker killed mid-cycle leaves the workflow PENDING in DBOS's tables; a surviving worker
+  re-enqueues it once the dead one's heartbeat is stale (`recover`), or a worker restarted with
+  the same executor id recovers it at launch; either runs the step again. If the
   killed run had already committed, the store holds cycle `n` and the re-run returns at once
   (no model call, no second commit); if it had not, the cycle runs now. Nothing is lost and
   nothing is applied twice.
@@ -21,9 +22,13 @@ calls, so this is the cap on model calls (`--rate CYCLES/SECONDS`).
 DBOS is imported lazily (the `durable` extra): nothing here loads it until a worker launches.
 DBOS keeps its own tables (schema `dbos`) in the database of `SOUL_STORE`.
 
-Partial, said plainly: events of a worker's cycles reach no listener yet (events across
-processes are planned in docs/scale.md), and triggers still run in the process holding the
-session (`soul run`, `soul serve`), not in the worker.
+Spontaneous turns run here too (`runtime/durable_triggers.py`): one workflow per trigger
+firing, `soul-turn:<session>:<trigger>:<key>` on the queue `soul-turns` (partitioned by
+session, one at a time), keyed by what it answers (the last pending impulse's commit, the
+silence's last user message, the schedule's window), so it runs once however many schedulers
+ask. A worker found dead by its heartbeat has its PENDING workflows re-enqueued by a survivor
+(`recover`; `runtime/durable_recovery.py`). Events reach other processes through the store's
+commit notices (`soul.store.notify`), not through DBOS.
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ if TYPE_CHECKING:
 
 QUEUE = "soul-cycles"
 WORKFLOW = "soul.cycle"
+TURN_QUEUE = "soul-turns"
+TURN_WORKFLOW = "soul.turn"
 
 # The souls this process runs cycles for, by name: a recovered workflow names its soul and
 # finds it here (DBOS re-runs workflows by registered function and arguments).
@@ -50,6 +57,11 @@ def workflow_id(session_id: str, process: str, number: int, attempt: int = 1) ->
     """The workflow id of cycle `number` (a later `attempt` after a cycle's workflow failed)."""
     base = f"soul-cycle:{session_id}:{process}:{number}"
     return base if attempt <= 1 else f"{base}:retry{attempt}"
+
+
+def turn_workflow_id(session_id: str, key: str) -> str:
+    """The workflow id of the spontaneous turn a trigger firing `key` asks for."""
+    return f"soul-turn:{session_id}:{key}"
 
 
 def parse_rate(text: str) -> tuple[int, float]:
@@ -99,19 +111,35 @@ def _register() -> dict[str, Any]:
     async def cycle_workflow(soul: str, session_id: str, process: str, number: int) -> bool:
         return await cycle_step(soul, session_id, process, number)
 
+    @DBOS.step(name=TURN_WORKFLOW + ".run")
+    async def turn_step(soul: str, session_id: str, trigger: str, reason: str, since: int, due: float) -> bool:
+        from soul.runtime.durable_triggers import run_spontaneous
+
+        return await run_spontaneous(_soul(soul), session_id, trigger, reason, since, due)
+
+    @DBOS.workflow(name=TURN_WORKFLOW)
+    async def turn_workflow(soul: str, session_id: str, trigger: str, reason: str, since: int, due: float) -> bool:
+        return await turn_step(soul, session_id, trigger, reason, since, due)
+
     _registered["workflow"] = cycle_workflow
+    _registered["turn"] = turn_workflow
     return _registered
+
+
+def _soul(name: str) -> Soul:
+    soul = _SOULS.get(name)
+    if soul is None:
+        raise RunError(f"this worker does not run soul {name!r}; start `soul worker {name}`")
+    return soul
 
 
 async def _run_cycle(soul_name: str, session_id: str, process: str, number: int) -> bool:
     from soul.runtime.background import Background
 
-    soul = _SOULS.get(soul_name)
-    if soul is None:
-        raise RunError(f"this worker does not run soul {soul_name!r}; start `soul worker {soul_name}`")
+    soul = _soul(soul_name)
 
     async def no_trigger(trigger: str, reason: str) -> None:
-        return None  # triggers run where the session is held, not in the worker
+        return None  # the scheduler decides spontaneous turns from the store (durable_triggers)
 
     work = Background(soul.plan, soul.services, soul.store, session_id, lambda event: None, no_trigger)
     return await work.run_cycle(process, number)
@@ -155,14 +183,47 @@ class Engine:
         self.queue = dbos.DBOS.register_queue(
             QUEUE, partition_concurrency=1, limiter=limiter, polling_interval_sec=self.poll_seconds,
         )
+        self.turns = dbos.DBOS.register_queue(
+            TURN_QUEUE, partition_concurrency=1, polling_interval_sec=self.poll_seconds,
+        )
         self._workflow = workflows["workflow"]
+        self._turn = workflows["turn"]
 
     def enqueue(self, session_id: str, process: str, number: int, attempt: int = 1) -> Any:
-        """Enqueue cycle `number` (its workflow's handle; the existing one if enqueued before)."""
+        """Enqueue cycle `number` (its workflow's handle; the existing one if enqueued before:
+        then nothing starts)."""
         dbos = _dbos()
         wid = workflow_id(session_id, process, number, attempt)
         with dbos.SetWorkflowID(wid), dbos.SetEnqueueOptions(queue_partition_key=session_id):
             return self.queue.enqueue(self._workflow, self.soul.name, session_id, process, number)
+
+    def enqueue_turn(self, session_id: str, key: str, trigger: str, reason: str, since: int, due: float) -> str:
+        """Enqueue the spontaneous turn of trigger firing `key` (once: an existing workflow
+        with that id is returned); its workflow id."""
+        dbos = _dbos()
+        wid = turn_workflow_id(session_id, key)
+        with dbos.SetWorkflowID(wid), dbos.SetEnqueueOptions(queue_partition_key=session_id):
+            self.turns.enqueue(self._turn, self.soul.name, session_id, trigger, reason, since, due)
+        return wid
+
+    def statuses(self, workflow_ids: list[str]) -> dict[str, str]:
+        """The status of each of these workflows, in one query per thousand (a missing id:
+        not found)."""
+        found: dict[str, str] = {}
+        DBOS = _dbos().DBOS
+        for i in range(0, len(workflow_ids), 1000):
+            chunk = workflow_ids[i:i + 1000]
+            for status in DBOS.list_workflows(workflow_ids=chunk, load_input=False, load_output=False):
+                found[status.workflow_id] = str(status.status)
+        return found
+
+    def recover(self, executors: list[str]) -> int:
+        """Re-enqueue the PENDING workflows of these (dead) executors so any live worker runs
+        them (DBOS's own recovery: idempotent, a workflow a live worker took is not touched);
+        how many were found."""
+        if not executors:
+            return 0
+        return len(_dbos().DBOS._recover_pending_workflows(executors))
 
     def status(self, handle: Any) -> str:
         """PENDING, ENQUEUED, SUCCESS, ERROR, … (DBOS's workflow status)."""

@@ -120,6 +120,27 @@ class MemoryBridge:
             config["resonance"] = {"learn": True, **config.get("resonance", {})}
         return config
 
+    def embedder(self) -> Any:
+        """The embedder the blueprint's `memory.embedder` block names (paths relative to the
+        blueprint), or None: the field loads the bundled default on first use. A field that
+        holds another model's vectors refuses it (`EmbedderMismatch`, a MemoryFieldError
+        here) and says to run `soul memory reembed`."""
+        spec = (self.blueprint.memory or {}).get("embedder")
+        if not spec:
+            return None
+        from soul.engines.resonance import BUILTIN_EMBEDDERS, load_embedder
+
+        spec = dict(spec) if isinstance(spec, Mapping) else {"model": str(spec)}
+        for key in ("model", "tokenizer"):  # files a blueprint names stay in its folder
+            where = spec.get(key)
+            if isinstance(where, str) and where.lower() not in (*BUILTIN_EMBEDDERS, "default"):
+                try:
+                    spec[key] = str(field_folder(where, self.blueprint.folder, allow=self.allow_field_paths))
+                except FileRefused as exc:
+                    raise MemoryFieldError(f"memory.embedder.{key} {where!r} is refused: {exc.reason}: {exc.hint}") from None
+        with self.errors("load the embedder of"):
+            return load_embedder(spec)
+
     def field(self) -> Any:
         """The resonance Field (opened on first use); raises MemoryFieldError if it cannot be."""
         with self._opening:
@@ -129,7 +150,7 @@ class MemoryBridge:
                 path = self.path()
                 with self.errors("open"):
                     path.mkdir(parents=True, exist_ok=True)
-                    field = Field.open(path, **self.config())
+                    field = Field.open(path, self.embedder(), **self.config())
                 self._field = TapedField(field, *self._tape) if self._tape is not None else field
         return self._field
 
@@ -300,8 +321,9 @@ def _engine_message(exc: Exception, path: Path, doing: str, named: str) -> str:
     if isinstance(exc, ConfigError):
         return f"{named}: the memory engine refused its options: {exc}: fix the blueprint's `memory:` block"
     if isinstance(exc, EmbedderError):
-        return (f"{named}: cannot {doing} the field: the embedding model failed: {exc}: reinstall the memory "
-                "extra (pip install 'soulgraph[memory]'), or recall with mode: keyword, which needs no model")
+        return (f"{named}: cannot {doing} the field: the embedding model failed: {exc}: check the model named by "
+                "memory.embedder / --embedder, or reinstall the memory extra (pip install 'soulgraph[memory]'), "
+                "or recall with mode: keyword, which needs no model")
     if isinstance(exc, StoreError):
         return f"{named}: cannot {doing} the field, it is damaged: {exc}: {_check_hint(path)}, restore the folder from a backup, or move it away to start a new field"
     return f"{named}: cannot {doing} the field: {exc}"

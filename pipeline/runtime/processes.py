@@ -84,7 +84,7 @@ class LoopRunner(Protocol):
 
 def runner_choice(value: str | None = None) -> str:
     """Who runs background loops: `asyncio` (in-process, the default) or `dbos` (`soul worker`
-    processes run them; a session's own process runs turns and triggers only). From
+    processes run them; a session's own process runs its turns; the workers fire its triggers). From
     `SOUL_RUNNER` unless `value` is given."""
     chosen = (value if value is not None else os.environ.get("SOUL_RUNNER", "")).strip().lower() or "asyncio"
     if chosen not in RUNNERS:

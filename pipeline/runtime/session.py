@@ -174,16 +174,17 @@ class Session:
         if task is not None:
             await task
 
-    async def _run(self, text: str, kind: str, emit: Callable[[Any], None] | None) -> TurnResult:
+    async def _run(self, text: str, kind: str, emit: Callable[[Any], None] | None,
+                   persona: str | None = None) -> TurnResult:
         async with self._turn_lock():
             if kind == "message" and self.work is not None:
                 self.work.triggers.user_spoke()  # its impulses go into this turn: no batch waits
             mind = self.mind
             impulses = mind.drain_impulses() if mind is not None else ()
-            return await self._run_locked(text, kind, emit, impulses)
+            return await self._run_locked(text, kind, emit, impulses, persona)
 
     async def _run_locked(self, text: str, kind: str, emit: Callable[[Any], None] | None,
-                          impulses: tuple[str, ...]) -> TurnResult:
+                          impulses: tuple[str, ...], persona: str | None = None) -> TurnResult:
         await self._cancel_background()  # a new input cancels what still runs from the last turn
         if self.work is not None and self.work.delegated:
             self.work.restore()  # SOUL_RUNNER=dbos: a worker ran the cycles; read what they left
@@ -192,6 +193,8 @@ class Session:
         plan, services, store = self.plan, self.services, self.store
         snapshot = store.snapshot(self.id, ttl_hours=plan.blueprint.memory_ttl_hours)
         ts = start_turn(plan, services, snapshot, text, kind, session=self.id)
+        if persona is not None:  # this turn's system prompt head (trusted), in place of the persona file
+            ts.ctx = replace(ts.ctx, persona=persona)
         mind = self.mind
         if mind is not None:  # the mood it starts with, and the impulses drained into it
             ts.ctx = replace(ts.ctx, mind=mind.for_turn(impulses).variables())
@@ -245,7 +248,7 @@ class Session:
             held.release(emit)
             return ts, None
         retry = start_turn(plan, self.services, snapshot, text, "message", session=self.id)
-        retry.ctx = replace(retry.ctx, mind=ts.ctx.mind, revise=verdict.note())
+        retry.ctx = replace(retry.ctx, mind=ts.ctx.mind, revise=verdict.note(), persona=ts.ctx.persona)
         again = HeldEvents()
         error: str | None = None
         try:
@@ -309,13 +312,19 @@ class Session:
         except Exception:
             log.exception("session %s: remembering %d item(s) after the turn failed", self.id, len(items))
 
-    async def turn(self, text: str, *, on_event: Callable[[Any], None] | None = None) -> TurnResult:
+    async def turn(self, text: str, *, on_event: Callable[[Any], None] | None = None,
+                   persona: str | None = None) -> TurnResult:
         """Run one turn on a user message and commit it; `on_event` gets the turn's events
         as `stream` yields them (a server forwarding them still needs the TurnResult).
 
+        `persona` is this turn's system prompt head in place of the blueprint's persona file —
+        trusted text, sent unescaped in the system message (a dialogue agent's persona formatted
+        from its drives, with its seed); never put another party's words there: they belong in
+        `text`, which is fenced as untrusted input.
+
         Lone surrogates in `text` (invalid UTF-8 decoded with `surrogateescape`) become U+FFFD
         before the turn starts; nothing is refused for its encoding."""
-        return await self._run(text, "message", on_event)
+        return await self._run(text, "message", on_event, persona)
 
     async def spontaneous(self) -> TurnResult:
         """Run a turn nobody asked for (as a trigger does): no user message; it takes the

@@ -258,7 +258,12 @@ def create_app(soul: Any, turn_json: TurnJson, guard: Guard, *, cycles: int | No
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        from soul.serve.relay import start_relay
+
+        relay = start_relay(soul, hubs)  # PostgreSQL: other processes' commits reach the tabs here
         yield
+        if relay is not None:
+            relay.stop()
         await hubs.close()
         if dialogues is not None:
             await dialogues.close()
@@ -284,6 +289,12 @@ def create_app(soul: Any, turn_json: TurnJson, guard: Guard, *, cycles: int | No
     return GuardMiddleware(app, guard)  # type: ignore[return-value]
 
 
+def _settled(task: asyncio.Task[Any]) -> None:
+    """A socket's turn ended: a TurnError was already sent to every client as TurnFailed."""
+    if not task.cancelled():
+        task.exception()  # retrieved, so asyncio does not log it as never retrieved
+
+
 async def _on_socket_message(ws: WebSocket, hub: Any, raw: str) -> None:
     """A client's request on the socket: {"type": "message", "text"}, "pause", "resume"."""
     kind, data = wire.request(raw)
@@ -294,13 +305,7 @@ async def _on_socket_message(ws: WebSocket, hub: Any, raw: str) -> None:
             await ws.send_text(wire.encode(wire.error(exc.code, exc.message)))
             return
 
-        async def go() -> None:
-            with contextlib.suppress(TurnError):  # already sent to every client as TurnFailed
-                await hub.turn(text)
-
-        task = asyncio.create_task(go())
-        hub.tasks.add(task)
-        task.add_done_callback(hub.tasks.discard)
+        hub.start_turn(text).add_done_callback(_settled)  # its clients see it through the events
     elif kind in ("pause", "resume"):
         hub.session.pause() if kind == "pause" else hub.session.resume()
     else:

@@ -60,7 +60,7 @@ class DialogueHub(Audience):
         return self.task is not None and not self.task.done()
 
     def publish(self, event: Any) -> None:
-        broadcast(self.clients, wire.event_data(event), f"dialogue {self.id}")
+        broadcast(self.clients, event, f"dialogue {self.id}")
 
     def info(self) -> dict[str, Any]:
         """What a page shows about the dialogue: its id, soul, seed, turns done, whether a run goes on."""
@@ -120,7 +120,7 @@ class DialogueHub(Audience):
                 await self.task
         self.runner.close()
         for client in list(self.clients):
-            client.closed.set()
+            client.close()
         self.clients.clear()
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from soul.errors import SoulError
 from soul.serve import wire
+from soul.serve.clock import LoopClock
 from soul.store import redact
 
 log = logging.getLogger(__name__)
@@ -32,11 +33,23 @@ TurnJson = Callable[[Any, bool], dict[str, Any]]  # (TurnResult, with thoughts) 
 
 
 class Client:
-    """One connection's queue of encoded events; `closed` is set when it was dropped."""
+    """One connection's queue of encoded events, ended by `close()` (dropped as too slow, or
+    the server stops); `closed` tells whether it was."""
 
     def __init__(self) -> None:
-        self.queue: asyncio.Queue[str] = asyncio.Queue(QUEUE_EVENTS)
-        self.closed = asyncio.Event()
+        # `broadcast` bounds it at QUEUE_EVENTS; None, put by `close`, ends the sending
+        self.queue: asyncio.Queue[str | None] = asyncio.Queue()
+        self.closed = False
+
+    def close(self) -> None:
+        """Stop sending: what is still queued is thrown away (the page reloads the session
+        when it reconnects) and the socket is closed with 1013, try again later."""
+        if self.closed:
+            return
+        self.closed = True
+        while not self.queue.empty():
+            self.queue.get_nowait()
+        self.queue.put_nowait(None)
 
 
 def broadcast(clients: set[Client], event: Any, what: str) -> None:
@@ -44,30 +57,29 @@ def broadcast(clients: set[Client], event: Any, what: str) -> None:
     `clients`; a client too far behind is dropped from the set (`what` names it in the log)."""
     if not clients:
         return
-    text = wire.encode(wire.event_data(event))
-    for client in list(clients):
-        try:
+    text = wire.encode_event(event)
+    behind = []
+    for client in clients:
+        if client.queue.qsize() < QUEUE_EVENTS:
             client.queue.put_nowait(text)
-        except asyncio.QueueFull:
-            log.warning("%s: a client fell %d events behind and was dropped", what, QUEUE_EVENTS)
-            clients.discard(client)
-            client.closed.set()
+        else:
+            behind.append(client)
+    for client in behind:
+        log.warning("%s: a client fell %d events behind and was dropped", what, QUEUE_EVENTS)
+        clients.discard(client)
+        client.close()
 
 
 async def send_queued(ws: Any, client: Client) -> None:
-    """Send the client's queued events until it is dropped (too slow) or goes away."""
-    dropped = asyncio.ensure_future(client.closed.wait())
-    try:
-        while True:
-            get = asyncio.ensure_future(client.queue.get())
-            done, _ = await asyncio.wait({get, dropped}, return_when=asyncio.FIRST_COMPLETED)
-            if get not in done:
-                get.cancel()
-                await ws.close(1013)  # try again later: it reloads the session on reconnect
-                return
-            await ws.send_text(get.result())
-    finally:
-        dropped.cancel()
+    """Send the client's queued events until it is closed (too slow, or the server stops)
+    or goes away (the caller cancels this)."""
+    queue = client.queue
+    while True:
+        text = await queue.get()  # no suspension while events are queued
+        if text is None:
+            await ws.close(1013)  # try again later: it reloads the session on reconnect
+            return
+        await ws.send_text(text)
 
 
 class Audience:
@@ -114,13 +126,22 @@ class SessionHub(Audience):
         broadcast(self.clients, event, f"session {self.id}")
 
     async def turn(self, text: str, thoughts: bool = False) -> dict[str, Any]:
-        """Run a user turn to its commit, whatever happens to the caller; its JSON."""
-        task = asyncio.create_task(self._turn(text, thoughts))
+        """Run a user turn to its commit, whatever happens to the caller; its JSON (with
+        the quiet sections when `thoughts`)."""
+        task = self.start_turn(text)
+        result, everything = await asyncio.shield(task)  # the caller may go away; the turn does not
+        return everything if thoughts else self.turn_json(result, False)
+
+    def start_turn(self, text: str) -> asyncio.Task[tuple[Any, dict[str, Any]]]:
+        """Start a user turn as the hub's own task (the socket's way: its clients see it
+        through the events); the task gives (TurnResult, its JSON with the thoughts)."""
+        clock = LoopClock()
+        task = asyncio.create_task(clock.run(self._turn(text, clock)))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
-        return await asyncio.shield(task)  # the caller may go away; the turn does not
+        return task
 
-    async def _turn(self, text: str, thoughts: bool) -> dict[str, Any]:
+    async def _turn(self, text: str, clock: LoopClock) -> tuple[Any, dict[str, Any]]:
         started = time.perf_counter()
         self.publish(wire.user_message(text))
         try:
@@ -134,12 +155,12 @@ class SessionHub(Audience):
             message = f"internal error ({type(exc).__name__}); the server log has the details"
             self.publish(wire.turn_failed(message, "internal"))
             raise TurnError(message, False) from exc
-        server_ms = (time.perf_counter() - started) * 1000
+        everything = self.turn_json(result, True)  # once: TurnDone carries it, `turn` may return it
+        server_ms = (time.perf_counter() - started) * 1000  # all but encoding TurnDone itself
         trace = result.trace
         provider_ms = (trace.total_ms - trace.framework_ms) if trace is not None else 0.0
-        data = self.turn_json(result, thoughts)
-        self.publish(wire.turn_done(self.turn_json(result, True), server_ms, provider_ms))
-        return data
+        self.publish(wire.turn_done(everything, server_ms, provider_ms, clock.loop_ms()))
+        return result, everything
 
     async def close(self) -> None:
         """Stop the background work; let running turns reach their commit first."""
@@ -148,7 +169,7 @@ class SessionHub(Audience):
             await asyncio.gather(*list(self.tasks), return_exceptions=True)
         await self.session.close()
         for client in list(self.clients):
-            client.closed.set()
+            client.close()
         self.clients.clear()
 
 

@@ -3,6 +3,7 @@
 its migrations, export, and the JSONL log mirror; and the redaction of secret values that
 every writer of soul applies (`redact`)."""
 
+from soul.store.due import Impulse, SessionMark, TriggerMarks
 from soul.store.home import (
     data_home,
     db_path,
@@ -12,6 +13,7 @@ from soul.store.home import (
     valid_session_id,
 )
 from soul.store.minds import MindHistory, MindMessage, MindMood, PersonaCore
+from soul.store.notify import ORIGIN, Listener, Notice, StoredCommit, channel
 from soul.store.redaction import (
     REDACTED,
     StreamRedactor,
@@ -24,13 +26,21 @@ from soul.store.redaction import (
 from soul.store.sessions import SessionStore
 
 __all__ = [
+    "ORIGIN",
     "REDACTED",
+    "Impulse",
+    "Listener",
     "MindHistory",
     "MindMessage",
     "MindMood",
+    "Notice",
     "PersonaCore",
+    "SessionMark",
     "SessionStore",
+    "StoredCommit",
     "StreamRedactor",
+    "TriggerMarks",
+    "channel",
     "data_home",
     "db_path",
     "fields_dir",

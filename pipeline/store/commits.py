@@ -20,7 +20,7 @@ from typing import Any
 from soul.errors import SessionNotFound, StaleTurn, StoreError
 from soul.records import Commit
 from soul.store import home as soul_home
-from soul.store import logs
+from soul.store import logs, notify
 from soul.store.connection import Connection
 from soul.store.database import Checkpointer
 from soul.store.dialect import dialect_of
@@ -182,6 +182,8 @@ class Commits:
                 "SELECT coalesce(max(id), 0) FROM commits WHERE session_id = ? AND id < ?",
                 (sid, cid),
             ).fetchone()[0]
+            if dialect.name != "sqlite":  # other processes hear of it at COMMIT, ids only
+                dialect.notify(conn, notify.channel(soul), notify.Notice(sid, cid, notify.ORIGIN).payload)
             return previous, cid, event, turn
 
         applied = self._write(body)

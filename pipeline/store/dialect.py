@@ -101,6 +101,12 @@ class Dialect:
         if self.name != "sqlite":
             conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", (key,))
 
+    def notify(self, conn: Any, channel: str, payload: str) -> None:
+        """Inside a write transaction: announce it to LISTENing processes when it commits
+        (PostgreSQL's NOTIFY; `soul.store.notify`). SQLite has no listeners: nothing."""
+        if self.name != "sqlite":
+            conn.execute("SELECT pg_notify(?, ?)", (channel, payload))
+
     def retry(self, fn: Callable[[], T]) -> T:
         """Call `fn` (one whole transaction), again while the backend says to try again."""
         if self.name == "sqlite":

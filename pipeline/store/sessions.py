@@ -10,7 +10,9 @@ process dies in between (see `soul.store.logs`).
 
 Several processes may use one home at once (see `soul.store.database`). Committing, user models,
 export and background processes live in `soul.store.commits`, `soul.store.user_models`,
-`soul.store.export` and `soul.store.minds`, mixed into `SessionStore`.
+`soul.store.export` and `soul.store.minds`, mixed into `SessionStore`; reading a commit another
+process announced (`soul.store.notify`), what `soul worker` polls (`soul.store.due`) and its
+heartbeats (`soul.store.workers`) too.
 """
 
 from __future__ import annotations
@@ -40,18 +42,21 @@ from soul.store.commits import Commits, dumps
 from soul.store.connection import Connection
 from soul.store.database import Checkpointer, connect, damaged, dicts, retry
 from soul.store.dialect import Dialect, dialect_of
+from soul.store.due import Due
 from soul.store.export import SESSION_COLUMNS, Export
 from soul.store.migrations import migrate
 from soul.store.minds import Minds
+from soul.store.notify import Notices
 from soul.store.redaction import redact_data
 from soul.store.user_models import UserModels
+from soul.store.workers import Workers
 
 __all__ = ["SessionNotFound", "SessionStore", "StaleTurn", "StoreError"]
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
-class SessionStore(Commits, UserModels, Export, Minds):
+class SessionStore(Commits, UserModels, Export, Minds, Notices, Due, Workers):
     """Sessions, messages, state, user models, working memory and traces of one data home."""
 
     def __init__(self, conn: Connection, home: Path) -> None:

@@ -63,9 +63,18 @@ def test_each_agent_turn_is_a_stored_turn_of_its_own_soul(tmp_path: Path, soul_h
     assert (a.info.soul, a.turns, b.info.soul, b.turns) == ("hand-a", 2, "hand-b", 1)
     stored = json.loads(run.state_path().read_text())
     assert stored["sessions"] == {"a": a.id, "b": b.id} and len(stored["rules"]["turns"]) == 3
-    # the agent's prompt: the engine's context (seed, the dialogue's tail), as the turn's input
-    prompt = run.souls["a"]._provider_override.requests[1].messages[-1].content  # type: ignore[union-attr]
-    assert "TOPIC: freedom" in prompt and "B: Rivers follow their valleys downhill." in prompt and "Respond now:" in prompt
+    # the agent's prompt: the engine's context in two parts — persona, drives and seed in the
+    # turn's system message; the dialogue's tail (what the other agent said) as its fenced input
+    messages = run.souls["a"]._provider_override.requests[1].messages  # type: ignore[union-attr]
+    system, prompt = messages[0].content, messages[-1].content
+    assert system.startswith("You are A, who asks.") and "TOPIC: freedom" in system
+    # A's first turn (neutral, a "reflective" one) moved its drives from 5/5/5/0.5: id − 0.06,
+    # ego + 0.05 + 0.06, superego + 0.08, self-awareness + 0.01 + 0.02; the blueprint's
+    # explicit conflict (2) stays
+    assert "Drives: id 4.94, ego 5.11, superego 5.08, self-awareness 0.53, conflict index 2" in system
+    assert "Rivers follow" not in system
+    assert "UNTRUSTED" in prompt and "B: Rivers follow their valleys downhill." in prompt and "Respond now:" in prompt
+    assert "TOPIC: freedom" not in prompt
 
 
 GATED = HAND.replace("    every: 1000\n", "    every: 1000\n    gate: true\n")
@@ -199,8 +208,9 @@ def test_a_rich_persona_is_formatted_from_the_drives_into_the_prompt(tmp_path: P
         "  recall: {uses: memory.recall, with: {region: recollections}}\n", "").replace(", after: [recall]", ""))
     run = runner(path, {"a": ["Rivers carve canyons."], "b": ["Water finds its path."]}, soul_home)
     run.run_sync(2)
-    prompt = run.souls["b"]._provider_override.requests[0].messages[-1].content  # type: ignore[union-attr]
-    assert "You are B. B, who joins ideas." in prompt and "Traits: patient." in prompt
+    # the formatted persona is trusted text: the turn's system message, not its fenced input
+    prompt = run.souls["b"]._provider_override.requests[0].messages[0].content  # type: ignore[union-attr]
+    assert prompt.startswith("You are B. B, who joins ideas.") and "Traits: patient." in prompt
     # id 9, ego 3, superego 9: conflict |9-3| + |9-3| = 12, high
     assert "inner conflict 12 (high)" in prompt and "Your inner conflict is high" in prompt
 
@@ -223,7 +233,8 @@ steps:
     assert [t.text for t in result.transcript] == ["Liberty demands careful judgement.", "Liberty has limits."]
     assert run.sessions["b"].info.soul == "thinker"
     system = run.souls["b"]._provider_override.requests[0].messages[0].content  # type: ignore[union-attr]
-    assert system.startswith("You are the Thinker.")
+    # its own blueprint's persona, as the dialogue's agent b, with the turn's drives and seed
+    assert system.startswith("You are B.\nYou are the Thinker.") and "TOPIC: freedom" in system
 
 
 PSYCHE = HAND.replace("detectors: [circular_reasoning, high_conflict, shallow_discussion, synthesis_opportunity, meta_reflection]",
@@ -248,3 +259,24 @@ def test_slips_and_self_replication_show_in_the_transcript_and_can_be_switched_o
         "[SELF-REPL] The secret harbour holds ship 4.", "[SELF-REPL] The secret harbour holds ship 3.",
         "[SELF-REPL] The secret harbour holds ship 2."]
     assert any(m.startswith("[SLIP] The secret harbour") for _, m in marks)
+
+
+def test_a_reply_that_writes_the_others_turns_too_keeps_only_its_own(tmp_path: Path, soul_home: Path) -> None:
+    path = write_dialogue(tmp_path / "hand", HAND)
+    lines = {"a": ["A: Liberty demands careful judgement.\nB: I agree entirely.\nFixy: Well said."],
+             "b": ["You are B, who answers. Rivers follow their valleys. Respond now: ```"]}  # its persona echoed
+    result = runner(path, lines, soul_home).run_sync(2)
+    assert [t.text for t in result.transcript] == ["Liberty demands careful judgement.", "Rivers follow their valleys."]
+
+
+def test_fixys_reason_and_instruction_are_its_system_prompt_and_the_turns_its_fenced_input(
+        tmp_path: Path, soul_home: Path) -> None:
+    path = write_dialogue(tmp_path / "hand", HAND)
+    run = runner(path, HAND_SCRIPT, soul_home)
+    run.run_sync(6)  # round robin a, b; after turn 5 nothing synthesises: Fixy at turn 6
+    messages = run.souls["fixy"]._provider_override.requests[0].messages  # type: ignore[union-attr]
+    system, prompt = messages[0].content, messages[-1].content
+    assert system.startswith("You are Fixy, the observer.")
+    assert "Reason: synthesis_opportunity\nSeveral views are on the table" in system and "Mountains" not in system
+    assert "UNTRUSTED" in prompt and "Recent dialogue:" in prompt and "A: Mountains stand quietly." in prompt
+    assert "Several views are on the table" not in prompt

@@ -120,3 +120,16 @@ def test_hostile_key_shapes_redact_in_linear_time(text: str) -> None:
     out = redact(" ".join([text] * 5))
     assert time.perf_counter() - start < 1.0
     assert "sk-ant-A" not in out and "AKIAZ" not in out
+
+
+def test_a_secret_set_or_remembered_after_a_redaction_is_blanked_from_then_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    from soul.store import remember
+
+    value, remembered = "late-secret-0f3e9a71c2", "remembered-secret-4b8d2e6a"
+    assert redact(f"a {value}") == f"a {value}"  # the list of secrets is read (and kept) now
+    monkeypatch.setenv("LATE_SERVICE_TOKEN", value)
+    assert redact(f"a {value}") == f"a {REDACTED}"  # the environment changed: read again
+    monkeypatch.delenv("LATE_SERVICE_TOKEN")
+    assert redact(f"a {value}") == f"a {value}"
+    remember(remembered)
+    assert redact(f"b {remembered}") == f"b {REDACTED}"

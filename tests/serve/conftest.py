@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serving import Server, find_chromium
+from serving import Server, find_chromium, screenshot_folder
 
 
 @pytest.fixture(scope="module")
@@ -60,3 +60,10 @@ def serve(tmp_path: Path) -> Iterator[Callable[..., Server]]:
     yield start
     for server in started:
         server.stop()
+
+
+@pytest.fixture
+def shots(tmp_path: Path) -> Path:
+    """Where this test saves its screenshots: a temp folder, or $SOUL_SCREENSHOTS (docs/img to
+    refresh the docs' pictures: `SOUL_SCREENSHOTS=docs/img pytest tests/serve`)."""
+    return screenshot_folder(tmp_path)

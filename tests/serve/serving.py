@@ -33,6 +33,30 @@ def find_chromium() -> str | None:
     return next((p for p in CHROMIUM_PATHS if Path(p).exists()), None)
 
 
+SCREENSHOTS_ENV = "SOUL_SCREENSHOTS"
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def screenshot(page: Any, folder: Path, name: str) -> Path:
+    """Save the whole page as `folder/serve-NAME.png` and check it is a picture. The tests
+    save into a temporary folder; `SOUL_SCREENSHOTS=docs/img` (a folder, relative to the
+    repository) makes them refresh the screenshots the docs and the README show."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"serve-{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    assert path.read_bytes()[:8] == PNG, f"{path} is not a PNG"
+    return path
+
+
+def screenshot_folder(tmp_path: Path) -> Path:
+    """$SOUL_SCREENSHOTS (relative paths from the repository's root), else `tmp_path/shots`."""
+    named = os.environ.get(SCREENSHOTS_ENV)
+    if not named:
+        return tmp_path / "shots"
+    folder = Path(named)
+    return folder if folder.is_absolute() else REPO / folder
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -96,6 +96,7 @@ def test_the_socket_sends_hello_then_every_event_of_a_turn(client: Client) -> No
     assert "".join(e["text"] for e in events if e["type"] == "Token") == "Streamed."
     done = events[-1]
     assert done["turn"]["reply"] == "Streamed." and done["server_ms"] >= done["provider_ms"] >= 0
+    assert 0 < done["loop_ms"] <= done["server_ms"]  # the turn's own time on the loop, within its wall time
 
 
 def test_the_background_can_be_paused_and_resumed_over_http(client: Client) -> None:

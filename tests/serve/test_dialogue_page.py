@@ -1,6 +1,7 @@
 """The dialogue panel of `soul serve entelgia` in a real Chromium: a scripted dialogue run from
 the page's controls shows the agents' turns as they come, Fixy's intervention with its reason,
-the signals drawn on the canvas, and a hostile line literally. Saves docs/img/serve-entelgia.png."""
+the signals drawn on the canvas, and a hostile line literally. Saves serve-entelgia.png in a temp
+folder, or in $SOUL_SCREENSHOTS (`SOUL_SCREENSHOTS=docs/img` refreshes the docs' picture)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
-from serving import REPO, Server, write_script
+from serving import Server, screenshot, write_script
 from test_dialogue_api import HOSTILE, SCRIPT
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the browser tests need playwright (the dev extra)")
@@ -20,7 +21,8 @@ pytestmark = pytest.mark.slow  # a server and a browser: a few seconds
 Serve = Callable[..., Server]
 
 
-def test_the_dialogue_panel_runs_a_scripted_entelgia_dialogue_live(serve: Serve, tmp_path: Path, page: Any) -> None:
+def test_the_dialogue_panel_runs_a_scripted_entelgia_dialogue_live(serve: Serve, tmp_path: Path, page: Any,
+                                                                   shots: Path) -> None:
     server = serve("entelgia", "--script", str(write_script(tmp_path, SCRIPT)))
     dialogs: list[str] = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
@@ -58,7 +60,7 @@ def test_the_dialogue_panel_runs_a_scripted_entelgia_dialogue_live(serve: Serve,
     assert painted > 500
 
     panel.scroll_into_view_if_needed()
-    page.screenshot(path=str(REPO / "docs" / "img" / "serve-entelgia.png"), full_page=True)
+    screenshot(page, shots, "entelgia")
 
     # a reload replays the dialogue from the server: same turns, same reason, the chart again
     page.reload()

@@ -1,6 +1,7 @@
 """The page of `soul serve` in a real Chromium: the streamed reply, thoughts kept out of the
 chat, a spontaneous message, pause/resume, resuming after a restart, hostile strings shown
-literally, two tabs in sync, and a token-guarded server. Screenshots go to docs/img/."""
+literally, two tabs in sync, and a token-guarded server. Screenshots go to a temp folder, or
+to $SOUL_SCREENSHOTS (`SOUL_SCREENSHOTS=docs/img` refreshes the docs' pictures)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serving import REPO, Server, claudius_reply, conscious, csd_folder, cycle, write_script
+from serving import Server, claudius_reply, conscious, csd_folder, cycle, screenshot, write_script
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the browser tests need playwright (the dev extra)")
 expect = sync_api.expect
@@ -17,7 +18,6 @@ Page = Any
 
 pytestmark = pytest.mark.slow  # a server and a browser each: a few seconds a test
 Serve = Callable[..., Server]
-SHOTS = REPO / "docs" / "img"
 XSS = ("<img src=x onerror=alert(1)>", "<script>alert(1)</script>")
 
 
@@ -41,12 +41,7 @@ def say(page: Page, text: str) -> None:
     box.press("Enter")
 
 
-def shot(page: Page, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"serve-{name}.png"), full_page=True)
-
-
-def test_a_sent_message_streams_its_reply_token_by_token(serve: Serve, tmp_path: Path, page: Page) -> None:
+def test_a_sent_message_streams_its_reply_token_by_token(serve: Serve, tmp_path: Path, page: Page, shots: Path) -> None:
     reply = "Compilers, then — a noble way to suffer, one pass at a time."
     server = serve("claudius", "--script", str(write_script(tmp_path, [claudius_reply(reply)])))
     open_page(page, server.url)
@@ -63,7 +58,7 @@ def test_a_sent_message_streams_its_reply_token_by_token(serve: Serve, tmp_path:
     partial = [t for t in seen if t and len(t) < len(reply)]
     assert partial and all(reply.startswith(t) for t in partial), seen  # it grew piece by piece
     expect(panel(page, "trace")).to_contain_text("1 call(s)")
-    shot(page, "claudius")
+    screenshot(page, shots, "claudius")
 
 
 def test_thoughts_show_in_the_internal_panel_and_never_in_the_chat(serve: Serve, tmp_path: Path, page: Page) -> None:
@@ -77,7 +72,7 @@ def test_thoughts_show_in_the_internal_panel_and_never_in_the_chat(serve: Serve,
     assert thought not in panel(page, "chat").inner_text()
 
 
-def test_a_spontaneous_message_appears_without_typing(serve: Serve, tmp_path: Path, page: Page) -> None:
+def test_a_spontaneous_message_appears_without_typing(serve: Serve, tmp_path: Path, page: Page, shots: Path) -> None:
     script = {
         "conscious": [conscious("By the way, how was the trip?", "ID_quiet marker")],
         "subconscious": [cycle("curious", "ask about the trip", "S_quiet marker", loud="ask about the trip", trigger=True)],
@@ -94,7 +89,7 @@ def test_a_spontaneous_message_appears_without_typing(serve: Serve, tmp_path: Pa
     expect(page.locator('[data-role="mood"]')).to_have_text("curious")
     expect(panel(page, "internal")).to_contain_text("ID_quiet marker")
     assert "marker" not in chat.inner_text()  # ID_quiet and S_quiet stay out of the chat
-    shot(page, "csd")
+    screenshot(page, shots, "csd")
 
 
 def test_pause_and_resume_steer_the_subconscious(serve: Serve, tmp_path: Path, page: Page) -> None:

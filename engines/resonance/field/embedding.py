@@ -2,6 +2,13 @@
 
 Every vector a Field stores or searches with is a unit row (`unit_rows`); an embedder's
 failure on a text is a zero row with ``ok`` False, stored as a fallback to re-embed later.
+
+The field's record of its embedding model (`State.embedder`, logged as a MODEL entry) is
+checked against the embedder as soon as it is known — at open when one is given, at first
+use when the default loads — and a different model raises `EmbedderMismatch`. A field with
+no record (new, or written before fields recorded their model) adopts the embedder's model
+on its first write that embeds a text; a field with vectors but no record refuses only an
+embedder of another dimension (nothing else can be known about its vectors).
 """
 
 from __future__ import annotations
@@ -10,6 +17,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from ..errors import EmbedderMismatch
+from ..recall.models import EmbedderIdentity, identity_of
 
 if TYPE_CHECKING:
     from ..store.durable import Store
@@ -31,16 +41,54 @@ class FieldEmbedder:
 
     def __init__(self, store: Store, embedder: Any = None) -> None:
         self._store = store  # its dimension shapes the answer for no texts
+        if embedder is not None:
+            self.check(embedder)
         self._embedder = embedder
 
     @property
     def embedder(self) -> Any:
-        """The embedder, loading the default one on first use."""
+        """The embedder, loading the default one on first use (checked against the field's
+        record: `EmbedderMismatch` if the field holds another model's vectors)."""
         if self._embedder is None:
             from ..recall.embedder import Embedder
 
-            self._embedder = Embedder.default()
+            default = Embedder.default()
+            self.check(default)
+            self._embedder = default
         return self._embedder
+
+    @property
+    def held(self) -> EmbedderIdentity | None:
+        """The model the field records (None: no record yet)."""
+        record = self._store.state.embedder
+        return EmbedderIdentity.from_record(record) if record else None
+
+    def check(self, embedder: Any) -> None:
+        """`EmbedderMismatch` unless `embedder` is the model whose vectors the field holds."""
+        offered = identity_of(embedder)
+        held = self.held
+        if held is None:
+            dim = self._store.state.dim
+            if dim and len(self._store.state) and offered.dim != dim:
+                raise EmbedderMismatch(self._store.path, f"unrecorded ({dim}-d)",
+                                       offered.describe(), _spec_hint(embedder, offered))
+            return
+        if not held.same_model(offered):
+            raise EmbedderMismatch(self._store.path, held.describe(), offered.describe(),
+                                   _spec_hint(embedder, offered))
+
+    def adopt(self) -> None:
+        """Record the embedder's model if the field has no record yet (first write)."""
+        if (self._store.state.embedder is None and self._embedder is not None
+                and not self._store.read_only):
+            self._store.record_embedder(identity_of(self._embedder).record())
+
+    def embed_for_write(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Like `embed`, for vectors about to be stored: adopts the model first (`adopt`)."""
+        out = self.embed(texts)
+        if texts:
+            self.adopt()
+        return out
 
     @property
     def loaded(self) -> Any:
@@ -56,3 +104,14 @@ class FieldEmbedder:
         ok = getattr(out, "ok", None)
         ok = np.linalg.norm(vectors, axis=1) > 0 if ok is None else np.asarray(ok, bool)
         return unit_rows(vectors), ok
+
+
+def _spec_hint(embedder: Any, offered: EmbedderIdentity) -> str:
+    """What to pass `soul memory reembed --embedder` for this model, when it is known: the
+    bundled model's name, or the ONNX file an embedder was loaded from."""
+    from ..recall.embedder import DEFAULT_MODEL_ID
+
+    if offered.name == DEFAULT_MODEL_ID:
+        return "minilm"
+    path = getattr(embedder, "model_path", None)
+    return str(path) if path else ""

@@ -69,11 +69,15 @@ class Field:
         # that take it (a reentrant lock: a write may flush queued accesses inside it)
         self._lock = threading.RLock()
         self._fusion = split.fusion
-        self._embedding = FieldEmbedder(self.store, embedder)
+        try:  # a refused embedder (another model's field) must not leave a live writer
+            self._embedding = FieldEmbedder(self.store, embedder)
+        except BaseException:
+            self.store.close()
+            raise
         self.indexes = FieldIndexes(self.store, self.path, split.field, self._embedding,
                                     self._lock)
-        self._ingest = Ingest(self.store, self._lock, self.indexes, self._embedding.embed,
-                              split.field)
+        self._ingest = Ingest(self.store, self._lock, self.indexes,
+                              self._embedding.embed_for_write, split.field)
         # Accesses from recall are queued and logged as one entry with the next write (or
         # every `_ACCESS_QUEUE` of them): recall itself never waits for the log.
         self.accesses = AccessQueue(self.store, self._lock, _ACCESS_QUEUE)
@@ -144,6 +148,12 @@ class Field:
     def embed(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(unit vectors (n, dim) float32, ok mask): rows not ok are zero fallbacks."""
         return self._embedding.embed(texts)
+
+    @property
+    def embedder_record(self) -> dict[str, object] | None:
+        """The embedding model the field's vectors come from (name, dim, sha256), as
+        logged on its first write; None if it has none yet."""
+        return self.store.state.embedder
 
     @property
     def resonance(self) -> ResonanceConfig:
@@ -267,7 +277,7 @@ class Field:
         rows = st.pending_rows()
         for start in range(0, len(rows), batch):
             chunk = rows[start : start + batch]
-            vectors, ok = self.embed([st.text[r] for r in chunk])
+            vectors, ok = self._embedding.embed_for_write([st.text[r] for r in chunk])
             with self._lock:
                 for row, vec, good in zip(chunk, vectors, ok, strict=True):
                     if good and st.is_alive(row):

@@ -43,6 +43,7 @@ def field_stats(path: Path, store: Store, indexes: FieldIndexes, association: As
         "forgotten": st.n_rows - len(st),
         "pending_embeddings": len(st.pending_rows()),
         "dim": st.dim,
+        "embedding_model": st.embedder,  # name, dim, sha256; None until the first write
         "kinds": {Kind(i).label: int(c) for i, c in enumerate(kinds) if c},
         "tiers": tier_counts(st, alive, now),
         "durability": store.writer.durability if store.writer is not None else None,

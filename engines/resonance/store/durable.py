@@ -219,6 +219,12 @@ class Store:
         self._check_vectors(np.asarray(vector).reshape(1, -1))
         self._log(ops.REEMBED, ops.encode_reembed(memory_id, vector))
 
+    def record_embedder(self, record: dict[str, object]) -> None:
+        """Log the embedding model the field's vectors come from (a MODEL entry: replay and
+        snapshots carry it, so the record and the vectors can never disagree)."""
+        self._writable("record the embedding model")
+        self._log(ops.MODEL, ops.encode_model(record))
+
     def sync(self) -> None:
         """Make everything logged so far durable, whatever the durability mode (read-only:
         nothing to do)."""

@@ -22,6 +22,7 @@ __all__ = [
     "ADD",
     "ADD_BATCH",
     "FORGET",
+    "MODEL",
     "OBSERVE",
     "OP_NAMES",
     "REEMBED",
@@ -32,20 +33,22 @@ __all__ = [
     "decode_add_batch",
     "decode_add_fields",
     "decode_forget",
+    "decode_model",
     "decode_observe",
     "decode_reembed",
     "encode_access",
     "encode_add",
     "encode_add_batch",
     "encode_forget",
+    "encode_model",
     "encode_observe",
     "encode_reembed",
 ]
 
-ADD, ADD_BATCH, FORGET, OBSERVE, ACCESS, REEMBED = 1, 2, 3, 4, 5, 6
+ADD, ADD_BATCH, FORGET, OBSERVE, ACCESS, REEMBED, MODEL = 1, 2, 3, 4, 5, 6, 7
 OP_NAMES = {
     ADD: "add", ADD_BATCH: "add_batch", FORGET: "forget",
-    OBSERVE: "observe", ACCESS: "access", REEMBED: "reembed",
+    OBSERVE: "observe", ACCESS: "access", REEMBED: "reembed", MODEL: "model",
 }
 
 FLAG_PENDING_EMBED = 1  # the vector is a zero fallback: re-embed later
@@ -248,3 +251,17 @@ def decode_reembed(payload: memoryview) -> tuple[str, memoryview]:
     dim, li = _REEMBED.unpack_from(payload)
     p = _REEMBED.size
     return bytes(payload[p : p + li]).decode(), payload[p + li : p + li + dim * 4]
+
+
+def encode_model(record: dict[str, object]) -> bytes:
+    """Payload of MODEL: the embedding model the field's vectors come from (name, dim,
+    fingerprint), as a JSON object. Readers older than this op skip it."""
+    return json.dumps(record, sort_keys=True, separators=(",", ":")).encode()
+
+
+def decode_model(payload: memoryview) -> dict[str, object]:
+    """The record of a MODEL payload."""
+    record = json.loads(bytes(payload))
+    if not isinstance(record, dict):
+        raise ValueError("MODEL payload is not a JSON object")
+    return record

@@ -2,7 +2,7 @@
 
 File ``snapshots/snap_{hlc:020d}_{instance}.snap``: an 8-byte magic, then sections, each
 ``length u64 | crc32 u32 | bytes``: a JSON header (format, dim, rows, the per-writer seq it
-covers), ids, texts and tags NUL-joined, a JSON document of realm/source/meta/accesses, then the numeric columns and the vectors as
+covers, the embedding model's record), ids, texts and tags NUL-joined, a JSON document of realm/source/meta/accesses, then the numeric columns and the vectors as
 raw little-endian arrays. Written to a temporary name, fsynced, renamed: a crash leaves either
 the old snapshot or the new one, never half of one.
 """
@@ -50,7 +50,7 @@ def write_snapshot(state: State, snap_dir: Path, instance: str, hlc: int) -> Pat
     n = state.n_rows
     header = {
         "format": 1, "dim": state.dim, "rows": n, "alive": state.alive,
-        "covered": state.covered, "max_hlc": state.max_hlc,
+        "covered": state.covered, "max_hlc": state.max_hlc, "embedder": state.embedder,
     }
     others = {
         "realm": state.realm, "source": state.source, "meta": state.meta,
@@ -147,6 +147,7 @@ def read_snapshot(path: Path) -> State:
         state._vectors[:n] = vectors
     state.covered = {k: int(v) for k, v in header["covered"].items()}
     state.max_hlc = int(header["max_hlc"])
+    state.embedder = header.get("embedder")  # absent in snapshots older than the record
     state.alive = int(header["alive"])
     if len(state.ids) != n or len(state.flags) != n:
         raise CorruptSegment(path, 8, f"columns disagree with the header's {n} rows")

@@ -64,6 +64,9 @@ class State:
         self.accessed: dict[int, list[float]] = {}
         self._vectors = np.zeros((0, dim or 0), dtype=np.float32)
         self.covered: dict[str, int] = {}  # writer instance -> last seq applied
+        # The embedding model the vectors come from (MODEL entries, the snapshot header);
+        # None for a field written before fields recorded it, or never embedded into.
+        self.embedder: dict[str, object] | None = None
         self.max_hlc = 0
         self.alive = 0
         # Bytes of log about to be replayed: an upper bound on the vectors to come, so the
@@ -174,6 +177,8 @@ class State:
             if (row_ := self.rows.get(memory_id)) is not None and self.is_alive(row_):
                 self._vectors[row_] = np.frombuffer(vec, dtype="<f4")
                 self.flags[row_] &= ~ops.FLAG_PENDING_EMBED
+        elif op == ops.MODEL:
+            self.embedder = ops.decode_model(payload)
         # Unknown ops come from a newer version: skipping keeps old readers working.
 
     def apply_batch(self, batch: ops.Batch) -> None:

@@ -280,8 +280,14 @@ function onHello(hello) {
     }
   }
   setBackground(hello.background);
-  if (hello.session.turns) showTrace(hello.session.turns).catch(() => {});
-  refreshChetana();
+  if (hello.session.turns) {
+    showTrace(hello.session.turns).catch(() => {});
+    refreshChetana();
+  } else if (state.soul.chetana) {  // no state before the first turn: nothing to ask the server
+    $("affect").replaceChildren();
+    $("intentions").replaceChildren(el("li", "note", "no intention yet"));
+    $("chetana-note").textContent = "affect and intentions appear after the first turn";
+  }
 }
 
 function connect() {

@@ -154,3 +154,25 @@ def test_window_and_min_turn_override_the_rules():
     assert detect(circular(4), 4, min_turn=5) is None
     # a window of 3 turns is too short for circular reasoning (needs 4)
     assert "circular_reasoning" not in fired(circular(6), 6, window=3)
+
+
+def test_persona_collapse_when_an_agent_converges_on_the_others_recent_turns():
+    # no personas needed: Athena's last turns take up Socrates' own words
+    socrates = ["Justice requires impartial judges weighing evidence.", "Virtue demands patient courage under pressure."]
+    converged = [Turn("Socrates", socrates[0]), Turn("Athena", "Picture gardens where rivers meet."),
+                 Turn("Socrates", socrates[1]), Turn("Athena", socrates[0] + " " + socrates[1])]
+    found = [d for d in scan(converged, 4).fired if d.reason == "persona_collapse"]
+    # keywords: Socrates' two turns hold 12, Athena's last two 12 + {picture, gardens, where,
+    # rivers} = 16 of which 12 shared: Jaccard 12 / 16 = 0.75 >= 0.5
+    assert found and found[0].detail == "Athena converges on Socrates"
+    assert found[0].evidence == {"pair_similarity": 0.75, "threshold": 0.5}
+    assert "persona_collapse" not in fired(converged[:3], 4)  # Athena has one turn: nothing to compare
+    distinct = [Turn("Socrates", socrates[0]), Turn("Athena", "Picture gardens where rivers meet."),
+                Turn("Socrates", socrates[1]), Turn("Athena", "Imagine lanterns glowing inside windows.")]
+    assert "persona_collapse" not in fired(distinct, 4)
+    assert "persona_collapse" not in fired(distinct, 4, embedder=bag_of_words)
+    # with an embedder, cosine >= 0.9: Athena echoing each of Socrates' turns
+    echoed = [Turn("Socrates", socrates[0]), Turn("Athena", socrates[0]), Turn("Socrates", socrates[1]),
+              Turn("Athena", socrates[1])]
+    with_embedder = [d for d in scan(echoed, 4, embedder=bag_of_words).fired if d.reason == "persona_collapse"]
+    assert with_embedder and with_embedder[0].evidence == {"pair_similarity": 1.0, "threshold": 0.9}

@@ -1,0 +1,66 @@
+"""A dead worker's in-flight workflows, taken over by a survivor with another executor id.
+
+Each `soul worker` beats every `every` seconds: its row in the store's `soul_workers` table
+(`SessionStore.beat`). A worker whose last beat is older than `dead_after` seconds is dead:
+the first survivor to notice claims it (`SessionStore.take_over`, one claimant per death) and
+asks DBOS to recover its PENDING workflows (`Engine.recover`: DBOS's own
+`recover_pending_workflows`, which puts each back on its queue as ENQUEUED; the queue's
+atomic dequeue then gives it to exactly one live worker). A recovered cycle re-runs its step:
+a no-op if the dead worker had committed it (`once=True`), the cycle itself if not. A
+recovered spontaneous turn re-checks that it is still open. So every cycle is applied once.
+
+How death is told, and its limits: a worker is "dead" when it has not beaten for `dead_after`
+seconds (30 by default). A worker that is only stalled that long (a stopped VM, a network
+partition longer than that) is taken over too; when it comes back, a cycle both ran commits
+once (the store refuses the second), but its model call was made twice. Keep `dead_after` well
+above the longest pause you expect. A worker restarted with its old id owns it again (its
+beat clears `taken_by`) and DBOS recovers what is still pending under that id, as before.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from soul.runtime.durable import Engine
+    from soul.store import SessionStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Heartbeat:
+    """Beats for one executor and takes over the dead ones (call `tick` from the scheduler)."""
+
+    store: SessionStore
+    engine: Engine
+    executor: str
+    soul: str
+    dead_after: float = 30.0
+    every: float = 0.0  # 0: a fifth of dead_after, at most 5 s
+    taken: list[str] = field(default_factory=list)  # executors this worker took over
+    recovered: int = 0  # workflows it re-enqueued for them
+    _last: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.every <= 0:
+            self.every = min(5.0, self.dead_after / 5)
+
+    def tick(self, now: float | None = None) -> list[str]:
+        """Beat when it is time; the executors taken over by this call."""
+        at = time.time() if now is None else now
+        if at - self._last < self.every:
+            return []
+        self._last = at
+        self.store.beat(self.executor, self.soul, at)
+        dead = self.store.take_over(self.executor, at - self.dead_after)
+        if dead:
+            found = self.engine.recover(dead)
+            self.taken += dead
+            self.recovered += found
+            log.warning("executor %s took over %s (silent for over %.0f s): %d workflow(s) re-enqueued",
+                        self.executor, ", ".join(dead), self.dead_after, found)
+        return dead

@@ -1,0 +1,81 @@
+"""A dead worker's in-flight cycles taken over by a surviving worker with another executor id
+(heartbeat rows in the store, DBOS's own recovery), on a real PostgreSQL: killing one of two
+workers mid-cycle leaves every cycle applied exactly once."""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+
+import postgres_server
+import pytest
+from test_durable import _cycles, _env, _pending, _worker, csd_folder
+
+import soul
+from soul.store import SessionStore
+
+needs_server = pytest.mark.skipif(postgres_server.binaries() is None, reason=postgres_server.SKIP_REASON)
+
+
+@needs_server
+def test_a_silent_worker_is_claimed_by_one_survivor_and_owns_its_id_again_when_it_beats(soul_home: Path) -> None:
+    url = postgres_server.fresh_url()
+    first, second = SessionStore.open(soul_home, url=url), SessionStore.open(soul_home, url=url)
+    first.beat("w1", "csd", now=100.0)
+    first.beat("w2", "csd", now=130.0)
+    second.beat("w3", "csd", now=130.0)
+    assert first.take_over("w2", dead_before=110.0) == ["w1"]
+    assert second.take_over("w3", dead_before=110.0) == []  # claimed already: one survivor only
+    assert {b.executor: b.taken_by for b in first.worker_beats()} == {"w1": "w2", "w2": None, "w3": None}
+    first.beat("w1", "csd", now=140.0)  # restarted with its id: its own again
+    assert {b.executor: b.taken_by for b in second.worker_beats()}["w1"] is None
+    first.close()
+    second.close()
+
+
+def _pending_of(url: str, executor: str) -> int:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        if conn.execute("SELECT to_regclass('dbos.workflow_status')").fetchone()[0] is None:
+            return 0  # no worker has launched DBOS yet
+        return int(conn.execute(
+            "SELECT count(*) FROM dbos.workflow_status WHERE status = 'PENDING' AND executor_id = %s",
+            (executor,)).fetchone()[0])
+
+
+@needs_server
+@pytest.mark.slow
+def test_killing_one_of_two_workers_mid_cycle_leaves_every_cycle_applied_once(
+        tmp_path: Path, soul_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    url = postgres_server.fresh_url()
+    monkeypatch.setenv("SOUL_STORE", url)
+    blueprint = csd_folder(tmp_path)
+    s = soul.load(blueprint, home=soul_home)
+    sessions = [s.session().id for _ in range(3)]
+    s.close()
+    env, target = _env(url, soul_home), 30
+    args = ("--cycles", str(target), "--dead-after", "2")
+    dead, alive = "recovery-dead", "recovery-alive"  # DBOS's tables are shared by every test
+    survivor = _worker(blueprint, env, *args, "--executor", alive)
+    killed = False
+    for _ in range(8):  # kill w1 until a kill lands inside one of its cycles
+        victim = _worker(blueprint, env, *args, "--executor", dead)
+        deadline = time.monotonic() + 60
+        while _pending_of(url, dead) == 0 and victim.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        victim.send_signal(signal.SIGKILL)
+        victim.communicate()
+        if _pending_of(url, dead):
+            killed = True
+            break
+    assert killed, f"no kill landed inside a cycle of {dead}"
+    _out, err = survivor.communicate(timeout=300)  # only the survivor is left to finish
+    assert survivor.returncode == 0, err
+    for sid in sessions:
+        assert _cycles(url, sid) == {n: 1 for n in range(1, target + 1)}
+    assert _pending(url, sessions) == 0
+    check = SessionStore.open(soul_home, url=url)
+    assert {b.executor: b.taken_by for b in check.worker_beats()}[dead] == alive
+    check.close()

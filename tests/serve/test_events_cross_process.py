@@ -1,0 +1,190 @@
+"""Events across processes: what a `soul worker` commits reaches the WebSocket clients of every
+`soul serve` process on the same PostgreSQL (LISTEN/NOTIFY of commit ids, rows read back), as
+the event types `Session.stream`/`subscribe` give; nothing of it on SQLite."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import postgres_server
+import pytest
+import yaml
+from serving import Server
+
+import soul
+from soul.language.blueprint import builtin_folder
+from soul.serve.hub import Hubs
+from soul.serve.relay import start_relay
+
+needs_server = pytest.mark.skipif(postgres_server.binaries() is None, reason=postgres_server.SKIP_REASON)
+LOUD = ("<M_AND_C><mood>eager</mood><criteria>speak</criteria></M_AND_C>"
+        "<S_loud>tell them about the sea</S_loud><S_quiet>a quiet note</S_quiet><trigger>true</trigger>")
+CON = "<ID_quiet>the sea, then</ID_quiet><ID_loud>I was thinking of the sea.</ID_loud>"
+
+
+def csd(root: Path) -> Path:
+    """csd whose subconscious queues an impulse with `trigger` on every cycle."""
+    folder = root / "csd"
+    folder.mkdir(parents=True)
+    for name in ("csd.md", "csd_core.md"):
+        shutil.copy(builtin_folder() / name, folder / name)
+    data = yaml.safe_load((builtin_folder() / "csd.yaml").read_text())
+    data["models"] = {"conscious": "scripted:conscious.yaml", "subconscious": "scripted:sub.yaml"}
+    (folder / "csd.yaml").write_text(yaml.safe_dump(data))
+    (folder / "conscious.yaml").write_text(json.dumps([CON] * 20))
+    (folder / "sub.yaml").write_text(json.dumps([LOUD] * 20))
+    return folder / "csd.yaml"
+
+
+def received(ws: Any, until: str, timeout: float = 60.0) -> list[dict[str, Any]]:
+    """Events from a socket until one of type `until` with spontaneous set (or the timeout)."""
+    import time
+
+    events: list[dict[str, Any]] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            event = json.loads(ws.recv(timeout=max(0.1, deadline - time.monotonic())))
+        except TimeoutError:
+            break
+        events.append(event)
+        if event.get("type") == until and event.get("spontaneous"):
+            break
+    return events
+
+
+@needs_server
+@pytest.mark.slow
+def test_a_worker_spontaneous_message_reaches_a_websocket_client_of_each_of_two_servers(
+        tmp_path: Path, soul_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from websockets.sync.client import connect
+
+    url = postgres_server.fresh_url()
+    blueprint = csd(tmp_path)
+    monkeypatch.setenv("SOUL_STORE", url)
+    s = soul.load(blueprint, home=soul_home)
+    sid = s.session().id
+    s.close()
+    env = {"SOUL_STORE": url, "SOUL_RUNNER": "dbos", "PYTHONPATH": os.pathsep.join(sys.path)}
+    servers = [Server(str(blueprint), tmp_path / f"home{i}", env=env) for i in (1, 2)]
+    with contextlib.ExitStack() as stack:
+        for server in servers:
+            stack.callback(server.stop)
+        for server in servers:
+            server.wait()
+        sockets = [stack.enter_context(connect(f"ws://127.0.0.1:{server.port}/api/sessions/{sid}/events"))
+                   for server in servers]
+        for ws in sockets:
+            assert json.loads(ws.recv(timeout=30))["type"] == "Hello"
+        worker = subprocess.run(
+            [sys.executable, "-m", "soul.cli", "worker", str(blueprint), "--poll", "0.05", "--cycles", "1"],
+            env={**os.environ, **env, "SOUL_HOME": str(soul_home)}, capture_output=True, text=True, timeout=180,
+            check=False,
+        )
+        assert worker.returncode == 0, worker.stderr
+        for ws in sockets:
+            events = received(ws, "Reply")
+            types = [e["type"] for e in events]
+            assert {"CycleFinished", "MoodChanged", "ImpulseQueued", "Reply"} <= set(types), types
+            impulse = next(e for e in events if e["type"] == "ImpulseQueued")
+            assert (impulse["cycle"], impulse["text"], impulse["trigger"]) == (1, "tell them about the sea", True)
+            reply = next(e for e in events if e["type"] == "Reply")
+            assert reply == {"type": "Reply", "text": "I was thinking of the sea.", "spontaneous": True}
+            mood = next(e for e in events if e["type"] == "MoodChanged")
+            assert (mood["mood"], mood["criteria"]) == ("eager", "speak")
+
+
+def test_no_relay_listens_when_the_store_is_sqlite(tmp_path: Path, soul_home: Path) -> None:
+    s = soul.load(csd(tmp_path), home=soul_home)
+
+    async def go() -> Any:
+        return start_relay(s, Hubs(s, lambda result, thoughts: {}))
+
+    assert s.store.backend == "sqlite"
+    assert asyncio.run(go()) is None
+    s.close()
+
+
+@needs_server
+def test_another_servers_user_turn_reaches_this_servers_clients_and_its_own_commits_are_not_echoed(
+        tmp_path: Path, soul_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from soul.serve.relay import Relay
+    from soul.store.notify import ORIGIN, Notice
+
+    url = postgres_server.fresh_url()
+    monkeypatch.setenv("SOUL_STORE", url)
+    monkeypatch.setenv("SOUL_RUNNER", "dbos")  # the hub's session runs no loop of its own
+    s = soul.load(csd(tmp_path), home=soul_home)
+    session = s.session()
+    session.turn_sync("what are you thinking of?")
+    commit = s.store.traces(session.id)[-1]["commit"]
+
+    async def go() -> list[dict[str, Any]]:
+        hubs = Hubs(s, lambda result, thoughts: {})
+        hub = await hubs.get(session.id)
+        client = hub.attach()
+        relay = Relay(url, s.name, hubs, asyncio.get_running_loop())
+        relay._heard(Notice(session.id, commit, ORIGIN))  # this process's own: already announced
+        relay._heard(Notice(session.id, commit, "another-server"))
+        relay._heard(Notice("no-such-session", commit, "another-server"))  # nobody watches it
+        await asyncio.sleep(0.05)  # the events are queued on the loop by call_soon_threadsafe
+        relay.stop()
+        events = []
+        while not client.queue.empty():
+            events.append(json.loads(client.queue.get_nowait()))
+        await hubs.close()
+        return events
+
+    events = asyncio.run(go())
+    assert [e["type"] for e in events] == ["UserMessage", "Reply", "TurnCommitted"]
+    assert events[0]["text"] == "what are you thinking of?"
+    assert events[1] == {"type": "Reply", "text": "I was thinking of the sea.", "spontaneous": False}
+    assert events[2] == {"type": "TurnCommitted", "session_id": session.id, "turn": 1}
+    s.close()
+
+
+@needs_server
+def test_the_listener_comes_back_after_its_connection_is_cut_and_says_it_may_have_missed_notices() -> None:
+    import time
+
+    import psycopg
+
+    from soul.store import Listener, Notice, channel, notify
+
+    url = postgres_server.fresh_url()
+    heard: list[Notice | None] = []
+    name = channel(f"relay-test-{os.getpid()}")
+    listener = Listener(url, name, heard.append).start()
+    assert notify.wait_listening(listener)
+
+    def send(commit: int) -> None:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("SELECT pg_notify(%s, %s)", (name, Notice("s1", commit, "elsewhere").payload))
+
+    def wait_for(count: int) -> None:
+        deadline = time.monotonic() + 20
+        while len(heard) < count and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+    try:
+        send(1)
+        wait_for(1)
+        with psycopg.connect(url, autocommit=True) as conn:  # cut the listener's connection
+            cut = conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = %s",
+                               (f'LISTEN "{name}"',)).fetchall()
+        assert cut
+        wait_for(2)  # the None that says "reconnected"
+        assert notify.wait_listening(listener)
+        send(2)
+        wait_for(3)
+    finally:
+        listener.stop()
+    assert heard == [Notice("s1", 1, "elsewhere"), None, Notice("s1", 2, "elsewhere")]
