@@ -8,6 +8,9 @@ user turn is printing are held and printed after it, so a streamed reply is neve
 Everything a model wrote goes through the terminal filter (`markup_safe`) and secret
 redaction: it is never read as markup.
 
+With `SOUL_RUNNER=dbos` the loops and triggers run in `soul worker` processes: `worker_feed`
+hears their commits (PostgreSQL's LISTEN/NOTIFY) and hands them to the same view.
+
 `Outcome` collects what a one-shot run (`-m --json`) reports about the background work.
 """
 
@@ -139,6 +142,34 @@ class LiveView:
             held, self._held = self._held, []
             if held:
                 self._print(held)
+
+
+def worker_feed(soul: Any, session: Any, view: LiveView, loop: Any) -> Any:
+    """With `SOUL_RUNNER=dbos`, `soul worker` processes run the session's loops and fire its
+    triggers: on PostgreSQL their commits reach `view` as they are made, on `loop` (the REPL's
+    event loop, like in-process loops' events), and `/mood` reads the workers' mood
+    (`soul.runtime.commit_feed`, what `soul serve` listens with too). The running feed, to stop
+    when the REPL ends; None for loops run here, or on SQLite (then a warning says why)."""
+    from soul.runtime import feed_for
+
+    if session.work is None or not session.work.delegated:
+        return None
+
+    def show(heard: Any) -> None:
+        for event in heard.events:
+            view(event)
+
+    name = _safe(soul.name)
+    feed = feed_for(soul.store, soul.name, lambda sid: session if sid == session.id else None, show, loop)
+    if feed is None:
+        view.show([f"[yellow]warning:[/] SOUL_RUNNER=dbos: {name}'s loops run in `soul worker`, but on"
+                   " SQLite nothing tells this REPL what they do: use SOUL_STORE=postgresql://…"])
+    elif feed.wait_listening(10.0):
+        view.show([f"[dim]{name}'s loops and triggers run in `soul worker`: what they say appears here[/]"])
+    else:
+        view.show(["[yellow]warning:[/] not listening for the workers' commits yet (the store did not"
+                   " answer); their replies appear once it does"])
+    return feed
 
 
 def mood_text(mind: Any) -> str:

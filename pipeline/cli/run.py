@@ -7,7 +7,9 @@ turn abandons it: nothing of that turn is stored.
 A soul with background work (`processes:`, `triggers:` — AgentCSD's subconscious) starts it
 with the REPL: spontaneous replies print as they come, `/pause`, `/resume` and `/mood` steer
 and show it, `--layers` shows the internal dialog and the subconscious beside the chat
-(`cli/live.py`); leaving stops it. A one-shot run (`-m`) answers the message first; with
+(`cli/live.py`); leaving stops it. With `SOUL_RUNNER=dbos` on a PostgreSQL store the loops and
+triggers run in `soul worker` processes instead: the REPL listens for their commits and prints
+them the same way (`worker_feed`). A one-shot run (`-m`) answers the message first; with
 `--cycles N` it then runs each loop N cycles and waits for the spontaneous turns they start,
 without it the loops never start, so the run ends.
 """
@@ -295,7 +297,7 @@ class _Loop:
 def _repl(soul: Any, session: Any, args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from soul.cli.live import LiveView, ViewLogHandler
+    from soul.cli.live import LiveView, ViewLogHandler, worker_feed
 
     with contextlib.suppress(ImportError):  # line editing, and the typed text LiveView writes back
         import readline  # noqa: F401
@@ -307,11 +309,13 @@ def _repl(soul: Any, session: Any, args: argparse.Namespace) -> int:
     console.print(f"[bold]{soul.name}[/] · session {session.id} · {commands}")
     view = LiveView(console, soul.name, args.layers, PROMPT)
     loop = _Loop()
+    feed = None
     uninstall = _installed(ViewLogHandler(view, console))
     try:
         if background:
             session.subscribe(view)  # spontaneous replies (and the layers) print as they come
             loop.run(session.start(cycles=args.cycles))
+            feed = worker_feed(soul, session, view, loop.loop)
         while True:
             view.prompting = True
             try:
@@ -347,11 +351,14 @@ def _repl(soul: Any, session: Any, args: argparse.Namespace) -> int:
         with contextlib.suppress(KeyboardInterrupt):  # a second Ctrl-C leaves at once
             loop.run(session.settle())
     finally:
+        if feed is not None:
+            feed.stop()
         with contextlib.suppress(KeyboardInterrupt):
             loop.run(session.close())  # the background loops and triggers stop with the REPL
         uninstall()
         loop.close()
     return 0
+
 
 
 def _command(text: str, soul: Any, session: Any, printer: Printer, console: Any, loop: _Loop, commands: str) -> None:
@@ -375,6 +382,9 @@ def _command(text: str, soul: Any, session: Any, printer: Printer, console: Any,
             console.print(f"[yellow]{markup_safe(str(exc))}[/]")
     elif text in ("/pause", "/resume", "/mood") and session.work is None:
         console.print(f"[yellow]{soul.name} has no background process: {markup_safe(text)} does nothing here[/]")
+    elif text in ("/pause", "/resume") and session.work.delegated:
+        console.print(f"[yellow]{markup_safe(soul.name)}'s loops run in `soul worker` (SOUL_RUNNER=dbos):"
+                      f" {text} steers loops run here only[/]")
     elif text in ("/pause", "/resume"):
 
         async def steer() -> None:  # the loops' events live on the loop thread

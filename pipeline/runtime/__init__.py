@@ -11,6 +11,7 @@ chetana and memory → services → turn → session → souls; the dry run buil
 """
 
 from soul.runtime.chetana import session_report
+from soul.runtime.commit_feed import CommitFeed, Heard, commit_events, feed_for, refresh_minds
 from soul.runtime.dialogue import DialogueRunner
 from soul.runtime.dialogue_store import DialogueResult, dialogues_dir
 from soul.runtime.dry_run import ExplainedCall, count_tokens, dry_services, explain, render
@@ -49,6 +50,7 @@ from soul.runtime.souls import Soul, load
 
 __all__ = [
     "CallTrace",
+    "CommitFeed",
     "CycleFinished",
     "CycleStarted",
     "DialogueResult",
@@ -61,6 +63,7 @@ __all__ = [
     "ExplainedCall",
     "FixyGated",
     "FixyIntervened",
+    "Heard",
     "ImpulseQueued",
     "LoopStatus",
     "MemoryBridge",
@@ -80,13 +83,16 @@ __all__ = [
     "TriggerFired",
     "TurnCommitted",
     "TurnResult",
+    "commit_events",
     "count_tokens",
     "dialogues_dir",
     "dry_services",
     "explain",
+    "feed_for",
     "field_errors",
     "load",
     "parse_rate",
+    "refresh_minds",
     "render",
     "runner_choice",
     "services_for",

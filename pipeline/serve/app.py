@@ -37,6 +37,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from soul.errors import RunError, SessionNotFound, SoulError
+from soul.runtime import refresh_minds
 from soul.serve import views, wire
 from soul.serve.dialogues import DialogueRefused, Dialogues
 from soul.serve.guard import MAX_BODY_BYTES, MAX_MESSAGE_CHARS, Guard
@@ -186,6 +187,8 @@ def create_app(soul: Any, turn_json: TurnJson, guard: Guard, *, cycles: int | No
             await hubs.delete(sid)
             return _json({"deleted": sid})
         hub = hubs.open.get(sid)
+        if hub is not None:
+            refresh_minds(hub.session)  # loops run in workers: their mood and cycle now
         return _json(views.session_view(soul.store, info, hub.session if hub else None))
 
     async def messages(request: Request) -> Response:
@@ -241,6 +244,7 @@ def create_app(soul: Any, turn_json: TurnJson, guard: Guard, *, cycles: int | No
         await ws.accept()
         client = hub.attach()
         # attached before the snapshot, with no await between: nothing falls in a gap
+        refresh_minds(hub.session)  # loops run in workers (SOUL_RUNNER=dbos): their mood and cycle now
         hello = {"type": "Hello", **views.session_view(soul.store, hub.session.info, hub.session)}
         await ws.send_text(wire.encode(hello))
         pump = asyncio.create_task(send_queued(ws, client))

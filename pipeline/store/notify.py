@@ -26,7 +26,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from soul.records import MessageRecord
@@ -83,6 +83,8 @@ class StoredCommit:
     mood: tuple[str, str] | None  # (mood, criteria) when the cycle set one
     steps: dict[str, dict[str, Any]]  # step -> outputs, from the commit's trace
     pending_impulses: int  # S_loud impulses of the session no turn has taken yet
+    # step -> (kind, status) from the trace, in the order the steps ran
+    kinds: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 class Notices:
@@ -113,12 +115,14 @@ class Notices:
                 "SELECT json FROM traces WHERE commit_id = ?", (commit_id,)
             ).fetchone()
             pending = conn.execute(*pending_impulses_query(sid)).fetchone()[0]
+        steps = json.loads(trace[0]) if trace else {}
         return StoredCommit(
             sid, commit_id, row[1], int(row[2]), row[3], row[4], float(row[5]),
             tuple(MessageRecord(r[0], r[1], r[2], r[3], r[4], json.loads(r[5])) for r in messages),
             (mood[0], mood[1]) if mood else None,
-            _step_outputs(json.loads(trace[0]) if trace else {}),
+            _step_outputs(steps),
             int(pending),
+            _step_kinds(steps),
         )
 
 
@@ -139,6 +143,14 @@ def _step_outputs(trace: dict[str, Any]) -> dict[str, dict[str, Any]]:
         if isinstance(step, dict) and isinstance(step.get("step"), str):
             outputs = step.get("outputs")
             out[step["step"]] = dict(outputs) if isinstance(outputs, dict) else {}
+    return out
+
+
+def _step_kinds(trace: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    out: dict[str, tuple[str, str]] = {}
+    for step in trace.get("steps") or ():
+        if isinstance(step, dict) and isinstance(step.get("step"), str):
+            out[step["step"]] = (str(step.get("kind") or ""), str(step.get("status") or "ran"))
     return out
 
 

@@ -143,8 +143,13 @@ def test_another_servers_user_turn_reaches_this_servers_clients_and_its_own_comm
         await hubs.close()
         return events
 
-    events = asyncio.run(go())
+    everything = asyncio.run(go())
+    steps = [e for e in everything if e["type"] in ("StepStarted", "StepFinished")]
+    assert steps and steps[0]["type"] == "StepStarted"  # the turn's steps, as its own server sent them
+    assert {e["step"] for e in steps} == set(s.plan.turn.steps)
+    events = [e for e in everything if e not in steps]
     assert [e["type"] for e in events] == ["UserMessage", "Reply", "TurnCommitted"]
+    assert everything.index(events[0]) == 0 and everything[-2:] == events[1:]
     assert events[0]["text"] == "what are you thinking of?"
     assert events[1] == {"type": "Reply", "text": "I was thinking of the sea.", "spontaneous": False}
     assert events[2] == {"type": "TurnCommitted", "session_id": session.id, "turn": 1}
@@ -188,3 +193,89 @@ def test_the_listener_comes_back_after_its_connection_is_cut_and_says_it_may_hav
     finally:
         listener.stop()
     assert heard == [Notice("s1", 1, "elsewhere"), None, Notice("s1", 2, "elsewhere")]
+
+
+def _worker_cycle(blueprint: Path, home: Path, session_id: str, number: int) -> int:
+    """Run cycle `number` of `session_id` with the worker's own code (`Background.run_cycle`,
+    what a DBOS cycle workflow runs) on a soul and connection of its own; the commit's id."""
+    from soul.runtime.background import Background
+
+    worker = soul.load(blueprint, home=home)
+    try:
+        work = Background(worker.plan, worker.services, worker.store, session_id, lambda event: None,
+                          lambda trigger, reason: asyncio.sleep(0))
+        assert asyncio.run(work.run_cycle("subconscious", number)) is True
+        return max(t["commit"] for t in worker.store.traces(session_id) if t["kind"].startswith("cycle"))
+    finally:
+        worker.close()
+
+
+@needs_server
+def test_a_client_attaching_sees_the_mood_and_cycle_workers_committed_since_its_hub_opened(
+        tmp_path: Path, soul_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from starlette.testclient import TestClient
+
+    from soul.cli.main import build_parser
+    from soul.cli.serve import build
+
+    monkeypatch.setenv("SOUL_STORE", postgres_server.fresh_url())
+    monkeypatch.setenv("SOUL_RUNNER", "dbos")  # the hub's session runs no loop of its own
+    blueprint = csd(tmp_path)
+    s, app, _ = build(build_parser().parse_args(["serve", str(blueprint)]))
+    sid = s.session().id
+    try:
+        with TestClient(app, base_url="http://127.0.0.1:8765") as api:
+            with api.websocket_connect(f"ws://127.0.0.1:8765/api/sessions/{sid}/events") as ws:
+                before = ws.receive_json()["background"]  # the hub opens with the session
+            # committed by this process, so the relay (which skips its own process's notices)
+            # cannot be what refreshes the hub: attaching must
+            _worker_cycle(blueprint, soul_home, sid, 1)
+            with api.websocket_connect(f"ws://127.0.0.1:8765/api/sessions/{sid}/events") as ws:
+                hello = ws.receive_json()
+            got = api.get(f"/api/sessions/{sid}").json()["background"]
+    finally:
+        s.close()
+    assert (before["cycle"], before["mood"], before["pending"]) == (0, "", [])
+    after = hello["background"]
+    assert hello["type"] == "Hello"
+    assert (after["cycle"], after["mood"], after["criteria"]) == (1, "eager", "speak")
+    assert after["pending"] == ["tell them about the sea"]
+    assert got == after
+
+
+@needs_server
+def test_the_relay_puts_a_worker_cycles_mood_in_place_before_its_clients_hear_of_it(
+        tmp_path: Path, soul_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from soul.serve.relay import Relay
+    from soul.store.notify import Notice
+
+    url = postgres_server.fresh_url()
+    monkeypatch.setenv("SOUL_STORE", url)
+    monkeypatch.setenv("SOUL_RUNNER", "dbos")
+    blueprint = csd(tmp_path)
+    s = soul.load(blueprint, home=soul_home)
+    sid = s.session().id
+
+    async def go() -> tuple[list[tuple[int, str, int]], list[dict[str, Any]]]:
+        hubs = Hubs(s, lambda result, thoughts: {})
+        hub = await hubs.get(sid)
+        client = hub.attach()
+        relay = Relay(url, s.name, hubs, asyncio.get_running_loop())
+        minds = [(hub.session.mind.cycle, hub.session.mind.mood, len(hub.session.mind.pending))]
+        commit = await asyncio.to_thread(_worker_cycle, blueprint, soul_home, sid, 1)
+        minds.append((hub.session.mind.cycle, hub.session.mind.mood, len(hub.session.mind.pending)))
+        relay._heard(Notice(sid, commit, "a-worker"))
+        await asyncio.sleep(0.05)  # minds and events are handed over by call_soon_threadsafe
+        minds.append((hub.session.mind.cycle, hub.session.mind.mood, len(hub.session.mind.pending)))
+        relay.stop()
+        events = []
+        while not client.queue.empty():
+            events.append(json.loads(client.queue.get_nowait()))
+        await hubs.close()
+        return minds, events
+
+    minds, events = asyncio.run(go())
+    s.close()
+    assert minds == [(0, "", 0), (0, "", 0), (1, "eager", 1)]  # stale until the relay heard it
+    assert [e["type"] for e in events] == ["CycleFinished", "MoodChanged", "ImpulseQueued"]
+    assert (events[1]["mood"], events[2]["text"], events[2]["pending"]) == ("eager", "tell them about the sea", 1)
