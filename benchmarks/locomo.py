@@ -11,10 +11,11 @@ The dev file holds 7 of LoCoMo's 10 conversations; the other 3 are held out and 
 this machine, so every default (fusion, resonance, contiguity) is chosen on dev only.
 
     python benchmarks/locomo.py                       # through Field (if it exists)
-    python benchmarks/locomo.py --via engine          # HybridSearcher directly
+    python benchmarks/locomo.py --via engine          # HybridSearcher directly (own vectors)
     python benchmarks/locomo.py --data PATH --limit 2
     python benchmarks/locomo.py --resonate --ablation # + full resonance, one row per phase off
     python benchmarks/locomo.py --embedder PATH.onnx --ingest  # another model, + ingest speed
+    python benchmarks/locomo.py --resonate --context-weight 0  # each turn's vector alone
 
 The data stays in ../shared/data (licence CC BY-NC 4.0, not copied into the repository).
 Embeddings of turns and questions are cached on disk (--cache), keyed by model and text,
@@ -241,20 +242,22 @@ ABLATED = ("spreading", "scoring", "inhibition", "basin", "keyword", "semantic")
 
 
 def field_systems(conv: Conversation, embedder: Any, root: Path, resonate: bool = False,
-                  ablation: bool = False) -> dict[str, Retriever]:
+                  ablation: bool = False, **options: Any) -> dict[str, Retriever]:
     """keyword / semantic / hybrid (+ RRF) through Field, exactly as the hidden eval does:
     one `remember(text, meta={"dia_id": ...})` per turn, `recall(q, k=10, mode=...)`.
-    With `resonate`: `resonate(q, k=10)` too, and with `ablation` one row per phase off."""
+    With `resonate`: `resonate(q, k=10)` too, and with `ablation` one row per phase off.
+    `options` go to every `Field.open` (e.g. ``context_weight``)."""
     from soul.engines.resonance import Field, QualityGateRefused
 
     out: dict[str, Retriever] = {}
     fields = {
-        "default": Field.open(root / conv.sample_id, embedder=embedder),
-        "rrf": Field.open(root / f"{conv.sample_id}-rrf", embedder=embedder, method="rrf"),
+        "default": Field.open(root / conv.sample_id, embedder=embedder, **options),
+        "rrf": Field.open(root / f"{conv.sample_id}-rrf", embedder=embedder, method="rrf",
+                          **options),
     }
     if resonate and ablation:  # the same turns without temporal contiguity edges
         fields["nocontig"] = Field.open(root / f"{conv.sample_id}-nc", embedder=embedder,
-                                        contiguity=None)
+                                        **{**options, "contiguity": None})
     for field in fields.values():
         for dia_id, text in conv.turns:
             with contextlib.suppress(QualityGateRefused):  # too short: absent from all modes
@@ -307,6 +310,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="through Field: full resonance (Field.resonate) beside hybrid")
     ap.add_argument("--embedder", default=None,
                     help="a built-in embedder name or an ONNX model path (default: minilm)")
+    ap.add_argument("--context-weight", type=float, default=None, metavar="W",
+                    help="through Field: the session context weight of each memory's vector "
+                         "(FieldConfig.context_weight; 0 = each turn's text alone; default: "
+                         "the field's default)")
     ap.add_argument("--ingest", action="store_true",
                     help="also time ingest: the first conversation's turns into a fresh field, "
                          "embedded uncached (memories/s)")
@@ -338,8 +345,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             if importlib.util.find_spec("bm25s") is not None:  # the reference, when installed
                 systems["bm25s k1=1.2"] = bm25s_system(conv)
             if via == "field":
+                options = {} if args.context_weight is None else \
+                    {"context_weight": args.context_weight or None}
                 systems.update(field_systems(conv, embedder, Path(tmp), args.resonate,
-                                             args.ablation))
+                                             args.ablation, **options))
             else:
                 systems.update(engine_systems(conv, embedder, args.ablation))
             closer = systems.pop("_close", None)
@@ -353,10 +362,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             embedder.save()
     elapsed = time.perf_counter() - t0
     n_q = sum(len(c.questions) for c in convs)
+    context = "" if via != "field" else "context weight " + (
+        "default, " if args.context_weight is None else f"{args.context_weight:g}, ")
     digest = hashlib.sha256(args.data.read_bytes()).hexdigest()[:12]
     print(f"LoCoMo: {len(convs)} conversations ({', '.join(c.sample_id for c in convs)}; "
           f"{args.data.name} sha256 {digest}…), {n_q} questions, via {via}, "
-          f"embedder {embedder.model_id}, {elapsed:.1f} s\n")
+          f"embedder {embedder.model_id}, {context}{elapsed:.1f} s\n")
     print("| system | " + " | ".join(METRICS) + " |\n" + "|---" * (len(METRICS) + 1) + "|")
     summary = {}
     for name, rows in results.items():

@@ -245,6 +245,11 @@ def load_yaml(text: str, file: str) -> Loaded:
         if exc.context_mark and exc.problem and "end of stream" in exc.problem:
             mark = exc.context_mark  # an unclosed quote or bracket: show where it opened
         at = _pos(mark) if mark else Position(1, 1)
+        if "maximum nesting depth" in str(exc.problem):  # libyaml >= 0.2.6 stops at 1000 itself,
+            # scanning ahead of the events `_structure_problem` reads: the same finding, said our way
+            return Loaded(None, source, [source.diagnostic(
+                (), f"the YAML nests more than {MAX_DEPTH} levels deep", hint="flatten it: a blueprint nests a few levels",
+                at=at)])
         problem = exc.problem or exc.context or "invalid YAML"
         message = f"invalid YAML: {problem}"
         if exc.context and exc.problem:

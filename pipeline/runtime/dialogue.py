@@ -226,9 +226,12 @@ class DialogueRunner:
         rules = self.rules
         seed = rules.seed_for(speaker, topic)
         parts = rules.context(speaker, seed, topic, self._recalls(speaker, topic))
-        text = rules.clean(speaker, await self._say(speaker, parts.dialogue, parts.system),
-                           (parts.system, *self._templates(speaker)))
+        echoes = (parts.system, *self._templates(speaker))
+        text = rules.clean(speaker, await self._say(speaker, parts.dialogue, parts.system), echoes)
         flags: list[str] = []
+        if not text:  # nothing said (or only the prompt echoed): asked once more, as a re-ask
+            text = rules.clean(speaker, await self._say(speaker, parts.dialogue, parts.system), echoes)
+            flags.append("re-asked")
         if self.spec.observer and self.spec.observer.gate and self.spec.mode == "enhanced":
             text, rewritten = await self._gate(number, topic, speaker, parts, text)
             if rewritten:

@@ -198,7 +198,9 @@ class MemoryBridge:
 
     def remember(self, items: list[dict[str, Any]], session: str | None = None) -> list[str | None]:
         """Write items to the field (after a turn has committed); with `session`, they prime
-        that session's next resonance queries."""
+        that session's next resonance queries, and each one's vector carries the memory
+        remembered before it in that session (the previous exchange or dialogue line) as
+        context — the field's `context_weight`, docs/memory.md "Session context"."""
         if not items:
             return []
         field = self.field()

@@ -32,6 +32,7 @@ from ..resonate.config import ResonanceConfig
 from ..resonate.priming import SessionPrimer
 from ..resonate.resonator import Resonator
 from ..resonate.sources import Sources
+from ..store.ops import FLAG_PENDING_EMBED
 from .confidence import decayed_confidence
 from .hits import Hit, memory_hit, symbol_hit
 
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from ..resonate.scoring import Scorer
     from ..store.durable import Store
     from .config import FieldConfig
+    from .context import ContextChain
     from .embedding import FieldEmbedder
     from .indexes import FieldIndexes
 
@@ -172,6 +174,23 @@ class Association:
         self._last_new[session] = (new[-1], now)
         if len(self._last_new) > _SESSIONS:
             self._last_new.pop(next(iter(self._last_new)))
+
+    def context_chain(self, session: str | None) -> ContextChain | None:
+        """The session context for the next write in `session` (field/context.py): it starts
+        from the vector of the memory the next new one will follow (the `linked` rule);
+        None when ``context_weight`` or ``contiguity`` is off."""
+        cfg = self.config
+        if not cfg.context_weight or cfg.contiguity is None:
+            return None
+        from .context import ContextChain
+
+        last = self._last_new.get(session)
+        if last is None or time.time() - last[1] > cfg.contiguity or not self._alive(last[0]):
+            return ContextChain(cfg.context_weight)
+        st = self.store.state
+        row = st.rows[last[0]]
+        vector = None if st.flags[row] & FLAG_PENDING_EMBED else st.vectors[row]
+        return ContextChain(cfg.context_weight, vector)
 
     def link_entities(self, memory_ids: Iterable[str] | None = None) -> int:
         """Link memories to the entities their text names (done on every remember when

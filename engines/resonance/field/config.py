@@ -40,6 +40,16 @@ class FieldConfig:
     # LoCoMo (docs/memory.md): association along these edges is most of resonance's gain.
     contiguity: float | None = 1800.0
     contiguity_weight: float = 1.0
+    # Session context: an embedded memory's vector is unit(e(text) + w · v_prev), v_prev the
+    # stored vector of the memory it follows in its session (field/context.py); None or 0:
+    # each text alone. 0.5 chosen on LoCoMo dev (docs/memory.md, "Session context").
+    context_weight: float | None = 0.5
+
+    def __post_init__(self) -> None:
+        w = self.context_weight
+        if w is not None and (isinstance(w, bool) or not isinstance(w, int | float)
+                              or not 0.0 <= w < float("inf")):
+            raise ConfigError(f"context_weight must be a number ≥ 0 or None, got {w!r:.40}")
 
 
 @dataclass(frozen=True)

@@ -211,7 +211,8 @@ class Field:
         near-duplicate (cosine ≥ ``dedup_threshold``, or the same text) is merged into the
         existing memory as a reinforcement and that memory's id is returned. A new memory is
         linked to the entities its text names and follows the previous memory remembered
-        in the same ``session`` (see ``contiguity``).
+        in the same ``session`` (see ``contiguity``); its vector carries that memory's as
+        context (``context_weight``, field/context.py) unless ``embedding`` is given.
         """
         self._writable("remember")
         self.flush_accesses()
@@ -221,7 +222,7 @@ class Field:
         if item.refused:
             raise QualityGateRefused(item.refused)
         before = self.store.state.n_rows
-        [memory_id] = self._ingest.run([item])
+        [memory_id] = self._ingest.run([item], self.association.context_chain(session))
         assert memory_id is not None
         self.association.linked([memory_id], before, session)
         return memory_id
@@ -233,11 +234,12 @@ class Field:
         """Remember many items (strings, or dicts with ``text`` and remember()'s keywords,
         ``embedding`` included); batched embedding and logging. Returns ids in order, None
         where the quality gate refused an item (the reason is logged). ``progress(done,
-        total)`` is called after each batch."""
+        total)`` is called after each batch. The items are one ``session`` chain, in order:
+        each embedded one carries the one before it as context (see `remember`)."""
         self._writable("remember")
         self.flush_accesses()
         before = self.store.state.n_rows
-        ids = self._ingest.remember_many(items, progress)
+        ids = self._ingest.remember_many(items, progress, self.association.context_chain(session))
         self.association.linked(ids, before, session)
         return ids
 

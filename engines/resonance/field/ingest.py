@@ -4,6 +4,12 @@ The gate (memory.gate_reason) refuses text under 10 characters. A duplicate — 
 (whitespace and case aside) or a vector within ``dedup_threshold`` cosine of a stored memory
 or of an earlier item of the same batch — is not stored again: the existing memory gets a
 confidence observation of 1 and an access, and its id is returned.
+
+With a `ContextChain` (field/context.py), each embedded item's vector is mixed with the
+vector of the item before it in its session before the duplicate check and the log. Mixed
+vectors of neighbours in a chain are closer than their texts, so then a merge by vector also
+needs the texts' own vectors within ``dedup_threshold`` (a stored candidate's text is embedded
+again for that check): distinct memories in one session are never merged for their context.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from .embedding import unit_rows
 if TYPE_CHECKING:
     from ..store.durable import Store
     from .config import FieldConfig
+    from .context import ContextChain
     from .indexes import FieldIndexes
 
 Embed = Callable[[Sequence[str]], tuple[np.ndarray, np.ndarray]]
@@ -118,6 +125,15 @@ def _embedding(emb: Any) -> np.ndarray | None:
     return vec
 
 
+@dataclass(frozen=True, slots=True)
+class Mixed:
+    """A batch's text vectors before the session context was mixed in (``own``) and the
+    rows the mixing changed."""
+
+    own: np.ndarray
+    changed: np.ndarray
+
+
 def check_item(item: str | Mapping[str, Any]) -> None:
     """Raise ConfigError, saying which field is wrong, if `item` could not be remembered
     (unknown key, missing text, a field of the wrong type, an unknown kind). A caller
@@ -157,9 +173,9 @@ class Ingest:
 
     def remember_many(
         self, items: Iterable[str | Mapping[str, Any]],
-        progress: Callable[[int, int], None] | None,
+        progress: Callable[[int, int], None] | None, chain: ContextChain | None = None,
     ) -> list[str | None]:
-        """See Field.remember_many."""
+        """See Field.remember_many; `chain` carries the session context across batches."""
         built = [Item.build(i) for i in items]
         out: list[str | None] = [None] * len(built)
         todo: list[int] = []
@@ -172,7 +188,8 @@ class Ingest:
         done = len(built) - len(todo)
         for start in range(0, len(todo), size):
             chunk = todo[start : start + size]
-            for i, memory_id in zip(chunk, self.run([built[i] for i in chunk]), strict=True):
+            for i, memory_id in zip(chunk, self.run([built[i] for i in chunk], chain),
+                                    strict=True):
                 out[i] = memory_id
             done += len(chunk)
             if progress is not None:
@@ -181,7 +198,10 @@ class Ingest:
             progress(done, len(built))
         return out
 
-    def _vectors(self, items: list[Item]) -> tuple[np.ndarray, np.ndarray]:
+    def _vectors(self, items: list[Item], chain: ContextChain | None
+                 ) -> tuple[np.ndarray, np.ndarray, Mixed | None]:
+        """(stored vectors, ok, and — when the context changed any — the vectors before it
+        was mixed in with the mask of the rows it changed)."""
         missing = [j for j, it in enumerate(items) if it.embedding is None]
         embedded, ok_part = self._embed([items[j].text for j in missing])
         dims = {it.embedding.shape[0] for it in items if it.embedding is not None}
@@ -197,10 +217,42 @@ class Ingest:
             ok[given] = np.linalg.norm(vectors[given], axis=1) > 0
         if missing:
             vectors[missing], ok[missing] = embedded, ok_part
-        return vectors, ok
+        own = None
+        if chain is not None:
+            made = np.zeros(len(items), bool)
+            made[missing] = True
+            own, vectors = vectors, chain.mix(vectors, ok, made)
+            if own is vectors:  # nothing was mixed
+                return vectors, ok, None
+            changed = (own != vectors).any(axis=1)
+            return vectors, ok, (Mixed(own, changed) if changed.any() else None)
+        return vectors, ok, None
 
-    def run(self, items: list[Item]) -> list[str | None]:
-        """Remember gate-approved items; return each one's id (new or merged into).
+    def _same_text(self, mixed: Mixed | None, j: int, other: int | None, row: int | None,
+                   seen: dict[int, np.ndarray]) -> bool:
+        """Whether a merge of item `j` by vector stands. Always, unless the context changed
+        `j`'s vector (or, for an earlier item `other` of the batch, either's): then their own
+        text vectors must be within the threshold too (a stored `row`'s text is embedded
+        again for that, once per run)."""
+        if mixed is None:
+            return True
+        threshold = self.config.dedup_threshold
+        assert threshold is not None
+        if other is not None:
+            if not (mixed.changed[j] or mixed.changed[other]):
+                return True
+            return float(mixed.own[j] @ mixed.own[other]) >= threshold
+        if not mixed.changed[j]:
+            return True
+        assert row is not None
+        if row not in seen:
+            vec, good = self._embed([self.store.state.text[row]])
+            seen[row] = vec[0] if good[0] else np.zeros_like(mixed.own[j])
+        return float(mixed.own[j] @ seen[row]) >= threshold
+
+    def run(self, items: list[Item], chain: ContextChain | None = None) -> list[str | None]:
+        """Remember gate-approved items; return each one's id (new or merged into). With
+        `chain`, embedded vectors carry their session context (field/context.py).
 
         An item merges into the most similar of the stored memories and the earlier new items
         of this batch if that one is within ``dedup_threshold`` — what remembering the items
@@ -208,7 +260,8 @@ class Ingest:
         """
         from ..recall.dedup import single_thread_blas
 
-        vectors, ok = self._vectors(items)
+        vectors, ok, mixed = self._vectors(items, chain)
+        stored_own: dict[int, np.ndarray] = {}
         threshold = self.config.dedup_threshold
         n_items = len(items)
         with self._lock:
@@ -243,13 +296,15 @@ class Ingest:
                     if inner is not None and close_earlier[j]:
                         sims = np.where(accepted[:j], inner[j, :j], -2.0)
                         earlier = int(sims.argmax())
-                        if sims[earlier] < threshold or sims[earlier] <= best[j]:
+                        if sims[earlier] < threshold or sims[earlier] <= best[j] or \
+                                not self._same_text(mixed, j, earlier, None, stored_own):
                             earlier = -1
                     if earlier >= 0:
                         ids.append(ids[earlier])
                         merges.append(ids[earlier])  # type: ignore[arg-type]
                         continue
-                    if best[j] >= threshold and st.is_alive(int(best_row[j])):
+                    if best[j] >= threshold and st.is_alive(int(best_row[j])) and \
+                            self._same_text(mixed, j, None, int(best_row[j]), stored_own):
                         target = int(best_row[j])
                 if target is not None:
                     ids.append(st.ids[target])

@@ -56,7 +56,10 @@ def test_spreading_brings_up_a_memory_linked_only_through_an_entity(tmp_path: Pa
     field.close()
 
 
-def test_contiguity_links_a_memory_to_the_one_remembered_before_it(field: Field) -> None:
+def test_contiguity_links_a_memory_to_the_one_remembered_before_it(tmp_path: Path) -> None:
+    # each text's own vector (no session context, test_field_context.py): the answer is
+    # found through the `follows` edge alone, not through its question in its vector
+    field = Field.open(tmp_path / "c", WordEmbedder(), dedup_threshold=None, context_weight=None)
     question = field.remember("Did you ever find out what was wrong with the old car")
     answer = field.remember("Yes the mechanic said a worn timing belt was to blame")
     for text in DISTRACTORS:
@@ -71,6 +74,7 @@ def test_contiguity_links_a_memory_to_the_one_remembered_before_it(field: Field)
     assert answer not in [h.id for h in plain][:2]
     lifted = next(h for h in assoc if h.id == answer).components
     assert lifted["activation"] > lifted["hybrid"]  # it got more from its neighbour than itself
+    field.close()
 
 
 def test_contiguity_stops_at_the_time_window(tmp_path: Path) -> None:

@@ -33,7 +33,8 @@ def _texts(per_topic: int = 40, seed: int = 0) -> list[tuple[str, str]]:
 
 @pytest.fixture
 def field(tmp_path: Path):  # type: ignore[no-untyped-def]
-    f = Field.open(tmp_path / "f", WordEmbedder())
+    # unrelated notes, not a conversation: each vector is its own text's (no session context)
+    f = Field.open(tmp_path / "f", WordEmbedder(), context_weight=None)
     f.remember_many([{"text": t, "kind": "episode", "tags": [topic]} for topic, t in _texts()])
     yield f
     f.close()
