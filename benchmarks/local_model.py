@@ -19,7 +19,9 @@ included) and decode rate (streamed pieces — one token each in llama-cpp-pytho
 first, per second). Every turn (raw reply included) is written to the JSONL log, so reply
 quality can be read afterwards. A reply that repeats eight consecutive words of the
 instructions ("Reply to the user as Claudius, in your own voice...") is counted as echoed: it
-may parse, but it says nothing. Prints a table: model, grammar, turns, parsed, echoed, parsed
+may parse, but it says nothing; one that repeats eight words of the system message's context
+(recalled memories, the user model: what was said before) is counted apart, as a repeat.
+Prints a table: model, grammar, turns, parsed, echoed, repeats, parsed
 in the model's own words, timeouts, tokens/s, first token, seconds per turn, reply length.
 """
 
@@ -128,6 +130,22 @@ def echoes(reply: str, instructions: str) -> bool:
     return any(tuple(said[i:i + ECHO_WORDS]) in given for i in range(len(said) - ECHO_WORDS + 1))
 
 
+# Parts of the system message that carry what was said before (recalled memories, the user
+# model built from past replies, state), not instructions: a reply copying them repeats
+# itself, which is counted apart from echoing the instructions.
+CONTEXT_HEADINGS = ("User Model", "Working Memory", "Soul State", "Mood and Criteria", "This Turn So Far")
+
+
+def split_system(system: str) -> tuple[str, str]:
+    """The system message as (instructions: persona, style, verbs, response format; context:
+    the sections under CONTEXT_HEADINGS)."""
+    instructions: list[str] = []
+    context: list[str] = []
+    for part in re.split(r"(?m)^(?=## )", system):
+        (context if part.startswith(tuple(f"## {h}" for h in CONTEXT_HEADINGS)) else instructions).append(part)
+    return "".join(instructions), "".join(context)
+
+
 def _wait_for_decoders() -> None:
     # a stopped turn's decode thread finishes its current token before it sees the stop flag;
     # the next turn must not share the llama.cpp context with it
@@ -171,7 +189,9 @@ def one_turn(claudius: Any, timed: Timed, text: str, timeout: float) -> dict[str
         record["reply"] = reply
         # the system message holds persona and section instructions (not the user's words)
         system = "\n".join(m["content"] for m in call["messages"] if m["role"] == "system")
-        record["echo"] = echoes(reply, system)
+        instructions, context = split_system(system)
+        record["echo"] = echoes(reply, instructions)
+        record["repeats"] = echoes(reply, context)
     else:
         record["parsed"] = False
     first = timed.calls[0] if timed.calls else None
@@ -201,20 +221,22 @@ def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "turn_s": statistics.median(r["seconds"] for r in group),
             "reply_chars": statistics.median(len(r.get("reply") or "") for r in group),
             "echoed": sum(bool(r.get("echo")) for r in group),
-            "parsed_not_echoed": sum(bool(r["parsed"]) and not r.get("echo") for r in group),
+            "repeats": sum(bool(r.get("repeats")) and not r.get("echo") for r in group),
+            "parsed_not_echoed": sum(bool(r["parsed"]) and not r.get("echo") and not r.get("repeats") for r in group),
         })
     return rows
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
     print(
-        f"{'model':12} {'mode':13} {'turns':>5} {'parsed 1st try':>15} {'echoed':>6} {'parsed+own words':>16} "
+        f"{'model':12} {'mode':13} {'turns':>5} {'parsed 1st try':>15} {'echoed':>6} {'repeats':>7} {'parsed+own words':>16} "
         f"{'timeouts':>8} {'tokens/s':>8} {'first token':>11} {'s/turn':>7} {'reply chars':>11}"
     )
     for r in rows:
         n = r["turns"] or 1
         print(
             f"{r['model']:12} {r['mode']:13} {r['turns']:5d} {r['parsed']:5d} ({r['parsed'] / n:5.0%})  {r['echoed']:6d} "
+            f"{r.get('repeats', 0):7d} "
             f"{r['parsed_not_echoed']:6d} ({r['parsed_not_echoed'] / n:5.0%})   {r['timeouts']:8d} "
             f"{r['tokens_per_s']:8.1f} {r['first_token_s']:10.2f}s {r['turn_s']:7.1f} {r['reply_chars']:11.0f}"
         )
@@ -334,6 +356,19 @@ def main() -> None:
             system = "\n".join(m["content"] for m in call["messages"] if m["role"] == "system")
             for r in records:
                 r.setdefault("echo", echoes(r.get("reply") or "", system))
+        if any("repeats" not in r for r in records):
+            # logs from before `repeats` (their `echo` was against the whole system message,
+            # recalled memories included): the instructions are those of the recorded
+            # first-turn prompt (no memory yet), and what else matched was a repeat
+            import yaml
+
+            cassette = Path(__file__).parent.parent / "tests" / "providers" / "cassettes" / "claudius-hello.yaml"
+            call = yaml.safe_load(cassette.read_text())["calls"][0]
+            instructions = split_system("\n".join(m["content"] for m in call["messages"] if m["role"] == "system"))[0]
+            for r in records:
+                whole = bool(r.get("echo"))
+                r["echo"] = echoes(r.get("reply") or "", instructions)
+                r["repeats"] = whole and not r["echo"]
     else:
         records = run(args.models, args.turns, args.timeout, args.log, args.threads, args.start, tuple(args.modes))
     print_table(summarize(records))
