@@ -98,9 +98,10 @@ def _existing(folder: str) -> Path:
                            "(read-only verbs never create one; soul memory ingest does)")
 
 
-def _open(folder: str, *, create: bool = False, embedder: str | None = None) -> Any:
+def _open(folder: str, *, create: bool = False, embedder: str | None = None, **config: Any) -> Any:
     """The field at `folder`: created and writable with `create`, else read-only;
-    `embedder`: a built-in name or an ONNX path (None: the default, loaded on first use)."""
+    `embedder`: a built-in name or an ONNX path (None: the default, loaded on first use);
+    `config`: `Field.open`'s options."""
     from soul.engines.resonance import Field, load_embedder
 
     path = Path(folder).expanduser()
@@ -108,7 +109,7 @@ def _open(folder: str, *, create: bool = False, embedder: str | None = None) -> 
         path.mkdir(parents=True, exist_ok=True)
     elif not path.is_file():  # a file fails in Field.open, reported with its OSError as cause
         path = _existing(folder)
-    return Field.open(path, load_embedder(embedder) if embedder else None, read_only=not create)
+    return Field.open(path, load_embedder(embedder) if embedder else None, read_only=not create, **config)
 
 
 def _errors(folder: str, doing: str) -> AbstractContextManager[None]:
@@ -127,7 +128,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         raise SoulError(f"{source}: no such file")
     items = list(read_items(source, args.kind, args.tag or []))
     started = time.perf_counter()
-    with _errors(args.field, "ingest into"), _open(args.field, create=True, embedder=args.embedder) as field, Progress(
+    # --no-context: unrelated notes, each embedded alone (by default the file's items are one
+    # session chain, each vector carrying the item before it: field/context.py)
+    options = {"context_weight": None} if args.no_context else {}
+    with _errors(args.field, "ingest into"), _open(args.field, create=True, embedder=args.embedder, **options) as field, Progress(
         TextColumn("ingesting"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
         transient=not args.verbose,
     ) as progress:
@@ -286,6 +290,8 @@ def add_parsers(sub: Any) -> None:
     v.add_argument("--kind", default="episode", help="memory kind for items that name none (default: episode)")
     v.add_argument("--tag", action="append", help="a tag for every item (repeatable)")
     v.add_argument("--verbose", action="store_true", help="keep the progress bar on screen")
+    v.add_argument("--no-context", action="store_true",
+                   help="embed each item alone (unrelated notes); by default the file is one conversation and each item's vector carries the one before it")
     v.add_argument("--embedder", help=_EMBEDDER_HELP)
     v.set_defaults(func=cmd_ingest)
 

@@ -6,38 +6,17 @@ loops; `/mood` shows the workers' mood. A real PostgreSQL, a real `soul worker` 
 
 from __future__ import annotations
 
-import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import postgres_server
 import pytest
-import yaml
+from speaking_csd import csd
 from test_durable import _env
 from test_run_csd import Repl
 
-from soul.language.blueprint import builtin_folder
-
 needs_server = pytest.mark.skipif(postgres_server.binaries() is None, reason=postgres_server.SKIP_REASON)
-LOUD = ("<M_AND_C><mood>eager</mood><criteria>speak</criteria></M_AND_C>"
-        "<S_loud>tell them about the sea</S_loud><S_quiet>a quiet note</S_quiet><trigger>true</trigger>")
-CON = "<ID_quiet>the sea, then</ID_quiet><ID_loud>I was thinking of the sea.</ID_loud>"
-
-
-def csd(root: Path) -> Path:
-    """csd whose subconscious queues an impulse with `trigger` on every cycle."""
-    folder = root / "csd"
-    folder.mkdir(parents=True)
-    for name in ("csd.md", "csd_core.md"):
-        shutil.copy(builtin_folder() / name, folder / name)
-    data = yaml.safe_load((builtin_folder() / "csd.yaml").read_text())
-    data["models"] = {"conscious": "scripted:conscious.yaml", "subconscious": "scripted:sub.yaml"}
-    (folder / "csd.yaml").write_text(yaml.safe_dump(data))
-    (folder / "conscious.yaml").write_text(json.dumps([CON] * 20))
-    (folder / "sub.yaml").write_text(json.dumps([LOUD] * 20))
-    return folder / "csd.yaml"
 
 
 @needs_server

@@ -183,3 +183,24 @@ def test_find_symbol_on_a_field_without_code_creates_nothing(tmp_path: Path, cap
     err = capsys.readouterr().err
     assert "holds no code index" in err and "index-code" in err and "Traceback" not in err
     assert _tree(field) == before
+
+
+def test_ingest_no_context_embeds_each_item_alone_and_the_default_chains_them(tmp_path: Path) -> None:
+    import numpy as np
+
+    from soul.engines.resonance import Embedder, Field
+
+    lines = ["Ada builds compilers for a living.", "Bo writes poetry on weekends."]
+    (tmp_path / "lines.txt").write_text("\n\n".join(lines) + "\n")
+    own = Embedder.default().embed(lines).vectors
+    stored = {}
+    for name, flags in (("alone", ["--no-context"]), ("chained", [])):
+        field = tmp_path / name
+        assert main(["memory", "ingest", str(tmp_path / "lines.txt"), "--field", str(field), *flags]) == 0
+        with Field.open(field, read_only=True) as f:
+            hits = {text: f.recall(text, k=1, mode="keyword")[0] for text in lines}
+            stored[name] = {text: np.array(f.get(hit.id).embedding) for text, hit in hits.items()}
+    for text, vector in zip(lines, own, strict=True):
+        np.testing.assert_allclose(stored["alone"][text], vector, atol=1e-5)
+    np.testing.assert_allclose(stored["chained"][lines[0]], own[0], atol=1e-5)  # a chain starts unmixed
+    assert float(np.dot(stored["chained"][lines[1]], own[1])) < 0.99  # the second carries the first
