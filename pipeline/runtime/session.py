@@ -50,6 +50,7 @@ from soul.runtime.observer import GateConfig, HeldEvents, gate_config, judge, tr
 from soul.runtime.recall_use import RecallUse, recall_use
 from soul.runtime.services import Services
 from soul.runtime.surrogates import replace_lone_surrogates
+from soul.runtime.triggers import S_LOUD_REASONS
 from soul.runtime.turn import (
     ScopeRunner,
     TurnState,
@@ -145,6 +146,8 @@ class Session:
         async with self._turn_lock():
             mind = self.mind
             impulses = mind.drain_impulses() if mind is not None else ()
+            if not impulses and reason in S_LOUD_REASONS:
+                return None  # a user turn took the impulses while this waited: nothing left to say
             self._broadcast(TriggerFired(trigger, reason, impulses))
             return await self._run_locked("", "spontaneous", self._broadcast, impulses)
 

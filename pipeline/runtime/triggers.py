@@ -55,6 +55,11 @@ class TriggerSpec:
         return self.source.partition(".")[0] if self.source else None
 
 
+S_LOUD_REASONS = frozenset({"trigger", "batch_max", "batch_seconds"})
+"""Why an s_loud trigger fires: it always has impulses to say when it fires, and a turn that
+finds none (a user message drained them while it waited) has nothing to say."""
+
+
 class Triggers:
     """A session's triggers, armed while its background work runs."""
 

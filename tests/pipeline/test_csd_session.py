@@ -113,6 +113,40 @@ def test_a_trigger_starts_a_spontaneous_turn_and_quiet_text_never_reaches_the_us
     assert not any("SECRET" in text for text in external)
 
 
+def test_an_s_loud_firing_that_finds_its_impulses_taken_by_a_user_turn_says_nothing(make: Make, soul_home: Path) -> None:
+    # A trigger's turn waits for the turn lock; a user turn ahead of it drains the impulses.
+    # What fires then finds none: it runs no turn (an idle or schedule firing still would).
+    s = make([con("Sure, about that trip...")], [sub(loud="ask about the trip")])
+
+    async def go() -> tuple[Any, list[Any]]:
+        session = s.session()
+        events: list[Any] = []
+        session.subscribe(events.append)
+        await session.start(cycles=1)
+        while not session.mind.pending:
+            await asyncio.sleep(0.01)
+        await session.turn("anything new?")  # drains "ask about the trip"
+        fired = await session._fire("speak_up", "trigger")  # what a waiting trigger then runs
+        await session.idle()
+        await session.close()
+        return fired, events
+
+    fired, events = asyncio.run(go())
+    assert fired is None
+    assert not any(isinstance(e, TriggerFired) for e in events)
+    db = sqlite3.connect(soul_home / "soul.db")
+    assert [r[0] for r in db.execute("SELECT kind FROM commits WHERE kind != 'cycle'")] == ["message"]
+
+
+def test_a_csd_turn_without_impulses_or_quiet_history_shows_no_empty_blocks(make: Make) -> None:
+    # small models copied the placeholders ("(no impulse from the subconscious)") into replies
+    s = make([con("Hello!")], [sub()])
+    asyncio.run(s.session().turn("hi"))
+    message = requests(s, "conscious")[0].messages[-1].content
+    assert "<S_loud>" not in message and "<ID_quiet_history>" not in message
+    assert "no impulse" not in message and "(empty)" not in message
+
+
 def test_impulses_batch_by_count_and_by_delay(make: Make) -> None:
     triggers = {"speak_up": {"kind": "s_loud", "source": "subconscious.impulse", "batch_seconds": 0.3, "batch_max": 2}}
     s = make([con("two at once"), con("one after a while")],

@@ -100,6 +100,7 @@ def test_pause_and_resume_steer_the_subconscious(serve: Serve, tmp_path: Path, p
     status = page.locator('[data-role="loop-status"]')
     expect(panel(page, "subconscious")).to_contain_text("first cycle")
     expect(status).to_contain_text("running")
+    expect(status).to_contain_text("cycle 1")  # the finished cycle's number, not the start's 0
     page.locator('[data-role="pause"]').click()
     expect(status).to_contain_text("paused")
     page.locator('[data-role="resume"]').click()

@@ -113,10 +113,20 @@ function internalStep(step, kind, outputs) {
   if (shown.length) line("internal-log", "internal", `${step} · ${kind}`, shown.map(([k, v]) => `${k}: ${typeof v === "string" ? v : JSON.stringify(v)}`).join("\n"));
 }
 
+// each background process's status and last finished cycle, kept up to date by LoopStatus
+// (status changes) and CycleFinished (a cycle done: its number)
+const loopState = {};
+
+function renderLoops() {
+  $("loop-status").textContent = Object.entries(loopState)
+    .map(([name, l]) => `${name}: ${l.status.replace("_", " ")} · cycle ${l.cycle}`).join(", ") || "–";
+}
+
 function setBackground(bg) {
   if (!bg) return;
-  const loops = Object.entries(bg.loops || {});
-  $("loop-status").textContent = loops.map(([name, l]) => `${name}: ${l.status.replace("_", " ")} · cycle ${l.cycle}`).join(", ") || "–";
+  for (const key of Object.keys(loopState)) delete loopState[key];
+  for (const [name, l] of Object.entries(bg.loops || {})) loopState[name] = { status: l.status, cycle: l.cycle };
+  renderLoops();
   if (bg.mood !== undefined) $("mood").textContent = bg.mood || "–";
   if (bg.criteria !== undefined) $("criteria").textContent = bg.criteria || "–";
 }
@@ -129,6 +139,7 @@ function onBackgroundEvent(event) {
     case "CycleFinished": {
       const label = `${event.process} #${event.cycle}`;
       if (event.error) { line("subconscious-log", "error", label, `cycle failed: ${event.error}; next attempt in ${event.retry_in} s`); break; }
+      if (loopState[event.process]) { loopState[event.process].cycle = event.cycle; renderLoops(); }
       for (const outputs of Object.values(event.outputs || {})) {
         if (outputs.loud) line("subconscious-log", "impulse", `${label} · S_loud`, outputs.loud);
         if (outputs.quiet) line("subconscious-log", "quiet", `${label} · S_quiet`, outputs.quiet);
@@ -148,7 +159,8 @@ function onBackgroundEvent(event) {
       line("subconscious-log", "trigger", `trigger ${event.trigger}`, `${event.reason} · ${event.impulses.length} impulse(s)`);
       break;
     case "LoopStatus":
-      $("loop-status").textContent = `${event.process}: ${event.status.replace("_", " ")} · cycle ${event.cycle}`;
+      loopState[event.process] = { status: event.status, cycle: event.cycle };
+      renderLoops();
       break;
   }
 }
