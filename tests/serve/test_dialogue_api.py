@@ -22,7 +22,7 @@ HOSTILE = "And responsibility <img src=x onerror=alert(1)> is its <script>alert(
 # seed 7: socrates, athena, socrates, athena, then Fixy steps in (turn 5), then athena
 SCRIPT = {
     "socrates": ["What is freedom, if not the weight of choice?", HOSTILE, "What is freedom, if not the weight of choice?"],
-    "athena": ["Freedom is a river; responsibility its banks.", "A river without banks is a flood.",
+    "athena": ["Freedom is a river; responsibility its banks.", "A river without banks is a flood, and I am afraid of floods.",
                "Freedom is a river; responsibility its banks.", "Yes."],
     "fixy": ["You are circling the same image; name what it shares."],
 }

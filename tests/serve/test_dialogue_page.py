@@ -44,6 +44,7 @@ def test_the_dialogue_panel_runs_a_scripted_entelgia_dialogue_live(serve: Serve,
     for line in (*SCRIPT["athena"][:3], SCRIPT["fixy"][0]):
         expect(log).to_contain_text(line)
     expect(panel.locator('[data-speaker="socrates"]').nth(1)).to_contain_text(HOSTILE)  # literally, as text
+    expect(panel.locator('[data-speaker="athena"]').nth(1)).to_contain_text("fear 0.")  # the line's emotion
     assert log.locator("img, script").count() == 0 and dialogs == []
     # Fixy's intervention, with the reason the server reported
     did = page.locator('[data-role="dialogue-list"]').input_value()

@@ -21,7 +21,8 @@ function onDialogueEvent(event) {
       line("dialogue-log", "sub", "topic", event.topic);
     }
     const who = event.fixy ? "Fixy" : event.speaker;
-    const extra = [event.seed_strategy, event.energy !== null && event.energy !== undefined ? `energy ${Number(event.energy).toFixed(0)}` : "",
+    const felt = event.emotion && event.emotion !== "neutral" ? `${event.emotion} ${Number(event.intensity ?? 0).toFixed(2)}` : "";
+    const extra = [event.seed_strategy, felt, event.energy !== null && event.energy !== undefined ? `energy ${Number(event.energy).toFixed(0)}` : "",
                    ...(event.flags || []).filter((f) => !f.startsWith("reason:"))].filter(Boolean).join(" · ");
     const node = line("dialogue-log", event.fixy ? "trigger" : "internal", `#${event.turn} ${who}${extra ? ` (${extra})` : ""}`, event.text);
     node.dataset.speaker = event.speaker;
