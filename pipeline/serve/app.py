@@ -203,6 +203,8 @@ def create_app(soul: Any, turn_json: TurnJson, guard: Guard, *, cycles: int | No
         sid = request.path_params["id"]
         own(sid)
         hub = await hubs.get(sid)
+        if (elsewhere := loops_elsewhere(hub.session)) is not None:
+            return _error(409, "loops_in_workers", elsewhere)
         hub.session.pause() if request.url.path.endswith("/pause") else hub.session.resume()
         return _json(views.background_view(hub.session) or {"loops": {}})
 
@@ -299,6 +301,17 @@ def _settled(task: asyncio.Task[Any]) -> None:
         task.exception()  # retrieved, so asyncio does not log it as never retrieved
 
 
+def loops_elsewhere(session: Any) -> str | None:
+    """Why pause/resume cannot steer this session's loops from here (None: they can): with
+    SOUL_RUNNER=dbos `soul worker` processes run them, and this server holds none."""
+    work = session.work
+    if work is None or not work.delegated:
+        return None
+    return ("this session's background loops run in `soul worker` processes (SOUL_RUNNER=dbos), "
+            "not in this server: pause and resume steer only loops run here; stop or start the "
+            "workers to hold or continue them")
+
+
 async def _on_socket_message(ws: WebSocket, hub: Any, raw: str) -> None:
     """A client's request on the socket: {"type": "message", "text"}, "pause", "resume"."""
     kind, data = wire.request(raw)
@@ -311,6 +324,9 @@ async def _on_socket_message(ws: WebSocket, hub: Any, raw: str) -> None:
 
         hub.start_turn(text).add_done_callback(_settled)  # its clients see it through the events
     elif kind in ("pause", "resume"):
+        if (elsewhere := loops_elsewhere(hub.session)) is not None:
+            await ws.send_text(wire.encode(wire.error("loops_in_workers", elsewhere)))
+            return
         hub.session.pause() if kind == "pause" else hub.session.resume()
     else:
         await ws.send_text(wire.encode(wire.error("bad_request", 'send {"type": "message", "text": "..."}, {"type": "pause"} or {"type": "resume"}')))

@@ -260,3 +260,31 @@ def test_the_relay_puts_a_worker_cycles_mood_in_place_before_its_clients_hear_of
     assert minds == [(0, "", 0), (0, "", 0), (1, "eager", 1)]  # stale until the relay heard it
     assert [e["type"] for e in events] == ["CycleFinished", "MoodChanged", "ImpulseQueued"]
     assert (events[1]["mood"], events[2]["text"], events[2]["pending"]) == ("eager", "tell them about the sea", 1)
+
+
+@needs_server
+def test_pause_and_resume_of_a_worker_run_session_say_the_loops_run_elsewhere(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from starlette.testclient import TestClient
+
+    from soul.cli.main import build_parser
+    from soul.cli.serve import build
+
+    monkeypatch.setenv("SOUL_STORE", postgres_server.fresh_url())
+    monkeypatch.setenv("SOUL_RUNNER", "dbos")  # `soul worker` runs the loops, not this server
+    s, app, _ = build(build_parser().parse_args(["serve", str(csd(tmp_path))]))
+    sid = s.session().id
+    try:
+        with TestClient(app, base_url="http://127.0.0.1:8765") as api:
+            for verb in ("pause", "resume"):
+                answer = api.post(f"/api/sessions/{sid}/{verb}")
+                assert answer.status_code == 409
+                assert answer.json()["code"] == "loops_in_workers"
+                assert "soul worker" in answer.json()["error"]
+            with api.websocket_connect(f"ws://127.0.0.1:8765/api/sessions/{sid}/events") as ws:
+                assert ws.receive_json()["type"] == "Hello"
+                ws.send_json({"type": "pause"})
+                said = ws.receive_json()
+    finally:
+        s.close()
+    assert (said["type"], said["code"]) == ("Error", "loops_in_workers")
