@@ -266,7 +266,10 @@ def cmd_reembed(args: argparse.Namespace) -> int:
                 elapsed = max(time.perf_counter() - started, 1e-9)
                 progress.update(task, completed=done, total=total, rate=f"{done / elapsed:,.0f}/s")
 
-            report = reembed_field(path, embedder, batch=args.batch, progress=on_progress)
+            # the session chains are replayed with the default context weight (field/replay.py);
+            # --no-context for a field written with it off
+            weight = None if args.no_context else 0.5
+            report = reembed_field(path, embedder, batch=args.batch, progress=on_progress, context_weight=weight)
     if not report.switched:
         print(f"{args.field} already holds vectors of {report.target}: nothing to do")
         return 0
@@ -331,6 +334,8 @@ def add_parsers(sub: Any) -> None:
     v.add_argument("--pooling", choices=("mean", "cls"), help="how token vectors become one (default mean; cls for BGE-style models)")
     v.add_argument("--batch", type=_bounded_k, default=256, help="memories embedded per step (default 256)")
     v.add_argument("--verbose", action="store_true", help="keep the progress bar on screen")
+    v.add_argument("--no-context", action="store_true",
+                   help="embed each memory alone (a field written with --no-context); by default each memory's vector carries the one before it in its session, as remembering stores it")
     v.set_defaults(func=cmd_reembed)
 
     from soul.cli.code import add_parsers as add_code_parsers  # index-code, find-symbol, ...

@@ -20,8 +20,10 @@ stored as given (never mixed) and the chain goes on from it. Within a batch the 
 over every gate-approved item in order, near-duplicates that merge included, so it can differ
 from the `follows` chain (which links new memories only) where a merge happens; a merge by
 vector also needs the texts' own vectors to agree (field/ingest.py). Re-embedding
-(`reembed_pending`, `soul memory reembed`) embeds each memory's own text: the context is not
-replayed there (yet), so re-embedded memories are plain text vectors.
+(`reembed_field`, `soul memory reembed`, `reembed_pending`) replays the chain along the
+graph's `follows` edges, each memory mixed with the new vector of the one before it
+(field/replay.py, which lists what that replay cannot know: given vectors, merges inside a
+batch, failed embeddings, forgotten predecessors).
 """
 
 from __future__ import annotations

@@ -272,21 +272,16 @@ class Field:
 
     def reembed_pending(self, batch: int = 64) -> int:
         """Re-embed memories stored with a zero fallback vector; return how many now have a
-        real one (the others stay pending)."""
+        real one (the others stay pending). With session context on, their session chains
+        are replayed (field/replay.py)."""
         self._writable("re-embed")
-        done = 0
-        st = self.store.state
-        rows = st.pending_rows()
-        for start in range(0, len(rows), batch):
-            chunk = rows[start : start + batch]
-            vectors, ok = self._embedding.embed_for_write([st.text[r] for r in chunk])
-            with self._lock:
-                for row, vec, good in zip(chunk, vectors, ok, strict=True):
-                    if good and st.is_alive(row):
-                        self.store.reembed(st.ids[row], vec)
-                        self.indexes.reembedded(row, vec)
-                        done += 1
-        return done
+        from .replay import follows_links, replay_pending
+
+        cfg, st = self.config, self.store.state
+        chained = bool(cfg.context_weight) and cfg.contiguity is not None and st.pending_rows()
+        links = follows_links(self.association.graph.state, st) if chained else {}
+        return replay_pending(self.store, self._embedding.embed_for_write, self.indexes,
+                              self._lock, links, cfg.context_weight or 0.0, batch)
 
     # -- reading ---------------------------------------------------------------------------
 

@@ -11,6 +11,12 @@
        crash before the rename leaves the old field, after it the new one — never a mix
     ─► the staging folder is removed.
 
+With session context (``context_weight``, field/context.py) each memory is mixed with the
+new vector of the memory it follows in its session, replaying remember's chain from the
+graph's ``follows`` edges (field/replay.py says what the replay cannot know). Rows are staged
+in row order and a predecessor is always an earlier row, so a resumed run reads the
+predecessors it needs from what was staged and stages exactly what one run would.
+
 Restartable: a run that finds a staging folder for the same target model resumes after the
 last row it recorded, as long as those rows are still the same memories (their ids; a row's
 text never changes); memories written since are embedded after them. A different target
@@ -41,6 +47,7 @@ from ..store import ops
 from ..store.durable import Store
 from ..store.state import State, alloc_vectors
 from .embedding import unit_rows
+from .replay import links_at, mix_into
 
 __all__ = ["ReembedReport", "reembed_field"]
 
@@ -63,11 +70,14 @@ class ReembedReport:
 
 def reembed_field(path: str | Path, embedder: Any, *, batch: int = 256,
                   progress: Callable[[int, int], None] | None = None,
+                  context_weight: float | None = 0.5,
                   **store_options: Any) -> ReembedReport:
     """Re-embed every memory of the field at `path` with `embedder` and record its model
-    (the module docstring says how it stays atomic and restartable). `progress(done, total)`
-    after each batch, in rows. Raises `FieldNotFound`, `FieldInUse`, or `EmbedderError` when
-    the model fails on a text (what was staged is kept for the next run)."""
+    (the module docstring says how it stays atomic and restartable). `context_weight` is the
+    field's (`FieldConfig.context_weight`): the session chains are replayed with it (None or
+    0: each text alone). `progress(done, total)` after each batch, in rows. Raises
+    `FieldNotFound`, `FieldInUse`, or `EmbedderError` when the model fails on a text (what was
+    staged is kept for the next run)."""
     path = Path(path)
     started = time.perf_counter()
     if not ((path / "wal").is_dir() or (path / "snapshots").is_dir()):
@@ -82,22 +92,34 @@ def reembed_field(path: str | Path, embedder: Any, *, batch: int = 256,
             return ReembedReport(str(path), held.describe(), target.describe(), len(st), 0, 0,
                                  time.perf_counter() - started, switched=False)
         stage = path / STAGE
-        plan = {"target": target.record()}
+        plan: dict[str, Any] = {"target": target.record()}
+        weight = float(context_weight or 0.0)
+        if weight:
+            plan["context_weight"] = weight  # staged rows of another weight do not resume
+        links = links_at(path, st) if weight else {}
         done = _resume(stage, plan, st, target.dim)
         resumed = done
         vectors_file = stage / "vectors.f32"
+        vectors = np.zeros((st.n_rows, target.dim), np.float32)
+        if done:  # the chain goes on from the staged rows: their vectors are final
+            vectors[:done] = np.fromfile(vectors_file, dtype="<f4",
+                                         count=done * target.dim).reshape(done, target.dim)
         with open(vectors_file, "r+b" if done else "wb") as fh:
             fh.truncate(done * target.dim * 4)
             fh.seek(0, os.SEEK_END)
             for start in range(done, st.n_rows, batch):
                 stop = min(st.n_rows, start + batch)
-                fh.write(_embed_rows(st, range(start, stop), embedder, target.dim).tobytes())
+                block = _embed_rows(st, range(start, stop), embedder, target.dim)
+                if links:  # in row order: a memory's predecessor is an earlier row
+                    mix_into(block, range(start, stop), links, weight,
+                             lambda r: vectors[r] if st.is_alive(r) else None)
+                vectors[start:stop] = block
+                fh.write(block.tobytes())
                 fh.flush()
                 os.fsync(fh.fileno())
                 _write_json(stage / "progress.json", {"plan": plan, "done": stop, "ids": _ids_crc(st, stop)})
                 if progress is not None:
                     progress(stop, st.n_rows)
-        vectors = np.fromfile(vectors_file, dtype="<f4").reshape(st.n_rows, target.dim)
         _switch(store, vectors, target)
         shutil.rmtree(stage, ignore_errors=True)
         return ReembedReport(str(path), held.describe() if held else None, target.describe(),
