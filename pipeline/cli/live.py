@@ -152,7 +152,7 @@ def worker_feed(soul: Any, session: Any, view: LiveView, loop: Any) -> Any:
     when the REPL ends; None for loops run here, or on SQLite (then a warning says why)."""
     from soul.runtime import feed_for
 
-    if session.work is None or not session.work.delegated:
+    if not session.loops_in_workers:
         return None
 
     def show(heard: Any) -> None:

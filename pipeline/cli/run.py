@@ -382,7 +382,7 @@ def _command(text: str, soul: Any, session: Any, printer: Printer, console: Any,
             console.print(f"[yellow]{markup_safe(str(exc))}[/]")
     elif text in ("/pause", "/resume", "/mood") and session.work is None:
         console.print(f"[yellow]{soul.name} has no background process: {markup_safe(text)} does nothing here[/]")
-    elif text in ("/pause", "/resume") and session.work.delegated:
+    elif text in ("/pause", "/resume") and session.loops_in_workers:
         console.print(f"[yellow]{markup_safe(soul.name)}'s loops run in `soul worker` (SOUL_RUNNER=dbos):"
                       f" {text} steers loops run here only[/]")
     elif text in ("/pause", "/resume"):

@@ -41,6 +41,7 @@ from soul.runtime.events import (
     TriggerFired,
     TurnCommitted,
     TurnResult,
+    as_data,
 )
 from soul.runtime.memory import MemoryBridge, MemoryReader, field_errors
 from soul.runtime.processes import runner_choice
@@ -83,6 +84,7 @@ __all__ = [
     "TriggerFired",
     "TurnCommitted",
     "TurnResult",
+    "as_data",
     "commit_events",
     "count_tokens",
     "dialogues_dir",

@@ -90,8 +90,7 @@ class Background:
                 name, scope, mind, factory(session_id, name), LoopSchedule.of(options, declared.loop),
                 None, int(options.get("summarize_every") or 10), declared.model,
             )
-        specs = [TriggerSpec.of(n, t.kind, t.options) for n, t in plan.blueprint.triggers.items()]
-        self.triggers = Triggers(specs, fire)
+        self.triggers = Triggers(list(TriggerSpec.all_of(plan.blueprint).values()), fire)
         self.started = False
         # runner="dbos" (or SOUL_RUNNER=dbos): `soul worker` processes run the cycles and fire
         # the triggers; this process re-reads the minds before each turn (`restore`).

@@ -104,12 +104,6 @@ def commit_events(commit: StoredCommit) -> list[Any]:
     return out
 
 
-def delegated(session: Any) -> bool:
-    """Whether `session`'s background loops run in workers (`SOUL_RUNNER=dbos`)."""
-    work = getattr(session, "work", None)
-    return work is not None and bool(work.delegated)
-
-
 def read_minds(store: SessionStore, session: Session) -> tuple[Mind, ...]:
     """Each background process's mind of a worker-run session as the store holds it now
     (read through `store`, which may be another connection than the session's)."""
@@ -138,7 +132,7 @@ def install_minds(session: Session, minds: tuple[Mind, ...]) -> None:
 def refresh_minds(session: Any) -> bool:
     """Re-read a worker-run session's minds from its store (its mood, cycle and pending
     impulses as the workers left them); True when it did, False for loops run here."""
-    if not delegated(session):
+    if not session.loops_in_workers:
         return False
     install_minds(session, read_minds(session.store, session))
     return True
@@ -161,7 +155,7 @@ class CommitFeed:
 
     def wait_listening(self, timeout: float = 10.0) -> bool:
         """Wait until the LISTEN is in effect (True), or `timeout` seconds (False)."""
-        return bool(self.listener.listening.wait(timeout))
+        return self.listener.wait_listening(timeout)
 
     def stop(self) -> None:
         self.listener.stop()
@@ -184,7 +178,7 @@ class CommitFeed:
             return
         events = commit_events(commit)
         # a cycle sets the mood and queues impulses; a turn takes them: the minds as they are now
-        fresh = commit.kind != "subprocess" and delegated(session)
+        fresh = commit.kind != "subprocess" and session.loops_in_workers
         minds = read_minds(self._store, session) if fresh else ()
         if events or minds:
             self.forwarded += 1

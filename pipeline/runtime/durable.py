@@ -189,13 +189,14 @@ class Engine:
         self._workflow = workflows["workflow"]
         self._turn = workflows["turn"]
 
-    def enqueue(self, session_id: str, process: str, number: int, attempt: int = 1) -> Any:
-        """Enqueue cycle `number` (its workflow's handle; the existing one if enqueued before:
-        then nothing starts)."""
+    def enqueue(self, session_id: str, process: str, number: int, attempt: int = 1) -> str:
+        """Enqueue cycle `number` (once: if its workflow was enqueued before, nothing starts);
+        its workflow id."""
         dbos = _dbos()
         wid = workflow_id(session_id, process, number, attempt)
         with dbos.SetWorkflowID(wid), dbos.SetEnqueueOptions(queue_partition_key=session_id):
-            return self.queue.enqueue(self._workflow, self.soul.name, session_id, process, number)
+            self.queue.enqueue(self._workflow, self.soul.name, session_id, process, number)
+        return wid
 
     def enqueue_turn(self, session_id: str, key: str, trigger: str, reason: str, since: int, due: float) -> str:
         """Enqueue the spontaneous turn of trigger firing `key` (once: an existing workflow
@@ -224,11 +225,6 @@ class Engine:
         if not executors:
             return 0
         return len(_dbos().DBOS._recover_pending_workflows(executors))
-
-    def status(self, handle: Any) -> str:
-        """PENDING, ENQUEUED, SUCCESS, ERROR, … (DBOS's workflow status)."""
-        found = handle.get_status()
-        return str(found.status) if found is not None else "UNKNOWN"
 
     def shutdown(self) -> None:
         _SOULS.pop(self.soul.name, None)

@@ -104,13 +104,9 @@ def answered(spec: TriggerSpec, marks: TriggerMarks, since: int, due: float) -> 
     return marks.last_spontaneous_time >= due
 
 
-def trigger_specs(soul: Soul) -> dict[str, TriggerSpec]:
-    return {n: TriggerSpec.of(n, t.kind, t.options) for n, t in soul.blueprint.triggers.items()}
-
-
 async def run_spontaneous(soul: Soul, session_id: str, trigger: str, reason: str, since: int, due: float) -> bool:
     """The step of a firing: one spontaneous turn unless it was answered; True when one ran."""
-    spec = trigger_specs(soul).get(trigger)
+    spec = TriggerSpec.all_of(soul.blueprint).get(trigger)
     if spec is None:
         log.warning("session %s: the soul has no trigger %r any more; nothing runs", session_id, trigger)
         return False
@@ -150,7 +146,7 @@ class TriggerClock:
     _watched: dict[str, _Watched] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.specs = trigger_specs(self.soul)
+        self.specs = TriggerSpec.all_of(self.soul.blueprint)
 
     def tick(self, mark: SessionMark, now: float) -> None:
         """Enqueue whatever trigger of this session is due."""

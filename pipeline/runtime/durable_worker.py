@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from soul.runtime.durable import Engine, workflow_id
+from soul.runtime.durable import Engine
 from soul.runtime.durable_recovery import Heartbeat
 from soul.runtime.durable_triggers import TriggerClock
 from soul.runtime.mind import Mind
@@ -170,7 +170,6 @@ class Worker:
                 slot.quiet = mind.begin_cycle().quiet
             if slot.quiet:
                 return True  # nothing to react to: not due (and, for `cycles`, nothing left now)
-        slot.wid = workflow_id(mark.id, process, slot.number, slot.attempt)
-        self.engine.enqueue(mark.id, process, slot.number, slot.attempt)
+        slot.wid = self.engine.enqueue(mark.id, process, slot.number, slot.attempt)
         self.enqueued += 1
         return False

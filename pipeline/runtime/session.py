@@ -157,6 +157,12 @@ class Session:
         return self._lock
 
     @property
+    def loops_in_workers(self) -> bool:
+        """Whether `soul worker` processes run this session's background loops
+        (`SOUL_RUNNER=dbos`, or `runner="dbos"`), not this process."""
+        return self.work is not None and self.work.delegated
+
+    @property
     def id(self) -> str:
         return self.info.id
 
@@ -189,7 +195,7 @@ class Session:
     async def _run_locked(self, text: str, kind: str, emit: Callable[[Any], None] | None,
                           impulses: tuple[str, ...], persona: str | None = None) -> TurnResult:
         await self._cancel_background()  # a new input cancels what still runs from the last turn
-        if self.work is not None and self.work.delegated:
+        if self.loops_in_workers:
             self.work.restore()  # SOUL_RUNNER=dbos: a worker ran the cycles; read what they left
         text = replace_lone_surrogates(text)  # before anything is shown, prompted or stored
         started = time.perf_counter()

@@ -54,6 +54,11 @@ class TriggerSpec:
     def process(self) -> str | None:
         return self.source.partition(".")[0] if self.source else None
 
+    @classmethod
+    def all_of(cls, blueprint: Any) -> dict[str, TriggerSpec]:
+        """Every trigger `blueprint` declares, by name (in-process and in `soul worker`)."""
+        return {n: cls.of(n, t.kind, t.options) for n, t in blueprint.triggers.items()}
+
 
 S_LOUD_REASONS = frozenset({"trigger", "batch_max", "batch_seconds"})
 """Why an s_loud trigger fires: it always has impulses to say when it fires, and a turn that

@@ -304,8 +304,7 @@ def _settled(task: asyncio.Task[Any]) -> None:
 def loops_elsewhere(session: Any) -> str | None:
     """Why pause/resume cannot steer this session's loops from here (None: they can): with
     SOUL_RUNNER=dbos `soul worker` processes run them, and this server holds none."""
-    work = session.work
-    if work is None or not work.delegated:
+    if not session.loops_in_workers:
         return None
     return ("this session's background loops run in `soul worker` processes (SOUL_RUNNER=dbos), "
             "not in this server: pause and resume steer only loops run here; stop or start the "

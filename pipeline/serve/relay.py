@@ -33,7 +33,6 @@ class Relay:
     def __init__(self, url: str, soul: str, hubs: Any, loop: asyncio.AbstractEventLoop) -> None:
         self.hubs = hubs
         self.feed = CommitFeed(url, soul, self._watched, self._publish, loop)
-        self.listener = self.feed.listener
 
     @property
     def forwarded(self) -> int:

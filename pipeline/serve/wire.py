@@ -12,19 +12,19 @@ store and `soul run --json` do; the page sets every text with `textContent`.
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from collections.abc import Mapping
 from typing import Any
 
-from soul.store import redact, redact_data, secrets
+from soul.runtime import as_data
+from soul.store import redact_data
 
 
 def event_data(event: Any) -> dict[str, Any]:
-    """A runtime event (a dataclass) as a JSON-safe dict with `type` first."""
+    """A runtime event (a dataclass) as a JSON-safe dict with `type` first (`asdict`'s
+    conversion without its deep copy: a server makes one per streamed token)."""
     if isinstance(event, dict):
         return event
-    return {"type": type(event).__name__, **dataclasses.asdict(event)}
+    return {"type": type(event).__name__, **as_data(event)}
 
 
 def request(raw: str) -> tuple[str | None, dict[str, Any]]:
@@ -46,32 +46,8 @@ def encode(data: dict[str, Any]) -> str:
 
 
 def encode_event(event: Any) -> str:
-    """`encode(event_data(event))` in one walk: a server sends one of these per streamed
-    token, so the event is not copied (`dataclasses.asdict` deep-copies every field) and then
-    walked again to redact it; the text is the same."""
-    known = secrets()
-    if isinstance(event, dict):
-        data = _plain(event, known)
-    else:
-        data = {"type": type(event).__name__,
-                **{f.name: _plain(getattr(event, f.name), known) for f in dataclasses.fields(event)}}
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
-
-
-def _plain(value: Any, known: list[str]) -> Any:
-    """`value` as JSON-ready data, every string redacted: dataclasses become dicts (as
-    `dataclasses.asdict` makes them), tuples lists; other values stay as they are."""
-    if isinstance(value, str):
-        return redact(value, known)
-    if value is None or isinstance(value, bool | int | float):
-        return value
-    if isinstance(value, Mapping):
-        return {(redact(k, known) if isinstance(k, str) else k): _plain(v, known) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v, known) for v in value]
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name), known) for f in dataclasses.fields(value)}
-    return value
+    """An event as the JSON text its clients get (once for all of them): `encode(event_data(event))`."""
+    return encode(event_data(event))
 
 
 def user_message(text: str) -> dict[str, Any]:

@@ -19,6 +19,11 @@ from dataclasses import dataclass
 
 from soul.store.connection import Connection
 
+LAST_TURN = ("SELECT coalesce(max(id), 0) FROM commits WHERE session_id = ?"
+             " AND kind IN ('message', 'spontaneous')")
+"""The commit id of a session's last turn (0: none). Every turn, a user's or a spontaneous
+one, takes the S_loud impulses committed before it: those after it are pending."""
+
 
 @dataclass(frozen=True)
 class SessionMark:
@@ -96,11 +101,7 @@ class Due:
             created = conn.execute(
                 "SELECT created FROM sessions WHERE id = ?", (session_id,)
             ).fetchone()
-            last_turn = conn.execute(
-                "SELECT coalesce(max(id), 0) FROM commits WHERE session_id = ?"
-                " AND kind IN ('message', 'spontaneous')",
-                (session_id,),
-            ).fetchone()[0]
+            last_turn = conn.execute(LAST_TURN, (session_id,)).fetchone()[0]
             message = conn.execute(
                 "SELECT id, time FROM commits WHERE session_id = ? AND kind = 'message'"
                 " ORDER BY id DESC LIMIT 1",

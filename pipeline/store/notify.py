@@ -22,7 +22,6 @@ import hashlib
 import json
 import logging
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -31,6 +30,7 @@ from typing import Any
 
 from soul.records import MessageRecord
 from soul.store.connection import Connection
+from soul.store.due import LAST_TURN
 
 log = logging.getLogger(__name__)
 
@@ -115,14 +115,14 @@ class Notices:
                 "SELECT json FROM traces WHERE commit_id = ?", (commit_id,)
             ).fetchone()
             pending = conn.execute(*pending_impulses_query(sid)).fetchone()[0]
-        steps = json.loads(trace[0]) if trace else {}
+        outputs, kinds = _steps(json.loads(trace[0]) if trace else {})
         return StoredCommit(
             sid, commit_id, row[1], int(row[2]), row[3], row[4], float(row[5]),
             tuple(MessageRecord(r[0], r[1], r[2], r[3], r[4], json.loads(r[5])) for r in messages),
             (mood[0], mood[1]) if mood else None,
-            _step_outputs(steps),
+            outputs,
             int(pending),
-            _step_kinds(steps),
+            kinds,
         )
 
 
@@ -130,28 +130,21 @@ def pending_impulses_query(session_id: str) -> tuple[str, tuple[Any, ...]]:
     """SQL counting the S_loud impulses committed after the session's last turn (any turn
     takes the pending impulses: a user message or a spontaneous turn)."""
     return (
-        "SELECT count(*) FROM messages WHERE session_id = ? AND tag = 'S_loud' AND commit_id >"
-        " (SELECT coalesce(max(id), 0) FROM commits WHERE session_id = ?"
-        " AND kind IN ('message', 'spontaneous'))",
+        f"SELECT count(*) FROM messages WHERE session_id = ? AND tag = 'S_loud' AND commit_id > ({LAST_TURN})",
         (session_id, session_id),
     )
 
 
-def _step_outputs(trace: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
+def _steps(trace: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], dict[str, tuple[str, str]]]:
+    """Each traced step's outputs, and its (kind, status), in the order the steps ran."""
+    outputs: dict[str, dict[str, Any]] = {}
+    kinds: dict[str, tuple[str, str]] = {}
     for step in trace.get("steps") or ():
         if isinstance(step, dict) and isinstance(step.get("step"), str):
-            outputs = step.get("outputs")
-            out[step["step"]] = dict(outputs) if isinstance(outputs, dict) else {}
-    return out
-
-
-def _step_kinds(trace: dict[str, Any]) -> dict[str, tuple[str, str]]:
-    out: dict[str, tuple[str, str]] = {}
-    for step in trace.get("steps") or ():
-        if isinstance(step, dict) and isinstance(step.get("step"), str):
-            out[step["step"]] = (str(step.get("kind") or ""), str(step.get("status") or "ran"))
-    return out
+            given = step.get("outputs")
+            outputs[step["step"]] = dict(given) if isinstance(given, dict) else {}
+            kinds[step["step"]] = (str(step.get("kind") or ""), str(step.get("status") or "ran"))
+    return outputs, kinds
 
 
 class Listener:
@@ -169,6 +162,10 @@ class Listener:
         self._thread = threading.Thread(target=self._run, name=f"listen {self.channel}", daemon=True)
         self._thread.start()
         return self
+
+    def wait_listening(self, timeout: float = 10.0) -> bool:
+        """Wait until the LISTEN is in effect (True), or `timeout` seconds (False)."""
+        return self.listening.wait(timeout)
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
@@ -214,11 +211,3 @@ class Listener:
         except Exception:  # a callback's bug must not stop the listening
             log.exception("a commit listener on %s failed", self.channel)
 
-
-def wait_listening(listener: Listener, timeout: float = 10.0) -> bool:
-    """Wait until `listener` has LISTENed (True), or `timeout` passed (False)."""
-    deadline = time.monotonic() + timeout
-    while not listener.listening.wait(0.05):
-        if time.monotonic() > deadline:
-            return False
-    return True

@@ -143,13 +143,13 @@ def test_the_listener_comes_back_after_its_connection_is_cut_and_says_it_may_hav
 
     import psycopg
 
-    from soul.store import Listener, Notice, channel, notify
+    from soul.store import Listener, Notice, channel
 
     url = postgres_server.fresh_url()
     heard: list[Notice | None] = []
     name = channel(f"relay-test-{os.getpid()}")
     listener = Listener(url, name, heard.append).start()
-    assert notify.wait_listening(listener)
+    assert listener.wait_listening()
 
     def send(commit: int) -> None:
         with psycopg.connect(url, autocommit=True) as conn:
@@ -168,7 +168,7 @@ def test_the_listener_comes_back_after_its_connection_is_cut_and_says_it_may_hav
                                (f'LISTEN "{name}"',)).fetchall()
         assert cut
         wait_for(2)  # the None that says "reconnected"
-        assert notify.wait_listening(listener)
+        assert listener.wait_listening()
         send(2)
         wait_for(3)
     finally:

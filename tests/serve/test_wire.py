@@ -1,5 +1,5 @@
-"""What the server does per event and per turn, in process: an event's JSON (one walk that
-redacts, the same text as `asdict` then `redact_data`), the fan-out to clients (a client too
+"""What the server does per event and per turn, in process: an event's JSON (converted without
+`asdict`'s deep copy, redacted: the same text as `asdict` then `redact_data`), the fan-out to clients (a client too
 far behind is dropped), and the loop clock that times a turn's own code."""
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ class Nested:
 def test_an_event_is_encoded_as_asdict_then_redact_would_encode_it(event: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SERVE_TEST_API_KEY", SECRET)
     text = wire.encode_event(event)
-    assert text == wire.encode(wire.event_data(event))
+    as_asdict = event if isinstance(event, dict) else {"type": type(event).__name__, **dataclasses.asdict(event)}
+    assert text == wire.encode(as_asdict)
     assert SECRET not in text and "[redacted]" in text
     assert json.loads(text)["type"] == (event["type"] if isinstance(event, dict) else type(event).__name__)
 

@@ -30,7 +30,15 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["ContextChain"]
+__all__ = ["ContextChain", "with_context"]
+
+
+def with_context(own: np.ndarray, context: np.ndarray, weight: float) -> np.ndarray:
+    """``unit(own + weight · context)``: a memory's unit vector carrying the one before it
+    (``own`` back unchanged when the sum is zero)."""
+    mixed = own + float(weight) * np.asarray(context, np.float32)
+    norm = float(np.linalg.norm(mixed))
+    return mixed / norm if norm > 0 else own
 
 
 class ContextChain:
@@ -58,9 +66,6 @@ class ContextChain:
             if not ok[j]:
                 continue
             if embedded[j] and self.vector is not None:
-                mixed = out[j] + self.weight * self.vector
-                norm = float(np.linalg.norm(mixed))
-                if norm > 0:
-                    out[j] = mixed / norm
+                out[j] = with_context(out[j], self.vector, self.weight)
             self.vector = out[j].copy()
         return out

@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .context import with_context
+
 if TYPE_CHECKING:
     from ..store.durable import Store
     from ..store.state import State
@@ -82,10 +84,7 @@ def mix_into(vectors: np.ndarray, rows: Sequence[int], links: dict[int, int],
         context = vectors[at[prev]] if prev in at else vector_of(prev)
         if context is None or not np.any(context):
             continue
-        mixed = vectors[k] + float(weight) * np.asarray(context, np.float32)
-        norm = float(np.linalg.norm(mixed))
-        if norm > 0:
-            vectors[k] = mixed / norm
+        vectors[k] = with_context(vectors[k], context, weight)
 
 
 def replay_pending(store: Store, embed: Embed, indexes: FieldIndexes, lock: threading.RLock,
