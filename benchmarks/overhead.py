@@ -174,7 +174,7 @@ def timed_sync(run: Callable[[], Any], runs: int) -> tuple[list[float], list[flo
 
 
 def soulgraph_series(folder: Path, runs: int, turns: int) -> list[Series]:
-    from soul.runtime.turn import ScopeRunner, TurnState, context_for
+    from soul.runtime.turn.runner import ScopeRunner, TurnState, context_for
 
     out = []
     for graph, text in (("chain", CHAIN_YAML), ("fan-out", FAN_YAML)):
@@ -344,10 +344,10 @@ def claudius_turn(folder: Path, turns: int) -> tuple[dict[str, tuple[list[float]
     """A full claudius turn with a zero-latency provider: framework time, split into parts.
 
     The parts are timed by wrappers put around `PromptBuilder.build`, the parser
-    (`extract_sections` + `parse_step` as `soul.runtime.calls` uses them) and `SessionStore.commit`
+    (`extract_sections` + `parse_step` as `soul.runtime.turn.calls` uses them) and `SessionStore.commit`
     (a few hundred ns each). Returns {part: (wall times, CPU times)} and a typical Commit.
     """
-    import soul.runtime.calls
+    import soul.runtime.turn.calls
 
     provider = ZeroLatency(claudius=True)
     s = soul.load("claudius", provider=provider, home=folder / "home-claudius")
@@ -355,7 +355,7 @@ def claudius_turn(folder: Path, turns: int) -> tuple[dict[str, tuple[list[float]
     now: dict[str, list[float]] = {n: [0.0, 0.0] for n in names}  # this turn's sums
     commits: list[Any] = []
     builder = s.services.builder
-    build, extract, parse_step, commit = builder.build, soul.runtime.calls.extract_sections, soul.runtime.calls.parse_step, s.store.commit
+    build, extract, parse_step, commit = builder.build, soul.runtime.turn.calls.extract_sections, soul.runtime.turn.calls.parse_step, s.store.commit
 
     def timed(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -374,8 +374,8 @@ def claudius_turn(folder: Path, turns: int) -> tuple[dict[str, tuple[list[float]
         return commit(c)
 
     builder.build = timed("render", build)  # type: ignore[method-assign]
-    soul.runtime.calls.extract_sections = timed("parse", extract)
-    soul.runtime.calls.parse_step = timed("parse", parse_step)
+    soul.runtime.turn.calls.extract_sections = timed("parse", extract)
+    soul.runtime.turn.calls.parse_step = timed("parse", parse_step)
     s.store.commit = timed("commit", keep)  # type: ignore[method-assign]
     out: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in ("turn", *names, "other")}
     text = "Hi, I'm Ada. I build compilers."
@@ -404,8 +404,8 @@ def claudius_turn(folder: Path, turns: int) -> tuple[dict[str, tuple[list[float]
     try:
         asyncio.run(talk())
     finally:
-        soul.runtime.calls.extract_sections = extract
-        soul.runtime.calls.parse_step = parse_step
+        soul.runtime.turn.calls.extract_sections = extract
+        soul.runtime.turn.calls.parse_step = parse_step
         builder.build = build  # type: ignore[method-assign]
         s.store.commit = commit  # type: ignore[method-assign]
     assert provider.calls >= turns

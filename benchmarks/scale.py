@@ -78,9 +78,9 @@ def worker_main(args: argparse.Namespace) -> int:
     its counters to `--summary` every few seconds (a SIGKILLed worker leaves its last ones)."""
     import soul
     from soul.providers import ScriptedProvider
-    from soul.runtime.durable import Engine
-    from soul.runtime.durable_recovery import Heartbeat
-    from soul.runtime.durable_worker import Worker
+    from soul.runtime.durable.engine import Engine
+    from soul.runtime.durable.recovery import Heartbeat
+    from soul.runtime.durable.worker import Worker
     from soul.store import SessionStore
 
     replies = 200_000

@@ -3,7 +3,7 @@
 Deciding *whether* and *why* Fixy speaks is the rules engine's (`soul.engines.dialogue`: the
 original's five detectors with whole-word matching, plus topic drift and persona collapse);
 `Fixy.detect` runs them over the step's `window` of turns, never before `min_turn`. The dialogue
-runner (`soul.runtime.dialogue`) asks it after every turn and, when one fires, runs the step
+runner (`soul.runtime.dialogue.runner`) asks it after every turn and, when one fires, runs the step
 with the detector's instruction and the last turns as its input; the model writes the
 intervention, 2-4 sentences, which `Fixy.trim` holds to four sentences and 150 words. The
 `reason` output is the detector that fired (the section's attribute, which the runner's prompt

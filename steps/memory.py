@@ -19,7 +19,7 @@ from soul.kinds import ChangeContext, Changes, Output, StepEnv, StepKind, param,
 MEMORY_KINDS = tuple(kind.label for kind in Kind)
 RECALL_MODES = ("hybrid", "semantic", "keyword")
 # What a recall with `ask_used` adds to its region after its memories (the runtime's
-# soul.runtime.recall_use reads the <used> section back when the soul's memory learns).
+# soul.runtime.bridges.learning reads the <used> section back when the soul's memory learns).
 ASK_USED = ("If your answer uses any memory above, write their ids after your last section as "
             "<used>id, id</used>; write <used></used> if you used none.")
 

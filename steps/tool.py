@@ -6,7 +6,7 @@ result (or the error, or the timeout) back, and the model either calls again (up
 `tools: {rounds: N}`, default 4) or writes `<tool_answer>`. With `with: {tool: NAME,
 arguments: {...}}` the call is chosen by the blueprint instead — each argument a template over
 the turn (`"{{ input.text }}"`) or a plain value — and runs before the model is asked. The
-calling is the runtime's (soul.runtime.tool_loop); this kind only declares. Its outputs beside
+calling is the runtime's (soul.runtime.tools.loop); this kind only declares. Its outputs beside
 the answer — `call`, `result`, `error`, `latency_ms` of the last call, and every call in
 `calls` — are filled from what the runtime ran.
 """

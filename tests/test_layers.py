@@ -58,9 +58,40 @@ NEVER: tuple[tuple[frozenset[str], frozenset[str], str], ...] = (
 
 # Where a stage may import another only from some of its modules: (stage, target) -> modules.
 ONLY_IN: dict[tuple[str, str], tuple[frozenset[str], str]] = {
-    ("soul.runtime", ENGINES): (frozenset({"soul.runtime.chetana", "soul.runtime.memory", "soul.runtime.dialogue_engine"}),
-        "runtime may import the engines only in the bridges runtime/chetana.py, runtime/memory.py, runtime/dialogue_engine.py"),
+    ("soul.runtime", ENGINES): (frozenset({"soul.runtime.bridges"}),
+        "runtime may import the engines only in its bridges, runtime/bridges/"),
 }
+
+# Inside the runtime, one part per concern: a subpackage (`soul.runtime.turn`, ...) or a module
+# at its top (`soul.runtime.session`, ...). For each part, the other parts it may import; the
+# front door `soul.runtime` re-exports them all. A part missing here fails the check.
+RT = "soul.runtime."
+RUNTIME_MAY_IMPORT: dict[str, frozenset[str]] = {k: frozenset(RT + p for p in v) for k, v in {
+    # the shared vocabulary at the top: events, and what makes outside text safe
+    RT + "events": (), RT + "untrusted": (), RT + "surrogates": (),
+    RT + "bridges": (),  # the only code that touches the engines (ONLY_IN)
+    RT + "tools": ("untrusted", "surrogates"),
+    RT + "conversation": ("events", "untrusted"),
+    RT + "turn": ("events", "untrusted", "surrogates", "conversation", "tools", "bridges"),
+    RT + "background": ("events", "conversation", "turn"),
+    # what ties the concerns together, at the top
+    RT + "session": ("events", "surrogates", "bridges", "turn", "background"),
+    RT + "souls": ("session", "turn", "bridges"),
+    RT + "dry_run": ("events", "conversation", "turn"),
+    # built on sessions and souls
+    RT + "durable": ("events", "background", "session", "souls"),
+    RT + "dialogue": ("events", "bridges", "turn", "session", "souls"),
+}.items()}
+
+# Pairs of runtime parts that never appear, with the reason (RUNTIME_MAY_IMPORT agrees).
+RUNTIME_NEVER: tuple[tuple[str, frozenset[str], str], ...] = (
+    (RT + "turn", frozenset({RT + "background", RT + "durable", RT + "dialogue"}),
+     "the turn knows nothing of the background mind, durable execution or dialogues: they call it"),
+    (RT + "background", frozenset({RT + "durable"}),
+     "durable execution builds on the background mind, never the reverse"),
+    (RT + "conversation", frozenset({RT + "turn"}),
+     "the conversation's length is worked out for the turn, not from it"),
+)
 
 # Single imports allowed against the tables, (module, stage): why.
 EXCEPTIONS: dict[tuple[str, str], str] = {
@@ -76,6 +107,8 @@ FRONT_DOORS = frozenset({
     "soul.engines.dialogue",
     "soul.engines.resonance", "soul.engines.resonance.code",  # code: optional (tree-sitter)
     "soul.engines.resonance.themes",  # optional tools over a field (cortical index, themes)
+    # runtime's concerns, each entered through its own front door
+    *(RT + p for p in ("turn", "conversation", "background", "durable", "dialogue", "tools", "bridges")),
 })
 
 # Import cycles between modules of one stage (each engine is one stage) as they stand, to be
@@ -166,7 +199,7 @@ def layer_violations(found: list[Import]) -> list[str]:
         else:
             only, why = next((v for (s, t), v in ONLY_IN.items()
                               if s == source and covers(t, target)), (None, ""))
-            if only is None or imp.source in only:
+            if only is None or any(imp.source == m or imp.source.startswith(m + ".") for m in only):
                 continue
         problems.append(f"{imp.path}:{imp.line} {source} → {imp.target} ({why})")
     return problems
@@ -182,6 +215,30 @@ def door_violations(found: list[Import]) -> list[str]:
         if door and not (imp.source == door or imp.source.startswith(door + ".")):
             problems.append(f"{imp.path}:{imp.line} {stage_of(imp.source)} → {imp.target} "
                             f"(import it from the front door {door})")
+    return problems
+
+
+def runtime_part(module: str) -> str:
+    """`soul.runtime.turn.prompt` -> `soul.runtime.turn`; a module at runtime's top is its own part."""
+    return ".".join(module.split(".")[:3])
+
+
+def runtime_violations(found: list[Import]) -> list[str]:
+    """Imports between runtime's parts against RUNTIME_MAY_IMPORT and RUNTIME_NEVER."""
+    problems = []
+    for imp in found:
+        if not (imp.source.startswith(RT) and imp.target.startswith(RT)):
+            continue  # the front door `soul.runtime` itself may import every part
+        source, target = runtime_part(imp.source), runtime_part(imp.target)
+        allowed = RUNTIME_MAY_IMPORT.get(source)
+        if source == target or (allowed is not None and target in allowed):
+            continue
+        if allowed is None:
+            why = f"{source} has no row in RUNTIME_MAY_IMPORT; give the new part its place there"
+        else:
+            why = next((r for s, tgt, r in RUNTIME_NEVER if s == source and target in tgt),
+                       f"{source} may import only {', '.join(sorted(allowed)) or 'no other part'}")
+        problems.append(f"{imp.path}:{imp.line} {source} → {imp.target} ({why})")
     return problems
 
 
@@ -233,6 +290,18 @@ def test_other_stages_are_entered_by_their_front_door() -> None:
     assert not problems, "\n".join([f"{len(problems)} import rule violation(s):", *problems])
 
 
+def test_runtime_parts_import_by_the_rules() -> None:
+    problems = runtime_violations(imports(REPO))
+    assert not problems, "\n".join([f"{len(problems)} import rule violation(s):", *problems])
+
+
+def test_runtime_top_holds_at_most_ten_modules() -> None:
+    top = sorted(p.name for p in (REPO / "pipeline/runtime").glob("*.py"))
+    assert len(top) <= 10, f"runtime's top holds {len(top)} modules: {top}; group them by concern"
+    parts = {runtime_part(m) for m in modules(REPO) if m.startswith(RT)}
+    assert parts == set(RUNTIME_MAY_IMPORT), f"parts without a row, or rows without a part: {parts ^ set(RUNTIME_MAY_IMPORT)}"
+
+
 def test_no_import_cycles_inside_a_stage() -> None:
     problems = cycle_problems(imports(REPO), KNOWN_CYCLES)
     assert not problems, "\n".join([f"{len(problems)} import rule violation(s):", *problems])
@@ -256,8 +325,9 @@ PLANTED = {
     # planted: a cycle inside the runtime, one side relative and under TYPE_CHECKING
     "pipeline/runtime/a.py": "from soul.runtime import b\n",
     "pipeline/runtime/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import a\n",
-    # planted: the engines reached outside the bridges (memory.py is one, turn.py is not)
-    "pipeline/runtime/memory.py": "from soul.engines.resonance import Field\n",
+    # planted: the engines reached outside the bridges (bridges/memory.py is one, turn.py is not)
+    "pipeline/runtime/bridges/__init__.py": "",
+    "pipeline/runtime/bridges/memory.py": "from soul.engines.resonance import Field\n",
     "pipeline/runtime/turn.py": "\n" * 16 + "from soul.engines.resonance import Field\n",
     # planted: a step importing a provider; the CLI past the compiler's front door
     "steps/y.py": "import soul.kinds\nimport soul.providers\n",
@@ -277,7 +347,7 @@ def test_planted_violations_are_reported(tmp_path: Path) -> None:
         "the runtime, providers or engines: `soul validate` stays fast and the compiler "
         "testable alone)",
         "pipeline/runtime/turn.py:17 soul.runtime → soul.engines.resonance (runtime may import "
-        "the engines only in the bridges runtime/chetana.py, runtime/memory.py, runtime/dialogue_engine.py)",
+        "the engines only in its bridges, runtime/bridges/)",
         "steps/y.py:2 soul.steps → soul.providers "
         "(a step calls no model and writes no store: it returns its changes to the runtime)",
     ]
@@ -292,3 +362,41 @@ def test_planted_violations_are_reported(tmp_path: Path) -> None:
     assert cycle_problems(found, stale) == [
         "KNOWN_CYCLES lists soul.runtime.a, soul.runtime.b, soul.runtime.c, which is no longer "
         "a cycle as is: replace it with what remains of it, if anything"]
+
+
+PLANTED_RUNTIME = {
+    "pipeline/runtime/__init__.py": "from soul.runtime.session import Session\n",
+    "pipeline/runtime/events.py": "",
+    "pipeline/runtime/session.py": "from soul.runtime.turn import run\nfrom soul.runtime.background import Mind\n",
+    "pipeline/runtime/turn/__init__.py": "from soul.runtime.turn.runner import run\n",
+    # planted: the turn reaching the background mind (lazily), and a dialogue
+    "pipeline/runtime/turn/runner.py": "from soul.runtime import events\ndef run():\n"
+                                       "    from soul.runtime.background import Mind\n"
+                                       "    from soul.runtime.dialogue import DialogueRunner\n",
+    "pipeline/runtime/background/__init__.py": "from soul.runtime.background.mind import Mind\n",
+    # planted: the background mind reaching durable execution under TYPE_CHECKING
+    "pipeline/runtime/background/mind.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                           "    from soul.runtime.durable import Engine\n",
+    "pipeline/runtime/durable/__init__.py": "from soul.runtime.background import Mind\n",
+    "pipeline/runtime/dialogue/__init__.py": "from soul.runtime.session import Session\n",
+    # planted: a new part with no row, and a step past the turn's front door
+    "pipeline/runtime/tracing/__init__.py": "from soul.runtime.turn.runner import run\n",
+}
+
+
+def test_planted_runtime_violations_are_reported(tmp_path: Path) -> None:
+    found = plant(tmp_path, PLANTED_RUNTIME)
+    assert runtime_violations(found) == [
+        "pipeline/runtime/background/mind.py:3 soul.runtime.background → soul.runtime.durable "
+        "(durable execution builds on the background mind, never the reverse)",
+        "pipeline/runtime/tracing/__init__.py:1 soul.runtime.tracing → soul.runtime.turn.runner "
+        "(soul.runtime.tracing has no row in RUNTIME_MAY_IMPORT; give the new part its place there)",
+        "pipeline/runtime/turn/runner.py:3 soul.runtime.turn → soul.runtime.background (the turn "
+        "knows nothing of the background mind, durable execution or dialogues: they call it)",
+        "pipeline/runtime/turn/runner.py:4 soul.runtime.turn → soul.runtime.dialogue (the turn "
+        "knows nothing of the background mind, durable execution or dialogues: they call it)",
+    ]
+    assert door_violations(found) == [
+        "pipeline/runtime/tracing/__init__.py:1 soul.runtime → soul.runtime.turn.runner "
+        "(import it from the front door soul.runtime.turn)",
+    ]

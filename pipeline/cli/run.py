@@ -104,7 +104,7 @@ class Printer:
             elif event.text:
                 from soul.store import redact
 
-                # Streamed tokens arrive redacted (runtime/calls.py); a reply that was not
+                # Streamed tokens arrive redacted (runtime/turn/calls.py); a reply that was not
                 # streamed is the turn's own text, so it is redacted here, as `--json` does.
                 self.console.print(f"[bold magenta]{self.name}>[/] ", end="")
                 self.console.print(shown(redact(event.text)), markup=False, highlight=False)

@@ -1,24 +1,41 @@
-"""Running souls: `load()` → `Soul` → `Session` → turns. A turn runs from the plan and its
-`Services` (prompt builder, gate evaluator, providers, memory bridge, Chetana's starter): the
-plan's units layer by layer (model calls through the providers, non-LLM steps through their
-kinds), every step's changes gathered into one Commit for the store, events streamed as it
-goes. `explain` is a dry run of the same turn code. The only modules that touch the engines are
-the bridges `runtime/chetana.py`, `runtime/memory.py` and `runtime/dialogue_engine.py`.
-`DialogueRunner` runs a blueprint's `dialogue:`: one soul per agent, turn by turn.
+"""Running souls: `load()` → `Soul` → `Session` → turns. This is the runtime's front door:
+others import it from here, never from its parts.
 
-Modules import only those before them: events, prompt, gates, calls, eager, the bridges
-chetana and memory → services → turn → session → souls; the dry run builds on turn.
+The runtime is grouped by concern, each a subpackage entered through its own `__init__`:
+- `turn/`: one pass of a plan over a snapshot and an input (services, context, runner,
+  gates, calls, prompt, commit, Fixy's gate on a reply);
+- `conversation/`: how a long conversation stays in each model's window (history, budget,
+  folding into summaries);
+- `background/`: the background mind (mind, processes, cycles, triggers);
+- `durable/`: cycles and triggers as DBOS workflows in workers, takeover, and hearing other
+  processes' commits;
+- `dialogue/`: a blueprint's `dialogue:` run as several souls;
+- `tools/`: the blueprint's Python tools and the tool loop;
+- `bridges/`: the only code that touches the engines (Chetana, resonance memory, learning
+  from use, Entelgia's dialogue engine).
+At the top only what ties them together — `session` (a conversation: turns, its background
+mind, the observer gate), `souls` (a compiled soul and its services), `dry_run` (`explain`)
+— and the shared vocabulary: `events`, `untrusted` (outside text made inert in prompts) and
+`surrogates` (outside text made storable). Who may import whom is data in tests/test_layers.py
+(RUNTIME_MAY_IMPORT).
 """
 
-from soul.runtime.chetana import session_report
-from soul.runtime.commit_feed import CommitFeed, Heard, commit_events, feed_for, refresh_minds
-from soul.runtime.dialogue import DialogueRunner
-from soul.runtime.dialogue_store import DialogueResult, dialogues_dir
+from soul.runtime.background import runner_choice
+from soul.runtime.bridges import MemoryBridge, MemoryReader, field_errors, session_report
+from soul.runtime.dialogue import DialogueResult, DialogueRunner, dialogues_dir
 from soul.runtime.dry_run import ExplainedCall, count_tokens, dry_services, explain, render
+from soul.runtime.durable import (
+    CommitFeed,
+    Heard,
+    commit_events,
+    feed_for,
+    parse_rate,
+    refresh_minds,
+    system_database_url,
+)
 from soul.runtime.durable import Engine as DurableEngine
-from soul.runtime.durable import parse_rate, system_database_url
-from soul.runtime.durable_recovery import Heartbeat as DurableHeartbeat
-from soul.runtime.durable_worker import Worker as DurableWorker
+from soul.runtime.durable import Heartbeat as DurableHeartbeat
+from soul.runtime.durable import Worker as DurableWorker
 from soul.runtime.events import (
     CallTrace,
     CycleFinished,
@@ -43,11 +60,9 @@ from soul.runtime.events import (
     TurnResult,
     as_data,
 )
-from soul.runtime.memory import MemoryBridge, MemoryReader, field_errors
-from soul.runtime.processes import runner_choice
-from soul.runtime.services import Services, services_for
 from soul.runtime.session import Session
 from soul.runtime.souls import Soul, load
+from soul.runtime.turn import Services, services_for
 
 __all__ = [
     "CallTrace",

@@ -9,7 +9,7 @@ dry run does not have, so it counts as open and is listed as decided at run time
 context comes from the services, as in a real turn.
 
 Each call is fitted to its budget as in a real turn (the slot's window and reply reserve,
-`runtime/budget.py`), and the explanation shows it: the window, what is kept for the reply,
+`runtime/conversation/budget.py`), and the explanation shows it: the window, what is kept for the reply,
 what the fixed parts take, the tokens used, and anything cut.
 """
 
@@ -23,12 +23,17 @@ from typing import Any
 from soul.compiler import CallPlan, Gate, Plan, PlannedStep, Unit
 from soul.providers import Message
 from soul.records import SessionInfo, Snapshot
-from soul.runtime.budget import TOKENIZER, Budget, count_tokens
-from soul.runtime.calls import CallOutcome
-from soul.runtime.conversation import budget_for
+from soul.runtime.conversation import TOKENIZER, Budget, budget_for, count_tokens
 from soul.runtime.events import CallTrace
-from soul.runtime.services import Services, services_for
-from soul.runtime.turn import GatedOff, ScopeRunner, TurnState, start_turn
+from soul.runtime.turn import (
+    CallOutcome,
+    GatedOff,
+    ScopeRunner,
+    Services,
+    TurnState,
+    services_for,
+    start_turn,
+)
 from soul.sections import StepParse
 
 TOKENIZER_NOTE = "tokens counted with the SmolLM2 tokenizer of the bundled local model"

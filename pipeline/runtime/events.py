@@ -109,7 +109,7 @@ class TriggerFired:
 
 
 
-# -- dialogues (`soul dialogue`, runtime/dialogue.py): plain data, `to_dict()` is JSON-ready --
+# -- dialogues (`soul dialogue`, runtime/dialogue/runner.py): plain data, `to_dict()` is JSON-ready --
 
 @dataclass(frozen=True)
 class DialogueTurn:
@@ -214,10 +214,10 @@ class CallTrace:
     repairs: tuple[str, ...] = ()
     reasks: tuple[str, ...] = ()
     # the call's token budget (window, reserve, counter, fixed, used, parts) and what did not
-    # fit or was over a region's limit (`runtime/budget.py`); None for calls made without one
+    # fit or was over a region's limit (`runtime/conversation/budget.py`); None for calls made without one
     budget: dict[str, Any] | None = None
     cut: tuple[dict[str, Any], ...] = ()
-    # the tools the call ran (runtime/tool_loop.py): tool, arguments, result, error, ms, source
+    # the tools the call ran (runtime/tools/loop.py): tool, arguments, result, error, ms, source
     tools: tuple[dict[str, Any], ...] = ()
 
 

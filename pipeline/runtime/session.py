@@ -6,7 +6,7 @@ yields StepStarted / Token / StepFinished / Reply / TurnCommitted as they happen
 run after the reply is delivered and are cancelled by the next input (Open Souls semantics):
 a cancelled subprocess writes nothing.
 
-A session runs its turns from the soul's plan and services (`runtime/services.py`) and commits
+A session runs its turns from the soul's plan and services (`runtime/turn/services.py`) and commits
 them through the session store; it knows nothing of the `Soul` that opened it.
 
 Text policy: a message holding lone surrogates (invalid UTF-8 read with `surrogateescape`, a
@@ -15,7 +15,7 @@ what is shown, prompted and stored is the same encodable text. Model replies get
 A turn that is cancelled or interrupted (Ctrl-C) before its commit stores nothing.
 
 Background work (AgentCSD): `await session.start()` starts the blueprint's `processes:` loops
-and `triggers:` (`runtime/background.py`); their events, and the events of the spontaneous
+and `triggers:` (`runtime/background/cycles.py`); their events, and the events of the spontaneous
 turns triggers start, go to `subscribe()`d listeners. Turns of one session never interleave:
 a spontaneous turn waits for a user turn and the other way round. A turn drains the pending
 S_loud impulses into its prompt and reads the mood & criteria as they were when it started;
@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Any
 from soul.compiler import Plan
 from soul.errors import SoulError
 from soul.records import SessionInfo
-from soul.runtime.background import Background
+from soul.runtime.background import S_LOUD_REASONS, Background, Mind, observed_in
+from soul.runtime.bridges import RecallUse, recall_use
 from soul.runtime.events import (
     FixyGated,
     Reply,
@@ -45,20 +46,21 @@ from soul.runtime.events import (
     TurnCommitted,
     TurnResult,
 )
-from soul.runtime.mind import Mind, observed_in
-from soul.runtime.observer import GateConfig, HeldEvents, gate_config, judge, transcript
-from soul.runtime.recall_use import RecallUse, recall_use
-from soul.runtime.services import Services
 from soul.runtime.surrogates import replace_lone_surrogates
-from soul.runtime.triggers import S_LOUD_REASONS
 from soul.runtime.turn import (
+    GateConfig,
+    HeldEvents,
     ScopeRunner,
+    Services,
     TurnState,
     build_commit,
     busy_seconds,
+    gate_config,
+    judge,
     memory_items,
     reply_of,
     start_turn,
+    transcript,
 )
 
 if TYPE_CHECKING:
@@ -245,7 +247,7 @@ class Session:
 
     async def _gate(self, gate: GateConfig, ts: TurnState, snapshot: Any, text: str, held: HeldEvents,
                     emit: Callable[[Any], None] | None) -> tuple[TurnState, dict[str, Any] | None]:
-        """The observer's gate (`runtime/observer.py`): the draft is judged by Fixy's detectors;
+        """The observer's gate (`runtime/turn/observer.py`): the draft is judged by Fixy's detectors;
         when one fires the turn runs once more with the rewrite request, and the rewrite is
         what is sent unless it fails, when the draft stands. Returns the turn state to commit
         and the gate's record for the trace (None when nothing fired)."""

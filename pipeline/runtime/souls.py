@@ -16,9 +16,9 @@ from soul.compiler import Plan, compile_blueprint, load_valid
 from soul.kinds import Registry
 from soul.language import Blueprint
 from soul.providers import Provider
-from soul.runtime.memory import MemoryBridge
-from soul.runtime.services import services_for
+from soul.runtime.bridges import MemoryBridge
 from soul.runtime.session import Session
+from soul.runtime.turn import services_for
 from soul.store import SessionStore
 
 
@@ -55,7 +55,7 @@ class Soul:
         self._wrap = wrap  # e.g. recording every call into a cassette (soul run --record)
         self.home = home
         self._store: SessionStore | None = None
-        # Recording or replaying a cassette: memory recalls go on the same tape (runtime/memory.py)
+        # Recording or replaying a cassette: memory recalls go on the same tape (runtime/bridges/memory.py)
         cassette = getattr(wrap, "cassette", None)
         replaying = getattr(provider, "cassette", None)
         tape: Any = (cassette, "record") if cassette is not None else (replaying, "replay") if replaying is not None else None

@@ -11,7 +11,7 @@ from conversation_souls import converse, load, reply, write_soul
 
 from soul.compiler import load_valid
 from soul.providers import ScriptedProvider, context_window, reply_tokens
-from soul.runtime.budget import BudgetExceeded, count_tokens, estimate
+from soul.runtime.conversation.budget import BudgetExceeded, count_tokens, estimate
 from soul.runtime.dry_run import explain, render
 
 
@@ -69,7 +69,7 @@ def test_a_300_turn_conversation_fits_every_prompt_folds_its_history_and_keeps_t
     cheap = ["<summary>Ada's cat is called Tiberius; they talk about parsers.</summary>"] * 100
     s, turns, summaries = load(tmp_path, main, cheap, window=window, reserve=reserve)
     results = converse(s.session(user="ada"), messages)
-    from soul.runtime.budget import ESTIMATE, Counter
+    from soul.runtime.conversation.budget import ESTIMATE, Counter
 
     counter = Counter(ESTIMATE, False)
     assert all(counter.messages([m.content for m in r.messages]) <= window - reserve for r in turns.requests)

@@ -10,7 +10,7 @@ from souls import claudius_reply
 import soul
 from soul.cli.main import main
 from soul.providers.scripted import ScriptedProvider
-from soul.runtime.chetana import is_correction
+from soul.runtime.bridges.chetana import is_correction
 
 NO_STATE = "<soul_state_check>false</soul_state_check>"
 
@@ -60,7 +60,7 @@ def test_the_controller_lives_with_the_session(soul_home: Path) -> None:
 
 
 def soul_report(s: soul.Soul, session_id: str) -> dict:  # type: ignore[type-arg]
-    from soul.runtime.chetana import session_report
+    from soul.runtime.bridges.chetana import session_report
 
     return session_report(s.store, session_id).to_dict()
 

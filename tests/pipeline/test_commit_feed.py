@@ -1,4 +1,4 @@
-"""What another process's commit stands for (`soul.runtime.commit_feed.commit_events`): the
+"""What another process's commit stands for (`soul.runtime.durable.feed.commit_events`): the
 events `Session.stream`/`subscribe` give in-process, read from the stored commit alone."""
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import threading
 
-from soul.runtime.mind import CycleResult, Mind, observed_in
-from soul.runtime.processes import LoopSchedule
+from soul.runtime.background.mind import CycleResult, Mind, observed_in
+from soul.runtime.background.processes import LoopSchedule
 
 
 def test_non_empty_mood_and_criteria_overwrite_empty_ones_keep_the_old() -> None:

@@ -21,9 +21,9 @@ import yaml
 import soul
 from soul.errors import RunError
 from soul.language.blueprint import builtin_folder
-from soul.runtime.background import Background
-from soul.runtime.durable import parse_rate, system_database_url, workflow_id
-from soul.runtime.processes import runner_choice
+from soul.runtime.background.cycles import Background
+from soul.runtime.background.processes import runner_choice
+from soul.runtime.durable.engine import parse_rate, system_database_url, workflow_id
 
 BUILTIN = builtin_folder()
 SUB = ("<M_AND_C><mood>calm</mood><criteria>listen</criteria></M_AND_C>"

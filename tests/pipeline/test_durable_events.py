@@ -1,5 +1,5 @@
 """`soul run` with the loops in `soul worker` (SOUL_RUNNER=dbos, a PostgreSQL store): the REPL
-hears the workers' commits (LISTEN/NOTIFY, `soul.runtime.commit_feed`) and prints their
+hears the workers' commits (LISTEN/NOTIFY, `soul.runtime.durable.feed`) and prints their
 spontaneous replies and, with `--layers`, their cycles, unprompted, as it does for in-process
 loops; `/mood` shows the workers' mood. A real PostgreSQL, a real `soul worker` subprocess and
 `soul run` in a subprocess."""

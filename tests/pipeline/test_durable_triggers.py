@@ -16,8 +16,8 @@ from test_durable import CON, _cycles, _env, _pending, _worker
 
 import soul
 from soul.language.blueprint import builtin_folder
-from soul.runtime.durable_triggers import answered, firing, run_spontaneous
-from soul.runtime.triggers import TriggerSpec
+from soul.runtime.background.triggers import TriggerSpec
+from soul.runtime.durable.triggers import answered, firing, run_spontaneous
 from soul.store.due import Impulse, TriggerMarks
 
 needs_server = pytest.mark.skipif(postgres_server.binaries() is None, reason=postgres_server.SKIP_REASON)
@@ -81,7 +81,7 @@ def test_a_spontaneous_turn_runs_once_for_a_firing_however_often_its_step_runs(
         tmp_path: Path, soul_home: Path) -> None:
     s = soul.load(_csd(tmp_path, [LOUD] * 3), home=soul_home)
     session = s.session()
-    from soul.runtime.background import Background
+    from soul.runtime.background.cycles import Background
 
     work = Background(s.plan, s.services, s.store, session.id, lambda e: None, lambda t, r: asyncio.sleep(0))
     asyncio.run(work.run_cycle("subconscious", 1))
@@ -191,7 +191,7 @@ def test_a_user_turn_committed_during_a_spontaneous_turn_wins_and_the_firing_run
 
     worker_side = soul.load(blueprint, home=soul_home, provider={
         "conscious": UserSpeaksFirst([CON] * 5), "subconscious": ScriptedProvider([LOUD] * 3)})
-    from soul.runtime.background import Background
+    from soul.runtime.background.cycles import Background
 
     work = Background(worker_side.plan, worker_side.services, worker_side.store, session.id,
                       lambda e: None, lambda t, r: asyncio.sleep(0))
@@ -207,7 +207,7 @@ def test_a_user_turn_committed_during_a_spontaneous_turn_wins_and_the_firing_run
 
 def test_the_schedulers_reads_give_each_sessions_cycle_count_and_marks_in_few_queries(
         tmp_path: Path, soul_home: Path) -> None:
-    from soul.runtime.background import Background
+    from soul.runtime.background.cycles import Background
 
     s = soul.load(_csd(tmp_path, [LOUD] * 5), home=soul_home)
     first, second = s.session(), s.session()

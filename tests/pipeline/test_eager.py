@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from soul.runtime.eager import gather_eagerly
+from soul.runtime.turn.eager import gather_eagerly
 
 
 async def instant(x: int) -> int:

@@ -18,8 +18,8 @@ from soul.engines.chetana import StateError
 from soul.errors import ChetanaError, MemoryFieldError
 from soul.kinds.stepkind import Recall
 from soul.providers.scripted import ScriptedProvider
-from soul.runtime.chetana import Cognition
-from soul.runtime.memory import MemoryBridge
+from soul.runtime.bridges.chetana import Cognition
+from soul.runtime.bridges.memory import MemoryBridge
 
 MEMORY = """\
 soul: rememberer

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from soul.errors import MemoryFieldError
-from soul.runtime.memory import confined_field_path
+from soul.runtime.bridges.memory import confined_field_path
 
 
 @pytest.mark.parametrize("where", ["/tmp/anywhere", "~/x", "../../x", "sub/../../x", "link/x"])

@@ -13,7 +13,7 @@ import pytest
 import soul
 from soul.providers.base import Completion, Provider, Request, Usage
 from soul.providers.scripted import ScriptedProvider
-from soul.runtime.recall_use import (
+from soul.runtime.bridges.learning import (
     LearnConfig,
     RecallUse,
     Shown,

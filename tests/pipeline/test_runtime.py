@@ -14,7 +14,7 @@ import soul
 from soul.errors import ProviderError, RunError
 from soul.providers.base import Chunk, Completion, Provider, Request, Usage
 from soul.providers.scripted import ScriptedProvider, ScriptExhausted
-from soul.runtime.calls import FALLBACK_REPLY
+from soul.runtime.turn.calls import FALLBACK_REPLY
 
 
 def claudius(replies: list[str], home: Path) -> tuple[soul.Soul, ScriptedProvider]:

@@ -11,7 +11,7 @@ from conversation_souls import converse, load, reply
 
 import soul
 from soul.providers import ScriptedProvider
-from soul.runtime.summaries import read_summary
+from soul.runtime.conversation.summaries import read_summary
 
 
 def test_a_summary_is_read_from_its_section_and_a_reply_of_other_sections_is_none() -> None:

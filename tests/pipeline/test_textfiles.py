@@ -15,7 +15,7 @@ from soul.errors import FileRefused, MemoryFieldError, ProviderError
 from soul.language import field_folder
 from soul.language.files import confine, read_text
 from soul.providers.files import read_text as read_spec
-from soul.runtime.memory import confined_field_path
+from soul.runtime.bridges.memory import confined_field_path
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import pytest
 from soul.errors import ToolLoadError
 from soul.language import ToolDecl, locate_tool
 from soul.language.tools import defines
-from soul.runtime.tools import as_text, describe, invoke
+from soul.runtime.tools.box import as_text, describe, invoke
 
 
 def search(query: str, limit: int = 5, mode: Literal["fast", "deep"] = "fast", tags: list[str] | None = None,

@@ -9,10 +9,10 @@ import pytest
 from souls import claudius_reply
 
 import soul
-import soul.runtime.calls
-import soul.runtime.prompt
 import soul.runtime.session
-import soul.runtime.turn
+import soul.runtime.turn.calls
+import soul.runtime.turn.prompt
+import soul.runtime.turn.runner
 import soul.steps.user_model
 from soul.providers.scripted import ScriptedProvider
 
@@ -26,11 +26,11 @@ def _raise(*args: Any, **kwargs: Any) -> Any:
 
 
 POINTS = [
-    ("the turn context", soul.runtime.turn, "context_for"),
-    ("prompt assembly", soul.runtime.prompt.PromptBuilder, "build"),
+    ("the turn context", soul.runtime.turn.runner, "context_for"),
+    ("prompt assembly", soul.runtime.turn.prompt.PromptBuilder, "build"),
     ("the model call", ScriptedProvider, "_next"),
-    ("parsing the reply", soul.runtime.calls, "extract_sections"),
-    ("typing the outputs", soul.runtime.calls, "parse_step"),
+    ("parsing the reply", soul.runtime.turn.calls, "extract_sections"),
+    ("typing the outputs", soul.runtime.turn.calls, "parse_step"),
     ("a step's changes", soul.steps.user_model.UserModelUpdate, "changes"),
     ("building the commit", soul.runtime.session, "build_commit"),
     ("the store's commit", None, "commit"),

@@ -11,7 +11,7 @@ import pytest
 
 import soul
 from soul.errors import BlueprintInvalid, MemoryFieldError
-from soul.runtime.memory import confined_field_path
+from soul.runtime.bridges.memory import confined_field_path
 
 Check = Callable[..., list[str]]
 BLUEPRINT = "soul: t\nversion: 1\nmemory: {{field: '{}'}}\nsteps:\n  reply: {{uses: external_dialogue}}\n"

@@ -23,7 +23,7 @@ from llama_server import LlamaServer
 
 import soul
 from soul.providers import Chunk, Provider, Request, resolve
-from soul.runtime.prompt import Message
+from soul.runtime.turn.prompt import Message
 
 pytestmark = pytest.mark.slow
 

@@ -179,7 +179,7 @@ def test_the_listener_comes_back_after_its_connection_is_cut_and_says_it_may_hav
 def _worker_cycle(blueprint: Path, home: Path, session_id: str, number: int) -> int:
     """Run cycle `number` of `session_id` with the worker's own code (`Background.run_cycle`,
     what a DBOS cycle workflow runs) on a soul and connection of its own; the commit's id."""
-    from soul.runtime.background import Background
+    from soul.runtime.background.cycles import Background
 
     worker = soul.load(blueprint, home=home)
     try:

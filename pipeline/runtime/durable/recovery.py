@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from soul.runtime.durable import Engine
+    from soul.runtime.durable.engine import Engine
     from soul.store import SessionStore
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """A session's background work: its processes' cycles (AgentCSD's subconscious) and triggers.
 
 Each `processes:` entry gets a `Mind` (the state it shares with the turns), a `LoopRunner`
-(in-process asyncio; `runtime/processes.py`; the factory is given the session id and the
+(in-process asyncio; `runtime/background/processes.py`; the factory is given the session id and the
 process name) and a cycle: the process's steps run on their own
 model slot with the Persona Core the session snapshotted as system prompt and, as input, what
 changed since the last cycle plus the process's loud and quiet histories. A cycle commits in
@@ -29,6 +29,11 @@ from typing import TYPE_CHECKING, Any
 from soul.compiler import Plan, ScopePlan
 from soul.errors import RunError
 from soul.records import Commit, MoodRecord, SummaryRecord
+from soul.runtime.background.mind import SUMMARY_PREFIX, CycleInput, CycleResult, Mind
+from soul.runtime.background.processes import AsyncioRunner, LoopRunner, LoopSchedule, runner_choice
+from soul.runtime.background.triggers import Triggers, TriggerSpec
+from soul.runtime.conversation import DEFAULT_WORDS, SummaryCall, instructions, system_prompt
+from soul.runtime.conversation import truncation_digest as _digest
 from soul.runtime.events import (
     CycleFinished,
     CycleStarted,
@@ -37,13 +42,7 @@ from soul.runtime.events import (
     MoodChanged,
     Trace,
 )
-from soul.runtime.mind import SUMMARY_PREFIX, CycleInput, CycleResult, Mind
-from soul.runtime.processes import AsyncioRunner, LoopRunner, LoopSchedule, runner_choice
-from soul.runtime.services import Services
-from soul.runtime.summaries import DEFAULT_WORDS, SummaryCall, instructions, system_prompt
-from soul.runtime.summaries import truncation_digest as _digest
-from soul.runtime.triggers import Triggers, TriggerSpec
-from soul.runtime.turn import ScopeRunner, TurnState, build_commit, context_for
+from soul.runtime.turn import ScopeRunner, Services, TurnState, build_commit, context_for
 
 if TYPE_CHECKING:
     from soul.store import SessionStore
@@ -145,7 +144,7 @@ class Background:
 
             if not self.delegated:
                 proc.runner.start(lambda proc=proc: self.cycle(proc), schedule, status, failed)  # type: ignore[misc]
-        if not self.delegated:  # delegated: `soul worker` fires them (runtime/durable_triggers.py)
+        if not self.delegated:  # delegated: `soul worker` fires them (runtime/durable/triggers.py)
             self.triggers.start()
 
     def after_turn(self) -> None:
@@ -246,7 +245,7 @@ class Background:
 
 
 def truncation_digest(previous: str | None, older: tuple[str, ...]) -> str:
-    """What stands in for a summary the model could not write (`runtime/summaries.py`,
+    """What stands in for a summary the model could not write (`runtime/conversation/summaries.py`,
     the "[Previous summary]: " prefix of the old summary left out)."""
     return _digest(previous, older, SUMMARY_PREFIX)
 

@@ -16,11 +16,10 @@ from typing import Any, Protocol
 
 from soul.compiler import CallPlan, Plan
 from soul.providers import Provider
-from soul.runtime.chetana import Cognition
-from soul.runtime.gates import GateEvaluator
-from soul.runtime.memory import MemoryBridge
-from soul.runtime.prompt import PromptBuilder
+from soul.runtime.bridges import Cognition, MemoryBridge
 from soul.runtime.tools import ToolBox
+from soul.runtime.turn.gates import GateEvaluator
+from soul.runtime.turn.prompt import PromptBuilder
 
 # model slot name or provider spec -> (provider, provider spec, options)
 ProviderResolver = Callable[[str], tuple[Provider, str, dict[str, Any]]]
@@ -55,7 +54,7 @@ class Services:
     providers: ProviderResolver | None = None
     memory: MemoryBridge | None = None
     chetana: ChetanaStart | None = None
-    tools: ToolBox | None = None  # the blueprint's tools, imported on first use (runtime/tools.py)
+    tools: ToolBox | None = None  # the blueprint's tools, imported on first use (runtime/tools/box.py)
     # each call plan bound once to its provider and grammar (see `bind`)
     _bound: dict[CallPlan, BoundCall] = field(default_factory=dict, init=False, repr=False, compare=False)
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from soul.errors import RunError
-from soul.runtime.history import HistoryTurn
+from soul.runtime.conversation import HistoryTurn
 
 REWRITE = (
     "Fixy, the observer, read your draft reply before it was sent and asks for one rewrite "

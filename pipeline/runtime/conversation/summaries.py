@@ -1,6 +1,6 @@
 """Folding a history into a running summary: the one code both a conversation's history
-(`runtime/history.py`, folded after a turn) and a background process's histories
-(`runtime/background.py`, AgentCSD's S_loud/S_quiet/ID_quiet, folded every N cycles) use.
+(`runtime/conversation/history.py`, folded after a turn) and a background process's histories
+(`runtime/background/cycles.py`, AgentCSD's S_loud/S_quiet/ID_quiet, folded every N cycles) use.
 
 The call reuses the `summary` step kind: its template (`summary.j2`, with `max_words`) says
 what to write and its `<summary>` section is what is read back (a reply of plain text is taken
@@ -20,7 +20,7 @@ from functools import cache
 from typing import Any
 
 from soul.providers import Message, Provider, Request, context_window, reply_tokens
-from soul.runtime.budget import Counter, counter_for
+from soul.runtime.conversation.budget import Counter, counter_for
 from soul.runtime.events import CallTrace
 from soul.runtime.untrusted import escape_untrusted
 

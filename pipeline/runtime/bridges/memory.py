@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from soul.errors import FileRefused, MemoryFieldError, MissingExtra
 from soul.language import Blueprint, field_folder
-from soul.runtime.recall_use import RecallUse, judge, learn_config
+from soul.runtime.bridges.learning import RecallUse, judge, learn_config
 from soul.store import fields_dir, redact, secrets
 
 if TYPE_CHECKING:

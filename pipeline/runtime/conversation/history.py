@@ -9,7 +9,7 @@ message. Consecutive messages of one role are merged, so every provider gets alt
 roles. Text is escaped like every untrusted text in a prompt.
 
 When the history outgrows what its calls show, the older turns fold into a running summary
-(`runtime/summaries.py`): a `conversationSummary` entry in the `summary` region (and a row of
+(`runtime/conversation/summaries.py`): a `conversationSummary` entry in the `summary` region (and a row of
 `context_summaries`), which covers turns `turn_from`..`turn_to`; the history then starts after
 it, and the summary enters the prompt ahead of the kept turns.
 """

@@ -9,7 +9,7 @@ the kind's `history_turns` / `history_share`; a fused call takes the most of its
 `fold_history` runs after a turn's calls: when even the most generous call of the turn had
 to leave older turns out (over its `turns`, or over its share of the window), those turns
 and as many more as keep half of what it showed are folded by the soul's summary slot (`working_memory.summary.model`, else a slot named `cheap`) into
-the running summary (`runtime/summaries.py`, the `summary` kind's template and section). The
+the running summary (`runtime/conversation/summaries.py`, the `summary` kind's template and section). The
 summary is stored with the turn: a `context_summaries` row (layer `conversation`; its
 `cycle_from`/`cycle_to` hold the turns it covers) and a `conversationSummary` entry in the
 `summary` region, which the next turn (and a resumed session) reads back. A failed summary
@@ -21,15 +21,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from soul.compiler import Plan, PlannedStep
 from soul.language import Blueprint
 from soul.providers import context_window, reply_tokens
 from soul.records import MemoryEntry, SummaryRecord
-from soul.runtime.budget import Budget, counter_for
-from soul.runtime.history import SUMMARY_REGION, SUMMARY_TYPE
-from soul.runtime.summaries import (
+from soul.runtime.conversation.budget import Budget, counter_for
+from soul.runtime.conversation.history import SUMMARY_REGION, SUMMARY_TYPE
+from soul.runtime.conversation.summaries import (
     DEFAULT_WORDS,
     SUMMARY_STEP,
     SummaryCall,
@@ -38,13 +38,20 @@ from soul.runtime.summaries import (
     truncation_digest,
 )
 
-if TYPE_CHECKING:
-    from soul.runtime.services import Services
-
 log = logging.getLogger(__name__)
 
 SUMMARY_LAYER = "conversation"  # the history's name in context_summaries
 SUMMARY_SLOT = "cheap"  # the model slot summaries use when the blueprint declares one
+
+
+class SummaryServices(Protocol):
+    """What folding needs of a turn's services (`runtime.turn.Services` is one): a model slot's
+    provider, and the prompt builder's template environment for the summary's instructions."""
+
+    @property
+    def builder(self) -> Any: ...
+
+    def provider(self, model: str) -> tuple[Any, str, dict[str, Any]]: ...
 
 
 def _declared(bp: Blueprint, name: str) -> Mapping[str, Any]:
@@ -85,7 +92,7 @@ def summary_model(bp: Blueprint) -> str | None:
     return SUMMARY_SLOT if SUMMARY_SLOT in bp.models else None
 
 
-async def fold_history(plan: Plan, services: Services, ts: Any) -> None:
+async def fold_history(plan: Plan, services: SummaryServices, ts: Any) -> None:
     """Fold the turns no call of this turn showed (see the module's docstring); `ts` is the
     turn's `TurnState` (its context, the turns each call showed, and where the fold goes)."""
     history = ts.ctx.history

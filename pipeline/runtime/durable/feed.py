@@ -38,6 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from soul.runtime.background import Mind
 from soul.runtime.events import (
     CycleFinished,
     ImpulseQueued,
@@ -48,7 +49,6 @@ from soul.runtime.events import (
     SubprocessFinished,
     TurnCommitted,
 )
-from soul.runtime.mind import Mind
 from soul.store import ORIGIN, Listener, Notice, SessionStore, StoredCommit, channel
 
 if TYPE_CHECKING:

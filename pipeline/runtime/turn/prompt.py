@@ -5,10 +5,10 @@ System message: the persona; the soul state (keys at their default omitted); the
 working memory, region by region, each entry labelled with its turn, step and kind; the
 earlier steps of this turn (chained mode); the response format — one XML section per step of
 the call, with its instructions from the step's template. Then the conversation's recent turns
-as user / assistant messages (`runtime/history.py`), and last the current input, fenced and
+as user / assistant messages (`runtime/conversation/history.py`), and last the current input, fenced and
 labelled UNTRUSTED, with `<`, `>` and `&` escaped so it can never become structure.
 
-With a `Budget` (`runtime/budget.py`), `fit` keeps the prompt within the call's window: the
+With a `Budget` (`runtime/conversation/budget.py`), `fit` keeps the prompt within the call's window: the
 fixed parts must fit; the summary, the recent turns and the working memory get what is left,
 in that order, and what is cut is reported. Regions are also held to their declared size
 (`working_memory.limits`), oldest entries dropped first.
@@ -17,7 +17,6 @@ in that order, and what is cut is reported. Regions are also held to their decla
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -29,39 +28,19 @@ from soul.kinds import Section
 from soul.language import Blueprint, environment
 from soul.providers import Message
 from soul.records import MemoryEntry
-from soul.runtime.budget import MESSAGE_OVERHEAD, Budget, BudgetReport, over_budget
-from soul.runtime.history import ConversationSummary, HistoryTurn, label_of, messages_of
+from soul.runtime.conversation import (
+    MESSAGE_OVERHEAD,
+    Budget,
+    BudgetReport,
+    label_of,
+    messages_of,
+    over_budget,
+)
+from soul.runtime.turn.context import TurnContext
 from soul.runtime.untrusted import escape_untrusted, fence
 
 DEFAULT_REGION_LIMIT = 12  # entries a working-memory region shows unless the blueprint says
 COUNT_CACHE = 4096  # token counts remembered per builder (the same texts recur every turn)
-
-
-@dataclass(frozen=True)
-class TurnContext:
-    """What a prompt is built from: the turn's input and the soul's stores as they are now."""
-
-    text: str
-    user: str = "user"
-    kind: str = "message"  # message | spontaneous
-    number: int = 1
-    state: Mapping[str, Any] = field(default_factory=dict)
-    user_model: str = ""
-    inject_user_model: bool = True
-    memory: Mapping[str, Sequence[str]] = field(default_factory=dict)
-    chetana: Mapping[str, Any] | None = None
-    steps: Mapping[str, Any] = field(default_factory=dict)
-    # A background process's system prompt (its Persona Core snapshot), replacing the persona
-    persona: str | None = None
-    # What the turn or cycle shares with a background process (`runtime/mind.py`): a turn's
-    # mood, criteria, impulses and quiet history; a cycle's changes and histories
-    mind: Mapping[str, Any] | None = None
-    # Working memory as labelled entries by region (history and summary entries left out);
-    # `memory` holds their texts for templates
-    entries: Mapping[str, tuple[MemoryEntry, ...]] = field(default_factory=dict)
-    history: tuple[HistoryTurn, ...] = ()  # the turns after the summary, oldest first
-    summary: ConversationSummary | None = None
-    revise: str | None = None  # the observer's rewrite request, when its gate asked for one
 
 
 def section_format(section: Section, params: Mapping[str, Any]) -> str:

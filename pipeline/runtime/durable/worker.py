@@ -1,5 +1,5 @@
 """The scheduler of `soul worker`: which cycles and spontaneous turns are due, enqueued on DBOS
-(`runtime/durable.py`).
+(`runtime/durable/engine.py`).
 
 Every `poll` seconds the worker makes a fixed handful of queries, whatever the number of
 sessions: the soul's sessions (id, turns, created, updated: one query), the status of every
@@ -20,8 +20,8 @@ A cycle's workflow that failed (its model call kept failing) is retried as a new
 the same cycle number after the process's backoff (`backoff_initial` → ×2 → `backoff_max`).
 `cycles=N` stops enqueuing once the store holds N cycles of a process, and the worker returns
 when every session has them, or has nothing to react to (`after_turn`), so scripted runs end.
-Triggers are `runtime/durable_triggers.py`'s; heartbeats and taking over a dead worker's
-workflows `runtime/durable_recovery.py`'s.
+Triggers are `runtime/durable/triggers.py`'s; heartbeats and taking over a dead worker's
+workflows `runtime/durable/recovery.py`'s.
 """
 
 from __future__ import annotations
@@ -32,11 +32,10 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from soul.runtime.durable import Engine
-from soul.runtime.durable_recovery import Heartbeat
-from soul.runtime.durable_triggers import TriggerClock
-from soul.runtime.mind import Mind
-from soul.runtime.processes import LoopSchedule
+from soul.runtime.background import LoopSchedule, Mind
+from soul.runtime.durable.engine import Engine
+from soul.runtime.durable.recovery import Heartbeat
+from soul.runtime.durable.triggers import TriggerClock
 
 if TYPE_CHECKING:
     from soul.runtime.souls import Soul

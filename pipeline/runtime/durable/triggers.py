@@ -3,7 +3,7 @@
 With `SOUL_RUNNER=dbos` the process holding a session (`soul run`, `soul serve`) arms no
 trigger: the worker's scheduler decides them from what the store says (`SessionStore.
 trigger_marks`), so a spontaneous turn happens with no such process open. The rules are the
-in-process ones (`runtime/triggers.py`), read from rows instead of timers:
+in-process ones (`runtime/background/triggers.py`), read from rows instead of timers:
 
 | trigger | due | the firing's key (its workflow id's end) |
 |---|---|---|
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from soul.errors import StaleTurn
-from soul.runtime.triggers import TriggerSpec
+from soul.runtime.background import TriggerSpec
 
 if TYPE_CHECKING:
     from soul.runtime.souls import Soul

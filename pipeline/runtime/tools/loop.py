@@ -31,7 +31,7 @@ from soul.errors import SoulError, StepError
 from soul.language import DEFAULT_ROUNDS, Blueprint, Step
 from soul.providers import Message, Provider, Request, ToolCall, ToolSpec, Usage
 from soul.runtime.surrogates import replace_lone_surrogates
-from soul.runtime.tools import TapeMode, ToolBox, ToolRun
+from soul.runtime.tools.box import TapeMode, ToolBox, ToolRun
 from soul.runtime.untrusted import escape_untrusted
 from soul.sections import extract_sections
 

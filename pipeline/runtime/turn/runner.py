@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import partial
 from typing import Any, ClassVar
 
@@ -29,53 +29,25 @@ from soul.errors import RunError, SoulError, StepError
 from soul.kinds import ChangeContext, Changes, StepEnv
 from soul.providers import Message
 from soul.records import (
-    Commit,
     MemoryEntry,
-    MessageRecord,
     Snapshot,
-    SummaryRecord,
-    UserModelChange,
 )
-from soul.runtime.budget import Budget
-from soul.runtime.calls import CallOutcome, run_call
-from soul.runtime.chetana import Cognition
-from soul.runtime.conversation import budget_for, fold_history
-from soul.runtime.eager import gather_eagerly
-from soul.runtime.events import StepFinished, StepStarted, StepTrace, Trace
-from soul.runtime.gates import EXPRESSION_ERRORS, every_open
-from soul.runtime.history import (
-    HISTORY_TYPES,
-    REPLY_TYPE,
-    SUMMARY_TYPE,
-    USER_TYPE,
-    history_of,
+from soul.runtime.conversation import (
+    Budget,
+    budget_for,
+    fold_history,
     labelled,
 )
-from soul.runtime.not_run import not_run_steps
-from soul.runtime.prompt import TurnContext
-from soul.runtime.services import Services
-from soul.runtime.tool_loop import ToolUse, tools_of
+from soul.runtime.events import StepFinished, StepStarted, StepTrace
+from soul.runtime.tools import ToolUse, tools_of
+from soul.runtime.turn.calls import CallOutcome, run_call
+from soul.runtime.turn.context import TurnState, context_for
+from soul.runtime.turn.eager import gather_eagerly
+from soul.runtime.turn.gates import EXPRESSION_ERRORS, every_open
+from soul.runtime.turn.not_run import not_run_steps
+from soul.runtime.turn.services import Services
 
 GatedOff = Callable[[str, dict[str, Any]], bool]
-
-
-@dataclass
-class TurnState:
-    """What accumulates while a turn runs (private to one turn)."""
-
-    ctx: TurnContext
-    outputs: dict[str, dict[str, Any]]
-    steps: list[StepTrace] = field(default_factory=list)
-    calls: list[Any] = field(default_factory=list)
-    changes: dict[str, Changes] = field(default_factory=dict)
-    provider_spans: list[tuple[float, float]] = field(default_factory=list)  # (start, end) of each model call
-    cognition: Cognition | None = None
-    done: dict[str, dict[str, Any]] = field(default_factory=dict)  # outputs of the steps that produced some
-    session: str | None = None  # the session's id, for engines that prime by session
-    recalled: list[str] = field(default_factory=list)  # memory ids recalled: touched after the commit
-    shown: list[int] = field(default_factory=list)  # turns of history each call showed
-    summaries: list[SummaryRecord] = field(default_factory=list)  # history folded this turn
-    folded: list[MemoryEntry] = field(default_factory=list)  # the summary's working-memory entry
 
 
 def busy_seconds(spans: Sequence[tuple[float, float]]) -> float:
@@ -87,39 +59,6 @@ def busy_seconds(spans: Sequence[tuple[float, float]]) -> float:
             total += end - max(start, reach)
             reach = end
     return total
-
-
-def _memory_regions(entries: tuple[MemoryEntry, ...]) -> dict[str, tuple[MemoryEntry, ...]]:
-    """Working memory by region, without the conversation's own entries (its turns and their
-    summary reach the prompt as messages and as the summary)."""
-    regions: dict[str, list[MemoryEntry]] = {}
-    for entry in entries:
-        if entry.entry_type not in HISTORY_TYPES and entry.entry_type != SUMMARY_TYPE:
-            regions.setdefault(entry.region, []).append(entry)
-    return {region: tuple(found) for region, found in regions.items()}
-
-
-def context_for(plan: Plan, snapshot: Snapshot, text: str, kind: str) -> TurnContext:
-    """The TurnContext a turn starts from."""
-    number = snapshot.session.turns + 1
-    state = plan.initial_state(snapshot.state)
-    # Samantha-Dreams: the user model goes in on the first turn, then only after a true check
-    inject = snapshot.session.turns == 0 or snapshot.last_user_model_check is True
-    entries = _memory_regions(snapshot.memory)
-    history, summary = history_of(snapshot.memory, snapshot.session.user) if kind != "cycle" else ((), None)
-    return TurnContext(
-        text=text,
-        user=snapshot.session.user,
-        kind=kind,
-        number=number,
-        state=state,
-        user_model=snapshot.user_model,
-        inject_user_model=inject,
-        memory={region: [e.content for e in found] for region, found in entries.items()},
-        entries=entries,
-        history=history,
-        summary=summary,
-    )
 
 
 def start_turn(plan: Plan, services: Services, snapshot: Snapshot, text: str, kind: str, session: str | None = None) -> TurnState:
@@ -360,70 +299,3 @@ class ScopeRunner:
                 return StepError.from_exception(own, step=step.name, kind=step.kind.name, what="its template failed")
         first = call.steps[0]
         return StepError.from_exception(exc, step=first.name, kind=first.kind.name, what="the prompt of its call failed")
-
-
-def reply_of(ts: TurnState, order: Sequence[str]) -> str:
-    """The turn's reply so far: its steps' replies in plan order."""
-    return "\n\n".join(c.reply for c in (ts.changes.get(name) for name in order) if c is not None and c.reply)
-
-
-def build_commit(snapshot: Snapshot, ts: TurnState, order: Sequence[str], kind: str, trace: Trace) -> tuple[Commit, str]:
-    """The turn's Commit and its reply, from the accumulated changes in plan order."""
-    messages: list[MessageRecord] = []
-    memory: list[MemoryEntry] = []
-    number = ts.ctx.number
-    if kind == "message":
-        messages.append(MessageRecord("external", "user", ts.ctx.text, meta={"user": ts.ctx.user}))
-        memory.append(MemoryEntry("default", USER_TYPE, ts.ctx.text, meta={"turn": number, "user": ts.ctx.user, "kind": "user"}))
-    state_changed = False
-    user_model: UserModelChange | None = None
-    for name in order:
-        changes = ts.changes.get(name)
-        if changes is None:
-            continue
-        messages.extend(changes.messages)
-        memory.extend(changes.memory)
-        state_changed = state_changed or bool(changes.state)
-        user_model = changes.user_model or user_model
-    reply = reply_of(ts, order)
-    if reply and kind in ("message", "spontaneous"):  # the soul's side of the conversation
-        said = {"turn": number, "step": "reply", "kind": "soul"} | ({"spontaneous": True} if kind == "spontaneous" else {})
-        memory.append(MemoryEntry("default", REPLY_TYPE, reply, meta=said))
-    commit = Commit(
-        session_id=snapshot.session.id,
-        base_turn=snapshot.session.turns,
-        messages=tuple(messages),
-        state=dict(ts.ctx.state) if state_changed else None,
-        user_model=user_model,
-        memory=tuple(memory) + tuple(ts.folded),
-        trace=trace.to_dict(),
-        kind=kind,  # type: ignore[arg-type]
-        summaries=tuple(ts.summaries),
-    )
-    return commit, reply
-
-
-def memory_items(plan: Plan, ts: TurnState, order: Sequence[str], reply: str, kind: str) -> list[dict[str, Any]]:
-    """What to write to the memory field once the turn has committed: memory.store requests
-    (an empty content means the exchange) and what the `memory.store` block asks for."""
-    soul = plan.blueprint.name
-    exchange = f"{ts.ctx.user}: {ts.ctx.text}\n{soul}: {reply}".strip() if kind == "message" else reply
-    items: list[dict[str, Any]] = []
-    for name in order:
-        changes = ts.changes.get(name)
-        for item in changes.remember if changes else ():
-            items.append({**item, "text": item["text"] or exchange})
-    block = plan.blueprint.memory
-    if block is None or block.get("enabled", True) is False:
-        return items
-    wanted = block.get("store") or {}
-    if wanted.get("episodes") and kind == "message" and reply:
-        items.append({"text": exchange, "kind": "episode", "source": "turn"})
-    if wanted.get("corrections") and ts.cognition is not None and ts.cognition.correction:
-        items.append({"text": f"{ts.ctx.user} corrected {soul}: {ts.ctx.text}", "kind": "correction", "source": "user"})
-    if wanted.get("user_facts"):
-        for name in order:
-            changes = ts.changes.get(name)
-            if changes is not None and changes.user_model is not None:
-                items.append({"text": f"About {ts.ctx.user}: {changes.user_model.note}", "kind": "preference", "source": "user_model"})
-    return items

@@ -1,7 +1,7 @@
 """Running a dialogue (Entelgia): several souls in one conversation, watched by Fixy.
 
-`DialogueRunner.open(blueprint)` builds one soul per agent (`runtime/dialogue_souls.py`) and
-the rules (`runtime/dialogue_engine.py`, the engine bridge); `await runner.run(turns)` runs:
+`DialogueRunner.open(blueprint)` builds one soul per agent (`runtime/dialogue/agents.py`) and
+the rules (`runtime/bridges/dialogue.py`, the engine bridge); `await runner.run(turns)` runs:
 
 1. the topic manager gives the turn's topic; the speaker policy picks the speaker (Fixy
    included, with its probability, or legacy's schedule);
@@ -38,8 +38,8 @@ from typing import Any
 
 from soul.errors import ProviderError, RunError, SoulError
 from soul.language import Blueprint, Dialogue
-from soul.runtime.dialogue_engine import DialogueRules, resonance_embedder
-from soul.runtime.dialogue_souls import (
+from soul.runtime.bridges import DialogueRules, resonance_embedder, uses_memory
+from soul.runtime.dialogue.agents import (
     agent_blueprint,
     agent_provider,
     check_script_keys,
@@ -47,7 +47,7 @@ from soul.runtime.dialogue_souls import (
     own_blueprint,
     template_texts,
 )
-from soul.runtime.dialogue_store import (
+from soul.runtime.dialogue.store import (
     DialogueResult,
     build_result,
     dialogues_dir,
@@ -56,10 +56,9 @@ from soul.runtime.dialogue_store import (
     write_state,
 )
 from soul.runtime.events import DialogueTurn, DreamCycle, FixyGated, FixyIntervened, MetricsUpdated
-from soul.runtime.memory import uses_memory
-from soul.runtime.observer import fixy_kind
 from soul.runtime.session import Session
 from soul.runtime.souls import Soul
+from soul.runtime.turn import fixy_kind
 
 log = logging.getLogger(__name__)
 
@@ -353,7 +352,7 @@ class DialogueRunner:
         return dialogues_dir(self.home) / f"{self.id}.json"
 
     def save(self) -> Path:
-        """Write the dialogue's state (`runtime/dialogue_store.py`: atomic, redacted)."""
+        """Write the dialogue's state (`runtime/dialogue/store.py`: atomic, redacted)."""
         return write_state(self.state_path(), {
             "id": self.id, "soul": self.name, "blueprint": self.blueprint.file, "seed": self.seed,
             "sessions": {agent: s.id for agent, s in self.sessions.items()},

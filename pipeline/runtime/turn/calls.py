@@ -27,8 +27,7 @@ from soul.compiler import PlannedStep
 from soul.providers import Chunk, Message, Provider, Request, Usage
 from soul.runtime.events import CallTrace, Token
 from soul.runtime.surrogates import replace_lone_surrogates
-from soul.runtime.tool_loop import TOOL_STEP, ToolUse, converse, tool_outputs
-from soul.runtime.tools import ToolRun
+from soul.runtime.tools import TOOL_STEP, ToolRun, ToolUse, converse, tool_outputs
 from soul.sections import (
     Closed,
     SectionStream,

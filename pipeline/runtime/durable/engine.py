@@ -22,12 +22,12 @@ calls, so this is the cap on model calls (`--rate CYCLES/SECONDS`).
 DBOS is imported lazily (the `durable` extra): nothing here loads it until a worker launches.
 DBOS keeps its own tables (schema `dbos`) in the database of `SOUL_STORE`.
 
-Spontaneous turns run here too (`runtime/durable_triggers.py`): one workflow per trigger
+Spontaneous turns run here too (`runtime/durable/triggers.py`): one workflow per trigger
 firing, `soul-turn:<session>:<trigger>:<key>` on the queue `soul-turns` (partitioned by
 session, one at a time), keyed by what it answers (the last pending impulse's commit, the
 silence's last user message, the schedule's window), so it runs once however many schedulers
 ask. A worker found dead by its heartbeat has its PENDING workflows re-enqueued by a survivor
-(`recover`; `runtime/durable_recovery.py`). Events reach other processes through the store's
+(`recover`; `runtime/durable/recovery.py`). Events reach other processes through the store's
 commit notices (`soul.store.notify`), not through DBOS.
 """
 
@@ -113,7 +113,7 @@ def _register() -> dict[str, Any]:
 
     @DBOS.step(name=TURN_WORKFLOW + ".run")
     async def turn_step(soul: str, session_id: str, trigger: str, reason: str, since: int, due: float) -> bool:
-        from soul.runtime.durable_triggers import run_spontaneous
+        from soul.runtime.durable.triggers import run_spontaneous
 
         return await run_spontaneous(_soul(soul), session_id, trigger, reason, since, due)
 

@@ -10,7 +10,7 @@ so a scripted run ends by itself.
 
 `LoopRunner` is the interface; `AsyncioRunner` runs the loop as a task of the session's event
 loop. `runner_choice` reads who runs the loops (`SOUL_RUNNER`): in-process, or `dbos`, where
-`soul worker` processes run each cycle as a durable workflow (`runtime/durable.py`).
+`soul worker` processes run each cycle as a durable workflow (`runtime/durable/engine.py`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from soul.errors import RunError
 log = logging.getLogger(__name__)
 
 LOOPS = ("continuous", "interval", "after_turn")
-RUNNERS = ("asyncio", "dbos")  # SOUL_RUNNER: in-process, or `soul worker` (runtime/durable.py)
+RUNNERS = ("asyncio", "dbos")  # SOUL_RUNNER: in-process, or `soul worker` (runtime/durable/engine.py)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """**Engine bridge**: the dialogue rules engine (`soul.engines.dialogue`) set up from a
-blueprint's `dialogue:` block, for the runner (`runtime/dialogue.py`).
+blueprint's `dialogue:` block, for the runner (`runtime/dialogue/runner.py`).
 
 The only runtime module, with the Chetana and memory bridges, that imports an engine. It keeps
 the rules' state — the transcript as the rules see it, each agent's mind (STM, subconscious,

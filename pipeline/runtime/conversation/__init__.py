@@ -1,0 +1,62 @@
+"""The conversation's length: how a long conversation stays within each model's window.
+
+`history` reads the stored turns back as speaker-labelled messages; `budget` counts tokens
+and holds a call's `Budget` (its window, reply reserve and share of history); `folding`
+gives each call its budget and folds the turns no call shows any more into the running
+summary, which `summaries` writes (a model call, or a truncation digest).
+"""
+
+from soul.runtime.conversation.budget import (
+    MESSAGE_OVERHEAD,
+    TOKENIZER,
+    Budget,
+    BudgetReport,
+    count_tokens,
+    over_budget,
+)
+from soul.runtime.conversation.folding import budget_for, fold_history
+from soul.runtime.conversation.history import (
+    HISTORY_TYPES,
+    REPLY_TYPE,
+    SUMMARY_TYPE,
+    USER_TYPE,
+    ConversationSummary,
+    HistoryTurn,
+    history_of,
+    label_of,
+    labelled,
+    messages_of,
+)
+from soul.runtime.conversation.summaries import (
+    DEFAULT_WORDS,
+    SummaryCall,
+    instructions,
+    system_prompt,
+    truncation_digest,
+)
+
+__all__ = [
+    "DEFAULT_WORDS",
+    "HISTORY_TYPES",
+    "MESSAGE_OVERHEAD",
+    "REPLY_TYPE",
+    "SUMMARY_TYPE",
+    "TOKENIZER",
+    "USER_TYPE",
+    "Budget",
+    "BudgetReport",
+    "ConversationSummary",
+    "HistoryTurn",
+    "SummaryCall",
+    "budget_for",
+    "count_tokens",
+    "fold_history",
+    "history_of",
+    "instructions",
+    "label_of",
+    "labelled",
+    "messages_of",
+    "over_budget",
+    "system_prompt",
+    "truncation_digest",
+]

@@ -1,0 +1,101 @@
+"""What a turn starts from and gathers as it runs: the `TurnContext` a prompt is built from
+(the input and the soul's stores as they are now, from a session snapshot) and the `TurnState`
+that accumulates the turn's outputs, traces and changes (private to one turn)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from soul.compiler import Plan
+from soul.kinds import Changes
+from soul.records import MemoryEntry, Snapshot, SummaryRecord
+from soul.runtime.bridges import Cognition
+from soul.runtime.conversation import (
+    HISTORY_TYPES,
+    SUMMARY_TYPE,
+    ConversationSummary,
+    HistoryTurn,
+    history_of,
+)
+from soul.runtime.events import StepTrace
+
+
+@dataclass(frozen=True)
+class TurnContext:
+    """What a prompt is built from: the turn's input and the soul's stores as they are now."""
+
+    text: str
+    user: str = "user"
+    kind: str = "message"  # message | spontaneous
+    number: int = 1
+    state: Mapping[str, Any] = field(default_factory=dict)
+    user_model: str = ""
+    inject_user_model: bool = True
+    memory: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    chetana: Mapping[str, Any] | None = None
+    steps: Mapping[str, Any] = field(default_factory=dict)
+    # A background process's system prompt (its Persona Core snapshot), replacing the persona
+    persona: str | None = None
+    # What the turn or cycle shares with a background process (`runtime/mind.py`): a turn's
+    # mood, criteria, impulses and quiet history; a cycle's changes and histories
+    mind: Mapping[str, Any] | None = None
+    # Working memory as labelled entries by region (history and summary entries left out);
+    # `memory` holds their texts for templates
+    entries: Mapping[str, tuple[MemoryEntry, ...]] = field(default_factory=dict)
+    history: tuple[HistoryTurn, ...] = ()  # the turns after the summary, oldest first
+    summary: ConversationSummary | None = None
+    revise: str | None = None  # the observer's rewrite request, when its gate asked for one
+
+
+@dataclass
+class TurnState:
+    """What accumulates while a turn runs (private to one turn)."""
+
+    ctx: TurnContext
+    outputs: dict[str, dict[str, Any]]
+    steps: list[StepTrace] = field(default_factory=list)
+    calls: list[Any] = field(default_factory=list)
+    changes: dict[str, Changes] = field(default_factory=dict)
+    provider_spans: list[tuple[float, float]] = field(default_factory=list)  # (start, end) of each model call
+    cognition: Cognition | None = None
+    done: dict[str, dict[str, Any]] = field(default_factory=dict)  # outputs of the steps that produced some
+    session: str | None = None  # the session's id, for engines that prime by session
+    recalled: list[str] = field(default_factory=list)  # memory ids recalled: touched after the commit
+    shown: list[int] = field(default_factory=list)  # turns of history each call showed
+    summaries: list[SummaryRecord] = field(default_factory=list)  # history folded this turn
+    folded: list[MemoryEntry] = field(default_factory=list)  # the summary's working-memory entry
+
+
+def _memory_regions(entries: tuple[MemoryEntry, ...]) -> dict[str, tuple[MemoryEntry, ...]]:
+    """Working memory by region, without the conversation's own entries (its turns and their
+    summary reach the prompt as messages and as the summary)."""
+    regions: dict[str, list[MemoryEntry]] = {}
+    for entry in entries:
+        if entry.entry_type not in HISTORY_TYPES and entry.entry_type != SUMMARY_TYPE:
+            regions.setdefault(entry.region, []).append(entry)
+    return {region: tuple(found) for region, found in regions.items()}
+
+
+def context_for(plan: Plan, snapshot: Snapshot, text: str, kind: str) -> TurnContext:
+    """The TurnContext a turn starts from."""
+    number = snapshot.session.turns + 1
+    state = plan.initial_state(snapshot.state)
+    # Samantha-Dreams: the user model goes in on the first turn, then only after a true check
+    inject = snapshot.session.turns == 0 or snapshot.last_user_model_check is True
+    entries = _memory_regions(snapshot.memory)
+    history, summary = history_of(snapshot.memory, snapshot.session.user) if kind != "cycle" else ((), None)
+    return TurnContext(
+        text=text,
+        user=snapshot.session.user,
+        kind=kind,
+        number=number,
+        state=state,
+        user_model=snapshot.user_model,
+        inject_user_model=inject,
+        memory={region: [e.content for e in found] for region, found in entries.items()},
+        entries=entries,
+        history=history,
+        summary=summary,
+    )
