@@ -94,11 +94,7 @@ RUNTIME_NEVER: tuple[tuple[str, frozenset[str], str], ...] = (
 )
 
 # Single imports allowed against the tables, (module, stage): why.
-EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("soul.kinds.registry", "soul.steps"): "the built-in kinds are the registry's default "
-    "content: imported lazily in default_registry, so a source checkout needs no installed "
-    "entry point, and importing soul.kinds loads no step",
-}
+EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 # Packages others enter only through their __init__ (a door nested in another is its own).
 FRONT_DOORS = frozenset({
@@ -110,15 +106,6 @@ FRONT_DOORS = frozenset({
     # runtime's concerns, each entered through its own front door
     *(RT + p for p in ("turn", "conversation", "background", "durable", "dialogue", "tools", "bridges")),
 })
-
-# Import cycles between modules of one stage (each engine is one stage) as they stand, to be
-# mended; the list may only shrink, and is kept exact: a mended cycle is taken off it.
-KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset(frozenset(c) for c in (
-    # themes/maintain.py reaches into ThemeIndex's tables; untangling it means giving those
-    # tables a class of their own (not done in the layout issue, which named the field* cycle)
-    {"soul.engines.resonance.themes.maintain", "soul.engines.resonance.themes.themes"},
-))
-
 
 @dataclass(frozen=True)
 class Import:
@@ -243,10 +230,11 @@ def runtime_violations(found: list[Import]) -> list[str]:
 
 
 def cycles(found: list[Import]) -> set[frozenset[str]]:
-    """Sets of modules of one stage that import each other in a loop (any kind of import)."""
+    """Sets of modules that import each other in a loop, anywhere in the package: across
+    stages too, any kind of import (lazy, under TYPE_CHECKING), a package as its __init__."""
     graph: dict[str, set[str]] = defaultdict(set)
     for imp in found:
-        if imp.source != imp.target and stage_of(imp.source) == stage_of(imp.target):
+        if imp.source != imp.target:
             graph[imp.source].add(imp.target)
     reach = {v: set(targets) for v, targets in graph.items()}
     for k in reach:  # Warshall's transitive closure: through k, i reaches what k reaches
@@ -256,15 +244,32 @@ def cycles(found: list[Import]) -> set[frozenset[str]]:
     return {frozenset(m for m in reach[v] if v in reach.get(m, ())) for v in reach if v in reach[v]}
 
 
-def cycle_problems(found: list[Import], known: frozenset[frozenset[str]]) -> list[str]:
-    """New cycles (not inside a known one), and known ones no longer exactly there."""
-    now = cycles(found)
-    problems = [f"new import cycle in {stage_of(min(c))}: {', '.join(sorted(c))}"
-                for c in sorted(now, key=sorted) if not any(c <= k for k in known)]
-    problems += [f"KNOWN_CYCLES lists {', '.join(sorted(k))}, which is no longer a cycle as is: "
-                 f"replace it with what remains of it, if anything"
-                 for k in sorted(known, key=sorted) if k not in now]
-    return problems
+def loop_through(found: list[Import], cycle: frozenset[str]) -> list[Import]:
+    """A shortest loop of imports inside `cycle`, from its first module back to it (breadth
+    first over the imports in a fixed order, so the message is stable)."""
+    start = min(cycle)
+    inside = sorted((i for i in found if i.source in cycle and i.target in cycle
+                     and i.source != i.target), key=lambda i: (i.source, i.target, i.path, i.line))
+    came: dict[str, Import] = {}  # module -> the import that first reached it
+    frontier = [start]
+    while start not in came:
+        reached = []
+        for imp in (i for m in frontier for i in inside if i.source == m):
+            if imp.target not in came:
+                came[imp.target] = imp
+                reached.append(imp.target)
+        frontier = reached
+    loop = [came[start]]
+    while loop[0].source != start:
+        loop.insert(0, came[loop[0].source])
+    return loop
+
+
+def cycle_problems(found: list[Import]) -> list[str]:
+    """Every import cycle, with one loop of its imports as `file:line source → target`."""
+    return [f"import cycle through {len(c)} modules ({', '.join(sorted(c))}): "
+            + "; ".join(f"{i.path}:{i.line} {i.source} → {i.target}" for i in loop_through(found, c))
+            for c in sorted(cycles(found), key=sorted)]
 
 
 def test_the_tables_agree_and_name_real_modules() -> None:
@@ -276,7 +281,7 @@ def test_the_tables_agree_and_name_real_modules() -> None:
     found = modules(REPO)
     assert {"soul", "soul.runtime.turn", "soul.steps", "soul.engines.resonance.field"} <= set(found)
     named = {s for s, _ in EXCEPTIONS} | {m for only, _ in ONLY_IN.values() for m in only}
-    named |= FRONT_DOORS  # KNOWN_CYCLES are kept true by the cycle test itself
+    named |= FRONT_DOORS
     assert not named - set(found), f"the tables name modules that are gone: {named - set(found)}"
 
 
@@ -302,8 +307,8 @@ def test_runtime_top_holds_at_most_ten_modules() -> None:
     assert parts == set(RUNTIME_MAY_IMPORT), f"parts without a row, or rows without a part: {parts ^ set(RUNTIME_MAY_IMPORT)}"
 
 
-def test_no_import_cycles_inside_a_stage() -> None:
-    problems = cycle_problems(imports(REPO), KNOWN_CYCLES)
+def test_no_import_cycles_in_the_whole_package() -> None:
+    problems = cycle_problems(imports(REPO))
     assert not problems, "\n".join([f"{len(problems)} import rule violation(s):", *problems])
 
 
@@ -355,13 +360,27 @@ def test_planted_violations_are_reported(tmp_path: Path) -> None:
         "pipeline/cli/z.py:1 soul.cli → soul.compiler.plan (import it from the front door soul.compiler)",
         "pipeline/cli/z.py:2 soul.cli → soul.compiler.x (import it from the front door soul.compiler)",
     ]
-    assert cycle_problems(found, frozenset()) == [
-        "new import cycle in soul.runtime: soul.runtime.a, soul.runtime.b"]
-    assert cycle_problems(found, frozenset({frozenset({"soul.runtime.a", "soul.runtime.b"})})) == []
-    stale = frozenset({frozenset({"soul.runtime.a", "soul.runtime.b", "soul.runtime.c"})})
-    assert cycle_problems(found, stale) == [
-        "KNOWN_CYCLES lists soul.runtime.a, soul.runtime.b, soul.runtime.c, which is no longer "
-        "a cycle as is: replace it with what remains of it, if anything"]
+    assert cycle_problems(found) == [
+        "import cycle through 2 modules (soul.runtime.a, soul.runtime.b): "
+        "pipeline/runtime/a.py:1 soul.runtime.a → soul.runtime.b; "
+        "pipeline/runtime/b.py:3 soul.runtime.b → soul.runtime.a"]
+
+
+def test_a_planted_cycle_across_stages_is_reported(tmp_path: Path) -> None:
+    found = plant(tmp_path, {
+        "pipeline/__init__.py": "",
+        "pipeline/kinds/__init__.py": "from .registry import Registry\n",
+        # planted: the registry importing the built-in steps, lazily, which import the kinds
+        "pipeline/kinds/registry.py": "class Registry: ...\ndef default():\n    import soul.steps\n",
+        "steps/__init__.py": "from soul.kinds import Registry\n",
+        # no cycle: the compiler imports both, neither imports it
+        "pipeline/compiler/__init__.py": "import soul.kinds\nfrom soul import steps\n",
+    })
+    assert cycle_problems(found) == [
+        "import cycle through 3 modules (soul.kinds, soul.kinds.registry, soul.steps): "
+        "pipeline/kinds/__init__.py:1 soul.kinds → soul.kinds.registry; "
+        "pipeline/kinds/registry.py:3 soul.kinds.registry → soul.steps; "
+        "steps/__init__.py:1 soul.steps → soul.kinds"]
 
 
 PLANTED_RUNTIME = {

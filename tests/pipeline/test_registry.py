@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.metadata
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -114,6 +116,50 @@ def test_a_failing_plugin_is_reported_by_name(tmp_path: Path, monkeypatch: pytes
     monkeypatch.setattr(registry_module, "_default", None)
     try:
         with pytest.raises(RegistryError, match="the step plugin 'bad'"):
+            default_registry()
+    finally:
+        registry_module._default = None
+
+
+def test_importing_the_kinds_loads_no_step_and_the_registry_loads_them_by_entry_point() -> None:
+    probe = (
+        "import sys, soul.kinds\n"
+        "before = 'soul.steps' in sys.modules\n"
+        "soul.kinds.default_registry()\n"
+        "print(before, 'soul.steps' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "True"]
+
+
+def _without_soulgraphs_entry_points(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Metadata as an install made before the group existed has it: no soulgraph entry point."""
+    installed = importlib.metadata.entry_points
+
+    def entry_points(**select: str) -> list[importlib.metadata.EntryPoint]:
+        return [ep for ep in installed(**select) if ep.dist is None or ep.dist.name != "soulgraph"]
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", entry_points)
+    monkeypatch.setattr(registry_module, "_default", None)
+
+
+def test_a_checkout_without_the_entry_point_installed_finds_the_built_ins_in_its_pyproject(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _without_soulgraphs_entry_points(monkeypatch)
+    try:
+        assert set(default_registry().names()) == BUILTINS
+    finally:
+        registry_module._default = None
+
+
+def test_no_entry_point_and_no_checkout_is_a_registry_error_saying_how_to_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _without_soulgraphs_entry_points(monkeypatch)
+    monkeypatch.setattr(registry_module, "_SOURCE_TREE", tmp_path)
+    try:
+        with pytest.raises(RegistryError, match=r"no built-in step kinds: .*pip install -e \. in a checkout"):
             default_registry()
     finally:
         registry_module._default = None

@@ -18,7 +18,7 @@ from souls import claudius_reply
 
 import soul
 from soul.cli.main import main
-from soul.cli.run import Printer
+from soul.cli.printer import Printer
 from soul.providers.scripted import CHUNK_CHARS, ScriptedProvider
 from soul.runtime.events import Reply, Token
 from soul.sections import SectionStream, Text

@@ -1,9 +1,10 @@
 """Theme maintenance: exact refresh, 2-means splits of oversized themes, near-duplicate merges.
 
-Optimistic concurrency: a step snapshots a theme's member array under the theme index's
-lock, does its slow part (reading vectors, 2-means) without it, and applies the result under
-the lock only if the theme still holds the very same array (member arrays are replaced, never
-mutated, on change); otherwise the step is skipped and counted, and the next run retries it.
+Optimistic concurrency: a step snapshots a theme's member array under the lock of the theme
+index's tables (`ThemeTables`, tables.py), does its slow part (reading vectors, 2-means)
+without it, and applies the result under the lock only if the theme still holds the very same
+array (member arrays are replaced, never mutated, on change); otherwise the step is skipped
+and counted, and the next run retries it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from .themes import ThemeIndex
+    from .tables import ThemeTables
 
 __all__ = ["run_maintenance", "two_means"]
 
@@ -55,72 +56,74 @@ def _representative(vecs: np.ndarray, rows: np.ndarray) -> int:
     return int(rows[int(np.argmax(vecs @ _unit(vecs.sum(axis=0))))])
 
 
-def run_maintenance(index: ThemeIndex, vectors_of: Callable[[np.ndarray], np.ndarray],
-                    budget: int) -> dict[str, Any]:
-    """One maintenance run over `index` (see ThemeIndex.maintain for the report)."""
-    cfg = index.config
+def run_maintenance(tables: ThemeTables, vectors_of: Callable[[np.ndarray], np.ndarray],
+                    budget: int, *, max_size: int, min_size: int,
+                    merge_threshold: float) -> dict[str, Any]:
+    """One maintenance run over a theme index's tables: themes above `max_size` split unless
+    a half would be below `min_size`, pairs at centroid cosine >= `merge_threshold` merged
+    (ThemeConfig's fields of those names; ThemeIndex.maintain describes the report)."""
     report: dict[str, Any] = {"split": [], "merged": [], "refreshed": 0, "skipped": 0,
                               "unsplittable": []}
     # 1. exact sums and representatives of themes that changed since the last run
-    with index._lock:
-        dirty = sorted(index._dirty)[:_REFRESH_PER_RUN]
-        snaps = {t: index._members[t] for t in dirty if t in index._members}
+    with tables.lock:
+        dirty = sorted(tables.dirty)[:_REFRESH_PER_RUN]
+        snaps = {t: tables.members[t] for t in dirty if t in tables.members}
     for t, rows in snaps.items():
-        vecs = _vectors(vectors_of, rows, index.dim)
+        vecs = _vectors(vectors_of, rows, tables.dim)
         rep = _representative(vecs, rows)
-        with index._lock:
-            if index._members.get(t) is not rows:
+        with tables.lock:
+            if tables.members.get(t) is not rows:
                 report["skipped"] += 1
                 continue
-            index._sums[t] = vecs.sum(axis=0)
-            index._rep[t] = rep
-            index._refresh(np.array([t]))
-            index._dirty.discard(t)
+            tables.sums[t] = vecs.sum(axis=0)
+            tables.rep[t] = rep
+            tables.refresh(np.array([t]))
+            tables.dirty.discard(t)
             report["refreshed"] += 1
     # 2. split oversized themes, biggest first
-    with index._lock:
-        live = np.flatnonzero(index._alive[: index._n])
-        big = live[index._sizes[live] > cfg.max_theme_size]
-        big = big[np.argsort(-index._sizes[big], kind="stable")][:budget].tolist()
-        snaps = {t: index._members[t] for t in big}
+    with tables.lock:
+        live = tables.live()
+        big = live[tables.sizes[live] > max_size]
+        big = big[np.argsort(-tables.sizes[big], kind="stable")][:budget].tolist()
+        snaps = {t: tables.members[t] for t in big}
     for t, rows in snaps.items():
-        vecs = _vectors(vectors_of, rows, index.dim)
+        vecs = _vectors(vectors_of, rows, tables.dim)
         label = two_means(vecs)
-        if min(label.sum(), (~label).sum()) < cfg.min_theme_size:
+        if min(label.sum(), (~label).sum()) < min_size:
             report["unsplittable"].append(t)
             continue
         a_rows, b_rows = rows[~label], rows[label]
         a_vecs, b_vecs = vecs[~label], vecs[label]
-        with index._lock:
-            if index._members.get(t) is not rows:
+        with tables.lock:
+            if tables.members.get(t) is not rows:
                 report["skipped"] += 1
                 continue
-            new = index._n
-            index._grow(new + 1)
-            index._n = new + 1
-            index._alive[new] = 1
-            index._members[new] = b_rows
-            index._theme_of[b_rows] = new
-            index._members[t] = a_rows
+            new = tables.n
+            tables.grow(new + 1)
+            tables.n = new + 1
+            tables.alive[new] = 1
+            tables.members[new] = b_rows
+            tables.theme_of[b_rows] = new
+            tables.members[t] = a_rows
             for tid, r, v in ((t, a_rows, a_vecs), (new, b_rows, b_vecs)):
-                index._sizes[tid] = r.size
-                index._sums[tid] = v.sum(axis=0)
-                index._rep[tid] = _representative(v, r)
-            index._refresh(np.array([t, new]))
-            index._dirty.discard(t)
+                tables.sizes[tid] = r.size
+                tables.sums[tid] = v.sum(axis=0)
+                tables.rep[tid] = _representative(v, r)
+            tables.refresh(np.array([t, new]))
+            tables.dirty.discard(t)
         report["split"].append((t, new))
     # 3. merge near-duplicate themes, most similar first, each theme once per run
     left = budget - len(report["split"])
     if left > 0:
-        with index._lock:
-            live = np.flatnonzero(index._alive[: index._n])
-            cent, sizes = index._cent[live], index._sizes[live]
+        with tables.lock:
+            live = tables.live()
+            cent, sizes = tables.cent[live], tables.sizes[live]
             pairs: list[tuple[float, int, int]] = []
             for s in range(0, live.size, _MERGE_CHUNK):
                 sim = cent[s : s + _MERGE_CHUNK] @ cent.T
-                ii, jj = np.nonzero(sim >= cfg.merge_threshold)
+                ii, jj = np.nonzero(sim >= merge_threshold)
                 for i, j in zip((ii + s).tolist(), jj.tolist(), strict=True):
-                    if i < j and sizes[i] + sizes[j] <= cfg.max_theme_size:
+                    if i < j and sizes[i] + sizes[j] <= max_size:
                         pairs.append((float(sim[i - s, j]), int(live[i]), int(live[j])))
             pairs.sort(key=lambda p: (-p[0], p[1], p[2]))
             used: set[int] = set()
@@ -129,18 +132,18 @@ def run_maintenance(index: ThemeIndex, vectors_of: Callable[[np.ndarray], np.nda
                     break
                 if a in used or b in used:
                     continue
-                if index._sizes[b] > index._sizes[a]:
+                if tables.sizes[b] > tables.sizes[a]:
                     a, b = b, a  # the bigger theme keeps its id
                 used.update((a, b))
-                gone = index._members.pop(b)
-                index._members[a] = np.concatenate([index._members[a], gone])
-                index._theme_of[gone] = a
-                index._sums[a] += index._sums[b]
-                index._sizes[a] += index._sizes[b]
-                index._sizes[b] = 0
-                index._alive[b] = 0
-                index._dirty.discard(b)
-                index._dirty.add(a)  # representative recomputed next run
-                index._refresh(np.array([a]))
+                gone = tables.members.pop(b)
+                tables.members[a] = np.concatenate([tables.members[a], gone])
+                tables.theme_of[gone] = a
+                tables.sums[a] += tables.sums[b]
+                tables.sizes[a] += tables.sizes[b]
+                tables.sizes[b] = 0
+                tables.alive[b] = 0
+                tables.dirty.discard(b)
+                tables.dirty.add(a)  # representative recomputed next run
+                tables.refresh(np.array([a]))
                 report["merged"].append((a, b))
     return report

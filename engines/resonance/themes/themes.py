@@ -23,8 +23,9 @@ whose union fits `max_theme_size` are merged. The slow part (reading vectors, 2-
 without the lock; the result is applied under it only if the theme did not change meanwhile
 (else it is retried next run), so `assign` and `retrieve` never wait for a whole run.
 
-Thread safety: one lock guards the tables; member arrays are never mutated in place
-(replaced on change), so a reader's snapshot stays valid after it lets go of the lock.
+Thread safety: one lock guards the tables (`ThemeTables`, tables.py, shared with maintenance);
+member arrays are never mutated in place (replaced on change), so a reader's snapshot stays
+valid after it lets go of the lock.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ import numpy as np
 
 from ..errors import ConfigError, IndexStale
 from .maintain import run_maintenance
+from .tables import ThemeTables
 
 __all__ = ["Theme", "ThemeConfig", "ThemeIndex"]
 
@@ -94,25 +96,15 @@ class ThemeIndex:
             raise ConfigError(f"dim must be >= 1, got {dim}")
         self.dim = dim
         self.config = config or ThemeConfig()
-        self._lock = threading.Lock()
-        self._sums = np.zeros((0, dim), np.float64)  # Σ member vectors per theme
-        self._cent = np.zeros((0, dim), np.float32)  # unit centroids
-        self._sizes = np.zeros(0, np.int64)
-        self._alive = np.zeros(0, np.uint8)
-        self._rep = np.zeros(0, np.int64)
-        self._n = 0  # theme ids issued (dead ones are never reused)
-        self._members: dict[int, np.ndarray] = {}
-        self._theme_of = np.zeros(0, np.int64)  # row → theme, -1 if none
-        # themes whose members changed since the last maintenance: their sums (removals are
-        # not subtracted: remove() gets no vectors) and representatives are recomputed there
-        self._dirty: set[int] = set()
+        self._tables = ThemeTables(dim)
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self.last_maintenance: dict[str, Any] = {}
 
     def __len__(self) -> int:
         """The number of live themes."""
-        return int(self._alive[: self._n].sum())
+        tb = self._tables
+        return int(tb.alive[: tb.n].sum())
 
     # ---- assignment -----------------------------------------------------------------------
     def assign(self, rows: np.ndarray, vectors: np.ndarray) -> np.ndarray:
@@ -120,6 +112,7 @@ class ThemeIndex:
         already assigned is moved (removed, then assigned again). Zero vectors get -1."""
         from ..kernels.themes import assign_sequential
 
+        tb = self._tables
         rows_arr = np.asarray(rows, dtype=np.int64).reshape(-1)
         vecs = np.asarray(vectors, dtype=np.float32).reshape(-1, self.dim)
         if rows_arr.shape[0] != vecs.shape[0]:
@@ -135,21 +128,21 @@ class ThemeIndex:
         cfg = self.config
         for s in range(0, ok.size, _CHUNK):
             part = ok[s : s + _CHUNK]
-            with self._lock:
-                t0 = self._n
-                self._grow(t0 + part.size)
-                sims = np.ascontiguousarray(unit[part] @ self._cent[:t0].T, dtype=np.float32)
+            with tb.lock:
+                t0 = tb.n
+                tb.grow(t0 + part.size)
+                sims = np.ascontiguousarray(unit[part] @ tb.cent[:t0].T, dtype=np.float32)
                 got = np.empty(part.size, np.int64)
-                self._n = assign_sequential(
-                    sims, np.ascontiguousarray(unit[part]), t0, self._sums, self._sizes,
-                    self._alive, t0, cfg.semantic_weight, cfg.sparsity_weight,
+                tb.n = assign_sequential(
+                    sims, np.ascontiguousarray(unit[part]), t0, tb.sums, tb.sizes,
+                    tb.alive, t0, cfg.semantic_weight, cfg.sparsity_weight,
                     cfg.ideal_size, cfg.new_theme_threshold, got,
                 )
-                self._rep[t0 : self._n] = -1
-                self._add_members(rows_arr[part], got)
+                tb.rep[t0 : tb.n] = -1
+                tb.add_members(rows_arr[part], got)
                 touched = np.unique(got)
-                self._refresh(touched)
-                self._dirty.update(touched.tolist())
+                tb.refresh(touched)
+                tb.dirty.update(touched.tolist())
                 out[part] = got
         return out
 
@@ -157,20 +150,21 @@ class ThemeIndex:
         """Take rows out of their themes (unknown rows are ignored); the centroid sums lose
         their vectors on the next maintenance (`maintain` recomputes them exactly), sizes
         at once. A theme left empty dies."""
+        tb = self._tables
         rows_arr = np.asarray(rows, dtype=np.int64).reshape(-1)
-        with self._lock:
-            rows_arr = rows_arr[(rows_arr >= 0) & (rows_arr < self._theme_of.shape[0])]
-            themes = self._theme_of[rows_arr]
+        with tb.lock:
+            rows_arr = rows_arr[(rows_arr >= 0) & (rows_arr < tb.theme_of.shape[0])]
+            themes = tb.theme_of[rows_arr]
             has = themes >= 0
             rows_arr, themes = rows_arr[has], themes[has]
             if rows_arr.size == 0:
                 return
-            self._theme_of[rows_arr] = -1
+            tb.theme_of[rows_arr] = -1
             for t in np.unique(themes).tolist():
                 gone = rows_arr[themes == t]
-                left = np.setdiff1d(self._members[t], gone, assume_unique=True)
-                self._set_members(t, left)
-                self._dirty.add(t)
+                left = np.setdiff1d(tb.members[t], gone, assume_unique=True)
+                tb.set_members(t, left)
+                tb.dirty.add(t)
 
     # ---- retrieval ------------------------------------------------------------------------
     def retrieve(
@@ -210,16 +204,17 @@ class ThemeIndex:
     def _choose_themes(self, q: np.ndarray, n: int) -> tuple[list[int], list[np.ndarray]]:
         """Stage 1 under the lock: MMR-chosen themes, then expansion to `expand_min` rows;
         returns the chosen ids and the member arrays of every theme to expand."""
+        tb = self._tables
         lam = self.config.mmr_lambda
-        with self._lock:
-            live = np.flatnonzero(self._alive[: self._n])
+        with tb.lock:
+            live = tb.live()
             if live.size == 0:
                 return [], []
-            cent = self._cent[live]
+            cent = tb.cent[live]
             sim = cent @ q
             pool = live[np.argsort(-sim, kind="stable")[: max(4 * n, n)]]
-            pool_sim = self._cent[pool] @ q
-            pool_cent = self._cent[pool]
+            pool_sim = tb.cent[pool] @ q
+            pool_cent = tb.cent[pool]
             chosen_idx: list[int] = []
             max_red = np.full(pool.size, -np.inf, np.float32)
             while len(chosen_idx) < min(n, pool.size):
@@ -230,15 +225,15 @@ class ThemeIndex:
                 chosen_idx.append(j)
                 max_red = np.maximum(max_red, pool_cent @ pool_cent[j])
             chosen = [int(pool[j]) for j in chosen_idx]
-            groups = [self._members[t] for t in chosen]
+            groups = [tb.members[t] for t in chosen]
             total = sum(g.size for g in groups)
             if total < self.config.expand_min:
                 for t in live[np.argsort(-sim, kind="stable")].tolist():
                     if total >= self.config.expand_min:
                         break
                     if t not in chosen:
-                        groups.append(self._members[t])
-                        total += self._members[t].size
+                        groups.append(tb.members[t])
+                        total += tb.members[t].size
             return chosen, groups
 
     # ---- maintenance ----------------------------------------------------------------------
@@ -247,7 +242,9 @@ class ThemeIndex:
         the centroids of themes that lost members and the representatives. Returns what it
         did: {"split": [(old, new), ...], "merged": [(kept, gone), ...], "refreshed": n,
         "skipped": n (changed while being worked on; retried next run)}."""
-        report = run_maintenance(self, vectors_of, budget)
+        cfg = self.config
+        report = run_maintenance(self._tables, vectors_of, budget, max_size=cfg.max_theme_size,
+                                 min_size=cfg.min_theme_size, merge_threshold=cfg.merge_threshold)
         self.last_maintenance = report
         return report
 
@@ -277,28 +274,32 @@ class ThemeIndex:
     # ---- views ----------------------------------------------------------------------------
     def themes(self) -> list[Theme]:
         """Every live theme."""
-        with self._lock:
-            return [Theme(int(t), int(self._sizes[t]), self._cent[t].copy(), int(self._rep[t]))
-                    for t in np.flatnonzero(self._alive[: self._n]).tolist()]
+        tb = self._tables
+        with tb.lock:
+            return [Theme(int(t), int(tb.sizes[t]), tb.cent[t].copy(), int(tb.rep[t]))
+                    for t in tb.live().tolist()]
 
     def theme_of(self, rows: np.ndarray) -> np.ndarray:
         """The theme id of each row (-1 if unassigned)."""
+        tb = self._tables
         rows_arr = np.asarray(rows, dtype=np.int64).reshape(-1)
         out = np.full(rows_arr.size, -1, np.int64)
-        with self._lock:
-            ok = (rows_arr >= 0) & (rows_arr < self._theme_of.shape[0])
-            out[ok] = self._theme_of[rows_arr[ok]]
+        with tb.lock:
+            ok = (rows_arr >= 0) & (rows_arr < tb.theme_of.shape[0])
+            out[ok] = tb.theme_of[rows_arr[ok]]
         return out
 
     def members(self, theme: int) -> np.ndarray:
         """The rows of a theme (empty for a dead or unknown id)."""
-        with self._lock:
-            return self._members.get(int(theme), np.zeros(0, np.int64)).copy()
+        tb = self._tables
+        with tb.lock:
+            return tb.members.get(int(theme), np.zeros(0, np.int64)).copy()
 
     def stats(self) -> dict[str, Any]:
         """Theme count and size distribution."""
-        with self._lock:
-            sizes = self._sizes[: self._n][self._alive[: self._n] == 1]
+        tb = self._tables
+        with tb.lock:
+            sizes = tb.sizes[: tb.n][tb.alive[: tb.n] == 1]
         return {"themes": int(sizes.size), "rows": int(sizes.sum()),
                 "size_max": int(sizes.max()) if sizes.size else 0,
                 "size_median": float(np.median(sizes)) if sizes.size else 0.0,
@@ -307,13 +308,14 @@ class ThemeIndex:
     # ---- persistence ----------------------------------------------------------------------
     def save(self, path: Path) -> None:
         """Write the tables to `path` (npz) atomically: temporary file, fsync, rename."""
+        tb = self._tables
         path = Path(path)
-        with self._lock:
-            n = self._n
-            arrays = {"sums": self._sums[:n].copy(), "sizes": self._sizes[:n].copy(),
-                      "alive": self._alive[:n].copy(), "rep": self._rep[:n].copy(),
-                      "theme_of": self._theme_of.copy(),
-                      "dirty": np.array(sorted(self._dirty), np.int64)}
+        with tb.lock:
+            n = tb.n
+            arrays = {"sums": tb.sums[:n].copy(), "sizes": tb.sizes[:n].copy(),
+                      "alive": tb.alive[:n].copy(), "rep": tb.rep[:n].copy(),
+                      "theme_of": tb.theme_of.copy(),
+                      "dirty": np.array(sorted(tb.dirty), np.int64)}
         meta = json.dumps({"format": _FORMAT, "dim": self.dim, "config": asdict(self.config)})
         tmp = path.with_name(path.name + ".tmp")
         with open(tmp, "wb") as fh:
@@ -336,64 +338,19 @@ class ThemeIndex:
             index = cls(int(meta["dim"]), ThemeConfig(**meta["config"]))
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise IndexStale(f"cannot load the theme index {path}: {exc}") from exc
+        tb = index._tables
         n = arrays["sizes"].shape[0]
-        index._grow(n)
-        index._n = n
-        index._sums[:n], index._sizes[:n] = arrays["sums"], arrays["sizes"]
-        index._alive[:n], index._rep[:n] = arrays["alive"], arrays["rep"]
-        index._theme_of = arrays["theme_of"].astype(np.int64)
-        index._dirty = set(arrays["dirty"].tolist())
-        assigned = np.flatnonzero(index._theme_of >= 0)
-        order = np.argsort(index._theme_of[assigned], kind="stable")
+        tb.grow(n)
+        tb.n = n
+        tb.sums[:n], tb.sizes[:n] = arrays["sums"], arrays["sizes"]
+        tb.alive[:n], tb.rep[:n] = arrays["alive"], arrays["rep"]
+        tb.theme_of = arrays["theme_of"].astype(np.int64)
+        tb.dirty = set(arrays["dirty"].tolist())
+        assigned = np.flatnonzero(tb.theme_of >= 0)
+        order = np.argsort(tb.theme_of[assigned], kind="stable")
         by_theme = assigned[order]
-        bounds = np.searchsorted(index._theme_of[by_theme], np.arange(n + 1))
-        for t in np.flatnonzero(index._alive[:n]).tolist():
-            index._members[t] = by_theme[bounds[t] : bounds[t + 1]]
-        index._refresh(np.arange(n))
+        bounds = np.searchsorted(tb.theme_of[by_theme], np.arange(n + 1))
+        for t in np.flatnonzero(tb.alive[:n]).tolist():
+            tb.members[t] = by_theme[bounds[t] : bounds[t + 1]]
+        tb.refresh(np.arange(n))
         return index
-
-    # ---- internals (callers hold the lock) ------------------------------------------------
-    def _grow(self, n_themes: int) -> None:
-        if n_themes <= self._sizes.shape[0]:
-            return
-        cap = max(n_themes, 2 * self._sizes.shape[0], 64)
-        for name in ("_sums", "_cent", "_sizes", "_alive", "_rep"):
-            old = getattr(self, name)
-            new = np.zeros((cap, *old.shape[1:]), old.dtype)
-            new[: old.shape[0]] = old
-            setattr(self, name, new)
-
-    def _add_members(self, rows: np.ndarray, themes: np.ndarray) -> None:
-        top = int(rows.max()) + 1
-        if top > self._theme_of.shape[0]:
-            grown = np.full(max(top, 2 * self._theme_of.shape[0], 1024), -1, np.int64)
-            grown[: self._theme_of.shape[0]] = self._theme_of
-            self._theme_of = grown
-        self._theme_of[rows] = themes
-        order = np.argsort(themes, kind="stable")
-        rows_s, themes_s = rows[order], themes[order]
-        cuts = np.flatnonzero(np.diff(themes_s)) + 1
-        for grp_rows, t in zip(np.split(rows_s, cuts), themes_s[np.r_[0, cuts]].tolist(),
-                               strict=True):
-            old = self._members.get(t)
-            self._members[t] = grp_rows.copy() if old is None else np.concatenate([old, grp_rows])
-            if self._rep[t] < 0:
-                self._rep[t] = grp_rows[0]
-
-    def _set_members(self, t: int, rows: np.ndarray) -> None:
-        """Replace theme t's member array (never mutated in place: readers keep snapshots)."""
-        self._members[t] = rows
-        self._sizes[t] = rows.size
-        if rows.size == 0:
-            self._alive[t] = 0
-            self._members.pop(t, None)
-            self._dirty.discard(t)
-        elif not np.isin(self._rep[t], rows):
-            self._rep[t] = rows[0]
-
-    def _refresh(self, themes: np.ndarray) -> None:
-        """Unit centroids of `themes` from their sums."""
-        themes = themes[themes < self._n]
-        s = self._sums[themes]
-        norms = np.maximum(np.linalg.norm(s, axis=1, keepdims=True), 1e-12)
-        self._cent[themes] = (s / norms).astype(np.float32)

@@ -1,0 +1,170 @@
+"""Reading a session back: the snapshot a turn starts from, its messages and its traces.
+
+A mixin of `SessionStore` (soul.store.sessions) over its read transactions: each read is one
+transaction, so it sees one consistent state while writers carry on.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+
+from soul.errors import SessionNotFound, StoreError
+from soul.records import MemoryEntry, MessageRecord, SessionInfo, Snapshot
+from soul.store.connection import Connection
+from soul.store.database import dicts
+from soul.store.export import SESSION_COLUMNS
+
+__all__ = ["Reading", "message_record", "session_info"]
+
+
+class Reading:
+    """The read side of `SessionStore`: snapshots, messages, traces."""
+
+    _read: Callable[[], AbstractContextManager[Connection]]
+    _write: Callable[..., Any]
+
+    def snapshot(
+        self, session_id: str, *, recent: int = 20, ttl_hours: float | None = None
+    ) -> Snapshot:
+        """What the next turn starts from, read in one consistent transaction.
+
+        `ttl_hours` drops working-memory entries older than that (and deletes them afterwards,
+        lazily: the seed's 72-hour thread TTL).
+        """
+        cutoff = time.time() - ttl_hours * 3600 if ttl_hours is not None else None
+        with self._read() as conn:
+            row = conn.execute(
+                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            if row is None:
+                raise SessionNotFound(f"no session {session_id!r}")
+            info = session_info(row)
+            state = conn.execute("SELECT json FROM state WHERE session_id = ?", (session_id,))
+            state_row = state.fetchone()
+            chetana_row = conn.execute(
+                "SELECT json FROM chetana WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            model = conn.execute(
+                "SELECT version, text FROM user_models WHERE soul = ? AND user = ?"
+                " ORDER BY version DESC LIMIT 1",
+                (info.soul, info.user),
+            ).fetchone()
+            memory_rows = conn.execute(
+                "SELECT region, entry_type, content, verb, meta, time FROM working_memory"
+                " WHERE session_id = ? ORDER BY id",
+                (session_id,),
+            ).fetchall()
+            recent_rows = (
+                conn.execute(
+                    "SELECT layer, tag, content, step, verb, meta FROM messages"
+                    " WHERE session_id = ? ORDER BY id DESC LIMIT ?",
+                    (session_id, recent),
+                ).fetchall()
+                if recent > 0
+                else []
+            )
+            check = conn.execute(
+                "SELECT content, meta FROM messages WHERE session_id = ? AND tag = ?"
+                " ORDER BY id DESC LIMIT 1",
+                (session_id, "user_model_check"),
+            ).fetchone()
+        memory = tuple(
+            MemoryEntry(region, entry_type, content, verb, json.loads(meta))
+            for region, entry_type, content, verb, meta, at in memory_rows
+            if cutoff is None or at >= cutoff
+        )
+        if len(memory) < len(memory_rows):
+            self._expire_memory(session_id, cutoff)  # type: ignore[arg-type]
+        return Snapshot(
+            session=info,
+            state=json.loads(state_row[0]) if state_row else {},
+            user_model=model[1] if model else "",
+            user_model_version=model[0] if model else 0,
+            memory=memory,
+            recent=tuple(message_record(*r) for r in reversed(recent_rows)),
+            chetana=json.loads(chetana_row[0]) if chetana_row else None,
+            last_user_model_check=_check_result(check),
+        )
+
+    def _expire_memory(self, session_id: str, cutoff: float) -> None:
+        self._write(
+            lambda conn: conn.execute(
+                "DELETE FROM working_memory WHERE session_id = ? AND time < ?",
+                (session_id, cutoff),
+            )
+        )
+
+    def messages(
+        self, session_id: str, *, layer: str | None = None
+    ) -> list[tuple[int, MessageRecord, float]]:
+        """Every message of a session, oldest first, as (turn, record, time)."""
+        query = (
+            "SELECT turn, layer, tag, content, step, verb, meta, time FROM messages"
+            " WHERE session_id = ?"
+        )
+        args: tuple[Any, ...] = (session_id,)
+        if layer is not None:
+            query += " AND layer = ?"
+            args += (layer,)
+        with self._read() as conn:
+            self._require(conn, session_id)
+            rows = conn.execute(query + " ORDER BY id", args).fetchall()
+        return [(r[0], message_record(*r[1:7]), r[7]) for r in rows]
+
+    def trace(self, session_id: str, turn: int) -> dict[str, Any]:
+        """The trace of the commit that made `turn` (its first commit at that turn)."""
+        with self._read() as conn:
+            self._require(conn, session_id)
+            row = conn.execute(
+                "SELECT json FROM traces WHERE session_id = ? AND turn = ?"
+                " ORDER BY commit_id LIMIT 1",
+                (session_id, turn),
+            ).fetchone()
+        if row is None:
+            raise StoreError(f"session {session_id} has no trace for turn {turn}")
+        return json.loads(row[0])
+
+    def traces(self, session_id: str) -> list[dict[str, Any]]:
+        """Every trace of a session in commit order: {"commit", "turn", "kind", "trace"}."""
+        with self._read() as conn:
+            self._require(conn, session_id)
+            return self._traces(conn, session_id)
+
+    @staticmethod
+    def _traces(conn: Connection, session_id: str) -> list[dict[str, Any]]:
+        return dicts(
+            conn,
+            'SELECT commit_id AS "commit", turn, kind, json AS trace FROM traces'
+            " WHERE session_id = ? ORDER BY commit_id",
+            session_id,
+        )
+
+    @staticmethod
+    def _require(conn: Connection, session_id: str) -> None:
+        if not conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
+            raise SessionNotFound(f"no session {session_id!r}")
+
+
+def session_info(row: tuple[Any, ...]) -> SessionInfo:
+    return SessionInfo(*row)
+
+
+def message_record(
+    layer: Any, tag: str, content: str, step: str | None, verb: str | None, meta: str
+) -> MessageRecord:
+    return MessageRecord(layer, tag, content, step, verb, json.loads(meta))
+
+
+def _check_result(row: tuple[str, str] | None) -> bool | None:
+    # The runtime stores the parsed boolean as meta {"result": bool}; the text is the fallback.
+    if row is None:
+        return None
+    content, meta = row
+    result = json.loads(meta).get("result")
+    if isinstance(result, bool):
+        return result
+    return content.strip().lower() in ("true", "yes", "1")
