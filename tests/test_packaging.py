@@ -3,6 +3,7 @@ installed into a fresh venv works from any directory."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -64,3 +65,41 @@ def test_a_wheel_in_a_fresh_venv_works_from_any_directory(tmp_path: Path) -> Non
     assert soul_cmd("validate", "x.yaml").returncode == 0
     bad = soul_cmd("validate", "nope.yaml")
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+@pytest.mark.slow
+def test_a_wheel_runs_turns_a_background_cycle_and_a_dialogue(tmp_path: Path) -> None:
+    """The runtime's subpackages all ship: a wheel with the memory extra, in a fresh venv, runs
+    claudius's turns (memory recall included), csd's subconscious cycles with a spontaneous
+    reply, and the entelgia dialogue — each on scripted model replies, from another folder."""
+    dist = tmp_path / "dist"
+    subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(ROOT)], check=True, capture_output=True)
+    (wheel,) = dist.glob("soulgraph-*.whl")
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=True)
+    bin_dir = env_dir / "bin"
+    subprocess.run([str(bin_dir / "python"), "-m", "pip", "install", "-q", f"{wheel}[memory]"], check=True, capture_output=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)} | {"SOUL_HOME": str(tmp_path / "home")}
+
+    def soul_cmd(*args: str) -> dict:
+        done = subprocess.run([str(bin_dir / "soul"), *args, "--json"], cwd=elsewhere, env=env, capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    hello = ROOT / "examples" / "claudius-hello.yaml"
+    first = soul_cmd("run", "claudius", "--script", str(hello), "-m", "Hello")
+    again = soul_cmd("run", "claudius", "--script", str(hello), "-m", "Hello again", "--session", first["session"])
+    assert first["reply"].startswith("Hello. I'm Claudius") and again["turn"] == 2
+    csd = {"conscious": ["<ID_quiet>q</ID_quiet><ID_loud>Hello.</ID_loud>", "<ID_quiet>q</ID_quiet><ID_loud>And the trip?</ID_loud>"],
+           "subconscious": ["<mood>calm</mood><criteria>be brief</criteria><S_loud></S_loud><S_quiet>q</S_quiet><trigger>false</trigger>",
+                            "<mood>curious</mood><criteria>ask</criteria><S_loud>ask about the trip</S_loud><S_quiet>q</S_quiet><trigger>true</trigger>"]}
+    (tmp_path / "csd.json").write_text(json.dumps(csd))
+    ran = soul_cmd("run", "csd", "--script", str(tmp_path / "csd.json"), "-m", "hi", "--cycles", "2")
+    assert ran["cycles"] == 2 and [s["reply"] for s in ran["spontaneous"]] == ["And the trip?"]
+    lines = {"Socrates": ["What is freedom?", "Is it chosen?"], "Athena": ["Freedom needs limits.", "Limits we choose."],
+             "Fixy": ["Name what you both accept."]}
+    (tmp_path / "dialogue.json").write_text(json.dumps(lines))
+    dialogue = soul_cmd("dialogue", "entelgia", "--turns", "3", "--seed", "1", "--script", str(tmp_path / "dialogue.json"))
+    assert len(dialogue["transcript"]) == 3
