@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from soul.cli.terminal import json_text, shown
+from soul.cli.terminal import say, say_json
 from soul.errors import BlueprintInvalid, BlueprintNotFound, BlueprintTooLarge, SoulError
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
@@ -25,7 +25,7 @@ def _error(exc: BaseException) -> None:
     """`soul: error: …` on stderr: the message can hold user or model text, and a key."""
     from soul.store import redact
 
-    print(f"soul: error: {shown(redact(str(exc)))}", file=sys.stderr)
+    say(f"soul: error: {redact(str(exc))}", err=True)
 
 
 def _redacting_excepthook(kind: type[BaseException], exc: BaseException, tb: object) -> None:
@@ -35,7 +35,7 @@ def _redacting_excepthook(kind: type[BaseException], exc: BaseException, tb: obj
     from soul.store import redact
 
     text = "".join(traceback.format_exception(kind, exc, tb))  # type: ignore[arg-type]
-    sys.stderr.write(shown(redact(text)))
+    say(redact(text), err=True, end="")
 
 
 def _redact_tracebacks() -> None:
@@ -46,10 +46,9 @@ def _redact_tracebacks() -> None:
         sys.excepthook = _redacting_excepthook
 
 
-def _print_diagnostics(diagnostics: Sequence[object], stream: object = None) -> None:
-    out = stream or sys.stderr
+def _print_diagnostics(diagnostics: Sequence[object]) -> None:
     for d in diagnostics:
-        print(shown(d.format_with_source()), file=out)  # type: ignore[attr-defined]
+        say(d.format_with_source(), err=True)  # type: ignore[attr-defined]
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -67,11 +66,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
         errors, warnings = len(checked.errors), len(checked.warnings)
         name = checked.blueprint.file if checked.blueprint else target
         if errors:
-            print(f"{shown(str(name))}: invalid — {errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}", file=sys.stderr)
+            say(f"{name}: invalid — {errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}", err=True)
             worst = max(worst, EXIT_INVALID)
         elif not args.quiet:
             suffix = f" ({warnings} warning{'s' * (warnings != 1)})" if warnings else ""
-            print(f"{shown(str(name))}: valid{suffix}")
+            say(f"{name}: valid{suffix}")
     return worst
 
 
@@ -84,7 +83,7 @@ def _compile(target: str) -> object:
 def cmd_graph(args: argparse.Namespace) -> int:
     from soul.compiler import draw
 
-    print(draw(_compile(args.blueprint), args.format), end="")  # type: ignore[arg-type]
+    say(draw(_compile(args.blueprint), args.format), end="")  # type: ignore[arg-type]
     return EXIT_OK
 
 
@@ -92,7 +91,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from soul.runtime import explain, render
 
     plan = _compile(args.blueprint)
-    print(shown(render(plan, args.message, explain(plan, args.message, user=args.user))), end="")  # type: ignore[arg-type]
+    say(render(plan, args.message, explain(plan, args.message, user=args.user)), end="")  # type: ignore[arg-type]
     return EXIT_OK
 
 
@@ -102,7 +101,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
         for kind in default_registry():
             tag = "llm" if kind.llm else "   "
-            print(f"{kind.name:20} {tag}  {kind.description}")
+            say(f"{kind.name:20} {tag}  {kind.description}")
         return EXIT_OK
     from soul.compiler import validate
     from soul.language import builtin_names
@@ -110,7 +109,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     for name in builtin_names():
         checked = validate(name)
         description = checked.blueprint.description if checked.blueprint else "(invalid)"
-        print(f"{name:12} {description}")
+        say(f"{name:12} {description}")
     return EXIT_OK
 
 
@@ -126,14 +125,17 @@ def cmd_chetana(args: argparse.Namespace) -> int:
 
     with SessionStore.open() as store:
         report = session_report(store, args.session)
-    print(json_text(report.to_dict()) if args.json else shown(report.render()))
+    if args.json:
+        say_json(report.to_dict())
+    else:
+        say(report.render())
     return EXIT_OK
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
     from soul.language import schema_text
 
-    print(schema_text(), end="")
+    say(schema_text(), end="")
     return EXIT_OK
 
 
@@ -141,8 +143,8 @@ def cmd_new(args: argparse.Namespace) -> int:
     from soul.cli.new import scaffold
 
     for path in scaffold(args.name, Path(args.dir)):
-        print(f"created {path}")
-    print(f"next: soul validate {Path(args.dir) / (args.name + '.yaml')}")
+        say(f"created {path}")
+    say(f"next: soul validate {Path(args.dir) / (args.name + '.yaml')}")
     return EXIT_OK
 
 
@@ -253,7 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         _print_diagnostics(exc.diagnostics)
         errors = sum(1 for d in exc.diagnostics if d.severity == "error")
-        print(f"soul: error: the blueprint has {errors} error{'s' * (errors != 1)}", file=sys.stderr)
+        say(f"soul: error: the blueprint has {errors} error{'s' * (errors != 1)}", err=True)
         return EXIT_INVALID
     except (BlueprintNotFound, BlueprintTooLarge) as exc:
         if args.debug:

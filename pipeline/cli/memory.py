@@ -18,6 +18,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
+from soul.cli.terminal import say, say_json
 from soul.errors import MemoryFieldError, SoulError
 
 
@@ -148,7 +149,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - started
     # "Remembered" counts only new memories: a near-duplicate strengthens the memory it was
     # merged into, and saying "60 of 60 remembered" then would hide that nothing was added.
-    print(f"{stored} of {len(items)} remembered into {args.field} ({new} new, {stored - new} merged into near-duplicates) "
+    say(f"{stored} of {len(items)} remembered into {args.field} ({new} new, {stored - new} merged into near-duplicates) "
           f"in {elapsed:.1f} s ({len(items) / max(elapsed, 1e-9):,.0f}/s); {len(items) - stored} refused by the quality gate (too short)")
     return 0
 
@@ -174,14 +175,14 @@ def cmd_recall(args: argparse.Namespace) -> int:
         else:
             hits = field.recall(args.query, args.k, mode=args.mode)
     if args.json:
-        print(json.dumps([{"id": h.id, "text": h.text, "score": h.score, "kind": h.kind, "tags": list(h.tags), "meta": h.meta, "components": h.components} for h in hits], ensure_ascii=False, indent=2, default=str))
+        say_json([{"id": h.id, "text": h.text, "score": h.score, "kind": h.kind, "tags": list(h.tags), "meta": h.meta, "components": h.components} for h in hits], default=str)
         return 0
     if not hits:
-        print("no memories match")
+        say("no memories match")
     if args.explain and hits and "facts" in hits[0].components:
         _print_facts(hits[0].components["facts"])
     for rank, h in enumerate(hits, start=1):
-        print(f"{rank:2}. {h.score:.3f}  [{h.kind}] {h.text}")
+        say(f"{rank:2}. {h.score:.3f}  [{h.kind}] {h.text}")
         if args.explain:
             _print_components(h.components)
     return 0
@@ -189,10 +190,10 @@ def cmd_recall(args: argparse.Namespace) -> int:
 
 def _print_facts(facts: dict[str, Any]) -> None:
     """What each resonance phase did for the whole query."""
-    print("phases: " + ", ".join(facts.get("phases", ())))
+    say("phases: " + ", ".join(facts.get("phases", ())))
     for phase, fact in facts.items():
         if phase != "phases":
-            print(f"  {phase}: " + (", ".join(f"{k} {v}" for k, v in fact.items()) if isinstance(fact, dict) else str(fact)))
+            say(f"  {phase}: " + (", ".join(f"{k} {v}" for k, v in fact.items()) if isinstance(fact, dict) else str(fact)))
 
 
 def _print_components(components: dict[str, Any]) -> None:
@@ -200,9 +201,9 @@ def _print_components(components: dict[str, Any]) -> None:
     plain = {k: v for k, v in components.items() if isinstance(v, int | float) and not k.startswith("factor:")}
     factors = {k[7:]: v for k, v in components.items() if k.startswith("factor:") and isinstance(v, int | float) and abs(v - 1.0) > 1e-6}
     if plain:
-        print("      " + ", ".join(f"{k} {v:.3f}" for k, v in plain.items()))
+        say("      " + ", ".join(f"{k} {v:.3f}" for k, v in plain.items()))
     if factors:
-        print("      factors: " + ", ".join(f"{k} ×{v:.3f}" for k, v in factors.items()))
+        say("      factors: " + ", ".join(f"{k} ×{v:.3f}" for k, v in factors.items()))
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -210,7 +211,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         stats = field.stats()
         # the Thompson learner's weights, once feedback (memory.learn) has saved any
         stats["learner"] = field.learner.weights() if (field.path / "learner.json").is_file() else None
-    print(json.dumps(stats, ensure_ascii=False, indent=2, default=str))
+    say_json(stats, default=str)
     return 0
 
 
@@ -220,15 +221,14 @@ def cmd_themes(args: argparse.Namespace) -> int:
 
     with _errors(args.field, "read the themes of"), _open(args.field) as field:
         if len(field) == 0:
-            print("the field holds no memories")
+            say("the field holds no memories")
             return 0
         themes = FieldThemes(field).themes(args.n)
     if args.json:
-        print(json.dumps([{"theme": t.id, "size": t.size, "representative": t.representative, "text": t.text} for t in themes],
-                         ensure_ascii=False, indent=2))
+        say_json([{"theme": t.id, "size": t.size, "representative": t.representative, "text": t.text} for t in themes])
         return 0
     for t in themes:
-        print(f"{t.size:6}  {' '.join(t.text.split())[:160]}")
+        say(f"{t.size:6}  {' '.join(t.text.split())[:160]}")
     return 0
 
 
@@ -239,8 +239,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     with _errors(args.field, "check"):
         report = Field.check(path)
     for issue in report.issues:
-        print(issue)
-    print("ok: every segment and snapshot checks out" if report.ok else f"{len(report.issues)} problem(s) found")
+        say(str(issue))
+    say("ok: every segment and snapshot checks out" if report.ok else f"{len(report.issues)} problem(s) found")
     return 0 if report.ok else 1
 
 
@@ -271,11 +271,11 @@ def cmd_reembed(args: argparse.Namespace) -> int:
             weight = None if args.no_context else 0.5
             report = reembed_field(path, embedder, batch=args.batch, progress=on_progress, context_weight=weight)
     if not report.switched:
-        print(f"{args.field} already holds vectors of {report.target}: nothing to do")
+        say(f"{args.field} already holds vectors of {report.target}: nothing to do")
         return 0
     was = f" (was {report.held})" if report.held else " (it had no record of its model)"
     resumed = f", resuming after {report.resumed_from} rows staged by an interrupted run" if report.resumed_from else ""
-    print(f"re-embedded {report.memories} memories of {args.field} with {report.target}{was} in {report.seconds:.1f} s{resumed}")
+    say(f"re-embedded {report.memories} memories of {args.field} with {report.target}{was} in {report.seconds:.1f} s{resumed}")
     return 0
 
 

@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 from typing import Any
 
-from soul.cli.terminal import json_text, markup_safe, shown
+from soul.cli.terminal import json_text, markup_safe, say_json, shown
 from soul.errors import RunError, SoulError
 from soul.runtime import Reply, StepFinished, StepStarted, Token, TurnCommitted
 
@@ -170,7 +170,7 @@ def run_command(args: argparse.Namespace) -> int:
             result = session.turn_sync(args.message)
             # What was stored is redacted; the result object is the turn's own, so it is
             # redacted here too (a key quoted in the message or the reply).
-            print(json_text(redact_data(_public(result.to_json(), soul, args))))
+            say_json(redact_data(_public(result.to_json(), soul, args)))
             return 0
         from rich.console import Console
 
@@ -240,7 +240,7 @@ def _once_with_background(soul: Any, session: Any, args: argparse.Namespace) -> 
         ]
         data["cycles"] = outcome.cycles
         data["failed_cycles"] = outcome.failed
-        print(json_text(redact_data(data)))
+        say_json(redact_data(data))
     return 0
 
 
