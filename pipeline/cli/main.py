@@ -19,6 +19,7 @@ from soul.cli.terminal import say, say_json
 from soul.errors import BlueprintInvalid, BlueprintNotFound, BlueprintTooLarge, SoulError
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+MODEL_VERBS = ("run", "dialogue", "serve", "worker")  # the verbs that call models (--allow-host)
 
 
 def _error(exc: BaseException) -> None:
@@ -237,6 +238,12 @@ def build_parser() -> argparse.ArgumentParser:
     from soul.cli.worker import add_parser as add_worker_parser
 
     add_worker_parser(sub, _cycles)
+    for verb in MODEL_VERBS:  # every verb that calls models: one flag, read in main()
+        sub.choices[verb].add_argument(
+            "--allow-host", action="append", metavar="HOST", default=None,
+            help="send your API key to this model host (host, host:port or URL) when a blueprint's base_url points "
+                 "there; repeatable. Without it such a host is called with no key (also: SOUL_ALLOW_HOSTS, "
+                 "$SOUL_HOME/allowed-hosts; docs/providers.md)")
 
     p = sub.add_parser("schema", help="print the blueprint JSON Schema", description="Print the JSON Schema (draft 2020-12) of blueprints, for editors.")
     p.set_defaults(func=cmd_schema)
@@ -248,6 +255,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     _redact_tracebacks()
     parser = build_parser()
     args = parser.parse_args(argv)
+    if getattr(args, "allow_host", None):
+        from soul.providers import allow_hosts
+
+        try:
+            allow_hosts(args.allow_host)
+        except SoulError as exc:
+            parser.error(f"--allow-host: {exc}")
     try:
         return int(args.func(args))
     except BlueprintInvalid as exc:
