@@ -13,6 +13,7 @@ from pathlib import Path
 
 from soul import textfiles
 from soul.compiler.dialogue_rules import check_dialogue
+from soul.compiler.model_rules import check_model_hosts
 from soul.compiler.references import Scope, check_expression, check_includes, check_template
 from soul.compiler.tool_rules import check_tools
 from soul.compiler.topology import ancestors, find_cycles, reachable
@@ -304,7 +305,7 @@ def check_rules(blueprint: Blueprint, registry: Registry, *, allow_field_paths: 
         if pr.persona:
             rules.file_beside(pr.persona, ("processes", name, "persona"), "persona")
     _check_triggers(rules)
-    _check_model_hosts(rules)
+    check_model_hosts(rules)
     check_dialogue(rules, validate)
     check_tools(rules)
     rules.unused_slots()
@@ -347,39 +348,6 @@ def _check_memory_learn(rules: _Rules) -> None:
     if not any(step.uses == "memory.recall" for step in rules.bp.steps.values()):
         rules.warning(("memory", "learn"), "memory.learn is on, but no turn step is a memory.recall: nothing is recalled, so nothing is learned",
                       "add a memory.recall step to the turn, or remove learn")
-
-
-_KEYLESS_FAMILIES = ("local", "claude-cli")  # no key and no base_url: nothing to check
-
-
-def _check_model_hosts(rules: _Rules) -> None:
-    """A slot's `api_key_env` must name a variable that looks like its provider's key (an
-    error), and a `base_url` that is not the provider's own host is a host this blueprint
-    chose: a warning, since the user's key goes there only if they allow it
-    (soul.credentials; the providers enforce the same rules at run time)."""
-    from soul.credentials import host_label, is_own_host, key_family, key_variable_problem
-
-    for name, slot in rules.bp.models.items():
-        spec = slot.provider
-        if not isinstance(spec, str) or ":" in spec.partition("/")[0] or key_family(spec) in _KEYLESS_FAMILIES:
-            continue  # scripted:, replay:, the local model, the Claude CLI
-        family = key_family(spec)
-        variable, base_url = slot.options.get("api_key_env"), slot.options.get("base_url")
-        if isinstance(variable, str):
-            problem = key_variable_problem(family, variable)
-            if problem is not None:
-                from soul.credentials import KEY_RULE
-
-                rules.error(("models", name, "api_key_env"), f"model slot '{name}': api_key_env {problem}",
-                            f"it must be {KEY_RULE}; a blueprint names a key's variable, never any other")
-        if isinstance(base_url, str) and base_url and not is_own_host(family, base_url):
-            host = host_label(base_url) or base_url
-            asks = f"; its api_key_env {variable} is refused there until then" if isinstance(variable, str) else ""
-            rules.warning(("models", name, "base_url"),
-                          f"model slot '{name}' sends its requests to {base_url}, a host this blueprint chose: "
-                          f"your key goes there only if you allow {host}{asks}",
-                          f"without it the model is called with no key; to allow it: SOUL_ALLOW_HOSTS={host}, "
-                          f"--allow-host {host}, or a line {host} in $SOUL_HOME/allowed-hosts")
 
 
 def _check_triggers(rules: _Rules) -> None:

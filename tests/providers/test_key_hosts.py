@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import REPLY
 from wire_server import WireServer
 
 from soul.cli.main import main
@@ -22,6 +21,8 @@ from soul.errors import AuthError
 from soul.providers import Message, Request, resolve
 from soul.providers.hosts import forget_allowed_hosts
 
+REPLY = ('<internal_monologue verb="pondered">A visitor.</internal_monologue>\n'
+         '<external_dialogue verb="said">Hello there, friend.</external_dialogue>\n')
 SECRETS = {
     "OPENAI_API_KEY": "sk-oai-SECRET-0001",
     "ANTHROPIC_API_KEY": "sk-ant-SECRET-0002",
