@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import sys
 import time
 from contextlib import AbstractContextManager
@@ -15,6 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from soul.cli.terminal import say, say_json
 from soul.errors import SoulError
 
 
@@ -98,16 +98,16 @@ def cmd_index_code(args: argparse.Namespace) -> int:
     with _errors(args, "index code into"):
         report = _index(args, root)
     if args.json:
-        print(json.dumps({**asdict(report), "resolved_share": report.resolved_share}, indent=2))
+        say_json({**asdict(report), "resolved_share": report.resolved_share})
         return 0
     rate = report.files_seen / max(report.seconds, 1e-9)
-    print(f"{report.files_seen} files seen, {report.files_parsed} parsed, {report.files_skipped} skipped, "
+    say(f"{report.files_seen} files seen, {report.files_parsed} parsed, {report.files_skipped} skipped, "
           f"{report.files_removed} removed in {report.seconds:.2f} s ({rate:,.0f} files/s)")
-    print(f"{report.symbols} symbols, {report.calls} calls, {report.resolved} resolved ({report.resolved_share:.0%})")
+    say(f"{report.symbols} symbols, {report.calls} calls, {report.resolved} resolved ({report.resolved_share:.0%})")
     if report.languages:
-        print("languages: " + ", ".join(f"{k} {v}" for k, v in sorted(report.languages.items())))
+        say("languages: " + ", ".join(f"{k} {v}" for k, v in sorted(report.languages.items())))
     for reason, n in sorted(report.skipped.items()):
-        print(f"skipped: {n} {reason}")
+        say(f"skipped: {n} {reason}")
     return 0
 
 
@@ -117,8 +117,8 @@ def _symbol_dict(s: Any) -> dict[str, Any]:
 
 def _print_symbol(s: Any, score: float | None = None) -> None:
     head = f"{score:.3f}  " if score is not None else ""
-    print(f"{head}{s.kind:9} {s.qualified}  {s.file}:{s.start_line}-{s.end_line}")
-    print(f"{' ' * len(head)}          {s.signature}")
+    say(f"{head}{s.kind:9} {s.qualified}  {s.file}:{s.start_line}-{s.end_line}")
+    say(f"{' ' * len(head)}          {s.signature}")
 
 
 def cmd_find_symbol(args: argparse.Namespace) -> int:
@@ -127,10 +127,10 @@ def cmd_find_symbol(args: argparse.Namespace) -> int:
         with index:
             found = index.find_symbol(args.name)
     if args.json:
-        print(json.dumps([_symbol_dict(s) for s in found], indent=2))
+        say_json([_symbol_dict(s) for s in found])
         return 0
     if not found:
-        print(f"no symbol named {args.name!r}")
+        say(f"no symbol named {args.name!r}")
         return 1
     for s in found:
         _print_symbol(s)
@@ -143,10 +143,10 @@ def cmd_search_symbols(args: argparse.Namespace) -> int:
         with index:
             hits = index.search_symbols(args.query, args.k)
     if args.json:
-        print(json.dumps([{**_symbol_dict(s), "score": score} for s, score in hits], indent=2))
+        say_json([{**_symbol_dict(s), "score": score} for s, score in hits])
         return 0
     if not hits:
-        print("no symbols match")
+        say("no symbols match")
     for s, score in hits:
         _print_symbol(s, score)
     return 0
@@ -160,16 +160,16 @@ def _cmd_calls(args: argparse.Namespace, direction: str) -> int:
                 raise SoulError(f"no symbol named {args.symbol!r} in {field_path(args.field) / 'code'}; try `soul memory search-symbols`")
             calls = index.symbol_callers(args.symbol) if direction == "callers" else index.symbol_callees(args.symbol)
     if args.json:
-        print(json.dumps([asdict(c) for c in calls], indent=2))
+        say_json([asdict(c) for c in calls])
         return 0
     if not calls:
-        print(f"no {direction} of {args.symbol!r}")
+        say(f"no {direction} of {args.symbol!r}")
     for c in calls:
         if direction == "callers":
-            print(f"{c.file}:{c.line}  {c.caller or '(module level)'}")
+            say(f"{c.file}:{c.line}  {c.caller or '(module level)'}")
         else:
             target = c.callee or f"unresolved: {c.reason}"
-            print(f"{c.file}:{c.line}  {(c.receiver + '.') if c.receiver else ''}{c.name} -> {target}")
+            say(f"{c.file}:{c.line}  {(c.receiver + '.') if c.receiver else ''}{c.name} -> {target}")
     return 0
 
 

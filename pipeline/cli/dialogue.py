@@ -11,11 +11,10 @@ Fixy's included, to the list of what it says; `--resume ID` continues a stored d
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
-from soul.cli.terminal import json_text, markup_safe
+from soul.cli.terminal import json_text, markup_safe, say, say_json
 from soul.errors import SoulError
 
 COLOURS = ("cyan", "green", "magenta", "blue", "red")
@@ -100,18 +99,17 @@ def cmd_dialogue(args: argparse.Namespace) -> int:
     except SoulError:
         done = runner.rules.turn - 1
         if done:  # what ran is saved: say how to go on once the cause is fixed
-            print(f"soul: dialogue {runner.id} is saved after turn {done}; continue it with --resume {runner.id}", file=sys.stderr)
+            say(f"soul: dialogue {runner.id} is saved after turn {done}; continue it with --resume {runner.id}", err=True)
         raise
     finally:
         runner.close()
     if console is not None:
         print_metrics(console, result.metrics)
     if args.json:
-        text = json_text(result.to_dict())
         if quiet:
-            print(text)
+            say_json(result.to_dict())
         else:
-            Path(args.json).write_text(text + "\n", encoding="utf-8")
+            Path(args.json).write_text(json_text(result.to_dict()) + "\n", encoding="utf-8")
     if args.plot:
         from soul.cli.dialogue_plot import plot
 

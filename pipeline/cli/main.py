@@ -15,17 +15,18 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from soul.cli.terminal import json_text, shown
+from soul.cli.terminal import say, say_json
 from soul.errors import BlueprintInvalid, BlueprintNotFound, BlueprintTooLarge, SoulError
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+MODEL_VERBS = ("run", "dialogue", "serve", "worker")  # the verbs that call models (--allow-host)
 
 
 def _error(exc: BaseException) -> None:
     """`soul: error: …` on stderr: the message can hold user or model text, and a key."""
     from soul.store import redact
 
-    print(f"soul: error: {shown(redact(str(exc)))}", file=sys.stderr)
+    say(f"soul: error: {redact(str(exc))}", err=True)
 
 
 def _redacting_excepthook(kind: type[BaseException], exc: BaseException, tb: object) -> None:
@@ -35,7 +36,7 @@ def _redacting_excepthook(kind: type[BaseException], exc: BaseException, tb: obj
     from soul.store import redact
 
     text = "".join(traceback.format_exception(kind, exc, tb))  # type: ignore[arg-type]
-    sys.stderr.write(shown(redact(text)))
+    say(redact(text), err=True, end="")
 
 
 def _redact_tracebacks() -> None:
@@ -46,10 +47,9 @@ def _redact_tracebacks() -> None:
         sys.excepthook = _redacting_excepthook
 
 
-def _print_diagnostics(diagnostics: Sequence[object], stream: object = None) -> None:
-    out = stream or sys.stderr
+def _print_diagnostics(diagnostics: Sequence[object]) -> None:
     for d in diagnostics:
-        print(shown(d.format_with_source()), file=out)  # type: ignore[attr-defined]
+        say(d.format_with_source(), err=True)  # type: ignore[attr-defined]
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -67,11 +67,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
         errors, warnings = len(checked.errors), len(checked.warnings)
         name = checked.blueprint.file if checked.blueprint else target
         if errors:
-            print(f"{shown(str(name))}: invalid — {errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}", file=sys.stderr)
+            say(f"{name}: invalid — {errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}", err=True)
             worst = max(worst, EXIT_INVALID)
         elif not args.quiet:
             suffix = f" ({warnings} warning{'s' * (warnings != 1)})" if warnings else ""
-            print(f"{shown(str(name))}: valid{suffix}")
+            say(f"{name}: valid{suffix}")
     return worst
 
 
@@ -84,7 +84,7 @@ def _compile(target: str) -> object:
 def cmd_graph(args: argparse.Namespace) -> int:
     from soul.compiler import draw
 
-    print(draw(_compile(args.blueprint), args.format), end="")  # type: ignore[arg-type]
+    say(draw(_compile(args.blueprint), args.format), end="")  # type: ignore[arg-type]
     return EXIT_OK
 
 
@@ -92,7 +92,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from soul.runtime import explain, render
 
     plan = _compile(args.blueprint)
-    print(shown(render(plan, args.message, explain(plan, args.message, user=args.user))), end="")  # type: ignore[arg-type]
+    say(render(plan, args.message, explain(plan, args.message, user=args.user)), end="")  # type: ignore[arg-type]
     return EXIT_OK
 
 
@@ -102,7 +102,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
         for kind in default_registry():
             tag = "llm" if kind.llm else "   "
-            print(f"{kind.name:20} {tag}  {kind.description}")
+            say(f"{kind.name:20} {tag}  {kind.description}")
         return EXIT_OK
     from soul.compiler import validate
     from soul.language import builtin_names
@@ -110,7 +110,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     for name in builtin_names():
         checked = validate(name)
         description = checked.blueprint.description if checked.blueprint else "(invalid)"
-        print(f"{name:12} {description}")
+        say(f"{name:12} {description}")
     return EXIT_OK
 
 
@@ -126,14 +126,17 @@ def cmd_chetana(args: argparse.Namespace) -> int:
 
     with SessionStore.open() as store:
         report = session_report(store, args.session)
-    print(json_text(report.to_dict()) if args.json else shown(report.render()))
+    if args.json:
+        say_json(report.to_dict())
+    else:
+        say(report.render())
     return EXIT_OK
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
     from soul.language import schema_text
 
-    print(schema_text(), end="")
+    say(schema_text(), end="")
     return EXIT_OK
 
 
@@ -141,8 +144,8 @@ def cmd_new(args: argparse.Namespace) -> int:
     from soul.cli.new import scaffold
 
     for path in scaffold(args.name, Path(args.dir)):
-        print(f"created {path}")
-    print(f"next: soul validate {Path(args.dir) / (args.name + '.yaml')}")
+        say(f"created {path}")
+    say(f"next: soul validate {Path(args.dir) / (args.name + '.yaml')}")
     return EXIT_OK
 
 
@@ -235,6 +238,12 @@ def build_parser() -> argparse.ArgumentParser:
     from soul.cli.worker import add_parser as add_worker_parser
 
     add_worker_parser(sub, _cycles)
+    for verb in MODEL_VERBS:  # every verb that calls models: one flag, read in main()
+        sub.choices[verb].add_argument(
+            "--allow-host", action="append", metavar="HOST", default=None,
+            help="send your API key to this model host (host, host:port or URL) when a blueprint's base_url points "
+                 "there; repeatable. Without it such a host is called with no key (also: SOUL_ALLOW_HOSTS, "
+                 "$SOUL_HOME/allowed-hosts; docs/providers.md)")
 
     p = sub.add_parser("schema", help="print the blueprint JSON Schema", description="Print the JSON Schema (draft 2020-12) of blueprints, for editors.")
     p.set_defaults(func=cmd_schema)
@@ -246,6 +255,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     _redact_tracebacks()
     parser = build_parser()
     args = parser.parse_args(argv)
+    if getattr(args, "allow_host", None):
+        from soul.providers import allow_hosts
+
+        try:
+            allow_hosts(args.allow_host)
+        except SoulError as exc:
+            parser.error(f"--allow-host: {exc}")
     try:
         return int(args.func(args))
     except BlueprintInvalid as exc:
@@ -253,7 +269,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         _print_diagnostics(exc.diagnostics)
         errors = sum(1 for d in exc.diagnostics if d.severity == "error")
-        print(f"soul: error: the blueprint has {errors} error{'s' * (errors != 1)}", file=sys.stderr)
+        say(f"soul: error: the blueprint has {errors} error{'s' * (errors != 1)}", err=True)
         return EXIT_INVALID
     except (BlueprintNotFound, BlueprintTooLarge) as exc:
         if args.debug:

@@ -10,79 +10,15 @@ that name `--field`, what failed and how to fix it (`soul.runtime.memory.field_e
 from __future__ import annotations
 
 import argparse
-import json
-import re
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
+from soul.cli.memory_files import MEMORY_CHARS, read_items
+from soul.cli.terminal import say, say_json
 from soul.errors import MemoryFieldError, SoulError
-
-
-def _read_text(path: Path) -> str:
-    """The file as UTF-8; a file that is not UTF-8 is refused at the line of its first bad
-    byte (a binary, a latin-1 export), with how to fix it."""
-    data = path.read_bytes()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise SoulError(f"{path}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
-                        f"{exc.start}); convert the file to UTF-8, e.g. iconv -t UTF-8") from None
-
-
-def _jsonl_item(path: Path, number: int, value: Any, base: dict[str, Any]) -> dict[str, Any]:
-    """One JSONL line as an item, checked by the engine so a bad field names its line."""
-    from soul.engines.resonance import ConfigError, check_item
-
-    if isinstance(value, str):
-        item = {**base, "text": value}
-    elif isinstance(value, dict) and isinstance(value.get("text"), str):
-        item = {**base, **value}
-        if not value.get("tags"):
-            item["tags"] = base["tags"]
-    else:
-        raise SoulError(f"{path}:{number}: expected a string or an object with a `text` string")
-    try:
-        check_item(item)
-    except ConfigError as exc:
-        raise SoulError(f"{path}:{number}: {exc}; fix or remove the line") from None
-    return item
-
-
-def read_items(path: Path, kind: str, tags: list[str]) -> Iterator[dict[str, Any]]:
-    """Memories from a file: JSONL (a string or an object with `text` per line), Markdown
-    (one memory per paragraph, headings kept with the paragraph below them) or text (one
-    memory per non-empty line). A file that is not UTF-8, or a JSONL line that is not JSON or
-    has a bad field, stops the reading with a `SoulError` naming FILE:LINE."""
-    text = _read_text(path)
-    base = {"kind": kind, "tags": tuple(tags), "source": path.name}
-    if path.suffix in (".jsonl", ".ndjson"):
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-            except (json.JSONDecodeError, RecursionError) as exc:
-                why = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
-                raise SoulError(f"{path}:{number}: not JSON: {why}") from None
-            yield _jsonl_item(path, number, value, base)
-    elif path.suffix in (".md", ".markdown"):
-        heading = ""
-        for block in re.split(r"\n\s*\n", text):
-            block = block.strip()
-            if not block:
-                continue
-            if block.startswith("#") and "\n" not in block:
-                heading = block.lstrip("# ").strip()
-                continue
-            yield {**base, "text": f"{heading}: {block}" if heading else block}
-    else:
-        for line in text.splitlines():
-            if line.strip():
-                yield {**base, "text": line.strip()}
 
 
 def _existing(folder: str) -> Path:
@@ -120,36 +56,61 @@ def _errors(folder: str, doing: str) -> AbstractContextManager[None]:
                         elsewhere="pass --field a folder (it is created if missing)")
 
 
+BATCH_ITEMS = 256  # memories remembered per call: the progress bar moves between calls
+BATCH_CHARS = 256 << 10  # and at most this much text per call: remembering costs RAM per character
+
+
+def _batches(items: Iterator[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
+    batch: list[dict[str, Any]] = []
+    chars = 0
+    for item in items:
+        batch.append(item)
+        chars += len(item["text"])
+        if len(batch) >= BATCH_ITEMS or chars >= BATCH_CHARS:
+            yield batch
+            batch, chars = [], 0
+    if batch:
+        yield batch
+
+
 def cmd_ingest(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     source = Path(args.file)
     if not source.is_file():
         raise SoulError(f"{source}: no such file")
-    items = list(read_items(source, args.kind, args.tag or []))
+    tags = args.tag or []
+    # a first pass reads the whole file, so a bad line stops the ingest before anything is
+    # written, and counts the memories; the second remembers them, a batch at a time
+    total = sum(1 for _ in read_items(source, args.kind, tags))
     started = time.perf_counter()
     # --no-context: unrelated notes, each embedded alone (by default the file's items are one
     # session chain, each vector carrying the item before it: field/context.py)
     options = {"context_weight": None} if args.no_context else {}
+    stored = 0
     with _errors(args.field, "ingest into"), _open(args.field, create=True, embedder=args.embedder, **options) as field, Progress(
         TextColumn("ingesting"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
         transient=not args.verbose,
     ) as progress:
-        task = progress.add_task("ingest", total=len(items), rate="")
+        task = progress.add_task("ingest", total=total, rate="")
         before = len(field)
+        offset = 0
 
-        def on_progress(done: int, total: int) -> None:
+        def on_progress(done: int, _total: int) -> None:
             elapsed = max(time.perf_counter() - started, 1e-9)
-            progress.update(task, completed=done, rate=f"{done / elapsed:,.0f}/s")
+            progress.update(task, completed=offset + done, rate=f"{(offset + done) / elapsed:,.0f}/s")
 
-        ids = field.remember_many(items, progress=on_progress)
+        for batch in _batches(read_items(source, args.kind, tags)):
+            # one session chain across the batches: each call continues the last (field/association.py)
+            stored += sum(1 for i in field.remember_many(batch, progress=on_progress) if i is not None)
+            offset += len(batch)
         new = len(field) - before
-    stored = sum(1 for i in ids if i is not None)
     elapsed = time.perf_counter() - started
     # "Remembered" counts only new memories: a near-duplicate strengthens the memory it was
     # merged into, and saying "60 of 60 remembered" then would hide that nothing was added.
-    print(f"{stored} of {len(items)} remembered into {args.field} ({new} new, {stored - new} merged into near-duplicates) "
-          f"in {elapsed:.1f} s ({len(items) / max(elapsed, 1e-9):,.0f}/s); {len(items) - stored} refused by the quality gate (too short)")
+    say(f"{stored} of {total} remembered into {args.field} ({new} new, {stored - new} merged into near-duplicates) "
+        f"in {elapsed:.1f} s ({total / max(elapsed, 1e-9):,.0f}/s); {total - stored} refused by the quality gate (too short); "
+        f"a memory holds at most {MEMORY_CHARS:,} characters: longer lines and paragraphs were split")
     return 0
 
 
@@ -174,14 +135,14 @@ def cmd_recall(args: argparse.Namespace) -> int:
         else:
             hits = field.recall(args.query, args.k, mode=args.mode)
     if args.json:
-        print(json.dumps([{"id": h.id, "text": h.text, "score": h.score, "kind": h.kind, "tags": list(h.tags), "meta": h.meta, "components": h.components} for h in hits], ensure_ascii=False, indent=2, default=str))
+        say_json([{"id": h.id, "text": h.text, "score": h.score, "kind": h.kind, "tags": list(h.tags), "meta": h.meta, "components": h.components} for h in hits], default=str)
         return 0
     if not hits:
-        print("no memories match")
+        say("no memories match")
     if args.explain and hits and "facts" in hits[0].components:
         _print_facts(hits[0].components["facts"])
     for rank, h in enumerate(hits, start=1):
-        print(f"{rank:2}. {h.score:.3f}  [{h.kind}] {h.text}")
+        say(f"{rank:2}. {h.score:.3f}  [{h.kind}] {h.text}")
         if args.explain:
             _print_components(h.components)
     return 0
@@ -189,10 +150,10 @@ def cmd_recall(args: argparse.Namespace) -> int:
 
 def _print_facts(facts: dict[str, Any]) -> None:
     """What each resonance phase did for the whole query."""
-    print("phases: " + ", ".join(facts.get("phases", ())))
+    say("phases: " + ", ".join(facts.get("phases", ())))
     for phase, fact in facts.items():
         if phase != "phases":
-            print(f"  {phase}: " + (", ".join(f"{k} {v}" for k, v in fact.items()) if isinstance(fact, dict) else str(fact)))
+            say(f"  {phase}: " + (", ".join(f"{k} {v}" for k, v in fact.items()) if isinstance(fact, dict) else str(fact)))
 
 
 def _print_components(components: dict[str, Any]) -> None:
@@ -200,9 +161,9 @@ def _print_components(components: dict[str, Any]) -> None:
     plain = {k: v for k, v in components.items() if isinstance(v, int | float) and not k.startswith("factor:")}
     factors = {k[7:]: v for k, v in components.items() if k.startswith("factor:") and isinstance(v, int | float) and abs(v - 1.0) > 1e-6}
     if plain:
-        print("      " + ", ".join(f"{k} {v:.3f}" for k, v in plain.items()))
+        say("      " + ", ".join(f"{k} {v:.3f}" for k, v in plain.items()))
     if factors:
-        print("      factors: " + ", ".join(f"{k} ×{v:.3f}" for k, v in factors.items()))
+        say("      factors: " + ", ".join(f"{k} ×{v:.3f}" for k, v in factors.items()))
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -210,7 +171,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         stats = field.stats()
         # the Thompson learner's weights, once feedback (memory.learn) has saved any
         stats["learner"] = field.learner.weights() if (field.path / "learner.json").is_file() else None
-    print(json.dumps(stats, ensure_ascii=False, indent=2, default=str))
+    say_json(stats, default=str)
     return 0
 
 
@@ -220,15 +181,14 @@ def cmd_themes(args: argparse.Namespace) -> int:
 
     with _errors(args.field, "read the themes of"), _open(args.field) as field:
         if len(field) == 0:
-            print("the field holds no memories")
+            say("the field holds no memories")
             return 0
         themes = FieldThemes(field).themes(args.n)
     if args.json:
-        print(json.dumps([{"theme": t.id, "size": t.size, "representative": t.representative, "text": t.text} for t in themes],
-                         ensure_ascii=False, indent=2))
+        say_json([{"theme": t.id, "size": t.size, "representative": t.representative, "text": t.text} for t in themes])
         return 0
     for t in themes:
-        print(f"{t.size:6}  {' '.join(t.text.split())[:160]}")
+        say(f"{t.size:6}  {' '.join(t.text.split())[:160]}")
     return 0
 
 
@@ -239,8 +199,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     with _errors(args.field, "check"):
         report = Field.check(path)
     for issue in report.issues:
-        print(issue)
-    print("ok: every segment and snapshot checks out" if report.ok else f"{len(report.issues)} problem(s) found")
+        say(str(issue))
+    say("ok: every segment and snapshot checks out" if report.ok else f"{len(report.issues)} problem(s) found")
     return 0 if report.ok else 1
 
 
@@ -271,11 +231,11 @@ def cmd_reembed(args: argparse.Namespace) -> int:
             weight = None if args.no_context else 0.5
             report = reembed_field(path, embedder, batch=args.batch, progress=on_progress, context_weight=weight)
     if not report.switched:
-        print(f"{args.field} already holds vectors of {report.target}: nothing to do")
+        say(f"{args.field} already holds vectors of {report.target}: nothing to do")
         return 0
     was = f" (was {report.held})" if report.held else " (it had no record of its model)"
     resumed = f", resuming after {report.resumed_from} rows staged by an interrupted run" if report.resumed_from else ""
-    print(f"re-embedded {report.memories} memories of {args.field} with {report.target}{was} in {report.seconds:.1f} s{resumed}")
+    say(f"re-embedded {report.memories} memories of {args.field} with {report.target}{was} in {report.seconds:.1f} s{resumed}")
     return 0
 
 

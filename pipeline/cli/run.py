@@ -21,7 +21,7 @@ from typing import Any
 
 from soul.cli.printer import Printer, one_turn, warnings_to
 from soul.cli.repl import repl
-from soul.cli.terminal import json_text
+from soul.cli.terminal import say_json
 from soul.errors import RunError, SoulError
 
 EXIT_INTERRUPTED = 130  # the shell's convention for a process ended by SIGINT
@@ -71,7 +71,7 @@ def run_command(args: argparse.Namespace) -> int:
             result = session.turn_sync(args.message)
             # What was stored is redacted; the result object is the turn's own, so it is
             # redacted here too (a key quoted in the message or the reply).
-            print(json_text(redact_data(_public(result.to_json(), soul, args))))
+            say_json(redact_data(_public(result.to_json(), soul, args)))
             return 0
         from rich.console import Console
 
@@ -141,7 +141,7 @@ def _once_with_background(soul: Any, session: Any, args: argparse.Namespace) -> 
         ]
         data["cycles"] = outcome.cycles
         data["failed_cycles"] = outcome.failed
-        print(json_text(redact_data(data)))
+        say_json(redact_data(data))
     return 0
 
 

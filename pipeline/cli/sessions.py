@@ -7,7 +7,7 @@ import difflib
 import time
 from typing import Any
 
-from soul.cli.terminal import json_text, shown
+from soul.cli.terminal import say, say_json
 from soul.errors import SoulError
 
 
@@ -26,25 +26,25 @@ def sessions_command(args: argparse.Namespace) -> int:
         if args.action == "list":
             rows = store.sessions(args.soul)
             if not rows:
-                print("no sessions yet — start one with: soul run claudius")
+                say("no sessions yet — start one with: soul run claudius")
             for s in rows:
-                print(shown(f"{s.id}  {s.soul:12} {s.user:12} {s.turns:4} turns  {_when(s.updated)}"))
+                say(f"{s.id}  {s.soul:12} {s.user:12} {s.turns:4} turns  {_when(s.updated)}")
             return 0
         if not args.id:
             raise SoulError(f"soul sessions {args.action} needs a session id (see: soul sessions list)")
         info = store.find_session(args.id)
         if args.action == "show":
-            print(shown(f"session {info.id} · soul {info.soul} · user {info.user} · {info.turns} turns"))
+            say(f"session {info.id} · soul {info.soul} · user {info.user} · {info.turns} turns")
             for turn, record, _ in store.messages(info.id, layer=None if args.all else "external"):
                 who = info.user if record.tag == "user" else (info.soul if record.layer == "external" else f"  ({record.tag})")
-                print(shown(f"[{turn}] {who}: {record.content}"))
+                say(f"[{turn}] {who}: {record.content}")
             return 0
         if args.action == "export":
-            print(json_text(store.export_session(info.id)))
+            say_json(store.export_session(info.id))
             return 0
         if args.action == "delete":
             store.delete_session(info.id)
-            print(f"deleted session {info.id}")
+            say(f"deleted session {info.id}")
             return 0
     raise SoulError(f"unknown action {args.action}")  # pragma: no cover - argparse restricts it
 
@@ -54,19 +54,19 @@ def user_model_command(args: argparse.Namespace) -> int:
         if args.action == "show":
             current = store.user_model(args.soul, args.user)
             if current is None:
-                print(f"{args.soul} knows nothing about {args.user} yet")
+                say(f"{args.soul} knows nothing about {args.user} yet")
             else:
-                print(shown(f"# version {current.version} · {current.note}\n{current.text}"))
+                say(f"# version {current.version} · {current.note}\n{current.text}")
             return 0
         history = store.user_model_history(args.soul, args.user)
         if args.action == "history":
             if not history:
-                print(f"{args.soul} knows nothing about {args.user} yet")
+                say(f"{args.soul} knows nothing about {args.user} yet")
             for v in history:
                 where = f" · session {v.session_id[:8]} turn {v.turn}" if v.session_id else ""
                 # A note of several lines stays under its version, indented.
                 note = "\n    ".join(v.note.splitlines())
-                print(shown(f"v{v.version}  {_when(v.created)}{where}  {note}"))
+                say(f"v{v.version}  {_when(v.created)}{where}  {note}")
             return 0
         versions = {v.version: v for v in history}
         if args.action == "diff":
@@ -83,13 +83,13 @@ def user_model_command(args: argparse.Namespace) -> int:
             before = a.text.splitlines() if a else []
             diff = "\n".join(difflib.unified_diff(before, b.text.splitlines(), f"v{old}", f"v{new}", lineterm=""))
             if diff:
-                print(shown(diff))
+                say(diff)
             return 0
         if args.action == "revert":
             if args.version not in versions:
                 raise SoulError(f"no version {args.version}; versions: {', '.join(map(str, versions)) or '(none)'}")
             v = store.revert_user_model(args.soul, args.user, args.version, note=f"reverted to v{args.version}")
-            print(f"user model of {args.user} is now v{v.version} (a copy of v{args.version})")
+            say(f"user model of {args.user} is now v{v.version} (a copy of v{args.version})")
             return 0
     raise SoulError(f"unknown action {args.action}")  # pragma: no cover
 

@@ -8,6 +8,7 @@ import os
 import signal
 from typing import Any
 
+from soul.cli.terminal import say
 from soul.errors import SoulError
 
 
@@ -58,10 +59,10 @@ def worker_command(args: argparse.Namespace) -> int:
     worker = Worker(soul, engine, store, poll=args.poll, cycles=args.cycles, heartbeat=beat)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: worker.stop())
-    print(f"soul worker: {soul.name}, executor {args.executor!r}", flush=True)
+    say(f"soul worker: {soul.name}, executor {args.executor!r}", flush=True)
     try:
         worker.run()
     finally:
         engine.shutdown()
-    print(f"soul worker: stopped after enqueuing {worker.enqueued} cycles and {worker.fired} spontaneous turns", flush=True)
+    say(f"soul worker: stopped after enqueuing {worker.enqueued} cycles and {worker.fired} spontaneous turns", flush=True)
     return 0

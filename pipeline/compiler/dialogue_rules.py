@@ -2,7 +2,8 @@
 
 Files (personas, agent blueprints) exist beside the blueprint; model slots are defined; the
 first speaker and the observer are agents; at least two agents take turns besides the
-observer; an agent's own blueprint is itself valid and holds no dialogue. Speaker-policy and
+observer; an agent's own blueprint is itself valid and holds no dialogue (dialogue blueprints
+that name each other as agents are reported with their chain, never followed round). Speaker-policy and
 seed-strategy names are checked when the dialogue runs (`soul dialogue`, at their FILE:LINE:COL):
 extensions may register their own, and validation stays clear of the engines.
 """
@@ -13,9 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from soul import textfiles
 from soul.diagnostics import did_you_mean, one_of
+from soul.errors import BlueprintError
 from soul.kinds import Registry
-from soul.language import Blueprint
+from soul.language import Blueprint, read
 
 KeyPath = tuple[str | int, ...]
 
@@ -85,13 +88,72 @@ def _agent_blueprint(rules: Rules, validate: Validate, rel: str, path: KeyPath) 
     target = rules.file_beside(rel, path, "blueprint")
     if target is None:
         return
-    if rules.bp.folder is not None and Path(rules.bp.file).name == Path(rel).name and target.resolve() == (rules.bp.folder / Path(rules.bp.file).name).resolve():
+    if rules.bp.folder is not None and target.resolve() == (rules.bp.folder / Path(rules.bp.file).name).resolve():
         rules.error(path, "an agent's blueprint cannot be the dialogue's own blueprint", "agents without `blueprint:` already run this blueprint's steps")
         return
+    if _agent_files(target) is not None:  # checked here, not by validating it: that would follow the chain
+        agent = path[-2]
+        ring = _ring(rules.bp, target)
+        if ring is not None:
+            rules.error(path, f"dialogue blueprints point at each other: {' → '.join(ring)}",
+                        f"an agent's blueprint is one soul without a `dialogue:` block; give agent '{agent}' a persona instead")
+        else:
+            rules.error(path, f"agent blueprint '{rel}' holds a dialogue of its own", "an agent runs one soul; remove its `dialogue:` block")
+        return
     checked = validate(target, rules.registry)
-    if checked.blueprint is not None and checked.blueprint.dialogue:
-        rules.error(path, f"agent blueprint '{rel}' holds a dialogue of its own", "an agent runs one soul; remove its `dialogue:` block")
-    elif checked.errors:
+    if checked.errors:
         first = checked.errors[0]
         rules.error(path, f"agent blueprint '{rel}' is invalid ({len(checked.errors)} error{'s' * (len(checked.errors) != 1)}; first: {first.message})",
                     f"run `soul validate {rel}`")
+
+
+def _agent_files(blueprint: Path) -> list[Path] | None:
+    """The agent blueprints a file's `dialogue:` names (those inside its folder), or None when
+    it holds no dialogue (or cannot be read: validating it says why)."""
+    try:
+        loaded, _ = read(blueprint)
+    except (BlueprintError, OSError):
+        return None
+    data = loaded.data if isinstance(loaded.data, dict) else {}
+    dialogue = data.get("dialogue")
+    if not isinstance(dialogue, dict):
+        return None
+    agents = dialogue.get("agents") if isinstance(dialogue.get("agents"), dict) else {}
+    found = []
+    for spec in agents.values():
+        named = spec.get("blueprint") if isinstance(spec, dict) else None
+        if isinstance(named, str) and named:
+            try:
+                found.append(textfiles.confine(blueprint.parent, named).resolve())
+            except textfiles.Refused:
+                continue  # validating that blueprint reports it
+    return found
+
+
+def _ring(bp: Blueprint, first: Path) -> list[str] | None:
+    """The chain of dialogue blueprints from `bp` through its agent `first` back to one
+    already in it (names relative to `bp`'s folder), or None when every path ends. Each file
+    is read once: the walk is linear in the files, however they point at each other."""
+    assert bp.folder is not None
+    home = bp.folder.resolve()
+    start = (home / Path(bp.file).name).resolve()
+
+    def name(path: Path) -> str:
+        return path.relative_to(home).as_posix() if path.is_relative_to(home) else str(path)
+
+    chain, on_chain, finished = [start], {start}, set()
+    stack = [iter([first.resolve()])]  # stack[i] walks the agents of chain[i]
+    while stack:
+        node = next(stack[-1], None)
+        if node is None:
+            stack.pop()
+            done = chain.pop()
+            on_chain.discard(done)
+            finished.add(done)
+        elif node in on_chain:
+            return [name(p) for p in (*chain, node)]
+        elif node not in finished:
+            chain.append(node)
+            on_chain.add(node)
+            stack.append(iter(_agent_files(node) or ()))
+    return None

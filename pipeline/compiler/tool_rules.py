@@ -1,8 +1,9 @@
 """The rules of tools (docs/tools.md), checked in validation's one pass.
 
-Each tool of the `tools:` block points at a module that exists and, as far as its source
-shows, defines the function — found without running any of it (`soul.language.locate_tool`):
-validating a blueprint never executes code it names. A step's `tools:` names declared tools
+Each tool of the `tools:` block points at a module that exists and binds the function on
+some path — found without running any of it (`soul.language.locate_tool`): validating a
+blueprint never executes code it names. What only running could show (a compiled module, a
+module `__getattr__`) is a warning saying the name could not be proven, and how to prove it. A step's `tools:` names declared tools
 and sits on a step that calls a model; a `tool` step has tools to choose from, and the one its
 `with: tool:` names is among them. A declared tool no step can reach is a warning.
 """
@@ -14,7 +15,7 @@ from typing import Any, Protocol
 
 from soul.diagnostics import did_you_mean, one_of
 from soul.kinds import Registry
-from soul.language import Blueprint, KeyPath, Step, locate_tool
+from soul.language import Bindings, Blueprint, KeyPath, Step, locate_tool
 
 TOOL_KIND = "tool"
 
@@ -33,12 +34,13 @@ class Reporter(Protocol):
 def check_tools(rules: Reporter) -> None:
     """Every tool rule, reported through `rules` at the blueprint's positions."""
     bp = rules.bp
+    bindings = Bindings(bp.folder)  # each module read once for all the tools
     for decl in bp.tools.values():
-        problem = locate_tool(decl, bp.folder)
-        if problem is not None:
+        finding = locate_tool(decl, bp.folder, bindings)
+        if finding is not None:
             at = _first_written(bp, (*decl.path, "ref"), decl.path)
-            rules.error(at, f"tool '{decl.name}': {problem}",
-                        "put the module beside the blueprint, or install it; `soul run` imports it")
+            report = rules.error if finding.proven else rules.warning
+            report(at, f"tool '{decl.name}': {finding.message}", finding.hint)
     reached: set[str] = set()
     for step in _all_steps(bp):
         reached |= _check_step(rules, step)

@@ -3,7 +3,7 @@
 Stages: YAML with positions → JSON Schema → the typed Blueprint → the graph's own rules (step
 kinds, `with:` parameters and the templates among them, `after`, cycles, reachability, gates and
 template references, what a template always fails on, files, `memory.field`, model slots, fused
-calls) → warnings (dead steps, unused slots).
+calls, model slots' keys and hosts) → warnings (dead steps, unused slots, hosts a blueprint chose).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from pathlib import Path
 
 from soul import textfiles
 from soul.compiler.dialogue_rules import check_dialogue
+from soul.compiler.model_rules import check_model_hosts
 from soul.compiler.references import Scope, check_expression, check_includes, check_template
 from soul.compiler.tool_rules import check_tools
 from soul.compiler.topology import ancestors, find_cycles, reachable
@@ -304,6 +305,7 @@ def check_rules(blueprint: Blueprint, registry: Registry, *, allow_field_paths: 
         if pr.persona:
             rules.file_beside(pr.persona, ("processes", name, "persona"), "persona")
     _check_triggers(rules)
+    check_model_hosts(rules)
     check_dialogue(rules, validate)
     check_tools(rules)
     rules.unused_slots()

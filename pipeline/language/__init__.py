@@ -4,6 +4,7 @@ dataclasses, and the Jinja sandbox that `when` expressions and templates compile
 The first stage: it imports nothing of the later ones (compiler, runtime, providers, engines).
 """
 
+from soul.language.bindings import Bindings
 from soul.language.blueprint import (
     Blueprint,
     ModelSlot,
@@ -33,13 +34,14 @@ from soul.language.schema import blueprint_schema, schema_text
 from soul.language.schema import check as check_schema
 from soul.language.schema import check_at as check_schema_at
 from soul.language.sourcemap import KeyPath, Loaded, SourceMap, load_yaml
-from soul.language.tools import DEFAULT_ROUNDS, StepTools, ToolDecl, locate_tool
+from soul.language.tools import DEFAULT_ROUNDS, StepTools, ToolDecl, ToolFinding, locate_tool
 
 __all__ = [
     "ALLOW_FIELD_PATHS",
     "DEFAULT_ROUNDS",
     "TEMPLATE_FORMAT",
     "Analysis",
+    "Bindings",
     "Blueprint",
     "Dialogue",
     "DialogueAgent",
@@ -56,6 +58,7 @@ __all__ = [
     "StepTools",
     "Subprocess",
     "ToolDecl",
+    "ToolFinding",
     "Trigger",
     "analyse_expression",
     "analyse_template",

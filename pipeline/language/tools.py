@@ -6,26 +6,26 @@ description: TEXT, max_chars: N}}` declares Python functions a model may call. `
 must not run code from a blueprint it is asked to check (a cloned repository is hostile input
 until the user runs it), so `locate_tool` looks for the module's file the way the import system
 would — the blueprint's folder first, then `sys.path` — with `PathFinder`, which reads
-directories and executes nothing, and parses a `.py` module with `ast` to see whether it
-defines the function. `soul run` imports the function (soul.runtime.tools).
+directories and executes nothing, and reads its source to see whether it binds the name, the
+way the import would (`soul.language.bindings`: star imports followed, every path counted).
+What only running could show is a doubt, not an error. `soul run` imports the function
+(soul.runtime.tools).
 """
 
 from __future__ import annotations
 
-import ast
 import re
 import sys
 from dataclasses import dataclass
-from importlib.machinery import ModuleSpec, PathFinder
 from pathlib import Path
 from typing import Any
 
+from soul.language.bindings import Bindings, find_module
 from soul.language.sourcemap import KeyPath
 
 DEFAULT_TIMEOUT = 30.0  # seconds a call may take before it is reported as timed out
 DEFAULT_MAX_CHARS = 8000  # of a result shown to the model; the rest is cut, and the cut said
 DEFAULT_ROUNDS = 4  # tool rounds a call may take before it must answer
-MAX_SOURCE_BYTES = 1 << 20  # a module bigger than this is not parsed at validate time
 
 REF = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")  # what every provider accepts as a tool name
@@ -92,82 +92,36 @@ def build_step_tools(raw: Any) -> StepTools | None:
     return None
 
 
-def find_module(module: str, folder: Path | None) -> ModuleSpec | None:
-    """The spec of `module` as an import would find it (the blueprint's folder first, then
-    `sys.path`), found without importing anything — not even the parent packages."""
-    search: list[str] = ([str(folder)] if folder is not None else []) + [p for p in sys.path if isinstance(p, str)]
-    parts = module.split(".")
-    spec: ModuleSpec | None = None
-    for i in range(len(parts)):
-        name = ".".join(parts[: i + 1])
-        if i == 0 and name in sys.builtin_module_names:
-            return ModuleSpec(name, None, origin="built-in")
-        spec = PathFinder.find_spec(name, search)
-        if spec is None:
-            return None
-        if i < len(parts) - 1:
-            locations = spec.submodule_search_locations
-            if not locations:
-                return None
-            search = list(locations)
-    return spec
+@dataclass(frozen=True)
+class ToolFinding:
+    """What validation finds about where a tool points: an error (`proven`: the module is
+    missing or binds no such name on any path) or a warning (it could not be proven either way
+    without running code)."""
+
+    message: str
+    proven: bool
+    hint: str
 
 
-def defines(source: str, attribute: str) -> bool | None:
-    """Whether a module's source binds `attribute`'s first name at top level; None when that
-    cannot be known without running it (a star import, a module `__getattr__`, bad syntax)."""
-    first = attribute.split(".")[0]
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            if node.name == first:
-                return True
-            if node.name == "__getattr__":
-                return None
-        elif isinstance(node, ast.Import | ast.ImportFrom):
-            for alias in node.names:
-                if alias.name == "*":
-                    return None
-                if (alias.asname or alias.name.split(".")[0]) == first:
-                    return True
-        elif isinstance(node, ast.If | ast.Try | ast.With):
-            if any(getattr(n, "name", None) == first or getattr(n, "id", None) == first for n in ast.walk(node)):
-                return None  # bound under a condition: only running it would tell
-        else:
-            for target in _targets(node):
-                if isinstance(target, ast.Name) and target.id == first:
-                    return True
-    return False
-
-
-def _targets(node: ast.stmt) -> list[ast.expr]:
-    if isinstance(node, ast.Assign):
-        return [t for target in node.targets for t in (target.elts if isinstance(target, ast.Tuple) else [target])]
-    if isinstance(node, ast.AnnAssign | ast.AugAssign):
-        return [node.target]
-    return []
-
-
-def locate_tool(decl: ToolDecl, folder: Path | None) -> str | None:
-    """What is wrong with where `decl` points, found without running code; None when the
-    module exists and (as far as its source shows) defines the function."""
-    spec = find_module(decl.module, folder)
-    if spec is None:
+def locate_tool(decl: ToolDecl, folder: Path | None, bindings: Bindings | None = None) -> ToolFinding | None:
+    """What is wrong, or unproven, about where `decl` points, found without running code
+    (`soul.language.bindings`); None when the module binds the name. Pass one `bindings` for
+    a blueprint's tools: each module is then read once, within one budget."""
+    first = decl.attribute.split(".")[0]
+    spec = find_module(decl.module, folder) if decl.module not in sys.modules else None
+    if spec is None and decl.module not in sys.modules:
         where = f"the blueprint's folder ({folder}) or the Python path" if folder is not None else "the Python path"
-        return f"module '{decl.module}' is not found in {where}"
-    origin = spec.origin
-    if not origin or not origin.endswith(".py"):
-        return None  # a built-in or compiled module: only importing it would tell
-    try:
-        path = Path(origin)
-        if path.stat().st_size > MAX_SOURCE_BYTES:
-            return None
-        source = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        return ToolFinding(f"module '{decl.module}' is not found in {where}", True,
+                           "put the module beside the blueprint, or install it; `soul run` imports it")
+    binding = (bindings or Bindings(folder)).binds(decl.module, first)
+    if binding.found:
         return None
-    if defines(source, decl.attribute) is False:
-        return f"module '{decl.module}' ({origin}) defines no '{decl.attribute.split('.')[0]}'"
-    return None
+    if binding.found is False:
+        origin = spec.origin if spec is not None else getattr(sys.modules[decl.module], "__file__", None) or "loaded"
+        return ToolFinding(f"module '{decl.module}' ({origin}) defines no '{first}'", True,
+                           "no path through the module (nor the modules it star-imports) binds it; `soul run` imports it")
+    return ToolFinding(
+        f"could not be proven that module '{decl.module}' binds '{first}': {binding.why}", False,
+        f"soul validate runs no code; `soul run` imports the module and stops at its FILE:LINE:COL if the name is "
+        f"missing. To have it proven here, point the tool at a .py module beside the blueprint that imports it by "
+        f"name: `from {decl.module} import {first}`")

@@ -30,6 +30,7 @@ from soul.providers.base import (
     Usage,
     estimate_tokens,
 )
+from soul.providers.hosts import allow_hosts, allowed_hosts
 from soul.providers.policy import Guarded, Policy
 from soul.providers.secrets import redact
 
@@ -58,6 +59,8 @@ __all__ = [
     "ToolCall",
     "ToolSpec",
     "Usage",
+    "allow_hosts",
+    "allowed_hosts",
     "context_window",
     "estimate_tokens",
     "local_model_catalogue",
@@ -122,7 +125,10 @@ def resolve(
     """The provider for a spec string such as `anthropic/claude-haiku-4-5`.
 
     `options` are the model slot's (temperature, max_tokens, top_p, base_url, api_key_env,
-    timeout); `policy` overrides the default failure policy of live providers. `within` is the
+    timeout); `policy` overrides the default failure policy of live providers. Whoever the
+    options come from, a key goes to a `base_url` only if the user allowed its host, and
+    `api_key_env` names only variables that look like the provider's key
+    (`soul.providers.secrets.find_key`, `soul.providers.hosts`). `within` is the
     blueprint's folder when the spec came from a blueprint: a `scripted:` or `replay:` file is
     then read relative to it and refused outside it (a spec typed on the command line is not
     confined). Those files are size-limited and must be regular files either way.

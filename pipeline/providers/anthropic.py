@@ -12,6 +12,7 @@ results as `tool_result` blocks of one user message (a user note right after joi
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
@@ -19,7 +20,7 @@ from typing import Any
 from soul.errors import AuthError, ProviderUnavailable
 from soul.providers.base import Chunk, Completion, Message, Provider, Request, ToolCall, Usage
 from soul.providers.sdk import LoopClients, cost, load_sdk, sampling, translate
-from soul.providers.secrets import find_key
+from soul.providers.secrets import NO_KEY, find_key
 
 DEFAULT_MAX_TOKENS = 1024  # the Messages API requires max_tokens; a turn's sections fit
 KEY_ENV = "ANTHROPIC_API_KEY"
@@ -35,12 +36,15 @@ class AnthropicProvider(Provider):
     def __init__(self, model: str, options: Mapping[str, Any]) -> None:
         self.sdk = load_sdk("anthropic", "anthropic")
         self.model = model
-        key, self.key_source = find_key(options, KEY_ENV)
+        key, self.key_source = find_key(options, KEY_ENV, family="anthropic")
         if key is None:
             raise AuthError(f"anthropic/{model}: no key found — set {self.key_source} or use --model local (or --script FILE for canned replies)")
         base_url, timeout = options.get("base_url"), options.get("timeout")
+        # a host that may not have the key gets no header the user set for Anthropic either
+        headers = {name: self.sdk.omit for name in _custom_header_names()} if key == NO_KEY else None
         self.clients = LoopClients(
-            lambda: self.sdk.AsyncAnthropic(api_key=key, base_url=base_url, max_retries=0, timeout=timeout or 60.0)
+            lambda: self.sdk.AsyncAnthropic(api_key=key, base_url=base_url, max_retries=0, timeout=timeout or 60.0,
+                                            default_headers=headers)
         )
         self.where = f"anthropic/{model}"
 
@@ -129,6 +133,12 @@ def anthropic_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
         else:
             out.append({"role": "user", "content": [block]})
     return out
+
+
+def _custom_header_names() -> list[str]:
+    """The headers `ANTHROPIC_CUSTOM_HEADERS` adds to every request ("Name: value" lines)."""
+    text = os.environ.get("ANTHROPIC_CUSTOM_HEADERS") or ""
+    return [line.split(":", 1)[0].strip() for line in text.split("\n") if ":" in line and line.split(":", 1)[0].strip()]
 
 
 def _input(arguments: str) -> Any:

@@ -5,7 +5,9 @@ litellm is imported on first use, after `LITELLM_LOCAL_MODEL_COST_MAP=True` so i
 bundled price list instead of fetching one (offline first). Its own retries are off; the
 policy decides. Keys: `api_key_env` if the slot names one, else litellm's own per-provider
 variables; `litellm/openai/MODEL` with a `base_url` and no key sends a placeholder, as
-`openai/` does (OpenAI-compatible servers need none). Costs come from litellm's price list where it knows the model.
+`openai/` does (OpenAI-compatible servers need none). A `base_url` the user has not allowed
+gets the placeholder whatever is set, so litellm reads no key of its own for it
+(`soul.providers.secrets.find_key`; the key rules are those of the routed provider). Costs come from litellm's price list where it knows the model.
 """
 
 from __future__ import annotations
@@ -16,10 +18,10 @@ from collections.abc import AsyncIterator, Awaitable, Mapping
 from types import ModuleType
 from typing import Any
 
+from soul.credentials import key_family
 from soul.errors import AuthError
 from soul.providers.base import Chunk, Completion, Provider, Request, Usage, estimate_tokens
 from soul.providers.openai import KEY_ENV as OPENAI_KEY_ENV
-from soul.providers.openai import NO_KEY
 from soul.providers.sdk import (
     load_sdk,
     openai_chunks,
@@ -29,7 +31,7 @@ from soul.providers.sdk import (
     sampling,
     translate,
 )
-from soul.providers.secrets import find_key, redact
+from soul.providers.secrets import NO_KEY, find_key, redact
 
 
 def _litellm() -> ModuleType:
@@ -52,7 +54,7 @@ class LiteLLMProvider(Provider):
         self.sdk = _litellm()
         self.openai = load_sdk("openai", "litellm")  # litellm's exceptions subclass openai's
         self.model = model
-        self.key, self.key_source = find_key(options, options.get("api_key_env"))
+        self.key, self.key_source = find_key(options, options.get("api_key_env"), family=key_family(f"litellm/{model}"))
         self.base_url = options.get("base_url")
         if self.key is None and self.base_url and model.startswith("openai/") and not os.environ.get(OPENAI_KEY_ENV):
             # an OpenAI-compatible server at base_url (llama.cpp, vLLM, LM Studio) wants no key,

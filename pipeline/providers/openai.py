@@ -1,7 +1,8 @@
 """`openai/MODEL` — chat completions through the official `openai` SDK.
 
 With `base_url` any OpenAI-compatible server works (llama.cpp server, Ollama, LM Studio, vLLM);
-such servers usually need no key, so with a `base_url` and no key a placeholder is sent.
+such servers usually need no key, so with a `base_url` and no key a placeholder is sent. The key
+goes to a `base_url` only if the user allowed its host (`soul.providers.secrets.find_key`).
 Streams ask for usage in the last chunk (`stream_options.include_usage`); servers that do not
 send it get an estimate.
 """
@@ -25,10 +26,9 @@ from soul.providers.sdk import (
     sampling,
     translate,
 )
-from soul.providers.secrets import find_key
+from soul.providers.secrets import NO_KEY, find_key
 
 KEY_ENV = "OPENAI_API_KEY"
-NO_KEY = "sk-no-key-needed"  # local OpenAI-compatible servers ignore the key but the SDK wants one
 
 
 class OpenAIProvider(Provider):
@@ -42,7 +42,7 @@ class OpenAIProvider(Provider):
         self.sdk = load_sdk("openai", "openai")
         self.model = model
         base_url, timeout = options.get("base_url"), options.get("timeout")
-        key, self.key_source = find_key(options, KEY_ENV)
+        key, self.key_source = find_key(options, KEY_ENV, family="openai")
         if key is None:
             if not base_url:
                 raise AuthError(

@@ -136,3 +136,18 @@ def test_script_keys_match_agents_in_any_case_and_a_stray_key_is_an_error(capsys
     (path.parent / "typo.yaml").write_text("a: [x]\nb: [y]\nfixxy: [z]\n")
     code, _, err = run(capsys, "dialogue", str(path), "--turns", "2", "--script", str(path.parent / "typo.yaml"))
     assert code == 1 and "'fixxy' is no agent of the dialogue (its agents: a, b, fixy)" in err
+
+
+def test_dialogue_blueprints_pointing_at_each_other_stop_soul_dialogue_with_the_chain(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    def member(name: str, other: str) -> str:
+        return (f"soul: {name}\nversion: 1\nsteps:\n  reply: {{uses: external_dialogue}}\n"
+                f"dialogue:\n  agents:\n    x: {{blueprint: {other}}}\n    y: {{persona: y.md}}\n")
+
+    (tmp_path / "y.md").write_text("Y.")
+    (tmp_path / "a.yaml").write_text(member("a", "b.yaml"))
+    (tmp_path / "b.yaml").write_text(member("b", "a.yaml"))
+    code, _, err = run(capsys, "dialogue", str(tmp_path / "a.yaml"), "--turns", "1")
+    assert code == 1
+    assert "a.yaml:7:20: error: dialogue blueprints point at each other: a.yaml → b.yaml → a.yaml" in err
+    assert "RecursionError" not in err

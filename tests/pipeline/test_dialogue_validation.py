@@ -96,3 +96,41 @@ def test_the_built_in_entelgia_is_valid() -> None:
     assert checked.ok and checked.diagnostics == []
     spec = checked.blueprint.dialogue_spec  # type: ignore[union-attr]
     assert spec is not None and spec.speakers == ("socrates", "athena") and spec.observer.agent == "fixy"  # type: ignore[union-attr]
+
+
+def _ring_member(name: str, agent_blueprint: str) -> str:
+    """A dialogue blueprint whose agent `x` runs `agent_blueprint`."""
+    return (HEAD.replace("soul: d", f"soul: {name}") + "dialogue:\n"
+            f"  agents:\n    x: {{blueprint: {agent_blueprint}}}\n    y: {{persona: b.md}}\n")
+
+
+def test_dialogue_blueprints_that_point_at_each_other_are_a_positioned_error_naming_the_chain(check: Check) -> None:
+    # soul.yaml's agent is other.yaml, whose agent is soul.yaml: no RecursionError, the chain
+    found = check(_ring_member("d", "other.yaml"), **PERSONAS, **{"other.yaml": _ring_member("o", "soul.yaml")})
+    assert found == [
+        "soul.yaml:7:20: error: dialogue blueprints point at each other: soul.yaml → other.yaml → soul.yaml "
+        "(an agent's blueprint is one soul without a `dialogue:` block; give agent 'x' a persona instead)",
+    ]
+
+
+def test_a_longer_ring_of_dialogue_blueprints_is_reported_with_its_whole_chain(check: Check) -> None:
+    files = {"b.yaml": _ring_member("b", "c.yaml"), "c.yaml": _ring_member("c", "soul.yaml")}
+    found = check(_ring_member("d", "b.yaml"), **PERSONAS, **files)
+    assert len(found) == 1
+    assert found[0].startswith("soul.yaml:7:20: error: dialogue blueprints point at each other: "
+                               "soul.yaml → b.yaml → c.yaml → soul.yaml")
+
+
+def test_a_ring_further_down_the_chain_is_reported_where_it_is_entered(check: Check) -> None:
+    # soul.yaml → b.yaml ⇄ c.yaml: soul.yaml is not in the ring, but following it never ends
+    files = {"b.yaml": _ring_member("b", "c.yaml"), "c.yaml": _ring_member("c", "b.yaml")}
+    found = check(_ring_member("d", "b.yaml"), **PERSONAS, **files)
+    assert len(found) == 1
+    assert found[0].startswith("soul.yaml:7:20: error: dialogue blueprints point at each other: "
+                               "soul.yaml → b.yaml → c.yaml → b.yaml")
+
+
+def test_a_dialogue_blueprint_naming_itself_as_an_agent_is_an_error(check: Check) -> None:
+    found = check(_ring_member("d", "./soul.yaml"), **PERSONAS)
+    assert found == ["soul.yaml:7:20: error: an agent's blueprint cannot be the dialogue's own blueprint "
+                     "(agents without `blueprint:` already run this blueprint's steps)"]

@@ -13,7 +13,11 @@ EVERYTHING = Path(__file__).parent / "data" / "everything" / "ex.yaml"
 def test_every_concept_of_the_language_validates() -> None:
     checked = validate(EVERYTHING)
     assert [d.message for d in checked.errors] == []
-    assert [d.message for d in checked.warnings] == ["step 'feel' is dead: nothing reads its outputs and it changes nothing"]
+    assert [d.message for d in checked.warnings] == [
+        "model slot 'fast' sends its requests to http://127.0.0.1:8080/v1, a host this blueprint chose: your key "
+        "goes there only if you allow 127.0.0.1:8080; its api_key_env LOCAL_API_KEY is refused there until then",
+        "step 'feel' is dead: nothing reads its outputs and it changes nothing",
+    ]
 
 
 def test_every_concept_compiles_into_scopes_calls_and_triggers() -> None:

@@ -3,6 +3,7 @@ running any of it (docs/tools.md)."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import sys
 from pathlib import Path
@@ -12,7 +13,6 @@ import pytest
 
 from soul.errors import ToolLoadError
 from soul.language import ToolDecl, locate_tool
-from soul.language.tools import defines
 from soul.runtime.tools.box import as_text, describe, invoke
 
 
@@ -93,24 +93,28 @@ def test_locating_a_tool_runs_no_code_not_even_parent_packages(tmp_path: Path) -
     doubt = locate_tool(ToolDecl("maybe", "pkg_tools_static.mod:maybe", ("tools", "maybe")), tmp_path)
     gone = locate_tool(ToolDecl("gone", "pkg_tools_static.nothere:f", ("tools", "gone")), tmp_path)
     assert found is None and doubt is None
-    assert missing is not None and missing.endswith("defines no 'nope'")
-    assert gone is not None and gone.startswith("module 'pkg_tools_static.nothere' is not found")
+    assert missing is not None and missing.proven and missing.message.endswith("defines no 'nope'")
+    assert gone is not None and gone.proven and gone.message.startswith("module 'pkg_tools_static.nothere' is not found")
     assert "pkg_tools_static" not in sys.modules
     assert not list(tmp_path.rglob("RAN_*")) and not list(Path.cwd().glob("RAN_*"))
 
 
 def test_a_standard_module_is_found_on_the_python_path() -> None:
     assert locate_tool(ToolDecl("j", "json:dumps", ("tools", "j")), None) is None
-    assert locate_tool(ToolDecl("m", "math:sqrt", ("tools", "m")), None) is None  # compiled: not parsed
     problem = locate_tool(ToolDecl("j", "json:dumpz", ("tools", "j")), None)
-    assert problem is not None and "defines no 'dumpz'" in problem
+    assert problem is not None and problem.proven and "defines no 'dumpz'" in problem.message
 
 
-def test_defines_knows_what_it_cannot_know() -> None:
-    assert defines("from os import *\n", "f") is None
-    assert defines("def __getattr__(name): ...\n", "f") is None
-    assert defines("f = 1\n", "f") is True
-    assert defines("import os as f\n", "f") is True
-    assert defines("class f: ...\n", "f.method") is True
-    assert defines("def g(): ...\n", "f") is False
-    assert defines("def (:\n", "f") is None  # not Python: only running it would say more
+def test_what_a_source_cannot_show_is_unproven_not_absent() -> None:
+    from soul.language.bindings import facts_of
+
+    def facts(source: str) -> object:
+        return facts_of(ast.parse(source))
+
+    assert facts("from os import *\n").stars == [("os", 0)]  # type: ignore[attr-defined]
+    assert facts("def __getattr__(name): ...\n").dynamic  # type: ignore[attr-defined]
+    assert "f" in facts("f = 1\n").bound  # type: ignore[attr-defined]
+    assert "f" in facts("import os as f\n").bound  # type: ignore[attr-defined]
+    assert "f" in facts("class f: ...\n").bound  # type: ignore[attr-defined]
+    assert "f" not in facts("def g(): ...\n").bound  # type: ignore[attr-defined]
+    assert "f" not in facts("f: int\n").bound  # an annotation alone binds nothing  # type: ignore[attr-defined]

@@ -57,8 +57,11 @@ def llama_server() -> Iterator[LlamaServer]:
 
 @pytest.fixture
 def keys(monkeypatch: pytest.MonkeyPatch) -> str:
+    """Test keys in the environment, and the local test servers allowed to receive them (a
+    base_url's host gets a key only when the user allowed it: test_key_hosts.py)."""
     monkeypatch.setenv("ANTHROPIC_API_KEY", TEST_KEY)
     monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY.replace("ant", "oai"))
+    monkeypatch.setenv("SOUL_ALLOW_HOSTS", "127.0.0.1")
     return TEST_KEY
 
 

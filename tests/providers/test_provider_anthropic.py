@@ -63,6 +63,7 @@ def test_stream_yields_deltas_then_usage(wire: WireServer, keys: str) -> None:
 
 def test_the_key_comes_from_the_slots_api_key_env(wire: WireServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("SOUL_ALLOW_HOSTS", "127.0.0.1")  # the test server may have it
     monkeypatch.setenv("MY_CLAUDE_KEY", "sk-ant-from-my-own-variable-000000")
     asyncio.run(provider(wire, api_key_env="MY_CLAUDE_KEY").complete(request()))
     assert sent_key(wire.requests[0].headers) == "sk-ant-from-my-own-variable-000000"
@@ -72,8 +73,8 @@ def test_no_key_says_what_to_set(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     with pytest.raises(AuthError, match="no key found — set ANTHROPIC_API_KEY or use --model local"):
         resolve("anthropic/claude-x")
-    with pytest.raises(AuthError, match="set MY_KEY"):
-        resolve("anthropic/claude-x", {"api_key_env": "MY_KEY"})
+    with pytest.raises(AuthError, match="set MY_API_KEY"):
+        resolve("anthropic/claude-x", {"api_key_env": "MY_API_KEY"})
 
 
 def test_a_refused_key_is_not_retried_and_never_shown(wire: WireServer, keys: str) -> None:

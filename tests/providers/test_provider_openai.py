@@ -141,8 +141,8 @@ def test_litellm_openai_route_with_a_base_url_needs_no_key(wire: WireServer, mon
 def test_litellm_without_a_key_says_so_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("litellm")
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    p = resolve("litellm/openai/gpt-test", {"api_key_env": "NO_SUCH_TEST_KEY"}, policy=FAST)
+    p = resolve("litellm/openai/gpt-test", {"api_key_env": "NO_SUCH_TEST_API_KEY"}, policy=FAST)
     started = time.perf_counter()
-    with pytest.raises(AuthError, match="no key was found — set NO_SUCH_TEST_KEY"):
+    with pytest.raises(AuthError, match="no key was found — set NO_SUCH_TEST_API_KEY"):
         asyncio.run(p.complete(request("litellm/openai/gpt-test")))
     assert time.perf_counter() - started < 5  # not retried as the 500 litellm files it under
