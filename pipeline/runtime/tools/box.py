@@ -36,10 +36,10 @@ from soul.errors import ToolLoadError
 from soul.language import Blueprint, ToolDecl
 from soul.providers import ToolSpec
 from soul.runtime.surrogates import replace_lone_surrogates
+from soul.runtime.tools.arguments import kept, read_arguments
 from soul.runtime.tools.guard import ToolRaised, carried, guarded, guarded_call, worded
 
 MAX_ERROR_CHARS = 1000  # of an exception's text shown to the model
-MAX_ARGUMENT_CHARS = 100_000  # of a model's arguments text: more is refused unparsed
 _IMPORT_LOCK = threading.Lock()  # sys.path is process-wide: one tool import at a time
 
 TapeMode = Literal["record", "replay"]
@@ -137,15 +137,9 @@ class ToolBox:
     def check(self, name: str, arguments: Any) -> tuple[dict[str, Any] | None, str | None]:
         """The arguments as keyword arguments of the tool, or why they do not fit."""
         tool = self.get(name)
-        if isinstance(arguments, str):
-            if len(arguments) > MAX_ARGUMENT_CHARS:
-                return None, f"the arguments are {len(arguments):,} characters; at most {MAX_ARGUMENT_CHARS:,}"
-            try:
-                arguments = json.loads(arguments) if arguments.strip() else {}
-            except ValueError as exc:
-                return None, f"the arguments are not JSON: {exc}"
-        if not isinstance(arguments, dict):
-            return None, f"the arguments must be a JSON object, not {type(arguments).__name__}"
+        arguments, problem = read_arguments(arguments)  # length and depth first: nothing recurses before
+        if arguments is None:
+            return None, problem
         validator = self._validators.get(name)
         if validator is None:
             import jsonschema
@@ -171,7 +165,7 @@ class ToolBox:
             return ToolRun(call_id, name, arguments, None, f"there is no tool '{name}' (tools: {known})", 0.0, source)
         kwargs, problem = self.check(name, arguments)
         if kwargs is None:
-            return ToolRun(call_id, name, arguments, None, problem, (time.perf_counter() - started) * 1000, source)
+            return ToolRun(call_id, name, kept(arguments), None, problem, (time.perf_counter() - started) * 1000, source)
         if tape is not None and tape[1] == "replay":
             served = _served(tape[0], name, kwargs)
             if served is not None:
