@@ -113,7 +113,7 @@ async def fold_history(plan: Plan, services: SummaryServices, ts: Any) -> None:
         digest = False
     except Exception as exc:  # the turn stands: a digest keeps the history bounded all the same
         (log.debug if model is None else log.warning)("summarising turns %d-%d failed (%s); kept a truncation digest", folded[0].number, folded[-1].number, exc)
-        text, digest = truncation_digest(previous.text if previous else None, entries), True
+        text, digest = truncation_digest(previous.text if previous else None, entries, noun="turn"), True
     first = previous.turn_from if previous else folded[0].number
     last = folded[-1].number
     ts.summaries.append(SummaryRecord(SUMMARY_LAYER, text, first, last, digest))
