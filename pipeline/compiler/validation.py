@@ -304,6 +304,9 @@ def check_rules(blueprint: Blueprint, registry: Registry, *, allow_field_paths: 
         rules.model_ref(pr.model, ("processes", name, "model"))
         if pr.persona:
             rules.file_beside(pr.persona, ("processes", name, "persona"), "persona")
+    summary = bp.summary_model()  # the slot that writes every summary of older turns is used
+    if summary is not None:
+        rules.model_ref(summary, ("working_memory", "summary", "model") if bp.summary.get("model") else ("models", summary))
     _check_triggers(rules)
     check_model_hosts(rules)
     check_dialogue(rules, validate)

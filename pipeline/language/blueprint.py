@@ -22,6 +22,7 @@ from soul.language.tools import StepTools, ToolDecl, build_step_tools, build_too
 MAX_BYTES = 1024 * 1024
 DEFAULT_MODEL = "local"
 BUILTIN_REGION_ORDER = ("core", "summary", "context", "default")
+SUMMARY_SLOT = "cheap"  # the model slot summaries use, by convention, when the blueprint has one
 
 Mode = Literal["fused", "chained"]
 
@@ -131,6 +132,15 @@ class Blueprint:
     @property
     def file(self) -> str:
         return self.source.file
+
+    def summary_model(self) -> str | None:
+        """The slot (or provider/model) that writes the summaries of older turns:
+        `working_memory.summary.model`, else a slot named `cheap`; None when the blueprint names
+        neither (older turns then fold into a digest: no model call its author did not ask for)."""
+        declared = self.summary.get("model")
+        if declared:
+            return str(declared)
+        return SUMMARY_SLOT if SUMMARY_SLOT in self.models else None
 
     def persona_path(self) -> Path | None:
         return self.folder / self.persona if self.folder and self.persona else None

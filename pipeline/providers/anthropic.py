@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from soul.errors import AuthError, ProviderUnavailable
+from soul.providers.arguments import arguments_json
 from soul.providers.base import Chunk, Completion, Message, Provider, Request, ToolCall, Usage
 from soul.providers.sdk import LoopClients, cost, load_sdk, sampling, translate
 from soul.providers.secrets import NO_KEY, find_key
@@ -76,7 +77,7 @@ class AnthropicProvider(Provider):
         except Exception as exc:
             raise translate(exc, self.sdk, self.where, self.key_source) from exc
         text = "".join(block.text for block in message.content if block.type == "text")
-        calls = tuple(ToolCall(block.id, block.name, json.dumps(block.input, ensure_ascii=False))
+        calls = tuple(ToolCall(block.id, block.name, arguments_json(block.input))
                       for block in message.content if block.type == "tool_use")
         usage = self._usage(started, None, message.usage.input_tokens, message.usage.output_tokens)
         return Completion(text, usage, calls)

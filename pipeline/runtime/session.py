@@ -223,6 +223,9 @@ class Session:
             events=(tuple({"event": n, **d} for n, d in ts.cognition.events) if ts.cognition else ())
             + ((gated,) if gated else ()),
         )
+        # a cancellation (Ctrl-C) requested while the turn ran without yielding — a tool
+        # blocking the loop, a model answering at once — lands here, before anything is stored
+        await asyncio.sleep(0)
         commit, reply = build_commit(snapshot, ts, self._order, kind, trace)
         if ts.cognition is not None:
             commit = replace(commit, chetana=chetana_state, messages=commit.messages + ts.cognition.event_records())

@@ -155,6 +155,27 @@ def test_undefined_model_slot(check: Check) -> None:
     ]
 
 
+def test_a_slot_that_writes_the_summaries_is_used(check: Check) -> None:
+    """The `cheap` slot writes every summary of older turns by convention, and a slot named
+    by `working_memory.summary.model` does: neither is "never used" (conversation.md)."""
+    steps = "steps:\n  reply: {uses: external_dialogue}\n"
+    assert check(HEAD + "models:\n  cheap: anthropic/claude-haiku-4-5\n" + steps) == []
+    named = HEAD + "models:\n  fast: openai/gpt-4o-mini\nworking_memory:\n  summary: {model: fast}\n" + steps
+    assert check(named) == []
+    # named, it is the one used: a `cheap` slot beside it writes nothing
+    both = HEAD + "models:\n  fast: openai/gpt-4o-mini\n  cheap: openai/gpt-4o-mini\nworking_memory:\n  summary: {model: fast}\n" + steps
+    assert check(both) == ["soul.yaml:5:3: warning: model slot 'cheap' is never used"]
+
+
+def test_the_summary_model_must_be_a_slot_or_provider(check: Check) -> None:
+    text = HEAD + "models:\n  fast: openai/gpt-4o-mini\nworking_memory:\n  summary: {model: fats}\nsteps:\n  reply: {uses: external_dialogue, model: fast}\n"
+    assert check(text) == [
+        "soul.yaml:6:20: error: model slot 'fats' is not defined (did you mean 'fast'?)",
+    ]
+    provider = HEAD + "working_memory:\n  summary: {model: openai/gpt-4o-mini}\nsteps:\n  reply: {uses: external_dialogue}\n"
+    assert check(provider) == []
+
+
 def test_default_model_must_be_a_slot_or_provider(check: Check) -> None:
     text = HEAD + "model: big\nsteps:\n  reply: {uses: external_dialogue}\n"
     assert check(text) == [

@@ -1,12 +1,15 @@
 """One model call over the steps of a unit: prompt, stream or complete, parse, re-ask, fall back.
 
-A reply is read with the tolerant section parser. When a required section is missing, the
-model is asked once more (bounded by the steps' `retry`) with the problem fed back — unless
-part of a streamed section already reached the user, in which case what they saw stands and
-the missing parts fall back. An empty reply section counts as missing (the user would see
-nothing). The external dialogue falls back as the Claudius seed does — the raw text with tags
-stripped, or a fixed line when nothing is left — but only from the text outside every
-section-like element (`soul.sections.fallback`): the soul's thoughts never become its reply.
+A reply is read with the tolerant section parser. When a required section is missing — or
+empty (a reply section: the user would see nothing), or refused by its kind
+(`StepKind.refusals`: an update that is not a user model) — the model is asked once more
+(bounded by the steps' `retry`) with the problem fed back. What an earlier attempt read whole
+stands: a re-ask fills in the rest, so a streamed reply the user already saw is kept (the
+re-ask is not streamed) and a turn makes the same calls whether or not anyone listens to its
+stream. What is still missing falls back; what is still refused is None, flagged. The
+external dialogue falls back as the Claudius seed does — the raw text with tags stripped, or a
+fixed line when nothing is left — but only from the text outside every section-like element
+(`soul.sections.fallback`): the soul's thoughts never become its reply.
 
 Model text passes `replace_lone_surrogates` as it arrives, so what is streamed, parsed and
 stored can always be encoded. Streamed text is redacted as it goes (`StreamRedactor`, one per
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -54,7 +57,8 @@ class CallOutcome:
     tool_runs: tuple[ToolRun, ...] = ()  # the tools the call ran, in order (tool_loop.py)
 
 
-def _reask(missing: Sequence[str], tags: Sequence[str], empty: Sequence[str] = ()) -> str:
+def _reask(missing: Sequence[str], tags: Sequence[str], empty: Sequence[str] = (),
+           refused: Mapping[str, str] | None = None) -> str:
     order = " ".join(f"<{t}>" for t in tags)
     problems = []
     if missing:
@@ -64,10 +68,49 @@ def _reask(missing: Sequence[str], tags: Sequence[str], empty: Sequence[str] = (
         )
     if empty:
         problems.append(f"{', '.join(f'<{m}>' for m in empty)} {'are' if len(empty) > 1 else 'is'} empty")
+    problems.extend(f"<{tag}> {reason}" for tag, reason in (refused or {}).items())
     return (
         f"Your reply could not be read: {'; '.join(problems)}. "
         f"Write the whole reply again with every section, in this order: {order}"
     )
+
+
+class _Seen:
+    """`soul.kinds.Seen` over one call: what the turn said before it (the user's message,
+    earlier steps' text; normalised once, when first asked) and one reply's sections."""
+
+    __slots__ = ("_known", "_plain_known", "sections")
+
+    def __init__(self, known: Sequence[str]) -> None:
+        self._known = known
+        self._plain_known: tuple[str, ...] | None = None
+        self.sections: Mapping[str, Any] = {}
+
+    def holds(self, text: str, besides: str) -> bool:
+        wanted = _plain(text)
+        if not wanted:
+            return False
+        if self._plain_known is None:
+            self._plain_known = tuple(_plain(k) for k in self._known)
+        if any(wanted in k for k in self._plain_known):
+            return True
+        return any(tag != besides and wanted in _plain(section.text) for tag, section in self.sections.items())
+
+
+def _plain(text: str) -> str:
+    """Case and runs of whitespace aside: how a copy is recognised."""
+    return " ".join(text.casefold().split())
+
+
+def _refusals(steps: Sequence[PlannedStep], parses: dict[str, StepParse], seen: _Seen,
+              gated_off: Callable[[str, dict[str, StepParse]], bool] | None) -> dict[str, dict[str, str]]:
+    """Per step, the sections its kind refuses in this reply (a gated-off step's do not count)."""
+    out: dict[str, dict[str, str]] = {}
+    for step in steps:
+        found = step.kind.refusals(parses[step.name].outputs, seen)
+        if found and not (gated_off and gated_off(step.name, parses)):
+            out[step.name] = dict(found)
+    return out
 
 
 def _empty_reply(step: PlannedStep, parse: StepParse) -> bool:
@@ -94,6 +137,7 @@ async def run_call(
     grammar: str | None = None,
     fits: Callable[[tuple[Message, ...]], bool] | None = None,
     tools: ToolUse | None = None,
+    known: Sequence[str] = (),
 ) -> CallOutcome:
     """Run one call; `attempts` counts the first try plus re-asks. `fits(messages)` says
     whether a re-ask's longer history still fits the model's window: when not, none is made.
@@ -102,7 +146,9 @@ async def run_call(
     reply: its sections are then not required (Claudius writes no update after a false check).
 
     With `tools`, each attempt may take tool rounds before its reply (`tool_loop.converse`;
-    no streaming then); a `tool` step's outputs carry the runs.
+    no streaming then); a `tool` step's outputs carry the runs. `known`: what the turn said
+    before this call (the user's message, earlier steps' text), which a kind's refusals may
+    tell a copy of (`StepKind.refusals`).
     """
     if tags is None:
         tags = tuple(section.tag for step in steps for section in step.kind.sections)
@@ -120,6 +166,9 @@ async def run_call(
     started = time.perf_counter()
     runs: list[ToolRun] = []
     notes: list[str] = []
+    seen = _Seen(known)
+    read: dict[str, StepParse] = {}  # steps read whole by an earlier attempt: they stand
+    refused: dict[str, dict[str, str]] = {}
     for attempt in range(1, max(1, attempts) + 1):
         request = Request(model, history, options, tags, grammar)
         if tools is not None:
@@ -127,17 +176,19 @@ async def run_call(
             raw, usage, history = turn.raw, turn.usage, turn.messages
             runs += turn.runs
             notes += turn.flags
-        elif emit is not None and by_tag and provider.can_stream:
+        elif emit is not None and by_tag and provider.can_stream and not streamed:
             raw, usage, emitted = await _stream(provider, request, tags, by_tag, emit, silence)
             streamed = streamed or emitted
-        else:
+        else:  # a re-ask after a streamed reply is not shown: what the user saw stands
             completion = await provider.complete(request)
             raw, usage = replace_lone_surrogates(completion.text), completion.usage
         input_tokens += usage.input_tokens
         output_tokens += usage.output_tokens
         result = extract_sections(raw, tags)
         repairs = result.repairs
-        parses = {step.name: parse_step(step.kind, step.params, result) for step in steps}
+        seen.sections = result.sections
+        parses = {step.name: read.get(step.name) or parse_step(step.kind, step.params, result) for step in steps}
+        refused = _refusals(steps, parses, seen, gated_off)
         missing = [
             tag
             for name, p in parses.items()
@@ -145,14 +196,28 @@ async def run_call(
             for tag in p.missing
         ]
         empty = [step.kind.sections[0].tag for step in steps if _empty_reply(step, parses[step.name])]
-        if not (missing or empty) or streamed or attempt == attempts:
+        if not (missing or empty or refused) or attempt == attempts:
             break
-        problem = _reask(missing, tags, empty)
+        # A re-ask fills in what is missing; what was read whole stands (so a reply the user
+        # already saw streamed, and the same re-asks whether anyone listens to the stream)
+        for step in steps:
+            parse = parses[step.name]
+            if not parse.missing and step.name not in refused and not _empty_reply(step, parse):
+                read[step.name] = parse
+        problem = _reask(missing, tags, empty, {tag: why for found in refused.values() for tag, why in found.items()})
         longer = (*history, Message("assistant", raw), Message("user", problem))
         if fits is not None and not fits(longer):
             break  # the re-ask would overrun the window: what parsed stands, the rest falls back
         reasks.append(problem)
         history = longer
+    for name, found in refused.items():  # still not what they ask for: refused
+        parse = parses[name]
+        outputs = dict(parse.outputs)
+        step = next(p for p in steps if p.name == name)
+        for section in step.kind.sections:
+            if section.tag in found:
+                outputs[section.output] = None
+        parses[name] = replace(parse, outputs=outputs, flags=(*parse.flags, *(f"<{t}> refused: {why}" for t, why in found.items())))
     if tools is not None:
         for step in steps:
             parse = parses[step.name]

@@ -61,6 +61,12 @@ def busy_seconds(spans: Sequence[tuple[float, float]]) -> float:
     return total
 
 
+def _said(ts: TurnState) -> tuple[str, ...]:
+    """What the turn said before a call: the user's message and earlier steps' text outputs."""
+    return (ts.ctx.text, *(v for out in ts.done.values() if isinstance(out, Mapping)
+                           for v in out.values() if isinstance(v, str) and v))
+
+
 def start_turn(plan: Plan, services: Services, snapshot: Snapshot, text: str, kind: str, session: str | None = None) -> TurnState:
     """The state a turn starts from: its context, and Chetana's controller begun on the input
     when the services carry Chetana (the context then holds what templates see as `chetana`)."""
@@ -186,7 +192,7 @@ class ScopeRunner:
             raise StepError.from_exception(exc, step=step.name, kind=step.kind.name, what="its template failed") from exc
 
     def ask(self, call: CallPlan, messages: tuple[Message, ...], gated_off: GatedOff | None, budget: Budget | None = None,
-            tools: ToolUse | None = None) -> Awaitable[CallOutcome]:
+            tools: ToolUse | None = None, known: Sequence[str] = ()) -> Awaitable[CallOutcome]:
         """One model call over `call`'s steps, through the provider its unit's model resolves to
         (the call's coroutine itself: no frame of its own on the hot path)."""
         bound = self.services.bind(call)
@@ -194,7 +200,7 @@ class ScopeRunner:
             bound.provider, bound.model, bound.options, call.steps, messages,
             unit=call.unit.index, stream_steps=call.stream_steps, emit=self.emit, attempts=call.attempts,
             gated_off=gated_off, tags=call.tags, grammar=bound.grammar, fits=budget.fits if budget is not None else None,
-            tools=tools,
+            tools=tools, known=known,
         )
 
     async def run_local_step(self, step: PlannedStep, ts: TurnState) -> None:
@@ -250,7 +256,10 @@ class ScopeRunner:
 
         started = time.perf_counter()
         tools = tools_of(self, call, ts) if self.applies_changes else None  # a dry run calls none
-        outcome = await (self.ask(call, messages, gated_off, budget, tools) if tools else self.ask(call, messages, gated_off, budget))
+        if self.applies_changes:  # what a kind's refusals tell a copy of (a dry run parses nothing)
+            outcome = await self.ask(call, messages, gated_off, budget, tools, _said(ts))
+        else:
+            outcome = await self.ask(call, messages, gated_off, budget)
         ts.provider_spans.append((started, time.perf_counter()))
         if ts.cognition is not None:  # Chetana learns each tool's outcomes and latencies
             for run in outcome.tool_runs:
