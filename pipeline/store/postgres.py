@@ -2,7 +2,9 @@
 
 `connect(url)` returns a `PgConnection`: the handful of `sqlite3.Connection` methods the store
 uses (`execute`, `executemany`, `in_transaction`, `close`), each statement translated once by
-`soul.store.dialect.postgres_sql`. The connection is in autocommit mode; the store opens every
+`soul.store.dialect.postgres_sql`, and every string written and text read through the
+connection's adapters (`escape_text`, `unescape_text`: PostgreSQL's TEXT refuses NUL, which
+SQLite stores). The connection is in autocommit mode; the store opens every
 transaction itself (`BEGIN` ... `COMMIT`), exactly as it does on SQLite.
 
 psycopg is imported here, lazily: only a postgresql URL loads it.
@@ -18,7 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from soul.errors import StoreError
-from soul.store.dialect import POSTGRES, Dialect, postgres_sql
+from soul.store.dialect import POSTGRES, Dialect, escape_text, postgres_sql, unescape_text
 
 SCHEMES = ("postgresql", "postgres")
 CONNECT_TIMEOUT = 10  # seconds; a server that does not answer is an error, not a hang
@@ -145,7 +147,26 @@ def connect(url: str) -> PgConnection:
             f" {_first_line(error)}; check that the server runs and the URL's host, port,"
             " user, password and database are right (or unset SOUL_STORE for SQLite)"
         ) from error
+    _adapt_text(conn)
     return PgConnection(conn, url)
+
+
+def _adapt_text(conn: Any) -> None:
+    """Strings written through `conn` are escaped, text read is unescaped (see the module doc)."""
+    from psycopg.types.string import StrDumperUnknown, TextLoader
+
+    class EscapedStr(StrDumperUnknown):
+        def dump(self, obj: str) -> bytes:
+            return escape_text(obj).encode(self._encoding)
+
+    class UnescapedText(TextLoader):
+        def load(self, data: Any) -> Any:
+            text = super().load(data)
+            return unescape_text(text) if isinstance(text, str) else text
+
+    conn.adapters.register_dumper(str, EscapedStr)
+    for name in ("text", "varchar", 705):  # 705: `unknown`, an untyped literal's result
+        conn.adapters.register_loader(name, UnescapedText)
 
 
 def _first_line(error: BaseException) -> str:
