@@ -4,8 +4,8 @@ The store redacts every text and JSON field of a commit before its transaction (
 mirror, written from the same data, is clean too); providers redact their error messages and
 cassettes; the CLI redacts what it prints. One list of secrets serves them all: values a
 provider registered (`remember`, when it found its key), values of environment variables
-whose names look secret (`ANTHROPIC_API_KEY`, `*_TOKEN`, ...), and strings shaped like common
-API keys. It lives in the store because the store is the earliest stage every writer may use.
+whose names look secret (`ANTHROPIC_API_KEY`, `*_TOKEN`, ...), the passwords in `SOUL_STORE`
+(`conninfo.passwords`), and strings shaped like common API keys. It lives in the store because the store is the earliest stage every writer may use.
 
 A secret's every occurrence is blanked, overlapping ones as one `[redacted]`, so no part of
 one key survives next to another. Streamed text (a reply shown as the model writes it) goes
@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from soul.records import Commit
+from soul.store.conninfo import passwords
 
 REDACTED = "[redacted]"
 _SECRET_NAME = re.compile(r"(API_KEY|_KEY$|TOKEN|SECRET|PASSWORD)")
@@ -61,6 +62,7 @@ def secrets() -> list[str]:
     with _lock:
         version = _version
         names = {v for k, v in os.environ.items() if _SECRET_NAME.search(k.upper()) and len(v) >= _MIN_SECRET}
+        names.update(p for p in passwords(os.environ.get("SOUL_STORE", "")) if len(p) >= _MIN_SECRET)
         ordered = sorted(names | _known, key=len, reverse=True)
     if raw is not None:
         _cached = (dict(raw), version, ordered)
