@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 from collections.abc import AsyncIterator
 from importlib import resources
 from typing import Any
@@ -40,7 +41,7 @@ from soul.errors import RunError, SessionNotFound, SoulError
 from soul.runtime import refresh_minds
 from soul.serve import views, wire
 from soul.serve.dialogues import DialogueRefused, Dialogues
-from soul.serve.guard import MAX_BODY_BYTES, MAX_MESSAGE_CHARS, Guard
+from soul.serve.guard import MAX_BODY_BYTES, MAX_MESSAGE_CHARS, Guard, Lockout
 from soul.serve.hub import Hubs, TurnError, TurnJson, send_queued
 from soul.store import redact, redact_data
 
@@ -77,6 +78,7 @@ class GuardMiddleware:
 
     def __init__(self, app: ASGIApp, guard: Guard) -> None:
         self.app, self.guard = app, guard
+        self.lockout = Lockout()  # wrong tokens per client address
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -89,9 +91,10 @@ class GuardMiddleware:
         refusal = None
         if not self.guard.host_ok(headers):
             refusal = (421, "bad_host", "this server answers only to localhost names (the Host header was another)")
-        elif path.startswith("/api/") and not self.guard.token_ok(headers, query):
-            refusal = (401, "token", "this server needs its token: `Authorization: Bearer $SOUL_SERVE_TOKEN` or ?token=")
-        elif (scope["type"] == "websocket" or scope.get("method") not in ("GET", "HEAD")) and not self.guard.origin_ok(headers):
+        elif path.startswith("/api/") and self.guard.token is not None:
+            refusal = self._token_refusal(scope, headers, query)
+        writes = scope["type"] == "websocket" or scope.get("method") not in ("GET", "HEAD")
+        if refusal is None and writes and not self.guard.origin_ok(headers):
             refusal = (403, "origin", "requests from another site's page are refused (the Origin is not this server)")
         if refusal is None:
             return await self.app(scope, receive, send)
@@ -99,7 +102,26 @@ class GuardMiddleware:
             await receive()  # websocket.connect; closing before accept answers HTTP 403
             await send({"type": "websocket.close", "code": 1008, "reason": refusal[2][:120]})
             return
-        await _error(*refusal)(scope, receive, send)
+        response = _error(*refusal[:3])
+        if len(refusal) > 3:
+            response.headers["retry-after"] = refusal[3]
+        await response(scope, receive, send)
+
+    def _token_refusal(self, scope: Scope, headers: dict[str, str], query: dict[str, str]) -> tuple[Any, ...] | None:
+        """None when the request carries the token and its address is not locked out; else
+        (status, code, message[, retry-after])."""
+        address = (scope.get("client") or ("?",))[0]
+        wait = self.lockout.wait(address)
+        if wait <= 0:
+            if self.guard.token_ok(headers, query):
+                self.lockout.succeeded(address)
+                return None
+            self.lockout.failed(address)
+            wait = self.lockout.wait(address)
+            if wait <= 0:
+                return (401, "token", "this server needs its token: `Authorization: Bearer $SOUL_SERVE_TOKEN` or ?token=")
+        seconds = math.ceil(wait)
+        return (429, "token_lockout", f"too many wrong tokens from this address: try again in {seconds} s", str(seconds))
 
 
 async def _body(request: Request) -> dict[str, Any]:
@@ -292,7 +314,7 @@ def create_app(soul: Any, turn_json: TurnJson, guard: Guard, *, cycles: int | No
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.hubs = hubs
     app.state.dialogues = dialogues
-    return GuardMiddleware(app, guard)  # type: ignore[return-value]
+    return GuardMiddleware(app, guard)  # type: ignore[return-value]  # its `lockout` is reachable
 
 
 def _settled(task: asyncio.Task[Any]) -> None:
