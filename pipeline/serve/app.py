@@ -39,7 +39,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from soul.errors import RunError, SessionNotFound, SoulError
 from soul.runtime import refresh_minds
-from soul.serve import views, wire
+from soul.serve import frames, views, wire
 from soul.serve.dialogues import DialogueRefused, Dialogues
 from soul.serve.guard import MAX_BODY_BYTES, MAX_MESSAGE_CHARS, Guard, Lockout
 from soul.serve.hub import Hubs, TurnError, TurnJson, send_queued
@@ -48,6 +48,8 @@ from soul.store import redact, redact_data
 log = logging.getLogger(__name__)
 
 STATIC = resources.files("soul.serve") / "static"
+BODY_SECONDS = 30.0  # a request body must arrive within this (its headers: serve/transport.py)
+MAX_TURN = 2**63 - 1  # the largest turn number a store holds
 # No inline script or style, no other origin: model text that slipped into markup could run nothing.
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
@@ -132,15 +134,21 @@ async def _body(request: Request) -> dict[str, Any]:
     if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
         raise Refused(413, "too_large", f"the request body is {int(declared):,} bytes; the limit is {MAX_BODY_BYTES:,}")
     chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise Refused(413, "too_large", f"the request body is over the limit of {MAX_BODY_BYTES:,} bytes")
-        chunks.append(chunk)
+    try:
+        async with asyncio.timeout(BODY_SECONDS):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > MAX_BODY_BYTES:
+                    raise Refused(413, "too_large", f"the request body is over the limit of {MAX_BODY_BYTES:,} bytes")
+                chunks.append(chunk)
+    except TimeoutError:
+        raise Refused(408, "slow_body", f"the request body did not arrive within {BODY_SECONDS:.0f} s") from None
     try:
         data = json.loads(b"".join(chunks) or b"{}")
     except ValueError as exc:
         raise Refused(400, "bad_json", f"the body is not valid JSON: {exc}") from exc
+    except RecursionError:
+        raise Refused(400, "bad_json", "the body's JSON nests too deeply") from None
     if not isinstance(data, dict):
         raise Refused(400, "bad_json", "the body must be a JSON object")
     return data
@@ -172,7 +180,10 @@ def create_app(soul: Any, turn_json: TurnJson, guard: Guard, *, cycles: int | No
             try:
                 return await endpoint(request)  # type: ignore[no-any-return]
             except (Refused, DialogueRefused) as exc:
-                return _error(exc.status, exc.code, exc.message)
+                refused = _error(exc.status, exc.code, exc.message)
+                if exc.status in (408, 413):  # a body left unread: the connection cannot be reused
+                    refused.headers["connection"] = "close"
+                return refused
             except (SessionNotFound, RunError) as exc:  # RunError: another soul's session
                 return _error(404, "no_session", str(exc))
             except TurnError as exc:
@@ -232,8 +243,12 @@ def create_app(soul: Any, turn_json: TurnJson, guard: Guard, *, cycles: int | No
 
     async def trace(request: Request) -> Response:
         sid = request.path_params["id"]
-        own(sid)
-        return _json(soul.store.trace(sid, int(request.path_params["turn"])))
+        info = own(sid)
+        turn = int(request.path_params["turn"])  # digits only (the route); any length
+        if not 0 < turn <= info.turns:  # a huge number never reaches the store's 64-bit column
+            raise Refused(404, "no_turn", f"session {sid} has no turn {turn if turn <= MAX_TURN else 'that large'}:"
+                                          f" its turns are 1 to {info.turns}")
+        return _json(soul.store.trace(sid, turn))
 
     async def chetana(request: Request) -> Response:
         sid = request.path_params["id"]
@@ -274,10 +289,11 @@ def create_app(soul: Any, turn_json: TurnJson, guard: Guard, *, cycles: int | No
         pump = asyncio.create_task(send_queued(ws, client))
         try:
             while True:
-                raw = await ws.receive_text()
-                await _on_socket_message(ws, hub, raw)
+                await _on_socket_message(ws, hub, await frames.next_request(ws))
         except WebSocketDisconnect:
             pass
+        except frames.Refused as refused:
+            await frames.close_refused(ws, refused)
         finally:
             hub.detach(client)
             pump.cancel()
@@ -333,9 +349,9 @@ def loops_elsewhere(session: Any) -> str | None:
             "workers to hold or continue them")
 
 
-async def _on_socket_message(ws: WebSocket, hub: Any, raw: str) -> None:
+async def _on_socket_message(ws: WebSocket, hub: Any, request: tuple[str | None, dict[str, Any]]) -> None:
     """A client's request on the socket: {"type": "message", "text"}, "pause", "resume"."""
-    kind, data = wire.request(raw)
+    kind, data = request
     if kind == "message":
         try:
             text = message_text(data)

@@ -24,7 +24,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from soul.serve import wire
+from soul.serve import frames, wire
 from soul.serve.dialogues import DialogueHub, DialogueRefused, Dialogues
 from soul.serve.hub import send_queued
 
@@ -86,9 +86,11 @@ def routes(dialogues: Dialogues | None, soul_name: str, handled: Callable[[Any],
         pump = asyncio.create_task(send_queued(ws, client))
         try:
             while True:
-                await _on_message(ws, hub, await ws.receive_text())
+                await _on_message(ws, hub, await frames.next_request(ws))
         except WebSocketDisconnect:
             pass
+        except frames.Refused as refused:
+            await frames.close_refused(ws, refused)
         finally:
             hub.detach(client)
             pump.cancel()
@@ -104,9 +106,9 @@ def routes(dialogues: Dialogues | None, soul_name: str, handled: Callable[[Any],
     ]
 
 
-async def _on_message(ws: WebSocket, hub: DialogueHub, raw: str) -> None:
+async def _on_message(ws: WebSocket, hub: DialogueHub, request: tuple[str | None, dict[str, Any]]) -> None:
     """A client's request on the dialogue socket: {"type": "run", "turns": N} or {"type": "pause"}."""
-    kind, data = wire.request(raw)
+    kind, data = request
     if kind == "run":
         try:
             hub.run(_turns(data))
