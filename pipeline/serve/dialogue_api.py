@@ -57,7 +57,8 @@ def routes(dialogues: Dialogues | None, soul_name: str, handled: Callable[[Any],
 
     async def one(request: Request) -> Response:
         hub = need().get(request.path_params["id"])
-        return as_json({"dialogue": hub.info(), "result": hub.runner.result().to_dict()})
+        payload = {"dialogue": hub.info(), "result": await hub.result()}
+        return await asyncio.to_thread(as_json, payload)  # redacting and encoding 10,000 turns: off the loop too
 
     async def step(request: Request) -> Response:
         hub = need().get(request.path_params["id"])

@@ -49,6 +49,7 @@ class DialogueHub(Audience):
         self.runner = runner
         self.task: asyncio.Task[dict[str, Any]] | None = None
         self.stopping = False
+        self._result: tuple[int, dict[str, Any]] | None = None  # (events then, the result)
         self._unsubscribe = runner.subscribe(self.publish)
 
     @property
@@ -68,6 +69,17 @@ class DialogueHub(Audience):
         return {"id": self.id, "soul": runner.name, "seed": runner.seed, "turns": runner.rules.turn - 1,
                 "agents": list(runner.agent_names), "observer": runner.observer,
                 "running": self.running, "stopping": self.running and self.stopping}
+
+    async def result(self) -> dict[str, Any]:
+        """The dialogue's result (`soul dialogue --json`'s shape), worked out on a thread so the
+        event loop keeps serving, and kept until the dialogue has more events."""
+        key = len(self.runner.events)
+        cached = self._result
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        data = await asyncio.to_thread(lambda: dict(self.runner.result().to_dict()))
+        self._result = (key, data)
+        return data
 
     def hello(self) -> dict[str, Any]:
         """What a new connection starts from: the info and every event so far, in order."""
@@ -108,7 +120,7 @@ class DialogueHub(Audience):
             done = runner.rules.turn - 1
             state = "failed" if error else "paused" if runner.rules.turn <= end else "done"
             self.publish({"type": "DialogueIdle", "state": state, "turns": done, "error": error})
-        return dict(runner.result().to_dict())
+        return await self.result()
 
     async def close(self) -> None:
         """Let a run in progress finish its turn, then close the agents' souls."""
