@@ -43,7 +43,9 @@ def build(args: argparse.Namespace) -> tuple[Any, Any, Any]:
         from soul.runtime import load
 
         soul = load(args.blueprint, model=args.model, provider=script)
-    return soul, create_app(soul, _turn_json(soul), guard, cycles=args.cycles, open_runner=open_runner), guard
+    app = create_app(soul, _turn_json(soul), guard, cycles=args.cycles, open_runner=open_runner,
+                     idle_grace=args.idle_grace, max_sessions=args.max_sessions)
+    return soul, app, guard
 
 
 def _dialogue(args: argparse.Namespace) -> tuple[Any, Any]:
@@ -128,6 +130,12 @@ def add_parser(sub: Any, cycles: Any) -> None:
     p.add_argument("--cycles", type=cycles, metavar="N", help="run each session's background loops at most N cycles")
     p.add_argument("--max-connections", type=_positive, default=1000, metavar="N",
                    help="open connections the server holds, sockets included; past it, 503 (default 1000)")
+    p.add_argument("--idle-grace", type=_seconds, default=60.0, metavar="SECONDS",
+                   help="close a session (stopping its background loops) or dialogue this long after its last "
+                        "client left with no turn running (default 60)")
+    p.add_argument("--max-sessions", type=_positive, default=500, metavar="N",
+                   help="sessions and dialogues open at once; past it, the idlest closes, or 503 when all are in use "
+                        "(default 500)")
     p.set_defaults(func=_run, session=None, user="user")
 
 
@@ -136,6 +144,17 @@ def _port(text: str) -> int:
     if not text.isdigit() or not 0 < int(text) < 65536:
         raise argparse.ArgumentTypeError(f"expected a port number from 1 to 65535, not {text!r}")
     return int(text)
+
+
+def _seconds(text: str) -> float:
+    """A number of seconds, 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds (0 or more), not {text!r}")
+    return value
 
 
 def _positive(text: str) -> int:

@@ -43,6 +43,7 @@ from soul.serve import frames, views, wire
 from soul.serve.dialogues import DialogueRefused, Dialogues
 from soul.serve.guard import MAX_BODY_BYTES, MAX_MESSAGE_CHARS, Guard, Lockout
 from soul.serve.hub import Hubs, TurnError, TurnJson, send_queued
+from soul.serve.idle import IDLE_GRACE, MAX_OPEN, Keeper, TooManyOpen
 from soul.store import redact, redact_data
 
 log = logging.getLogger(__name__)
@@ -165,15 +166,18 @@ def message_text(data: dict[str, Any]) -> str:
 
 
 def create_app(soul: Any, turn_json: TurnJson, guard: Guard, *, cycles: int | None = None,
-               open_runner: Any = None) -> Starlette:
+               open_runner: Any = None, idle_grace: float = IDLE_GRACE, max_sessions: int = MAX_OPEN) -> Starlette:
     """The app serving `soul`: `turn_json(result, thoughts)` shapes a turn's JSON (the CLI
     passes `soul run --json`'s), `guard` the host and token, `cycles` bounds each session's
-    background loops (a scripted run ends by itself; None: until the server stops),
-    `open_runner(resume=, seed=)` opens a `DialogueRunner` for a dialogue soul (None: no dialogues)."""
+    background loops (a scripted run ends by itself; None: until its hub closes),
+    `open_runner(resume=, seed=)` opens a `DialogueRunner` for a dialogue soul (None: no
+    dialogues); a session or dialogue nobody uses for `idle_grace` seconds is closed (its
+    loops stop), and at most `max_sessions` are open at once (serve/idle.py)."""
     from soul.serve import dialogue_api
 
-    hubs = Hubs(soul, turn_json, cycles)
-    dialogues = Dialogues(soul.name, open_runner) if open_runner is not None else None
+    keeper = Keeper(idle_grace, max_sessions)
+    hubs = Hubs(soul, turn_json, cycles, keeper)
+    dialogues = Dialogues(soul.name, open_runner, keeper) if open_runner is not None else None
 
     def handled(endpoint: Any) -> Any:
         async def run(request: Request) -> Response:
@@ -188,6 +192,10 @@ def create_app(soul: Any, turn_json: TurnJson, guard: Guard, *, cycles: int | No
                 return _error(404, "no_session", str(exc))
             except TurnError as exc:
                 return _error(422 if exc.user_error else 500, "turn_failed", exc.message)
+            except TooManyOpen as exc:
+                crowded = _error(exc.status, exc.code, exc.message)
+                crowded.headers["retry-after"] = str(exc.retry_after)
+                return crowded
             except SoulError as exc:
                 return _error(422, "error", str(exc))
         return run
@@ -238,7 +246,7 @@ def create_app(soul: Any, turn_json: TurnJson, guard: Guard, *, cycles: int | No
         hub = await hubs.get(sid)
         if (elsewhere := loops_elsewhere(hub.session)) is not None:
             return _error(409, "loops_in_workers", elsewhere)
-        hub.session.pause() if request.url.path.endswith("/pause") else hub.session.resume()
+        hubs.steer(hub, pause=request.url.path.endswith("/pause"))
         return _json(views.background_view(hub.session) or {"loops": {}})
 
     async def trace(request: Request) -> Response:
@@ -272,16 +280,19 @@ def create_app(soul: Any, turn_json: TurnJson, guard: Guard, *, cycles: int | No
 
     async def events(ws: WebSocket) -> None:
         sid = ws.path_params["id"]
+        await ws.accept()
         try:
             own(sid)
             hub = await hubs.get(sid)
+        except TooManyOpen as exc:
+            await ws.send_text(wire.encode(wire.error(exc.code, exc.message)))
+            await ws.close(1013, exc.message[:120])  # try again later
+            return
         except (Refused, SessionNotFound, RunError) as exc:
-            await ws.accept()
             await ws.send_text(wire.encode(wire.error("no_session", getattr(exc, "message", str(exc)))))
             await ws.close(4404)
             return
-        await ws.accept()
-        client = hub.attach()
+        client = hub.attach()  # no await since the hub was got: the keeper cannot close it between
         # attached before the snapshot, with no await between: nothing falls in a gap
         refresh_minds(hub.session)  # loops run in workers (SOUL_RUNNER=dbos): their mood and cycle now
         hello = {"type": "Hello", **views.session_view(soul.store, hub.session.info, hub.session)}
@@ -289,7 +300,7 @@ def create_app(soul: Any, turn_json: TurnJson, guard: Guard, *, cycles: int | No
         pump = asyncio.create_task(send_queued(ws, client))
         try:
             while True:
-                await _on_socket_message(ws, hub, await frames.next_request(ws))
+                await _on_socket_message(ws, hubs, hub, await frames.next_request(ws))
         except WebSocketDisconnect:
             pass
         except frames.Refused as refused:
@@ -330,6 +341,7 @@ def create_app(soul: Any, turn_json: TurnJson, guard: Guard, *, cycles: int | No
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.hubs = hubs
     app.state.dialogues = dialogues
+    app.state.keeper = keeper
     return GuardMiddleware(app, guard)  # type: ignore[return-value]  # its `lockout` is reachable
 
 
@@ -349,7 +361,7 @@ def loops_elsewhere(session: Any) -> str | None:
             "workers to hold or continue them")
 
 
-async def _on_socket_message(ws: WebSocket, hub: Any, request: tuple[str | None, dict[str, Any]]) -> None:
+async def _on_socket_message(ws: WebSocket, hubs: Hubs, hub: Any, request: tuple[str | None, dict[str, Any]]) -> None:
     """A client's request on the socket: {"type": "message", "text"}, "pause", "resume"."""
     kind, data = request
     if kind == "message":
@@ -364,6 +376,6 @@ async def _on_socket_message(ws: WebSocket, hub: Any, request: tuple[str | None,
         if (elsewhere := loops_elsewhere(hub.session)) is not None:
             await ws.send_text(wire.encode(wire.error("loops_in_workers", elsewhere)))
             return
-        hub.session.pause() if kind == "pause" else hub.session.resume()
+        hubs.steer(hub, pause=kind == "pause")
     else:
         await ws.send_text(wire.encode(wire.error("bad_request", 'send {"type": "message", "text": "..."}, {"type": "pause"} or {"type": "resume"}')))

@@ -111,7 +111,7 @@ def test_a_second_run_while_one_goes_on_is_refused(soul_home: Path, tmp_path: Pa
 
     async def go() -> None:
         dialogues = Dialogues("entelgia", lambda resume=None, seed=None: open_runner("entelgia", script=script, seed=seed, resume=resume))
-        hub = dialogues.create()
+        hub = await dialogues.create()
         task = hub.run(2)
         with pytest.raises(DialogueRefused) as refused:
             hub.run(1)
