@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["KEY_SHAPES", "SHAPES", "Shape", "ShapeStream", "may_hold_key"]
+__all__ = ["KEY_SHAPES", "REDACTED", "SHAPES", "Run", "Shape", "ShapeStream", "may_hold_key", "substitute"]
 
 REDACTED = "[redacted]"
 
