@@ -41,7 +41,7 @@ def test_scripted_dialogue_json_has_the_hand_computed_metrics_and_interventions(
     ]
     m = data["metrics"]
     assert m["turns"] == 10 and m["fixy_turns"] == 2
-    assert m["circularity_rate"] == pytest.approx(1 / 45)  # one pair of 45 (turns 1 and 3)
+    assert m["circularity_rate"] == pytest.approx(1 / 35)  # one pair (turns 1 and 3) of the 35 at most 5 apart
     assert m["progress_rate"] == pytest.approx(1.0)  # every turn's words differ from the one before
     assert m["loop_rate"] == pytest.approx(10.0)  # one loop turn (3) per 10 turns, times 100
     assert m["fixy_per_50"] == pytest.approx(10.0)  # 2 of 10 turns, times 50
@@ -125,7 +125,7 @@ def test_resume_continues_the_stored_dialogue(capsys: pytest.CaptureFixture[str]
     assert code == 0, err
     whole = json.loads(stdout)
     assert [t["speaker"] for t in whole["transcript"]] == ["a", "b", "a", "b", "a", "fixy", "b", "a", "b", "fixy"]
-    assert whole["metrics"]["circularity_rate"] == pytest.approx(1 / 45)
+    assert whole["metrics"]["circularity_rate"] == pytest.approx(1 / 35)
 
 
 def test_script_keys_match_agents_in_any_case_and_a_stray_key_is_an_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

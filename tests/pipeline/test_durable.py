@@ -91,6 +91,10 @@ def test_a_worker_without_a_reachable_database_says_so_in_one_line(tmp_path: Pat
     assert done.returncode != 0
     assert "DBOS could not start" in done.stderr and "Traceback" not in done.stderr
     assert "secret" not in done.stderr and "ann:***@" in done.stderr
+    env["SOUL_STORE"] = "postgresql://ann@127.0.0.1:1/soul?password=hidden-word"  # a query password too
+    done = subprocess.run([sys.executable, "-m", "soul.cli", "worker", "csd"], env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert "DBOS could not start" in done.stderr and "hidden-word" not in done.stderr
     env.pop("SOUL_STORE")
     done = subprocess.run([sys.executable, "-m", "soul.cli", "worker", "csd"], env=env,
                           capture_output=True, text=True, timeout=120, check=False)

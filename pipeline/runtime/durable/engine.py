@@ -34,10 +34,10 @@ commit notices (`soul.store.notify`), not through DBOS.
 from __future__ import annotations
 
 import logging
-import re
 from typing import TYPE_CHECKING, Any
 
 from soul.errors import RunError
+from soul.store import mask_passwords
 
 if TYPE_CHECKING:
     from soul.runtime.souls import Soul
@@ -82,11 +82,6 @@ def system_database_url(store_url: str) -> str:
         raise RunError("soul worker runs cycles from a PostgreSQL session store: set"
                        " SOUL_STORE=postgresql://USER@HOST/DATABASE (the SQLite default serves one process)")
     return "postgresql://" + store_url.split("://", 1)[1]
-
-
-def _masked(text: str) -> str:
-    """`text` with the password of any URL in it replaced by ***."""
-    return re.sub(r"(://[^:/@\s]+:)[^@\s]*@", r"\1***@", text)
 
 
 def _dbos() -> Any:
@@ -175,7 +170,7 @@ class Engine:
             dbos.DBOS.destroy()
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise RunError(f"soul worker: DBOS could not start on the session store's database"
-                           f" {_masked(self.url)}: {_masked(reason)}; check that the server runs and"
+                           f" {mask_passwords(self.url)}: {mask_passwords(reason, self.url)}; check that the server runs and"
                            " the URL's user may create tables there") from exc
         finally:
             quiet.disabled = False
