@@ -14,6 +14,8 @@
     │   ├── StepError             a step failed; `.step` and `.kind` name it
     │   ├── MissingExtra          an optional part of soulgraph is not installed
     │   ├── ToolLoadError         a declared tool cannot be imported or described
+    │   │   └── McpServerError    an MCP server cannot be started, reached or listed
+    │   │       └── CommandNotAllowed  its command is not on the user's allow-list
     │   └── BudgetExceeded        a prompt's uncuttable parts exceed the model's window
     ├── ServeError                `soul serve` cannot start as asked
     ├── EngineError               an engine failed, translated at its bridge
@@ -124,6 +126,17 @@ class ToolLoadError(RunError):
     function is missing, its import raised, a parameter is positional-only); the message
     starts with the blueprint's FILE:LINE:COL. A tool that fails when called is no error:
     the failure is data the model reads (docs/tools.md)."""
+
+
+class McpServerError(ToolLoadError):
+    """An MCP server a blueprint names cannot be started, reached or listed, or what it
+    lists does not fit (a tool `use:` names is missing, a schema is not JSON Schema). A
+    tool call that fails on a running server is no error: it is data the model reads."""
+
+
+class CommandNotAllowed(McpServerError):
+    """A blueprint's MCP entry runs a command the user has not allowed
+    (SOUL_ALLOW_COMMANDS, --allow-command, $SOUL_HOME/allowed-commands)."""
 
 
 class BudgetExceeded(RunError):

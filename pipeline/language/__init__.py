@@ -33,7 +33,7 @@ from soul.language.schema import blueprint_schema, schema_text
 from soul.language.schema import check as check_schema
 from soul.language.schema import check_at as check_schema_at
 from soul.language.sourcemap import KeyPath, Loaded, SourceMap, load_yaml
-from soul.language.tools import DEFAULT_ROUNDS, StepTools, ToolDecl, locate_tool
+from soul.language.tools import DEFAULT_ROUNDS, McpServerDecl, StepTools, ToolDecl, locate_tool
 
 __all__ = [
     "ALLOW_FIELD_PATHS",
@@ -45,6 +45,7 @@ __all__ = [
     "DialogueAgent",
     "KeyPath",
     "Loaded",
+    "McpServerDecl",
     "ModelSlot",
     "Observer",
     "Process",

@@ -28,7 +28,7 @@ import threading
 import time
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -36,6 +36,7 @@ from soul.errors import ToolLoadError
 from soul.language import Blueprint, ToolDecl
 from soul.providers import ToolSpec
 from soul.runtime.surrogates import replace_lone_surrogates
+from soul.runtime.tools.mcp import McpTools
 
 MAX_ERROR_CHARS = 1000  # of an exception's text shown to the model
 MAX_ARGUMENT_CHARS = 100_000  # of a model's arguments text: more is refused unparsed
@@ -82,17 +83,49 @@ class ToolBox:
         self.decls = blueprint.tools
         self._tools: dict[str, Tool] = {}
         self._validators: dict[str, Any] = {}
+        self.mcp = McpTools(blueprint) if blueprint.mcp else None  # its MCP servers (tools/mcp.py)
 
     def __bool__(self) -> bool:
-        return bool(self.decls)
+        return bool(self.decls) or self.mcp is not None
 
     def names(self) -> tuple[str, ...]:
-        return tuple(self.decls)
+        """The Python tools and the MCP entries (each standing for its tools)."""
+        return (*self.decls, *(self.mcp.servers if self.mcp is not None else ()))
+
+    def declares(self, name: str) -> bool:
+        """Whether a step may list `name`: a Python tool, an MCP entry or a tool its `use:` names."""
+        return name in self.decls or (self.mcp is not None and self.mcp.declares(name))
+
+    def has(self, name: str) -> bool:
+        """Whether `name` is a tool the model may call now (MCP tools once listed)."""
+        return name in self.decls or (self.mcp is not None and name in self.mcp)
+
+    async def ready(self, names: Sequence[str], session: str | None = None) -> tuple[str, ...]:
+        """`names` as the tools a call offers: MCP servers they need started and listed (off
+        the event loop), each MCP entry replaced by its tools."""
+        if self.mcp is None:
+            return tuple(names)
+        await self.mcp.ready(names, session)
+        return self.mcp.expand(names)
+
+    def release(self, session: str | None) -> None:
+        """A session closed: the MCP servers it held alone stop."""
+        if self.mcp is not None:
+            self.mcp.release(session)
+
+    def close(self) -> None:
+        """The soul closed: every MCP server it holds is let go."""
+        if self.mcp is not None:
+            self.mcp.close()
 
     def get(self, name: str) -> Tool:
         """The tool `name`, imported now if it was not yet; ToolLoadError (at the blueprint's
         FILE:LINE:COL) when its module or function cannot be imported or described."""
         tool = self._tools.get(name)
+        if tool is None and name not in self.decls and self.mcp is not None and name in self.mcp:
+            decl, spec = self.mcp.describe(name)
+            signature = inspect.Signature([inspect.Parameter("arguments", inspect.Parameter.VAR_KEYWORD)])
+            tool = self._tools[name] = Tool(decl, self.mcp.call, spec, signature)
         if tool is None:
             decl = self.decls[name]
             function = self._import(decl)
@@ -161,11 +194,12 @@ class ToolBox:
         return arguments, None
 
     async def call(self, name: str, arguments: Any, *, call_id: str = "", source: str = "model",
-                   tape: tuple[Any, TapeMode] | None = None) -> ToolRun:
-        """Run the tool; every failure is in the returned ToolRun's `error`."""
+                   tape: tuple[Any, TapeMode] | None = None, session: str | None = None) -> ToolRun:
+        """Run the tool; every failure is in the returned ToolRun's `error`. `session` is the
+        one calling (an MCP server of lifetime `session` is its own)."""
         started = time.perf_counter()
-        if name not in self.decls:
-            known = ", ".join(self.decls) or "none"
+        if not self.has(name):
+            known = ", ".join(self.names()) or "none"
             return ToolRun(call_id, name, arguments, None, f"there is no tool '{name}' (tools: {known})", 0.0, source)
         kwargs, problem = self.check(name, arguments)
         if kwargs is None:
@@ -174,11 +208,15 @@ class ToolBox:
             served = _served(tape[0], name, kwargs)
             if served is not None:
                 return ToolRun(call_id, name, kwargs, served.get("result"), served.get("error"), float(served.get("ms", 0.0)), "tape")
-        decl = self.decls[name]
+        tool = self.get(name)
+        decl = tool.decl
         result: str | None = None
         error: str | None = None
         try:
-            value = await invoke(self.get(name).function, kwargs, decl.timeout, name)
+            if name not in self.decls and self.mcp is not None:  # an MCP tool: the server's own loop times it
+                value = await asyncio.wait_for(self.mcp.call(name, kwargs, decl.timeout, session), decl.timeout)
+            else:
+                value = await invoke(tool.function, kwargs, decl.timeout, name)
             result = as_text(value, decl.max_chars)
         except TimeoutError:
             error = f"the tool timed out after {decl.timeout:g} s"
