@@ -19,8 +19,15 @@ from typing import Any, Protocol
 
 from soul.diagnostics import did_you_mean, one_of
 from soul.kinds import Registry
-from soul.language import Blueprint, KeyPath, McpServerDecl, Step, locate_tool
-from soul.language.commands import command_allowed, how_to_allow
+from soul.language import (
+    Blueprint,
+    KeyPath,
+    McpServerDecl,
+    Step,
+    command_allowed,
+    how_to_allow,
+    locate_tool,
+)
 
 TOOL_KIND = "tool"
 
@@ -65,6 +72,10 @@ def mcp_tool_names(bp: Blueprint) -> dict[str, str]:
 
 def _check_server(rules: Reporter, server: McpServerDecl) -> None:
     bp = rules.bp
+    if server.use == ():
+        rules.error(server.path, f"MCP server '{server.name}' does not say which of its tools the soul may use",
+                    "add `use: [tool, ...]` (or `use: \"*\"` for every tool it lists): a server's tools are "
+                    "chosen in the blueprint, never by default", key=True)
     for i, tool in enumerate(server.use or ()):
         clash = "a Python tool" if tool in bp.tools else "an entry of `tools:`" if tool in bp.mcp else None
         other = next((s.name for s in bp.mcp.values() if s.name != server.name and tool in (s.use or ())), None)

@@ -19,6 +19,12 @@ from soul.language.blueprint import (
     locate,
     read,
 )
+from soul.language.commands import (
+    allow_commands,
+    command_allowed,
+    forget_allowed_commands,
+    how_to_allow,
+)
 from soul.language.dialogue import Dialogue, DialogueAgent, Observer, build_dialogue
 from soul.language.expressions import (
     TEMPLATE_FORMAT,
@@ -34,11 +40,13 @@ from soul.language.schema import check as check_schema
 from soul.language.schema import check_at as check_schema_at
 from soul.language.sourcemap import KeyPath, Loaded, SourceMap, load_yaml
 from soul.language.tools import DEFAULT_ROUNDS, McpServerDecl, StepTools, ToolDecl, locate_tool
+from soul.language.tools import NAME as TOOL_NAME
 
 __all__ = [
     "ALLOW_FIELD_PATHS",
     "DEFAULT_ROUNDS",
     "TEMPLATE_FORMAT",
+    "TOOL_NAME",
     "Analysis",
     "Blueprint",
     "Dialogue",
@@ -58,6 +66,7 @@ __all__ = [
     "Subprocess",
     "ToolDecl",
     "Trigger",
+    "allow_commands",
     "analyse_expression",
     "analyse_template",
     "blueprint_schema",
@@ -66,9 +75,12 @@ __all__ = [
     "builtin_names",
     "check_schema",
     "check_schema_at",
+    "command_allowed",
     "display_path",
     "environment",
     "field_folder",
+    "forget_allowed_commands",
+    "how_to_allow",
     "load_yaml",
     "locate",
     "locate_tool",

@@ -17,7 +17,14 @@ from soul.errors import BlueprintNotFound, BlueprintTooLarge
 from soul.language.dialogue import Dialogue, build_dialogue
 from soul.language.files import TemplateFiles, confine, read_text
 from soul.language.sourcemap import KeyPath, Loaded, SourceMap, load_yaml
-from soul.language.tools import McpServerDecl, StepTools, ToolDecl, build_mcp_servers, build_step_tools, build_tools
+from soul.language.tools import (
+    McpServerDecl,
+    StepTools,
+    ToolDecl,
+    build_mcp_servers,
+    build_step_tools,
+    build_tools,
+)
 
 MAX_BYTES = 1024 * 1024
 DEFAULT_MODEL = "local"

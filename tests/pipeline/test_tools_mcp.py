@@ -19,7 +19,7 @@ from mcp_souls import alive, gone_within, http_server, soul_yaml, time_server_co
 
 import soul
 from soul.errors import CommandNotAllowed, McpServerError
-from soul.language.commands import forget_allowed_commands
+from soul.language import forget_allowed_commands
 from soul.providers import ReplayProvider, ScriptedProvider, recording
 
 pytest.importorskip("mcp")

@@ -20,8 +20,7 @@ from collections.abc import Hashable, Iterable
 from typing import Any
 
 from soul.errors import McpServerError
-from soul.language import Blueprint, McpServerDecl, ToolDecl
-from soul.language.tools import NAME
+from soul.language import TOOL_NAME, Blueprint, McpServerDecl, ToolDecl
 from soul.providers import ToolSpec
 from soul.runtime.tools.servers import SERVERS, Connection, ListedTool
 
@@ -104,7 +103,7 @@ class McpTools:
                                      f"{', '.join(repr(m) for m in missing)} (it lists: {', '.join(listed) or 'none'})")
             chosen = [listed[u] for u in server.use]
         else:
-            chosen = [t for t in connection.tools if NAME.match(t.name)]
+            chosen = [t for t in connection.tools if TOOL_NAME.match(t.name)]
         for tool in chosen:
             problem = schema_problem(tool.input_schema)
             if problem is not None:

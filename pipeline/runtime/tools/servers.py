@@ -32,8 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from soul.errors import CommandNotAllowed, McpServerError, MissingExtra
-from soul.language import McpServerDecl
-from soul.language.commands import command_allowed, how_to_allow
+from soul.language import McpServerDecl, command_allowed, how_to_allow
 
 MAX_TOOLS = 1000  # a listing longer than this is cut (and said)
 MAX_PAGES = 100
