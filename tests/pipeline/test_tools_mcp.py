@@ -237,3 +237,22 @@ def test_a_server_that_fails_to_start_is_an_error_quoting_its_stderr(tmp_path: P
     with soul.load(path, provider=ScriptedProvider([ANSWER, REPLY])) as s, \
             pytest.raises(McpServerError, match=r"(?s)MCP server 'calc' .* failed to start.*cannot open the database"):
         s.session().turn_sync("x")
+
+
+def test_soul_run_with_a_script_calls_mcp_server_time_and_leaves_no_process(tmp_path: Path) -> None:
+    import shlex
+
+    command = time_server_command()
+    path = soul_yaml(tmp_path, f"  clock:\n    mcp: {json.dumps(command)}\n    use: [get_current_time]\n")
+    script = tmp_path / "script.yaml"
+    script.write_text(json.dumps(['<tool_call name="get_current_time">{"timezone": "Asia/Tokyo"}</tool_call>', ANSWER, REPLY]))
+    soul_command = [str(Path(sys.executable).parent / "soul"), "run", str(path), "--script", str(script), "-m", "time?", "--json"]
+    before = set(server_pids("mcp-server-time"))
+    refused = subprocess.run(soul_command, capture_output=True, text=True, timeout=120)
+    assert refused.returncode != 0 and "which you have not allowed" in refused.stderr and "Traceback" not in refused.stderr
+    done = subprocess.run([*soul_command, "--allow-command", shlex.join(command)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    steps = json.loads(done.stdout)["steps"]
+    assert json.loads(steps["lookup"]["result"])["timezone"] == "Asia/Tokyo" and json.loads(done.stdout)["reply"] == "Done."
+    left = [p for p in set(server_pids("mcp-server-time")) - before if alive(p)]
+    assert not left, "an MCP server outlived `soul run`"
