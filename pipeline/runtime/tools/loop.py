@@ -183,6 +183,8 @@ async def converse(provider: Provider, request: Request, use: ToolUse, *, first:
 def _add_usage(total: Usage, usage: Usage) -> None:
     total.input_tokens += usage.input_tokens
     total.output_tokens += usage.output_tokens
+    total.cache_read_tokens += usage.cache_read_tokens
+    total.cache_write_tokens += usage.cache_write_tokens
     total.latency_s += usage.latency_s
     if total.first_token_s is None:
         total.first_token_s = usage.first_token_s
