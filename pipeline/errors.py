@@ -9,7 +9,9 @@
     ├── RegistryError             a step kind is unknown or declared twice
     ├── StoreError                the session store refused or failed an operation
     │   ├── SessionNotFound       no session has that id (or unique prefix)
+    │   ├── SessionExists         an imported session's id (or user model) is taken here
     │   └── StaleTurn             another writer committed the session's turn first
+    ├── BundleError               a soul bundle cannot be written, or is refused on reading
     ├── RunError                  a turn failed
     │   ├── StepError             a step failed; `.step` and `.kind` name it
     │   ├── MissingExtra          an optional part of soulgraph is not installed
@@ -95,6 +97,17 @@ class SessionNotFound(StoreError):
 
 class StaleTurn(StoreError):
     """The commit's base turn is not the session's turn count: another writer got there first."""
+
+
+class SessionExists(StoreError):
+    """An imported session's id is already in the store, or its user model's versions differ
+    from the store's: nothing of the import was written."""
+
+
+class BundleError(SoulError):
+    """A soul bundle (`soul pack`, `soul unpack`) cannot be written, or is refused on reading:
+    a member outside the target, a link or device file, an oversized or compression-bomb
+    member, a bad checksum, a newer format. Nothing is written when it is refused."""
 
 
 class RunError(SoulError):

@@ -240,6 +240,9 @@ def build_parser() -> argparse.ArgumentParser:
     from soul.cli.sessions import add_parsers as add_session_parsers
 
     add_session_parsers(sub)
+    from soul.cli.bundles import add_parsers as add_bundle_parsers
+
+    add_bundle_parsers(sub)
     add_memory_parsers(sub)
     add_models_parser(sub)
     add_dialogue_parsers(sub)

@@ -39,7 +39,14 @@ from soul.language.schema import blueprint_schema, schema_text
 from soul.language.schema import check as check_schema
 from soul.language.schema import check_at as check_schema_at
 from soul.language.sourcemap import KeyPath, Loaded, SourceMap, load_yaml
-from soul.language.tools import DEFAULT_ROUNDS, McpServerDecl, StepTools, ToolDecl, locate_tool
+from soul.language.tools import (
+    DEFAULT_ROUNDS,
+    McpServerDecl,
+    StepTools,
+    ToolDecl,
+    find_module,
+    locate_tool,
+)
 from soul.language.tools import NAME as TOOL_NAME
 
 __all__ = [
@@ -79,6 +86,7 @@ __all__ = [
     "display_path",
     "environment",
     "field_folder",
+    "find_module",
     "forget_allowed_commands",
     "how_to_allow",
     "load_yaml",
