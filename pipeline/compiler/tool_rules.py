@@ -72,10 +72,10 @@ def mcp_tool_names(bp: Blueprint) -> dict[str, str]:
 
 def _check_server(rules: Reporter, server: McpServerDecl) -> None:
     bp = rules.bp
-    if server.use == ():
-        rules.error(server.path, f"MCP server '{server.name}' does not say which of its tools the soul may use",
-                    "add `use: [tool, ...]` (or `use: \"*\"` for every tool it lists): a server's tools are "
-                    "chosen in the blueprint, never by default", key=True)
+    if server.use is None and (*server.path, "use") not in bp.source.values:
+        rules.warning(server.path, f"MCP server '{server.name}' does not say which of its tools the soul may use: "
+                      "every tool it lists is offered, including ones a new version of it adds",
+                      "pin them with `use: [tool, ...]` (or write `use: \"*\"` to mean every tool)", key=True)
     for i, tool in enumerate(server.use or ()):
         clash = "a Python tool" if tool in bp.tools else "an entry of `tools:`" if tool in bp.mcp else None
         other = next((s.name for s in bp.mcp.values() if s.name != server.name and tool in (s.use or ())), None)

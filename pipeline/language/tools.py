@@ -70,14 +70,14 @@ DEFAULT_START_TIMEOUT = 30.0  # seconds an MCP server may take to start and answ
 class McpServerDecl:
     """One MCP server a blueprint names: a stdio command (`command`, run in the blueprint's
     folder) or a Streamable HTTP `url`; the tools of it the model may call (`use`: None means
-    every tool it lists, written `"*"`); how long one server lives (`process`: shared by every
+    every tool it lists — `"*"`, or no `use:` at all); how long one server lives (`process`: shared by every
     session of the process; `session`: one per session, for servers that keep state)."""
 
     name: str
     path: KeyPath
     command: tuple[str, ...] = ()
     url: str = ""
-    use: tuple[str, ...] | None = ()
+    use: tuple[str, ...] | None = None
     lifetime: Lifetime = "process"
     env: tuple[tuple[str, str], ...] = ()
     timeout: float = DEFAULT_TIMEOUT
@@ -97,7 +97,8 @@ class McpServerDecl:
 def mcp_target(value: Any) -> tuple[tuple[str, ...], str] | None:
     """An entry's `mcp:` value as (command, url): a string starting with http:// or https://
     is a URL, any other string a command line (split as a POSIX shell would, nothing
-    expanded), a list the command's arguments; None when it is neither."""
+    expanded), a list the command's arguments, a mapping `{command, args}` or `{url}` (the
+    shape MCP clients' configurations use); None when it is none of these."""
     if isinstance(value, str):
         text = value.strip()
         if text.lower().startswith(("http://", "https://")):
@@ -109,6 +110,12 @@ def mcp_target(value: Any) -> tuple[tuple[str, ...], str] | None:
         return (argv, "") if argv else None
     if isinstance(value, list) and value and all(isinstance(a, str) for a in value):
         return tuple(value), ""
+    if isinstance(value, dict):  # the MCP clients' own shape: {command, args} or {url}
+        if isinstance(value.get("url"), str):
+            return mcp_target(value["url"]) if value["url"].lower().startswith(("http://", "https://")) else None
+        args = value.get("args", [])
+        if isinstance(value.get("command"), str) and value["command"] and isinstance(args, list) and all(isinstance(a, str) for a in args):
+            return (value["command"], *args), ""
     return None
 
 
@@ -123,8 +130,8 @@ def build_mcp_servers(raw: Any) -> dict[str, McpServerDecl]:
         target = mcp_target(value["mcp"])
         if target is None:
             continue
-        use_raw = value.get("use")
-        use = None if use_raw == "*" else tuple(u for u in use_raw if isinstance(u, str)) if isinstance(use_raw, list) else ()
+        use_raw = value.get("use", "*")  # no `use:`: every tool the server lists (docs/tools.md says why)
+        use = tuple(u for u in use_raw if isinstance(u, str)) if isinstance(use_raw, list) else None
         env_raw = value.get("env")
         env = tuple((k, v) for k, v in env_raw.items() if isinstance(k, str) and isinstance(v, str)) if isinstance(env_raw, dict) else ()
         servers[name] = McpServerDecl(

@@ -12,7 +12,7 @@ import pytest
 from mcp_souls import soul_yaml, write_server
 
 from soul.cli import main
-from soul.compiler import validate
+from soul.compiler import load_valid, validate
 from soul.language import allow_commands, command_allowed, forget_allowed_commands
 
 
@@ -45,9 +45,13 @@ def test_validate_starts_no_server_and_warns_of_a_command_not_allowed(tmp_path: 
     assert not validate(path).errors and not marker.exists()
 
 
-def test_an_entry_must_say_which_tools_the_soul_may_use(tmp_path: Path) -> None:
+def test_an_entry_without_use_offers_every_tool_and_is_warned_about(tmp_path: Path) -> None:
     path = soul_yaml(tmp_path, "  calc: {mcp: \"http://127.0.0.1:9/mcp\"}\n")
-    assert "MCP server 'calc' does not say which of its tools the soul may use" in texts(path)
+    assert not validate(path).errors
+    assert "warning: MCP server 'calc' does not say which of its tools the soul may use" in texts(path)
+    assert load_valid(str(path)).mcp["calc"].use is None  # every tool it lists
+    starred = soul_yaml(tmp_path, "  calc: {mcp: \"http://127.0.0.1:9/mcp\", use: \"*\"}\n")
+    assert "does not say which" not in texts(starred)
 
 
 @pytest.mark.parametrize(("entry", "problem"), [
@@ -113,3 +117,17 @@ def test_soul_explain_shows_the_entries_without_starting_them(tmp_path: Path, ca
     out = capsys.readouterr().out
     assert f"MCP server 'calc': stdio `{shlex.join(command)}` · lifetime session · may use: add, mul" in out
     assert not marker.exists()
+
+
+@pytest.mark.parametrize(("written", "command", "url"), [
+    ("mcp-server-time --local-timezone UTC", ("mcp-server-time", "--local-timezone", "UTC"), ""),
+    ('["uvx", "mcp-server-time"]', ("uvx", "mcp-server-time"), ""),
+    ('{command: uvx, args: [mcp-server-time]}', ("uvx", "mcp-server-time"), ""),
+    ('{url: "http://127.0.0.1:8000/mcp"}', (), "http://127.0.0.1:8000/mcp"),
+    ('"https://tools.example/mcp"', (), "https://tools.example/mcp"),
+])
+def test_an_entry_names_its_server_in_each_written_form(tmp_path: Path, written: str, command: tuple, url: str) -> None:
+    path = soul_yaml(tmp_path, f"  calc:\n    mcp: {written}\n    use: [add]\n")
+    assert not validate(path).errors
+    server = load_valid(str(path)).mcp["calc"]
+    assert (server.command, server.url) == (command, url)

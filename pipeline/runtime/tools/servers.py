@@ -136,9 +136,13 @@ class Connection:
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
         errlog = stack.enter_context(log_path(decl).open("a", encoding="utf-8"))
+        # POSIX: through the guard (process group, parent-death stop); elsewhere the SDK's own
+        # process handling (a Windows job object) is what there is
+        command, args = ((sys.executable, [str(GUARD), str(os.getpid()), "--", *decl.command]) if os.name == "posix"
+                         else (decl.command[0], list(decl.command[1:])))
         params = StdioServerParameters(
-            command=sys.executable,
-            args=[str(GUARD), str(os.getpid()), "--", *decl.command],
+            command=command,
+            args=args,
             env=dict(decl.env) or None,
             cwd=str(self.folder) if self.folder is not None else None,
         )
