@@ -28,7 +28,7 @@ import threading
 import time
 import types
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -36,7 +36,7 @@ from soul.errors import ToolLoadError
 from soul.language import Blueprint, ToolDecl
 from soul.providers import ToolSpec
 from soul.runtime.surrogates import replace_lone_surrogates
-from soul.runtime.tools.mcp import McpTools
+from soul.runtime.tools.mcp import McpBox, McpTools
 
 MAX_ERROR_CHARS = 1000  # of an exception's text shown to the model
 MAX_ARGUMENT_CHARS = 100_000  # of a model's arguments text: more is refused unparsed
@@ -75,7 +75,7 @@ class Tool:
     signature: inspect.Signature
 
 
-class ToolBox:
+class ToolBox(McpBox):
     """The blueprint's tools, imported on first use."""
 
     def __init__(self, blueprint: Blueprint) -> None:
@@ -83,40 +83,7 @@ class ToolBox:
         self.decls = blueprint.tools
         self._tools: dict[str, Tool] = {}
         self._validators: dict[str, Any] = {}
-        self.mcp = McpTools(blueprint) if blueprint.mcp else None  # its MCP servers (tools/mcp.py)
-
-    def __bool__(self) -> bool:
-        return bool(self.decls) or self.mcp is not None
-
-    def names(self) -> tuple[str, ...]:
-        """The Python tools and the MCP entries (each standing for its tools)."""
-        return (*self.decls, *(self.mcp.servers if self.mcp is not None else ()))
-
-    def declares(self, name: str) -> bool:
-        """Whether a step may list `name`: a Python tool, an MCP entry or a tool its `use:` names."""
-        return name in self.decls or (self.mcp is not None and self.mcp.declares(name))
-
-    def has(self, name: str) -> bool:
-        """Whether `name` is a tool the model may call now (MCP tools once listed)."""
-        return name in self.decls or (self.mcp is not None and name in self.mcp)
-
-    async def ready(self, names: Sequence[str], session: str | None = None) -> tuple[str, ...]:
-        """`names` as the tools a call offers: MCP servers they need started and listed (off
-        the event loop), each MCP entry replaced by its tools."""
-        if self.mcp is None:
-            return tuple(names)
-        await self.mcp.ready(names, session)
-        return self.mcp.expand(names)
-
-    def release(self, session: str | None) -> None:
-        """A session closed: the MCP servers it held alone stop."""
-        if self.mcp is not None:
-            self.mcp.release(session)
-
-    def close(self) -> None:
-        """The soul closed: every MCP server it holds is let go."""
-        if self.mcp is not None:
-            self.mcp.close()
+        self.mcp = McpTools(blueprint) if blueprint.mcp else None  # its MCP servers (McpBox, tools/mcp.py)
 
     def get(self, name: str) -> Tool:
         """The tool `name`, imported now if it was not yet; ToolLoadError (at the blueprint's

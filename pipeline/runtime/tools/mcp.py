@@ -9,14 +9,15 @@ when a call first needs them (`ready`, from the tool loop) — never at validati
 (lifetime `session`) through `servers.SERVERS`. A call's result is text for the model: text
 blocks as they are, other blocks named, structured content as JSON when there is no text; a
 result the server marks as an error is raised as `McpToolError`, which the box reports to the
-model as data, like any tool's exception.
+model as data, like any tool's exception. `McpBox` is the part of `ToolBox` that knows of
+them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 from soul.errors import McpServerError
@@ -153,6 +154,47 @@ class McpTools:
         for session in list(self._sessions):
             SERVERS.release((self._token, session))
         self._sessions.clear()
+
+
+class McpBox:
+    """What a `ToolBox` adds for MCP servers: names that stand for a server's tools, servers
+    started when a call needs them, and let go with the session or the soul."""
+
+    decls: Mapping[str, ToolDecl]
+    mcp: McpTools | None
+
+    def __bool__(self) -> bool:
+        return bool(self.decls) or self.mcp is not None
+
+    def names(self) -> tuple[str, ...]:
+        """The Python tools and the MCP entries (each standing for its tools)."""
+        return (*self.decls, *(self.mcp.servers if self.mcp is not None else ()))
+
+    def declares(self, name: str) -> bool:
+        """Whether a step may list `name`: a Python tool, an MCP entry or a tool its `use:` names."""
+        return name in self.decls or (self.mcp is not None and self.mcp.declares(name))
+
+    def has(self, name: str) -> bool:
+        """Whether `name` is a tool the model may call now (MCP tools once listed)."""
+        return name in self.decls or (self.mcp is not None and name in self.mcp)
+
+    async def ready(self, names: Sequence[str], session: str | None = None) -> tuple[str, ...]:
+        """`names` as the tools a call offers: MCP servers they need started and listed (off
+        the event loop), each MCP entry replaced by its tools."""
+        if self.mcp is None:
+            return tuple(names)
+        await self.mcp.ready(names, session)
+        return self.mcp.expand(names)
+
+    def release(self, session: str | None) -> None:
+        """A session closed: the MCP servers it held alone stop."""
+        if self.mcp is not None:
+            self.mcp.release(session)
+
+    def close(self) -> None:
+        """The soul closed: every MCP server it holds is let go."""
+        if self.mcp is not None:
+            self.mcp.close()
 
 
 def schema_problem(schema: Any) -> str | None:

@@ -6,9 +6,8 @@ working memory, region by region, each entry labelled with its turn, step and ki
 earlier steps of this turn (chained mode); the response format — one XML section per step of
 the call, with its instructions from the step's template. Then the conversation's recent turns
 as user / assistant messages (`runtime/conversation/history.py`), and last the current input, fenced and
-labelled UNTRUSTED, with `<`, `>` and `&` escaped so it can never become structure. The
-system message marks where its stable prefixes end (`cache_points`: after the persona, after
-the summary) for providers that cache prompts; the text does not change.
+labelled UNTRUSTED, with `<`, `>` and `&` escaped so it can never become structure (the
+system message's stable prefixes marked for prompt caching: `cache_points`).
 
 With a `Budget` (`runtime/conversation/budget.py`), `fit` keeps the prompt within the call's window: the
 fixed parts must fit; the summary, the recent turns and the working memory get what is left,
@@ -367,10 +366,8 @@ class PromptBuilder:
 
 
 def cache_points(persona: str, head: str, summary: str) -> tuple[int, ...]:
-    """Where the system message's stable prefixes end, for prompt caching: after the persona
-    (the same on every call of the soul), and after the summary (the same until the next fold,
-    while the mood, state and user model before it stay). The system message is `head`, then
-    the summary, each joined by a blank line; the head starts with the persona."""
+    """Where the system message (`head`, then the summary) stops being the same from call to
+    call, for prompt caching: after the persona, and after the summary (until the next fold)."""
     points = [len(persona)] if persona and head.startswith(persona) else []
     if summary:
         points.append(len(head) + 2 + len(summary) if head else len(summary))
