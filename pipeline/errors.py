@@ -9,11 +9,15 @@
     ├── RegistryError             a step kind is unknown or declared twice
     ├── StoreError                the session store refused or failed an operation
     │   ├── SessionNotFound       no session has that id (or unique prefix)
+    │   ├── SessionExists         an imported session's id (or user model) is taken here
     │   └── StaleTurn             another writer committed the session's turn first
+    ├── BundleError               a soul bundle cannot be written, or is refused on reading
     ├── RunError                  a turn failed
     │   ├── StepError             a step failed; `.step` and `.kind` name it
     │   ├── MissingExtra          an optional part of soulgraph is not installed
     │   ├── ToolLoadError         a declared tool cannot be imported or described
+    │   │   └── McpServerError    an MCP server cannot be started, reached or listed
+    │   │       └── CommandNotAllowed  its command is not on the user's allow-list
     │   └── BudgetExceeded        a prompt's uncuttable parts exceed the model's window
     ├── ServeError                `soul serve` cannot start as asked
     ├── EngineError               an engine failed, translated at its bridge
@@ -95,6 +99,17 @@ class StaleTurn(StoreError):
     """The commit's base turn is not the session's turn count: another writer got there first."""
 
 
+class SessionExists(StoreError):
+    """An imported session's id is already in the store, or its user model's versions differ
+    from the store's: nothing of the import was written."""
+
+
+class BundleError(SoulError):
+    """A soul bundle (`soul pack`, `soul unpack`) cannot be written, or is refused on reading:
+    a member outside the target, a link or device file, an oversized or compression-bomb
+    member, a bad checksum, a newer format. Nothing is written when it is refused."""
+
+
 class RunError(SoulError):
     """A turn could not be completed."""
 
@@ -124,6 +139,17 @@ class ToolLoadError(RunError):
     function is missing, its import raised, a parameter is positional-only); the message
     starts with the blueprint's FILE:LINE:COL. A tool that fails when called is no error:
     the failure is data the model reads (docs/tools.md)."""
+
+
+class McpServerError(ToolLoadError):
+    """An MCP server a blueprint names cannot be started, reached or listed, or what it
+    lists does not fit (a tool `use:` names is missing, a schema is not JSON Schema). A
+    tool call that fails on a running server is no error: it is data the model reads."""
+
+
+class CommandNotAllowed(McpServerError):
+    """A blueprint's MCP entry runs a command the user has not allowed
+    (SOUL_ALLOW_COMMANDS, --allow-command, $SOUL_HOME/allowed-commands)."""
 
 
 class BudgetExceeded(RunError):

@@ -35,7 +35,8 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "soul.runtime": BEFORE_RUNTIME | {ENGINES},  # the engines: only in ONLY_IN's bridges
     "soul.testing": BEFORE_RUNTIME | {"soul.runtime"},
     "soul.serve": BEFORE_RUNTIME | {"soul.runtime"},  # transport only; only the cli imports it
-    "soul.cli": BEFORE_RUNTIME | {"soul.runtime", "soul.testing", "soul.serve", "soul.steps", ENGINES},
+    "soul.bundles": BEFORE_RUNTIME | {"soul.runtime"},  # soul pack/unpack: files, sessions, memory
+    "soul.cli": BEFORE_RUNTIME | {"soul.runtime", "soul.testing", "soul.serve", "soul.bundles", "soul.steps", ENGINES},
     "soul": BEFORE_RUNTIME | {"soul.runtime"},  # the public facade, re-exporting names
     "soul.steps": LEAVES | {"soul.language", "soul.kinds", "soul.sections", ENGINES},
     "soul.engines": frozenset(),  # the namespace of the engines holds no code
@@ -99,7 +100,7 @@ EXCEPTIONS: dict[tuple[str, str], str] = {}
 # Packages others enter only through their __init__ (a door nested in another is its own).
 FRONT_DOORS = frozenset({
     "soul.language", "soul.compiler", "soul.kinds", "soul.sections", "soul.providers",
-    "soul.store", "soul.runtime", "soul.testing", "soul.serve", "soul.cli", "soul.steps", "soul.engines.chetana",
+    "soul.store", "soul.runtime", "soul.testing", "soul.serve", "soul.bundles", "soul.cli", "soul.steps", "soul.engines.chetana",
     "soul.engines.dialogue",
     "soul.engines.resonance", "soul.engines.resonance.code",  # code: optional (tree-sitter)
     "soul.engines.resonance.themes",  # optional tools over a field (cortical index, themes)

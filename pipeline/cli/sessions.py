@@ -95,7 +95,7 @@ def user_model_command(args: argparse.Namespace) -> int:
 
 
 def add_parsers(sub: Any) -> None:
-    p = sub.add_parser("sessions", help="list, show, export or delete stored sessions", description="Stored sessions under $SOUL_HOME.")
+    p = sub.add_parser("sessions", help="list, show, export, import or delete stored sessions", description="Stored sessions under $SOUL_HOME.")
     # One sub-parser per action, each with its own arguments: with one parser for all, the
     # optional id was taken as absent before `--all` and `show --all ID` rejected the id.
     actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -106,6 +106,9 @@ def add_parsers(sub: Any) -> None:
         q.add_argument("id", help="session id or unique prefix")
         if action == "show":
             q.add_argument("--all", action="store_true", help="include thoughts and checks")
+    from soul.cli.bundles import add_import_parser
+
+    add_import_parser(actions)
     p.set_defaults(func=sessions_command, id=None, soul=None, all=False)
 
     p = sub.add_parser("user-model", help="show, history, diff or revert a user model", description="The markdown user model a soul keeps of each user, with its versions.")

@@ -20,6 +20,12 @@ from soul.language.blueprint import (
     locate,
     read,
 )
+from soul.language.commands import (
+    allow_commands,
+    command_allowed,
+    forget_allowed_commands,
+    how_to_allow,
+)
 from soul.language.dialogue import Dialogue, DialogueAgent, Observer, build_dialogue
 from soul.language.expressions import (
     TEMPLATE_FORMAT,
@@ -34,12 +40,22 @@ from soul.language.schema import blueprint_schema, schema_text
 from soul.language.schema import check as check_schema
 from soul.language.schema import check_at as check_schema_at
 from soul.language.sourcemap import KeyPath, Loaded, SourceMap, load_yaml
-from soul.language.tools import DEFAULT_ROUNDS, StepTools, ToolDecl, ToolFinding, locate_tool
+from soul.language.tools import (
+    DEFAULT_ROUNDS,
+    McpServerDecl,
+    StepTools,
+    ToolDecl,
+    ToolFinding,
+    find_module,
+    locate_tool,
+)
+from soul.language.tools import NAME as TOOL_NAME
 
 __all__ = [
     "ALLOW_FIELD_PATHS",
     "DEFAULT_ROUNDS",
     "TEMPLATE_FORMAT",
+    "TOOL_NAME",
     "Analysis",
     "Bindings",
     "Blueprint",
@@ -47,6 +63,7 @@ __all__ = [
     "DialogueAgent",
     "KeyPath",
     "Loaded",
+    "McpServerDecl",
     "ModelSlot",
     "Observer",
     "Process",
@@ -60,6 +77,7 @@ __all__ = [
     "ToolDecl",
     "ToolFinding",
     "Trigger",
+    "allow_commands",
     "analyse_expression",
     "analyse_template",
     "blueprint_schema",
@@ -68,9 +86,13 @@ __all__ = [
     "builtin_names",
     "check_schema",
     "check_schema_at",
+    "command_allowed",
     "display_path",
     "environment",
     "field_folder",
+    "find_module",
+    "forget_allowed_commands",
+    "how_to_allow",
     "load_yaml",
     "locate",
     "locate_tool",

@@ -17,7 +17,14 @@ from soul.errors import BlueprintNotFound, BlueprintTooLarge
 from soul.language.dialogue import Dialogue, build_dialogue
 from soul.language.files import TemplateFiles, confine, read_text
 from soul.language.sourcemap import KeyPath, Loaded, SourceMap, load_yaml
-from soul.language.tools import StepTools, ToolDecl, build_step_tools, build_tools
+from soul.language.tools import (
+    McpServerDecl,
+    StepTools,
+    ToolDecl,
+    build_mcp_servers,
+    build_step_tools,
+    build_tools,
+)
 
 MAX_BYTES = 1024 * 1024
 DEFAULT_MODEL = "local"
@@ -127,6 +134,7 @@ class Blueprint:
     dialogue: dict[str, Any] | None = None
     dialogue_spec: Dialogue | None = None  # the `dialogue:` block, typed (language/dialogue.py)
     tools: dict[str, ToolDecl] = field(default_factory=dict)  # the `tools:` block (language/tools.py)
+    mcp: dict[str, McpServerDecl] = field(default_factory=dict)  # its MCP server entries (language/tools.py)
     observer: dict[str, Any] | None = None  # the `observer:` block: Fixy as a gate on replies
 
     @property
@@ -376,5 +384,6 @@ def build(data: Any, source: SourceMap, folder: Path | None) -> Blueprint:
         dialogue=data["dialogue"] if isinstance(data.get("dialogue"), dict) else None,
         dialogue_spec=build_dialogue(data.get("dialogue")),
         tools=build_tools(data.get("tools")),
+        mcp=build_mcp_servers(data.get("tools")),
         observer=data["observer"] if isinstance(data.get("observer"), dict) else None,
     )

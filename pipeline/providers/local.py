@@ -211,7 +211,8 @@ class LocalProvider(Provider):
                 decoded = self._sectioned(model, request, lambda _text: clock.token())
                 if decoded is not None:
                     return {"choices": [{"message": {"content": decoded.text}}],
-                            "usage": {"prompt_tokens": decoded.prompt_tokens, "completion_tokens": decoded.output_tokens}}
+                            "usage": {"prompt_tokens": decoded.prompt_tokens, "completion_tokens": decoded.output_tokens,
+                                      "cached_tokens": decoded.cached_tokens}}
                 result, shape = _whole_reply(model, arguments)
                 if shape == "text":
                     return {"choices": [{"message": {"content": result["choices"][0]["text"]}}], "usage": result.get("usage")}
@@ -222,7 +223,9 @@ class LocalProvider(Provider):
         text = result["choices"][0]["message"].get("content") or ""
         usage = result.get("usage") or {}
         base = clock.usage(request, text)
-        return Completion(text, Usage(usage.get("prompt_tokens", base.input_tokens), usage.get("completion_tokens", base.output_tokens), base.latency_s, base.first_token_s, 0.0))
+        cached = int(usage.get("cached_tokens") or 0)  # the head cache's hits, as cache reads
+        return Completion(text, Usage(usage.get("prompt_tokens", base.input_tokens) - cached, usage.get("completion_tokens", base.output_tokens),
+                                      base.latency_s, base.first_token_s, 0.0, cached))
 
     async def stream(self, request: Request) -> AsyncIterator[Chunk]:
         model, decoding = _load_locked(self.path, self.n_ctx, self.n_threads)
@@ -277,5 +280,6 @@ class LocalProvider(Provider):
             stop.set()
         usage = clock.usage(request, "".join(pieces))
         if counted:
-            usage.input_tokens, usage.output_tokens = counted[0].prompt_tokens, counted[0].output_tokens
+            usage.input_tokens, usage.output_tokens = counted[0].prompt_tokens - counted[0].cached_tokens, counted[0].output_tokens
+            usage.cache_read_tokens = counted[0].cached_tokens  # the head cache's hits
         yield Chunk("", usage)

@@ -69,12 +69,16 @@ class HeadCache:
         self.model = model
         self.folder = _folder(model, home)
         self.saved: OrderedDict[str, tuple[tuple[int, ...], bytes]] = OrderedDict()
+        self.reused = 0  # of the last `prepare`: head tokens not evaluated (kept or restored)
 
     def prepare(self, tokens: Sequence[int], head: int) -> Outcome:
-        """Make the context hold `tokens[:head]`; say how (the rest is left to `generate`)."""
+        """Make the context hold `tokens[:head]`; say how (the rest is left to `generate`).
+        `reused` then says how many of the head's tokens were served without evaluating them,
+        reported as the call's cache reads."""
         model = self.model
         wanted = tuple(tokens[:head])
         have = _common(model.input_ids[: model.n_tokens], wanted)
+        self.reused = min(have, head)
         if have >= head or head < MIN_HEAD:
             return "context"
         outcome: Outcome = "evaluated"
@@ -83,6 +87,7 @@ class HeadCache:
             where, saved, state, shared = found
             if self._restore(state, saved, shared):
                 have, outcome = shared, where
+                self.reused = shared
                 if where == "disk":  # the next turn finds it in memory
                     self._remember(_key(saved), saved, state)
         if have < head:

@@ -141,6 +141,7 @@ class Decoded:
     text: str
     prompt_tokens: int
     output_tokens: int
+    cached_tokens: int = 0  # prompt tokens the head cache served (in the context, or restored)
 
 
 class SectionWriter:
@@ -346,6 +347,11 @@ def decode_reply(model: Any, messages: Sequence[tuple[str, str]], plan: SectionP
         raise ProviderError(f"the prompt ({len(tokens)} tokens) does not fit the local model's window of {model.n_ctx()} tokens: raise the slot's n_ctx or shorten the history")
     if seed is not None:
         model.set_seed(seed)
+    cached = 0
     if cache != "off":
-        head_cache(model, home if cache == "disk" else None).prepare(tokens, head)
-    return write_reply(SectionWriter(model, tokens, sampling, on_text, stopped), plan)
+        saved = head_cache(model, home if cache == "disk" else None)
+        saved.prepare(tokens, head)
+        cached = saved.reused
+    decoded = write_reply(SectionWriter(model, tokens, sampling, on_text, stopped), plan)
+    decoded.cached_tokens = min(cached, decoded.prompt_tokens)
+    return decoded

@@ -53,13 +53,34 @@ def load_sdk(module: str, extra: str) -> ModuleType:
         ) from exc
 
 
-def cost(model: str, input_tokens: int, output_tokens: int) -> float | None:
-    """The call's price in USD, if the model's prices are known."""
+# Prompt-cache prices as multiples of the input price, by model-name prefix: Anthropic bills
+# a cache read at a tenth and a (5-minute) cache write at 1.25x; OpenAI's automatic caching
+# bills cached tokens at half (gpt-4o family) and writes nothing extra.
+CACHE_RATES: dict[str, tuple[float, float]] = {"claude": (0.1, 1.25), "gpt-4o": (0.5, 1.0)}
+
+
+def cost(model: str, input_tokens: int, output_tokens: int, cache_read: int = 0, cache_write: int = 0) -> float | None:
+    """The call's price in USD, if the model's prices are known (`input_tokens` without the
+    cached ones: cache reads and writes are priced at their own rates)."""
     match = max((p for p in PRICES if model.startswith(p)), key=len, default=None)
     if match is None:
         return None
     price_in, price_out = PRICES[match]
-    return (input_tokens * price_in + output_tokens * price_out) / 1_000_000
+    rates = max((p for p in CACHE_RATES if model.startswith(p)), key=len, default=None)
+    read, write = CACHE_RATES[rates] if rates is not None else (1.0, 1.0)
+    prompt = input_tokens + cache_read * read + cache_write * write
+    return (prompt * price_in + output_tokens * price_out) / 1_000_000
+
+
+def cached_tokens(reported: Any, prompt_tokens: int) -> int:
+    """The prompt tokens an OpenAI-style usage says came from the provider's automatic prompt
+    cache (`prompt_tokens_details.cached_tokens`), at most the prompt; 0 when not reported."""
+    details = getattr(reported, "prompt_tokens_details", None)
+    if isinstance(details, dict):
+        value = details.get("cached_tokens")
+    else:
+        value = getattr(details, "cached_tokens", None)
+    return min(int(value), prompt_tokens) if isinstance(value, int) and value > 0 else 0
 
 
 def sampling(options: Mapping[str, Any], method: Callable[..., Any] | None = None) -> dict[str, Any]:

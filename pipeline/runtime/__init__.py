@@ -21,7 +21,14 @@ mind, the observer gate), `souls` (a compiled soul and its services), `dry_run` 
 """
 
 from soul.runtime.background import runner_choice
-from soul.runtime.bridges import MemoryBridge, MemoryReader, field_errors, session_report
+from soul.runtime.bridges import (
+    MemoryBridge,
+    MemoryReader,
+    field_errors,
+    field_files,
+    restore_field,
+    session_report,
+)
 from soul.runtime.dialogue import DialogueResult, DialogueRunner, dialogues_dir
 from soul.runtime.dry_run import ExplainedCall, count_tokens, dry_services, explain, render
 from soul.runtime.durable import (
@@ -107,10 +114,12 @@ __all__ = [
     "explain",
     "feed_for",
     "field_errors",
+    "field_files",
     "load",
     "parse_rate",
     "refresh_minds",
     "render",
+    "restore_field",
     "runner_choice",
     "services_for",
     "session_report",

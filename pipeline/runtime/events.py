@@ -219,6 +219,10 @@ class CallTrace:
     cut: tuple[dict[str, Any], ...] = ()
     # the tools the call ran (runtime/tools/loop.py): tool, arguments, result, error, ms, source
     tools: tuple[dict[str, Any], ...] = ()
+    # prompt tokens read from / written to the provider's prompt cache (not in input_tokens)
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost: float | None = None  # USD, where the provider prices the call (cache reads and writes at their rates)
 
 
 @dataclass(slots=True)
@@ -256,6 +260,8 @@ class Trace:
             "calls": len(self.calls),
             "input_tokens": sum(c.input_tokens for c in self.calls),
             "output_tokens": sum(c.output_tokens for c in self.calls),
+            "cache_read_tokens": sum(c.cache_read_tokens for c in self.calls),
+            "cache_write_tokens": sum(c.cache_write_tokens for c in self.calls),
             "total_ms": round(self.total_ms, 3),
             "framework_ms": round(self.framework_ms, 3),
             "steps": {s.step: s.status for s in self.steps},

@@ -131,10 +131,13 @@ class Session:
         await self.settle()
 
     async def close(self) -> None:
-        """Stop the background work and cancel what still runs."""
+        """Stop the background work and cancel what still runs; the MCP servers the session
+        held alone (lifetime `session`) stop."""
         if self.work is not None:
             await self.work.stop()
         await self._cancel_background()
+        if self.services.tools is not None:
+            self.services.tools.release(self.id)
 
     async def __aenter__(self) -> Session:
         await self.start()

@@ -87,6 +87,8 @@ class Soul:
             self._store.close()
             self._store = None
         self.memory.close()
+        if self.services.tools is not None:
+            self.services.tools.close()  # the MCP servers it held stop (unless another soul holds one)
 
     def __enter__(self) -> Soul:
         return self

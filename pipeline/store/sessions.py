@@ -9,8 +9,9 @@ The JSONL logs are written after the transaction commits and repaired from the d
 process dies in between (see `soul.store.logs`).
 
 Several processes may use one home at once (see `soul.store.database`). Reading a session back,
-committing, user models, export and background processes live in `soul.store.reading`,
-`soul.store.commits`, `soul.store.user_models`, `soul.store.export` and `soul.store.minds`,
+committing, user models, export, moving sessions between stores and background processes live in
+`soul.store.reading`, `soul.store.commits`, `soul.store.user_models`, `soul.store.export`,
+`soul.store.transfer` and `soul.store.minds`,
 mixed into `SessionStore`; reading a commit another
 process announced (`soul.store.notify`), what `soul worker` polls (`soul.store.due`) and its
 heartbeats (`soul.store.workers`) too.
@@ -44,6 +45,7 @@ from soul.store.minds import Minds
 from soul.store.notify import Notices
 from soul.store.reading import Reading, session_info
 from soul.store.redaction import redact_data
+from soul.store.transfer import Transfer
 from soul.store.user_models import UserModels
 from soul.store.workers import Workers
 
@@ -52,7 +54,7 @@ __all__ = ["SessionNotFound", "SessionStore", "StaleTurn", "StoreError"]
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
-class SessionStore(Reading, Commits, UserModels, Export, Minds, Notices, Due, Workers):
+class SessionStore(Reading, Commits, UserModels, Export, Transfer, Minds, Notices, Due, Workers):
     """Sessions, messages, state, user models, working memory and traces of one data home."""
 
     def __init__(self, conn: Connection, home: Path) -> None:

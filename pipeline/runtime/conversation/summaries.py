@@ -145,7 +145,9 @@ class SummaryCall:
         completion = await self.provider.complete(Request(self.spec, messages, dict(self.options)))
         trace = CallTrace(-1, self.spec, (SUMMARY_STEP,), messages, completion.text, 1,
                           completion.usage.input_tokens, completion.usage.output_tokens,
-                          (time.perf_counter() - started) * 1000)
+                          (time.perf_counter() - started) * 1000,
+                          cache_read_tokens=completion.usage.cache_read_tokens,
+                          cache_write_tokens=completion.usage.cache_write_tokens, cost=completion.usage.cost)
         return read_summary(completion.text), trace
 
 

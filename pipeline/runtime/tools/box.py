@@ -38,6 +38,7 @@ from soul.providers import ToolSpec
 from soul.runtime.surrogates import replace_lone_surrogates
 from soul.runtime.tools.arguments import kept, read_arguments
 from soul.runtime.tools.guard import ToolRaised, carried, guarded, guarded_call, worded
+from soul.runtime.tools.mcp import McpBox, McpTools
 
 MAX_ERROR_CHARS = 1000  # of an exception's text shown to the model
 _IMPORT_LOCK = threading.Lock()  # sys.path is process-wide: one tool import at a time
@@ -75,7 +76,7 @@ class Tool:
     signature: inspect.Signature
 
 
-class ToolBox:
+class ToolBox(McpBox):
     """The blueprint's tools, imported on first use."""
 
     def __init__(self, blueprint: Blueprint) -> None:
@@ -83,17 +84,16 @@ class ToolBox:
         self.decls = blueprint.tools
         self._tools: dict[str, Tool] = {}
         self._validators: dict[str, Any] = {}
-
-    def __bool__(self) -> bool:
-        return bool(self.decls)
-
-    def names(self) -> tuple[str, ...]:
-        return tuple(self.decls)
+        self.mcp = McpTools(blueprint) if blueprint.mcp else None  # its MCP servers (McpBox, tools/mcp.py)
 
     def get(self, name: str) -> Tool:
         """The tool `name`, imported now if it was not yet; ToolLoadError (at the blueprint's
         FILE:LINE:COL) when its module or function cannot be imported or described."""
         tool = self._tools.get(name)
+        if tool is None and name not in self.decls and self.mcp is not None and name in self.mcp:
+            decl, spec = self.mcp.describe(name)
+            signature = inspect.Signature([inspect.Parameter("arguments", inspect.Parameter.VAR_KEYWORD)])
+            tool = self._tools[name] = Tool(decl, self.mcp.call, spec, signature)
         if tool is None:
             decl = self.decls[name]
             function = self._import(decl)
@@ -157,11 +157,12 @@ class ToolBox:
         return arguments, None
 
     async def call(self, name: str, arguments: Any, *, call_id: str = "", source: str = "model",
-                   tape: tuple[Any, TapeMode] | None = None) -> ToolRun:
-        """Run the tool; every failure is in the returned ToolRun's `error`."""
+                   tape: tuple[Any, TapeMode] | None = None, session: str | None = None) -> ToolRun:
+        """Run the tool; every failure is in the returned ToolRun's `error`. `session` is the
+        one calling (an MCP server of lifetime `session` is its own)."""
         started = time.perf_counter()
-        if name not in self.decls:
-            known = ", ".join(self.decls) or "none"
+        if not self.has(name):
+            known = ", ".join(self.names()) or "none"
             return ToolRun(call_id, name, arguments, None, f"there is no tool '{name}' (tools: {known})", 0.0, source)
         kwargs, problem = self.check(name, arguments)
         if kwargs is None:
@@ -170,11 +171,15 @@ class ToolBox:
             served = _served(tape[0], name, kwargs)
             if served is not None:
                 return ToolRun(call_id, name, kwargs, served.get("result"), served.get("error"), float(served.get("ms", 0.0)), "tape")
-        decl = self.decls[name]
+        tool = self.get(name)
+        decl = tool.decl
         result: str | None = None
         error: str | None = None
         try:
-            value = await invoke(self.get(name).function, kwargs, decl.timeout, name)
+            if name not in self.decls and self.mcp is not None:  # an MCP tool: the server's own loop times it
+                value = await asyncio.wait_for(self.mcp.call(name, kwargs, decl.timeout, session), decl.timeout)
+            else:
+                value = await invoke(tool.function, kwargs, decl.timeout, name)
             result = guarded_call(as_text, value, decl.max_chars)  # a result's str() is tool code too
         except TimeoutError:
             error = f"the tool timed out after {decl.timeout:g} s"

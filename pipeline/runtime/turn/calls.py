@@ -158,7 +158,8 @@ async def run_call(
     by_tag = {(step.kind.stream_tag or step.kind.sections[0].tag): step.name for step in steps if step.name in stream_steps} if stream_steps else {}
     history = messages
     reasks: list[str] = []
-    input_tokens = output_tokens = 0
+    input_tokens = output_tokens = cache_read = cache_write = 0
+    price: float | None = None
     raw = ""
     streamed = False
     parses: dict[str, StepParse] = {}
@@ -184,6 +185,10 @@ async def run_call(
             raw, usage = replace_lone_surrogates(completion.text), completion.usage
         input_tokens += usage.input_tokens
         output_tokens += usage.output_tokens
+        cache_read += usage.cache_read_tokens
+        cache_write += usage.cache_write_tokens
+        if usage.cost is not None:
+            price = (price or 0.0) + usage.cost
         result = extract_sections(raw, tags)
         repairs = result.repairs
         seen.sections = result.sections
@@ -240,7 +245,7 @@ async def run_call(
     trace = CallTrace(
         unit, model, tuple(s.name for s in steps), history, raw, len(reasks) + 1,
         input_tokens, output_tokens, (time.perf_counter() - started) * 1000, repairs, tuple(reasks),
-        tools=tuple(r.to_dict() for r in runs),
+        tools=tuple(r.to_dict() for r in runs), cache_read_tokens=cache_read, cache_write_tokens=cache_write, cost=price,
     )
     return CallOutcome(parses, frozenset(fallbacks), trace, streamed, tuple(runs))
 

@@ -6,7 +6,8 @@ working memory, region by region, each entry labelled with its turn, step and ki
 earlier steps of this turn (chained mode); the response format — one XML section per step of
 the call, with its instructions from the step's template. Then the conversation's recent turns
 as user / assistant messages (`runtime/conversation/history.py`), and last the current input, fenced and
-labelled UNTRUSTED, with `<`, `>` and `&` escaped so it can never become structure.
+labelled UNTRUSTED, with `<`, `>` and `&` escaped so it can never become structure (the
+system message's stable prefixes marked for prompt caching: `cache_points`).
 
 With a `Budget` (`runtime/conversation/budget.py`), `fit` keeps the prompt within the call's window: the
 fixed parts must fit; the summary, the recent turns and the working memory get what is left,
@@ -293,7 +294,8 @@ class PromptBuilder:
             user = f"{last.content}\n\n{user}"
         if report is not None:
             report.used = budget.prompt - left if budget is not None else 0
-        return (Message("system", system), *history, Message("user", user)), report
+        points = cache_points(ctx.persona.strip() if ctx.persona else self.persona, head, summary)
+        return (Message("system", system, cache_points=points), *history, Message("user", user)), report
 
     def _fit_memory(self, ctx: TurnContext, budget: Budget | None, report: BudgetReport | None, available: int) -> tuple[str, int]:
         """The working-memory section: each region's newest entries within its limit and the
@@ -361,6 +363,15 @@ class PromptBuilder:
         fitted to `budget` when given; the budget's report rides along as `.report`."""
         messages, report = self.fit(steps, ctx, earlier, budget, where)
         return Prompt(messages, report)
+
+
+def cache_points(persona: str, head: str, summary: str) -> tuple[int, ...]:
+    """Where the system message (`head`, then the summary) stops being the same from call to
+    call, for prompt caching: after the persona, and after the summary (until the next fold)."""
+    points = [len(persona)] if persona and head.startswith(persona) else []
+    if summary:
+        points.append(len(head) + 2 + len(summary) if head else len(summary))
+    return tuple(p for p in points if p > 0)
 
 
 def _inert(mind: Mapping[str, Any]) -> dict[str, Any]:

@@ -93,5 +93,5 @@ def services_for(
     builder = PromptBuilder(plan.blueprint)
     block = plan.blueprint.chetana
     chetana = partial(Cognition.begin, block) if block is not None and block.get("enabled", True) else None
-    tools = ToolBox(plan.blueprint) if plan.blueprint.tools else None
+    tools = ToolBox(plan.blueprint) if plan.blueprint.tools or plan.blueprint.mcp else None
     return Services(builder, gates or GateEvaluator(builder.env), providers, memory, chetana, tools)
