@@ -22,6 +22,7 @@ mind, the observer gate), `souls` (a compiled soul and its services), `dry_run` 
 
 from soul.runtime.background import runner_choice
 from soul.runtime.bridges import MemoryBridge, MemoryReader, field_errors, session_report
+from soul.runtime.conversation import call_window, turn_window
 from soul.runtime.dialogue import DialogueResult, DialogueRunner, dialogues_dir
 from soul.runtime.dry_run import ExplainedCall, count_tokens, dry_services, explain, render
 from soul.runtime.durable import (
@@ -100,6 +101,7 @@ __all__ = [
     "TurnCommitted",
     "TurnResult",
     "as_data",
+    "call_window",
     "commit_events",
     "count_tokens",
     "dialogues_dir",
@@ -115,4 +117,5 @@ __all__ = [
     "services_for",
     "session_report",
     "system_database_url",
+    "turn_window",
 ]

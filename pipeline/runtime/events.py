@@ -219,6 +219,9 @@ class CallTrace:
     cut: tuple[dict[str, Any], ...] = ()
     # the tools the call ran (runtime/tools/loop.py): tool, arguments, result, error, ms, source
     tools: tuple[dict[str, Any], ...] = ()
+    # where each part of the prompt lies in `messages` (runtime/conversation/layout.py), read
+    # back as the call's context window (runtime/conversation/window.py); None: not recorded
+    window: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)

@@ -16,6 +16,7 @@ anything of it is streamed.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
@@ -77,6 +78,15 @@ def _labelled(changes: Changes, step: str, kind: str, turn: int) -> Changes:
         return changes
     changes.memory = tuple(labelled(e, step, kind, turn) for e in changes.memory)
     return changes
+
+
+def _window(layout: dict[str, Any] | None, tools: ToolUse | None, provider: Any) -> dict[str, Any] | None:
+    """The prompt's layout for the trace, with the tools' specs when they went beside the
+    messages (native tool calling: the provider counts them in the call's input)."""
+    if layout is not None and tools is not None and getattr(provider, "can_call_tools", False):
+        specs = [{"name": s.name, "description": s.description, "parameters": s.parameters} for s in tools.specs()]
+        return {**layout, "tool_specs": json.dumps(specs, ensure_ascii=False)}
+    return layout
 
 
 def _no_memory() -> Any:
@@ -259,6 +269,7 @@ class ScopeRunner:
         if report is not None:
             outcome.trace.budget = report.to_dict()
             outcome.trace.cut = tuple(report.cut)
+            outcome.trace.window = _window(report.layout, tools, self.services.bind(call).provider if tools else None)
             ts.shown.append(len(ts.ctx.history) - sum(c.get("turns", 0) for c in report.cut if c["part"] == "history"))
         ts.calls.append(outcome.trace)
         change_ctx = ChangeContext(self.state_spec, ts.ctx.state)
