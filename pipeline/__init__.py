@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         ProviderUnavailable,
         RateLimited,
         RegistryError,
+        PriceTableError,
         ReplayMiss,
         RunError,
         ServeError,
@@ -93,7 +94,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "RunError", "StepError", "MissingExtra", "ToolLoadError", "BudgetExceeded", "ServeError",
         "EngineError", "MemoryFieldError", "ChetanaError",
         "ProviderError", "ProviderTimeout", "ProviderUnavailable", "RateLimited", "AuthError",
-        "BadRequest", "CircuitOpen", "ReplayMiss",
+        "BadRequest", "CircuitOpen", "ReplayMiss", "PriceTableError",
     ),
 }  # fmt: skip
 _EXPORTS = {name: module for module, names in _HOMES.items() for name in names}
@@ -123,6 +124,7 @@ __all__ = [
     "MissingExtra",
     "Output",
     "Plan",
+    "PriceTableError",
     "Provider",
     "ProviderError",
     "ProviderTimeout",

@@ -34,7 +34,10 @@ def sessions_command(args: argparse.Namespace) -> int:
             raise SoulError(f"soul sessions {args.action} needs a session id (see: soul sessions list)")
         info = store.find_session(args.id)
         if args.action == "show":
-            print(shown(f"session {info.id} · soul {info.soul} · user {info.user} · {info.turns} turns"))
+            from soul.providers import traces_total
+
+            cost = traces_total(t["trace"] for t in store.traces(info.id))
+            print(shown(f"session {info.id} · soul {info.soul} · user {info.user} · {info.turns} turns · cost {cost.text()}"))
             for turn, record, _ in store.messages(info.id, layer=None if args.all else "external"):
                 who = info.user if record.tag == "user" else (info.soul if record.layer == "external" else f"  ({record.tag})")
                 print(shown(f"[{turn}] {who}: {record.content}"))

@@ -41,6 +41,7 @@ def render(data: dict[str, Any]) -> str:
         how = ("as the model reported it, shared out over the parts by their counted size" if call["attributed"]
                else "as counted (the model reported no count)")
         out.append(f"  input {call['input_tokens']} tokens ({how}) · output {call['output_tokens']}")
+        out.append(f"  cost {_cost(call['cost'])}")
         if call["requests"] > 1:
             out.append(f"  {call['requests']} requests: the prompt was sent again with each re-ask or tool round (× sent)")
         width = max([len(_name(s)) for s in call["sections"]] + [12])
@@ -53,6 +54,16 @@ def render(data: dict[str, Any]) -> str:
         if not call["cut"]:
             out.append("  cut: nothing")
     return "\n".join(out) + "\n"
+
+
+def _cost(cost: dict[str, Any] | None) -> str:
+    from soul.providers import usd_text
+
+    if not cost:
+        return "unknown (recorded before prices were)"
+    if cost.get("usd") is None:
+        return f"unknown (no price for {cost.get('model')}: add one to $SOUL_HOME/prices.json)"
+    return f"{usd_text(cost['usd'])} (priced as {cost.get('model')}, prices of {cost.get('date')}, {cost.get('source')})"
 
 
 def _name(section: dict[str, Any]) -> str:

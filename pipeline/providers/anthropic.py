@@ -62,7 +62,7 @@ class AnthropicProvider(Provider):
     def _usage(self, started: float, first: float | None, input_tokens: int, output_tokens: int) -> Usage:
         return Usage(
             input_tokens, output_tokens, time.perf_counter() - started, first,
-            cost(self.model, input_tokens, output_tokens),
+            cost("anthropic", self.model, input_tokens, output_tokens),
         )
 
     async def complete(self, request: Request) -> Completion:

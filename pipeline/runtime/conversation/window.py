@@ -163,6 +163,7 @@ def call_window(call: Mapping[str, Any]) -> dict[str, Any]:
         "budget": window - reserve if window is not None and reserve is not None else None,
         "used": _int(budget.get("used")), "parts": totals, "sections": sections,
         "cut": [dict(c) for c in call.get("cut") or () if isinstance(c, Mapping)],
+        "cost": dict(call["cost"]) if isinstance(call.get("cost"), Mapping) else None,
     }
 
 

@@ -28,7 +28,7 @@ from jinja2 import TemplateError
 from soul.compiler import CallPlan, Plan, PlannedStep, ScopePlan, Unit
 from soul.errors import RunError, SoulError, StepError
 from soul.kinds import ChangeContext, Changes, StepEnv
-from soul.providers import Message
+from soul.providers import Message, call_cost
 from soul.records import (
     MemoryEntry,
     Snapshot,
@@ -271,6 +271,12 @@ class ScopeRunner:
             outcome.trace.cut = tuple(report.cut)
             outcome.trace.window = _window(report.layout, tools, self.services.bind(call).provider if tools else None)
             ts.shown.append(len(ts.ctx.history) - sum(c.get("turns", 0) for c in report.cut if c["part"] == "history"))
+        if self.applies_changes:  # a dry run made no call: it cost nothing to price
+            bound = self.services.bind(call)
+            trace = outcome.trace
+            trace.cost = call_cost(bound.provider.name, bound.model, trace.input_tokens, trace.output_tokens,
+                                   getattr(trace, "cache_read_tokens", 0), getattr(trace, "cache_write_tokens", 0),
+                                   table=self.services.prices)
         ts.calls.append(outcome.trace)
         change_ctx = ChangeContext(self.state_spec, ts.ctx.state)
         per_step_ms = outcome.trace.latency_ms / len(call.steps)
