@@ -16,6 +16,7 @@ from soul.compiler import Plan, compile_blueprint, load_valid
 from soul.kinds import Registry
 from soul.language import Blueprint
 from soul.providers import Provider, price_table
+from soul.runtime import tracing
 from soul.runtime.bridges import MemoryBridge
 from soul.runtime.session import Session
 from soul.runtime.turn import services_for
@@ -237,4 +238,5 @@ def load(
                 allow_field_paths=allow_field_paths)
     MemoryBridge.check_installed(soul.blueprint)
     soul.check_providers()
+    tracing.on()  # OTEL_* asking for traces without the otel extra fails here, before a session is touched
     return soul

@@ -33,13 +33,15 @@ from soul.records import (
     MemoryEntry,
     Snapshot,
 )
+from soul.runtime import tracing
 from soul.runtime.conversation import (
     Budget,
+    BudgetReport,
     budget_for,
     fold_history,
     labelled,
 )
-from soul.runtime.events import StepFinished, StepStarted, StepTrace
+from soul.runtime.events import CallTrace, StepFinished, StepStarted, StepTrace
 from soul.runtime.tools import ToolUse, tools_of
 from soul.runtime.turn.calls import CallOutcome, run_call
 from soul.runtime.turn.context import TurnState, context_for
@@ -166,9 +168,17 @@ class ScopeRunner:
             active.append(name)
         if not active:
             return
+        if self.applies_changes and tracing.on():  # the unit's span (a dry run makes none)
+            steps = [(name, planned[name].kind.name) for name in active]
+            await tracing.unit(self._run_active(unit, active, ts), steps, self.scope.scope, ts.steps)
+            return
+        await self._run_active(unit, active, ts)
+
+    async def _run_active(self, unit: Unit, active: list[str], ts: TurnState) -> None:
         if unit.is_call:
             await self.run_llm_unit(unit, active, ts)
         else:
+            planned = self.scope.steps
             for name in active:
                 await self.run_local_step(planned[name], ts)
 
@@ -260,23 +270,22 @@ class ScopeRunner:
 
         started = time.perf_counter()
         tools = tools_of(self, call, ts) if self.applies_changes else None  # a dry run calls none
-        outcome = await (self.ask(call, messages, gated_off, budget, tools) if tools else self.ask(call, messages, gated_off, budget))
+        asked = self.ask(call, messages, gated_off, budget, tools) if tools else self.ask(call, messages, gated_off, budget)
+        report = getattr(messages, "report", None)
+        if self.applies_changes and tracing.on():  # the call's span, its trace complete before it ends
+            bound = self.services.bind(call)
+            attributes = tracing.call_attributes(bound.provider.name, bound.model, bound.options, call.unit.index,
+                                                 [s.name for s in call.steps], ts.session)
+            outcome = await tracing.call(asked, attributes, partial(self._complete, call, report, tools))
+        else:
+            outcome = await asked
+            self._complete(call, report, tools, outcome.trace)
         ts.provider_spans.append((started, time.perf_counter()))
         if ts.cognition is not None:  # Chetana learns each tool's outcomes and latencies
             for run in outcome.tool_runs:
                 ts.cognition.tool(run.tool, run.ok, run.ms, run.result if run.ok else run.error)
-        report = getattr(messages, "report", None)
         if report is not None:
-            outcome.trace.budget = report.to_dict()
-            outcome.trace.cut = tuple(report.cut)
-            outcome.trace.window = _window(report.layout, tools, self.services.bind(call).provider if tools else None)
             ts.shown.append(len(ts.ctx.history) - sum(c.get("turns", 0) for c in report.cut if c["part"] == "history"))
-        if self.applies_changes:  # a dry run made no call: it cost nothing to price
-            bound = self.services.bind(call)
-            trace = outcome.trace
-            trace.cost = call_cost(bound.provider.name, bound.model, trace.input_tokens, trace.output_tokens,
-                                   getattr(trace, "cache_read_tokens", 0), getattr(trace, "cache_write_tokens", 0),
-                                   table=self.services.prices)
         ts.calls.append(outcome.trace)
         change_ctx = ChangeContext(self.state_spec, ts.ctx.state)
         per_step_ms = outcome.trace.latency_ms / len(call.steps)
@@ -305,6 +314,19 @@ class ScopeRunner:
             if emit is not None:
                 emit(StepFinished(name, dict(parse.outputs), status in ("ran", "fallback")))
 
+
+    def _complete(self, call: CallPlan, report: BudgetReport | None, tools: ToolUse | None, trace: CallTrace) -> None:
+        """The call's trace completed: its budget, what was cut, where each part of the prompt
+        lies, and (a real call) its cost from its usage and the price table (providers/prices.py)."""
+        if report is not None:
+            trace.budget = report.to_dict()
+            trace.cut = tuple(report.cut)
+            trace.window = _window(report.layout, tools, self.services.bind(call).provider if tools else None)
+        if self.applies_changes:  # a dry run made no call: it cost nothing to price
+            bound = self.services.bind(call)
+            trace.cost = call_cost(bound.provider.name, bound.model, trace.input_tokens, trace.output_tokens,
+                                   getattr(trace, "cache_read_tokens", 0), getattr(trace, "cache_write_tokens", 0),
+                                   table=self.services.prices)
 
     def _render_error(self, call: CallPlan, ts: TurnState, earlier: Mapping[str, Any], exc: Exception) -> StepError:
         """The StepError for a prompt that failed to render, naming the step whose template
