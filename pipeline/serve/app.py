@@ -13,6 +13,8 @@ returns what it gives, as JSON. The routes (docs/serve.md has the table):
     POST   /api/sessions/{id}/pause|resume    the background loops
     GET    /api/sessions/{id}/turns/{n}/trace the stored trace of turn n
     GET    /api/sessions/{id}/chetana         Chetana's cognitive report (`soul chetana --json`)
+    ...    /api/sessions/{id}/layers|user-model/...|commits|turns/{n}/window|cost|fork
+                                              inspecting and forking (serve/inspect_api.py)
     POST   /api/sessions/{id}/recall          {"query": "..."} → memories with their explanation
     WS     /api/sessions/{id}/events          Hello, then every event as JSON with `type`
     ...    /api/dialogues[/{id}[/step|pause|events]]  a dialogue soul's runs (serve/dialogue_api.py)
@@ -140,7 +142,7 @@ def create_app(soul: Any, turn_json: TurnJson, guard: Guard, *, cycles: int | No
     passes `soul run --json`'s), `guard` the host and token, `cycles` bounds each session's
     background loops (a scripted run ends by itself; None: until the server stops),
     `open_runner(resume=, seed=)` opens a `DialogueRunner` for a dialogue soul (None: no dialogues)."""
-    from soul.serve import dialogue_api
+    from soul.serve import dialogue_api, inspect_api
 
     hubs = Hubs(soul, turn_json, cycles)
     dialogues = Dialogues(soul.name, open_runner) if open_runner is not None else None
@@ -149,7 +151,7 @@ def create_app(soul: Any, turn_json: TurnJson, guard: Guard, *, cycles: int | No
         async def run(request: Request) -> Response:
             try:
                 return await endpoint(request)  # type: ignore[no-any-return]
-            except (Refused, DialogueRefused) as exc:
+            except (Refused, DialogueRefused, inspect_api.InspectRefused) as exc:
                 return _error(exc.status, exc.code, exc.message)
             except (SessionNotFound, RunError) as exc:  # RunError: another soul's session
                 return _error(404, "no_session", str(exc))
@@ -287,6 +289,7 @@ def create_app(soul: Any, turn_json: TurnJson, guard: Guard, *, cycles: int | No
         Route("/api/sessions/{id}/recall", handled(recall), methods=["POST"]),
         WebSocketRoute("/api/sessions/{id}/events", events),
         *dialogue_api.routes(dialogues, soul.name, handled, _body, _json),
+        *inspect_api.routes(soul, own, handled, _body, _json),
         Mount("/static", StaticFiles(directory=str(STATIC)), name="static"),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)

@@ -44,14 +44,17 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _prompt_rows(layout: Mapping[str, Any], contents: Sequence[str]) -> tuple[list[tuple[str, str, int, str]], int] | None:
-    """(part, label, message, text) for the messages the builder made, and how many they are;
+Row = tuple[str, str, int, int, str]  # part, label, message, start, text
+
+
+def _prompt_rows(layout: Mapping[str, Any], contents: Sequence[str]) -> tuple[list[Row], int] | None:
+    """(part, label, message, start, text) for the messages the builder made, and how many they are;
     None when the layout does not fit the messages (then each message is a part)."""
     count = _int(layout.get("messages"))
     spans = layout.get("spans")
     if count is None or not 0 < count <= len(contents) or not isinstance(spans, list):
         return None
-    rows: list[tuple[str, str, int, str]] = []
+    rows: list[Row] = []
     reach = [0] * count
     for span in spans:
         if not isinstance(span, list | tuple) or len(span) != 5:
@@ -60,25 +63,25 @@ def _prompt_rows(layout: Mapping[str, Any], contents: Sequence[str]) -> tuple[li
         msg, start, end = _int(msg), _int(start), _int(end)
         if msg is None or start is None or end is None or not 0 <= msg < count or start != reach[msg] or end > len(contents[msg]) or end < start:
             return None
-        rows.append((str(part), str(label), msg, contents[msg][start:end]))
+        rows.append((str(part), str(label), msg, start, contents[msg][start:end]))
         reach[msg] = end
     for msg in range(count):  # text after the last span: the tools described in the system prompt
         if reach[msg] < len(contents[msg]):
             what = (parts.TOOLS, "described in the system prompt") if msg == 0 else (parts.OTHER, "")
-            rows.append((*what, msg, contents[msg][reach[msg]:]))
+            rows.append((*what, msg, reach[msg], contents[msg][reach[msg]:]))
     return rows, count
 
 
-def _plain_rows(messages: Sequence[Any], contents: Sequence[str], prompt: int) -> list[tuple[str, str, int, str]]:
+def _plain_rows(messages: Sequence[Any], contents: Sequence[str], prompt: int) -> list[Row]:
     rows = []
     for i in range(prompt):
         role = messages[i].get("role") if isinstance(messages[i], Mapping) else ""
         if i == 0 and role == "system":
-            rows.append(("system prompt", "", i, contents[i]))
+            rows.append(("system prompt", "", i, 0, contents[i]))
         elif i == prompt - 1:
-            rows.append((parts.MESSAGE, "", i, contents[i]))
+            rows.append((parts.MESSAGE, "", i, 0, contents[i]))
         else:
-            rows.append((parts.HISTORY, str(role), i, contents[i]))
+            rows.append((parts.HISTORY, str(role), i, 0, contents[i]))
     return rows
 
 
@@ -132,18 +135,18 @@ def call_window(call: Mapping[str, Any]) -> dict[str, Any]:
     rounds = _rounds(messages, prompt, reasks)
     requests = 1 + (rounds[-1][0] if rounds else 0)
     sent = [requests] * prompt + [requests - number for number, _ in rounds]
-    sections = [{"part": part, "label": label, "message": msg, "chars": len(text), "counted": counter.count(text), "sent": sent[msg]}
-                for part, label, msg, text in rows]
+    sections = [{"part": part, "label": label, "message": msg, "start": start, "chars": len(text), "counted": counter.count(text),
+                 "sent": sent[msg]} for part, label, msg, start, text in rows]
     for i, (number, part) in enumerate(rounds, start=prompt):
         role = messages[i].get("role") if isinstance(messages[i], Mapping) else ""
-        sections.append({"part": part, "label": f"round {number} · {role}", "message": i, "chars": len(contents[i]),
+        sections.append({"part": part, "label": f"round {number} · {role}", "message": i, "start": 0, "chars": len(contents[i]),
                          "counted": counter.count(contents[i]), "sent": sent[i]})
     specs = layout.get("tool_specs") if isinstance(layout.get("tool_specs"), str) else ""
     if specs:
-        sections.append({"part": parts.TOOLS, "label": "tool specs (native)", "message": None, "chars": len(specs),
+        sections.append({"part": parts.TOOLS, "label": "tool specs (native)", "message": None, "start": 0, "chars": len(specs),
                          "counted": counter.count(specs), "sent": requests})
     if messages:
-        sections.append({"part": parts.TEMPLATE, "label": f"{MESSAGE_OVERHEAD} per message", "message": None, "chars": 0,
+        sections.append({"part": parts.TEMPLATE, "label": f"{MESSAGE_OVERHEAD} per message", "message": None, "start": 0, "chars": 0,
                          "counted": MESSAGE_OVERHEAD * len(messages), "sent": 1, "weight": MESSAGE_OVERHEAD * sum(sent)})
     weights = [s.pop("weight", s["counted"] * s["sent"]) for s in sections]
     reported = _int(call.get("input_tokens")) or 0
