@@ -184,3 +184,19 @@ def test_a_background_cycle_is_inspectable_like_a_turn(serve: Serve, tmp_path: P
     expect(panel(page, "trace")).to_contain_text("cycle:subconscious")
     assert page.locator("img[src=x]").count() == 0 and dialogs == []
     screenshot(page, shots, "inspector-cycle")
+
+
+def test_a_spontaneous_turn_is_inspectable_from_the_chat(serve: Serve, tmp_path: Path, page: Page) -> None:
+    script = {"conscious": [conscious("By the way, how was the trip?", "quiet")],
+              "subconscious": [cycle("curious", "ask about the trip", "still", loud="ask about the trip", trigger=True)]}
+    server = serve("csd", "--script", str(write_script(tmp_path, script)), "--cycles", "1")
+    open_page(page, server.url)
+    spoken = panel(page, "chat").locator('.msg[data-spontaneous="true"]')
+    expect(spoken).to_contain_text("By the way, how was the trip?")
+    expect(spoken).to_have_attribute("data-turn", "1")
+    spoken.click()
+    expect(role(page, "inspect-what")).to_contain_text("turn 1 (spontaneous), as it was")
+    window = panel(page, "window")
+    expect(window.locator('[data-role="window-section"][data-part="impulses"]')).to_have_count(1)
+    expect(window.locator('[data-role="window-section"][data-part="message"]')).to_contain_text("spontaneous")
+    sections_add_up(page)

@@ -11,7 +11,8 @@ labelled UNTRUSTED, with `<`, `>` and `&` escaped so it can never become structu
 With a `Budget` (`runtime/conversation/budget.py`), `fit` keeps the prompt within the call's window: the
 fixed parts must fit; the summary, the recent turns and the working memory get what is left,
 in that order, and what is cut is reported. Regions are also held to their declared size
-(`working_memory.limits`), oldest entries dropped first.
+(`working_memory.limits`), oldest entries dropped first. The report also keeps where each part
+of the prompt lies in the messages (`runtime/conversation/layout.py`): the call's context window.
 """
 
 from __future__ import annotations
@@ -307,11 +308,12 @@ class PromptBuilder:
 
     def _message_piece(self, ctx: TurnContext, user: str) -> parts.Piece:
         """The current message as a part, the impulses beside it (AgentCSD) as their own."""
+        label = "" if ctx.kind == "message" else ctx.kind
         blocks = turn_blocks(ctx.mind) if ctx.mind and ctx.kind != "cycle" else ""
         if blocks and user.endswith("\n\n" + blocks):
             cut = len(user) - len(blocks)
-            return parts.Piece(user, ((parts.MESSAGE, ctx.kind, 0, cut), (parts.IMPULSES, "S_loud", cut, len(user))))
-        return parts.piece(parts.MESSAGE, user, "" if ctx.kind == "message" else ctx.kind)
+            return parts.Piece(user, ((parts.MESSAGE, label, 0, cut), (parts.IMPULSES, "S_loud", cut, len(user))))
+        return parts.piece(parts.MESSAGE, user, label)
 
     def _fit_memory(self, ctx: TurnContext, budget: Budget | None, report: BudgetReport | None, available: int) -> tuple[parts.Piece, int]:
         """The working-memory section: each region's newest entries within its limit and the
