@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         McpServerError,
         MemoryFieldError,
         MissingExtra,
+        PriceTableError,
         ProviderError,
         ProviderTimeout,
         ProviderUnavailable,
@@ -96,7 +97,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "BudgetExceeded", "ServeError",
         "EngineError", "MemoryFieldError", "ChetanaError",
         "ProviderError", "ProviderTimeout", "ProviderUnavailable", "RateLimited", "AuthError",
-        "BadRequest", "CircuitOpen", "ReplayMiss",
+        "BadRequest", "CircuitOpen", "ReplayMiss", "PriceTableError",
     ),
 }  # fmt: skip
 _EXPORTS = {name: module for module, names in _HOMES.items() for name in names}
@@ -129,6 +130,7 @@ __all__ = [
     "MissingExtra",
     "Output",
     "Plan",
+    "PriceTableError",
     "Provider",
     "ProviderError",
     "ProviderTimeout",

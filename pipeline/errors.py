@@ -30,7 +30,8 @@
         ├── AuthError             no key, or the key was refused (never retried)
         ├── BadRequest            the provider refused the request as malformed (never retried)
         ├── CircuitOpen           too many failures in a row: calls wait out the cooldown
-        └── ReplayMiss            a replayed run asked for a call the cassette does not hold
+        ├── ReplayMiss            a replayed run asked for a call the cassette does not hold
+        └── PriceTableError       the user's price table cannot be read (not JSON, bad prices)
 
 The CLI prints a SoulError as its message and exits non-zero; anything else is a bug and
 keeps its traceback.
@@ -210,3 +211,7 @@ class CircuitOpen(ProviderError):
 
 class ReplayMiss(ProviderError):
     """A replayed run made a call its cassette does not hold (the message names the nearest)."""
+
+
+class PriceTableError(ProviderError):
+    """The user's price table ($SOUL_PRICES, or prices.json in the data home) cannot be read."""

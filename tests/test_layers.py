@@ -70,18 +70,19 @@ RT = "soul.runtime."
 RUNTIME_MAY_IMPORT: dict[str, frozenset[str]] = {k: frozenset(RT + p for p in v) for k, v in {
     # the shared vocabulary at the top: events, and what makes outside text safe
     RT + "events": (), RT + "untrusted": (), RT + "surrogates": (),
+    RT + "tracing": (),  # OpenTelemetry spans: the others call it, it calls none of them
     RT + "bridges": (),  # the only code that touches the engines (ONLY_IN)
-    RT + "tools": ("untrusted", "surrogates"),
+    RT + "tools": ("untrusted", "surrogates", "tracing"),
     RT + "conversation": ("events", "untrusted"),
-    RT + "turn": ("events", "untrusted", "surrogates", "conversation", "tools", "bridges"),
-    RT + "background": ("events", "conversation", "turn"),
+    RT + "turn": ("events", "untrusted", "surrogates", "tracing", "conversation", "tools", "bridges"),
+    RT + "background": ("events", "tracing", "conversation", "turn"),
     # what ties the concerns together, at the top
-    RT + "session": ("events", "surrogates", "bridges", "turn", "background"),
-    RT + "souls": ("session", "turn", "bridges"),
+    RT + "session": ("events", "surrogates", "tracing", "bridges", "turn", "background"),
+    RT + "souls": ("session", "tracing", "turn", "bridges"),
     RT + "dry_run": ("events", "conversation", "turn"),
     # built on sessions and souls
-    RT + "durable": ("events", "background", "session", "souls"),
-    RT + "dialogue": ("events", "bridges", "turn", "session", "souls"),
+    RT + "durable": ("events", "tracing", "background", "session", "souls"),
+    RT + "dialogue": ("events", "tracing", "bridges", "turn", "session", "souls"),
 }.items()}
 
 # Pairs of runtime parts that never appear, with the reason (RUNTIME_MAY_IMPORT agrees).
@@ -105,7 +106,7 @@ FRONT_DOORS = frozenset({
     "soul.engines.resonance", "soul.engines.resonance.code",  # code: optional (tree-sitter)
     "soul.engines.resonance.themes",  # optional tools over a field (cortical index, themes)
     # runtime's concerns, each entered through its own front door
-    *(RT + p for p in ("turn", "conversation", "background", "durable", "dialogue", "tools", "bridges")),
+    *(RT + p for p in ("turn", "conversation", "background", "durable", "dialogue", "tools", "bridges", "tracing")),
 })
 
 @dataclass(frozen=True)
@@ -400,7 +401,7 @@ PLANTED_RUNTIME = {
     "pipeline/runtime/durable/__init__.py": "from soul.runtime.background import Mind\n",
     "pipeline/runtime/dialogue/__init__.py": "from soul.runtime.session import Session\n",
     # planted: a new part with no row, and a step past the turn's front door
-    "pipeline/runtime/tracing/__init__.py": "from soul.runtime.turn.runner import run\n",
+    "pipeline/runtime/replay_ui/__init__.py": "from soul.runtime.turn.runner import run\n",
 }
 
 
@@ -409,14 +410,14 @@ def test_planted_runtime_violations_are_reported(tmp_path: Path) -> None:
     assert runtime_violations(found) == [
         "pipeline/runtime/background/mind.py:3 soul.runtime.background → soul.runtime.durable "
         "(durable execution builds on the background mind, never the reverse)",
-        "pipeline/runtime/tracing/__init__.py:1 soul.runtime.tracing → soul.runtime.turn.runner "
-        "(soul.runtime.tracing has no row in RUNTIME_MAY_IMPORT; give the new part its place there)",
+        "pipeline/runtime/replay_ui/__init__.py:1 soul.runtime.replay_ui → soul.runtime.turn.runner "
+        "(soul.runtime.replay_ui has no row in RUNTIME_MAY_IMPORT; give the new part its place there)",
         "pipeline/runtime/turn/runner.py:3 soul.runtime.turn → soul.runtime.background (the turn "
         "knows nothing of the background mind, durable execution or dialogues: they call it)",
         "pipeline/runtime/turn/runner.py:4 soul.runtime.turn → soul.runtime.dialogue (the turn "
         "knows nothing of the background mind, durable execution or dialogues: they call it)",
     ]
     assert door_violations(found) == [
-        "pipeline/runtime/tracing/__init__.py:1 soul.runtime → soul.runtime.turn.runner "
+        "pipeline/runtime/replay_ui/__init__.py:1 soul.runtime → soul.runtime.turn.runner "
         "(import it from the front door soul.runtime.turn)",
     ]

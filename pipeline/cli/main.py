@@ -93,6 +93,12 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
+    if args.turn is not None:  # a stored turn's context window
+        from soul.cli.window import explain_turn
+
+        return explain_turn(args)
+    if args.message is None:
+        raise SoulError("soul explain needs -m MESSAGE to dry-run a blueprint's first turn, or --turn N SESSION for a stored turn")
     from soul.runtime import explain, render
 
     plan = _compile(args.blueprint)
@@ -188,9 +194,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", "-f", choices=("text", "mermaid", "dot"), default="text")
     p.set_defaults(func=cmd_graph)
 
-    p = sub.add_parser("explain", help="dry-run the first turn: every prompt, with token counts", description="Show the exact prompt of every model call of the first turn, with token counts. No model is called.")
-    p.add_argument("blueprint", metavar="PATH_OR_NAME")
-    p.add_argument("-m", "--message", required=True, help="the user's first message")
+    p = sub.add_parser("explain", help="dry-run the first turn, or show a stored turn's context window",
+                       description="Show the exact prompt of every model call of the first turn, with token counts (no model is "
+                       "called); or, with --turn N SESSION, the context window of a stored turn: each part of each call with "
+                       "its tokens, the window, the budget and what was cut.")
+    p.add_argument("blueprint", metavar="PATH_OR_NAME|SESSION", help="a blueprint; with --turn, a session id or unique prefix")
+    p.add_argument("-m", "--message", help="the user's first message (a dry run)")
+    p.add_argument("--turn", type=int, help="the stored turn whose context window to show")
+    p.add_argument("--json", action="store_true", help="with --turn: the context window as JSON")
     p.add_argument("--user", default="user", help="the user's name (default: user)")
     p.add_argument("--tools", action="store_true", help="start the blueprint's MCP servers and show the tools they list, "
                    "with their JSON Schemas (without it, the entries are shown as written)")

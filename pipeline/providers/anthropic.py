@@ -70,7 +70,7 @@ class AnthropicProvider(Provider):
                read: int = 0, written: int = 0) -> Usage:
         return Usage(
             input_tokens, output_tokens, time.perf_counter() - started, first,
-            cost(self.model, input_tokens, output_tokens, read, written), read, written,
+            cost("anthropic", self.model, input_tokens, output_tokens, read, written), read, written,
         )
 
     async def complete(self, request: Request) -> Completion:

@@ -77,7 +77,7 @@ class OpenAIProvider(Provider):
             output_tokens = estimate_tokens([text])
         return Usage(
             input_tokens, output_tokens, time.perf_counter() - started, first,
-            cost(self.model, input_tokens, output_tokens, cached), cached,
+            cost("openai", self.model, input_tokens, output_tokens, cached), cached,
         )
 
     async def complete(self, request: Request) -> Completion:

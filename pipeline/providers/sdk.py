@@ -1,5 +1,5 @@
 """What the SDK-backed providers share: loading the SDK, one client per event loop, sampling
-options, prices, reading an OpenAI-style chunk stream, and translating the Stainless-generated SDKs' errors (anthropic and openai
+options, the price of a call, reading an OpenAI-style chunk stream, and translating the Stainless-generated SDKs' errors (anthropic and openai
 raise the same family of classes) into soul's ProviderError tree at one boundary."""
 
 from __future__ import annotations
@@ -27,22 +27,6 @@ from soul.providers.secrets import redact
 
 SAMPLING = ("temperature", "max_tokens", "top_p")  # the slot options that reach the model
 
-# USD per million tokens (input, output), by model-name prefix; longest prefix wins. Prices
-# change: a model not listed reports no cost rather than a wrong one.
-PRICES: dict[str, tuple[float, float]] = {
-    "claude-haiku-4-5": (1.0, 5.0),
-    "claude-3-5-haiku": (0.80, 4.0),
-    "claude-3-5-sonnet": (3.0, 15.0),
-    "claude-3-7-sonnet": (3.0, 15.0),
-    "claude-sonnet-4": (3.0, 15.0),
-    "claude-opus-4": (15.0, 75.0),
-    "claude-opus-4-5": (5.0, 25.0),
-    "claude-3-haiku": (0.25, 1.25),
-    "gpt-4o-mini": (0.15, 0.60),
-    "gpt-4o": (2.50, 10.0),
-}
-
-
 def load_sdk(module: str, extra: str) -> ModuleType:
     """Import an SDK, or say which extra installs it."""
     try:
@@ -53,23 +37,14 @@ def load_sdk(module: str, extra: str) -> ModuleType:
         ) from exc
 
 
-# Prompt-cache prices as multiples of the input price, by model-name prefix: Anthropic bills
-# a cache read at a tenth and a (5-minute) cache write at 1.25x; OpenAI's automatic caching
-# bills cached tokens at half (gpt-4o family) and writes nothing extra.
-CACHE_RATES: dict[str, tuple[float, float]] = {"claude": (0.1, 1.25), "gpt-4o": (0.5, 1.0)}
+def cost(provider: str, model: str, input_tokens: int, output_tokens: int, cache_read: int = 0,
+         cache_write: int = 0) -> float | None:
+    """The call's price in USD from the price table (`providers/prices.py`: input, output, cache
+    read and cache write prices), None if unknown; `input_tokens` excludes the cached ones."""
+    from soul.providers.prices import call_cost
 
-
-def cost(model: str, input_tokens: int, output_tokens: int, cache_read: int = 0, cache_write: int = 0) -> float | None:
-    """The call's price in USD, if the model's prices are known (`input_tokens` without the
-    cached ones: cache reads and writes are priced at their own rates)."""
-    match = max((p for p in PRICES if model.startswith(p)), key=len, default=None)
-    if match is None:
-        return None
-    price_in, price_out = PRICES[match]
-    rates = max((p for p in CACHE_RATES if model.startswith(p)), key=len, default=None)
-    read, write = CACHE_RATES[rates] if rates is not None else (1.0, 1.0)
-    prompt = input_tokens + cache_read * read + cache_write * write
-    return (prompt * price_in + output_tokens * price_out) / 1_000_000
+    return call_cost(provider, f"{provider}/{model}", input_tokens, output_tokens,  # type: ignore[no-any-return]
+                     cache_read, cache_write)["usd"]
 
 
 def cached_tokens(reported: Any, prompt_tokens: int) -> int:

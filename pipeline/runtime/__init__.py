@@ -29,6 +29,7 @@ from soul.runtime.bridges import (
     restore_field,
     session_report,
 )
+from soul.runtime.conversation import call_window, turn_window
 from soul.runtime.dialogue import DialogueResult, DialogueRunner, dialogues_dir
 from soul.runtime.dry_run import ExplainedCall, count_tokens, dry_services, explain, render
 from soul.runtime.durable import (
@@ -107,6 +108,7 @@ __all__ = [
     "TurnCommitted",
     "TurnResult",
     "as_data",
+    "call_window",
     "commit_events",
     "count_tokens",
     "dialogues_dir",
@@ -124,4 +126,5 @@ __all__ = [
     "services_for",
     "session_report",
     "system_database_url",
+    "turn_window",
 ]

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from soul.compiler import Plan
 from soul.errors import SoulError
 from soul.records import SessionInfo
+from soul.runtime import tracing
 from soul.runtime.background import S_LOUD_REASONS, Background, Mind, observed_in
 from soul.runtime.bridges import RecallUse, recall_use
 from soul.runtime.events import (
@@ -199,6 +200,13 @@ class Session:
 
     async def _run_locked(self, text: str, kind: str, emit: Callable[[Any], None] | None,
                           impulses: tuple[str, ...], persona: str | None = None) -> TurnResult:
+        work = self._turn(text, kind, emit, impulses, persona)
+        if tracing.on():  # the turn's span: its steps, calls and tools below it
+            return await tracing.turn(work, self.plan.blueprint.name, self.id, kind, text)  # type: ignore[no-any-return]
+        return await work
+
+    async def _turn(self, text: str, kind: str, emit: Callable[[Any], None] | None,
+                    impulses: tuple[str, ...], persona: str | None = None) -> TurnResult:
         await self._cancel_background()  # a new input cancels what still runs from the last turn
         if self.loops_in_workers:
             self.work.restore()  # SOUL_RUNNER=dbos: a worker ran the cycles; read what they left

@@ -15,7 +15,8 @@ from typing import Any
 from soul.compiler import Plan, compile_blueprint, load_valid
 from soul.kinds import Registry
 from soul.language import Blueprint
-from soul.providers import Provider
+from soul.providers import Provider, price_table
+from soul.runtime import tracing
 from soul.runtime.bridges import MemoryBridge
 from soul.runtime.session import Session
 from soul.runtime.turn import services_for
@@ -60,7 +61,7 @@ class Soul:
         replaying = getattr(provider, "cassette", None)
         tape: Any = (cassette, "record") if cassette is not None else (replaying, "replay") if replaying is not None else None
         self.memory = MemoryBridge(self.blueprint, home, tape, allow_field_paths=allow_field_paths)
-        self.services = services_for(plan, providers=self.provider_for, memory=self.memory)
+        self.services = services_for(plan, providers=self.provider_for, memory=self.memory, prices=price_table(home))
 
     @property
     def name(self) -> str:
@@ -239,4 +240,5 @@ def load(
                 allow_field_paths=allow_field_paths)
     MemoryBridge.check_installed(soul.blueprint)
     soul.check_providers()
+    tracing.on()  # OTEL_* asking for traces without the otel extra fails here, before a session is touched
     return soul

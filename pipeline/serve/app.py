@@ -13,6 +13,8 @@ returns what it gives, as JSON. The routes (docs/serve.md has the table):
     POST   /api/sessions/{id}/pause|resume    the background loops
     GET    /api/sessions/{id}/turns/{n}/trace the stored trace of turn n
     GET    /api/sessions/{id}/chetana         Chetana's cognitive report (`soul chetana --json`)
+    ...    /api/sessions/{id}/layers|user-model/...|commits|turns/{n}/window|cost|fork
+                                              inspecting and forking (serve/inspect_api.py)
     POST   /api/sessions/{id}/recall          {"query": "..."} → memories with their explanation
     WS     /api/sessions/{id}/events          Hello, then every event as JSON with `type`
     ...    /api/dialogues[/{id}[/step|pause|events]]  a dialogue soul's runs (serve/dialogue_api.py)
@@ -173,7 +175,7 @@ def create_app(soul: Any, turn_json: TurnJson, guard: Guard, *, cycles: int | No
     `open_runner(resume=, seed=)` opens a `DialogueRunner` for a dialogue soul (None: no
     dialogues); a session or dialogue nobody uses for `idle_grace` seconds is closed (its
     loops stop), and at most `max_sessions` are open at once (serve/idle.py)."""
-    from soul.serve import dialogue_api
+    from soul.serve import dialogue_api, inspect_api
 
     keeper = Keeper(idle_grace, max_sessions)
     hubs = Hubs(soul, turn_json, cycles, keeper)
@@ -183,7 +185,7 @@ def create_app(soul: Any, turn_json: TurnJson, guard: Guard, *, cycles: int | No
         async def run(request: Request) -> Response:
             try:
                 return await endpoint(request)  # type: ignore[no-any-return]
-            except (Refused, DialogueRefused) as exc:
+            except (Refused, DialogueRefused, inspect_api.InspectRefused) as exc:
                 refused = _error(exc.status, exc.code, exc.message)
                 if exc.status in (408, 413):  # a body left unread: the connection cannot be reused
                     refused.headers["connection"] = "close"
@@ -336,6 +338,7 @@ def create_app(soul: Any, turn_json: TurnJson, guard: Guard, *, cycles: int | No
         Route("/api/sessions/{id}/recall", handled(recall), methods=["POST"]),
         WebSocketRoute("/api/sessions/{id}/events", events),
         *dialogue_api.routes(dialogues, soul.name, handled, _body, _json),
+        *inspect_api.routes(soul, own, handled, _body, _json),
         Mount("/static", StaticFiles(directory=str(STATIC)), name="static"),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)

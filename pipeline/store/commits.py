@@ -82,12 +82,12 @@ class Commits:
 
         def body(conn: Connection) -> tuple[int, int, dict[str, Any], int] | int:
             row = conn.execute(
-                "SELECT turns, soul, user FROM sessions WHERE id = ?" + dialect.for_update,
+                "SELECT turns, soul, coalesce(user_model_key, user) FROM sessions WHERE id = ?" + dialect.for_update,
                 (commit.session_id,),
             ).fetchone()
             if row is None:
                 raise SessionNotFound(f"no session {commit.session_id!r}")
-            turns, soul, user = row
+            turns, soul, user = row  # `user`: the name its user-model versions are kept under
             if once:
                 done = conn.execute(
                     "SELECT turn FROM commits WHERE session_id = ? AND process = ?"
@@ -128,10 +128,10 @@ class Commits:
             if commit.summaries:
                 event["summaries"] = len(commit.summaries)
             cid = conn.execute(
-                "INSERT INTO commits (session_id, turn, kind, time, meta, process, cycle)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                "INSERT INTO commits (session_id, turn, kind, time, meta, process, cycle, state,"
+                " chetana) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 (commit.session_id, turn, commit.kind, now, dumps(event), commit.process,
-                 commit.cycle),
+                 commit.cycle, state, chetana),
             ).fetchone()[0]
             sid = commit.session_id
             cycle = commit.cycle

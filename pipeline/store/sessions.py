@@ -11,7 +11,8 @@ process dies in between (see `soul.store.logs`).
 Several processes may use one home at once (see `soul.store.database`). Reading a session back,
 committing, user models, export, moving sessions between stores and background processes live in
 `soul.store.reading`, `soul.store.commits`, `soul.store.user_models`, `soul.store.export`,
-`soul.store.transfer` and `soul.store.minds`,
+`soul.store.transfer` and `soul.store.minds`, a session through time and forking it in
+`soul.store.timeline` and `soul.store.forks`,
 mixed into `SessionStore`; reading a commit another
 process announced (`soul.store.notify`), what `soul worker` polls (`soul.store.due`) and its
 heartbeats (`soul.store.workers`) too.
@@ -40,11 +41,13 @@ from soul.store.database import Checkpointer, connect, damaged, retry
 from soul.store.dialect import Dialect, dialect_of
 from soul.store.due import Due
 from soul.store.export import SESSION_COLUMNS, Export
+from soul.store.forks import Forks
 from soul.store.migrations import migrate
 from soul.store.minds import Minds
 from soul.store.notify import Notices
 from soul.store.reading import Reading, session_info
 from soul.store.redaction import redact_data
+from soul.store.timeline import Timeline
 from soul.store.transfer import Transfer
 from soul.store.user_models import UserModels
 from soul.store.workers import Workers
@@ -54,7 +57,7 @@ __all__ = ["SessionNotFound", "SessionStore", "StaleTurn", "StoreError"]
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
-class SessionStore(Reading, Commits, UserModels, Export, Transfer, Minds, Notices, Due, Workers):
+class SessionStore(Reading, Commits, UserModels, Export, Transfer, Minds, Notices, Due, Workers, Timeline, Forks):
     """Sessions, messages, state, user models, working memory and traces of one data home."""
 
     def __init__(self, conn: Connection, home: Path) -> None:

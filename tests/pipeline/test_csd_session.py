@@ -348,3 +348,21 @@ def test_a_streamed_internal_dialog_never_streams_its_silence_word(make: Make, t
     events = asyncio.run(go())
     assert "".join(e.text for e in events if isinstance(e, Token)) == shown
     assert [e.text for e in events if isinstance(e, Reply)] == [shown]
+
+
+def test_the_context_window_names_the_mood_the_impulses_and_a_cycles_input(make: Make) -> None:
+    from soul.runtime import turn_window
+
+    s = make([con("Hello!"), con("How was the trip?")],
+             [sub("calm", "be brief", loud="ask about the trip", trigger=True), sub()])
+    session = s.session()
+    asyncio.run(run(session, ["hi, back from a trip"], cycles=2))
+    traces = s.store.traces(session.id)
+    spontaneous = next(t for t in traces if t["kind"] == "spontaneous")
+    window = turn_window(spontaneous["trace"])["calls"][0]
+    parts = [(x["part"], x["label"]) for x in window["sections"]]
+    assert ("mood & criteria", "") in parts and ("impulses", "S_loud") in parts and ("message", "spontaneous") in parts
+    assert sum(x["tokens"] for x in window["sections"]) == window["input_tokens"] > 0
+    cycle = next(t for t in traces if t["kind"] == "cycle")
+    cycle_window = turn_window(cycle["trace"])
+    assert cycle_window["kind"] == "cycle:subconscious" and ("message", "cycle") in [(x["part"], x["label"]) for x in cycle_window["calls"][0]["sections"]]

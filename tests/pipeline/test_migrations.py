@@ -28,6 +28,9 @@ EXPECTED = {
         ("logged_commit", "INTEGER"),
         ("created", "REAL"),
         ("updated", "REAL"),
+        ("forked_from", "TEXT"),
+        ("forked_at", "INTEGER"),
+        ("user_model_key", "TEXT"),
     ],
     "commits": [
         ("id", "INTEGER"),
@@ -38,6 +41,8 @@ EXPECTED = {
         ("meta", "TEXT"),
         ("process", "TEXT"),
         ("cycle", "INTEGER"),
+        ("state", "TEXT"),
+        ("chetana", "TEXT"),
     ],
     "messages": [
         ("id", "INTEGER"),

@@ -84,7 +84,7 @@ def test_a_soul_turn_marks_its_persona_and_the_next_call_reads_it_from_the_cache
     assert calls[0].cache_write_tokens > 0 and calls[0].cache_read_tokens == 0
     assert all(c.cache_read_tokens > 0 for c in calls[1:])  # the persona, read back
     later = calls[-1]
-    uncached = cost(MODEL, later.input_tokens + later.cache_read_tokens, later.output_tokens)
+    uncached = cost("anthropic", MODEL, later.input_tokens + later.cache_read_tokens, later.output_tokens)
     assert later.cost is not None and uncached is not None and later.cost < uncached
     assert second.trace.summary()["cache_read_tokens"] == sum(c.cache_read_tokens for c in second.trace.calls)
 
@@ -136,7 +136,7 @@ def test_openai_reports_its_automatic_cache_from_cached_tokens(wire: WireServer,
     usage = asyncio.run(provider.complete(request)).usage
     assert usage.cache_read_tokens == 8 and usage.cache_write_tokens == 0
     assert usage.prompt_tokens == usage.input_tokens + 8
-    full = cost("gpt-4o", usage.prompt_tokens, usage.output_tokens)
+    full = cost("openai", "gpt-4o", usage.prompt_tokens, usage.output_tokens)
     assert usage.cost is not None and full is not None and usage.cost == pytest.approx(full - 8 * 2.5 * 0.5 / 1e6)
 
     async def streamed() -> object:

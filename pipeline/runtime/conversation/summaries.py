@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from soul.providers import Message, Provider, Request, context_window, reply_tokens
+from soul.providers import Message, Provider, Request, call_cost, context_window, reply_tokens
 from soul.runtime.conversation.budget import Counter, counter_for
 from soul.runtime.events import CallTrace
 from soul.runtime.untrusted import escape_untrusted
@@ -147,7 +147,10 @@ class SummaryCall:
                           completion.usage.input_tokens, completion.usage.output_tokens,
                           (time.perf_counter() - started) * 1000,
                           cache_read_tokens=completion.usage.cache_read_tokens,
-                          cache_write_tokens=completion.usage.cache_write_tokens, cost=completion.usage.cost)
+                          cache_write_tokens=completion.usage.cache_write_tokens)
+        u = completion.usage  # priced from the table, as a turn's calls are (runtime/turn/runner.py)
+        trace.cost = call_cost(getattr(self.provider, "name", ""), self.spec, u.input_tokens, u.output_tokens,
+                               u.cache_read_tokens, u.cache_write_tokens)
         return read_summary(completion.text), trace
 
 

@@ -37,6 +37,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from soul.errors import RunError
+from soul.runtime import tracing
 from soul.store import mask_passwords
 
 if TYPE_CHECKING:
@@ -137,7 +138,10 @@ async def _run_cycle(soul_name: str, session_id: str, process: str, number: int)
         return None  # the scheduler decides spontaneous turns from the store (durable_triggers)
 
     work = Background(soul.plan, soul.services, soul.store, session_id, lambda event: None, no_trigger)
-    return await work.run_cycle(process, number)
+    ran = work.run_cycle(process, number)
+    if tracing.on():  # the worker's span, the cycle's below it
+        return await tracing.worker_cycle(ran, soul_name, session_id, process, number)
+    return await ran
 
 
 class Engine:

@@ -30,6 +30,7 @@ from soul.compiler import PlannedStep
 from soul.errors import SoulError, StepError
 from soul.language import DEFAULT_ROUNDS, Blueprint, Step
 from soul.providers import Message, Provider, Request, ToolCall, ToolSpec, Usage
+from soul.runtime import tracing
 from soul.runtime.surrogates import replace_lone_surrogates
 from soul.runtime.tools.box import TapeMode, ToolBox, ToolRun
 from soul.runtime.untrusted import escape_untrusted
@@ -53,7 +54,9 @@ class ToolUse:
     session: str | None = None  # the session calling (MCP servers of lifetime `session`)
 
     def specs(self) -> tuple[ToolSpec, ...]:
-        return tuple(self.box.get(name).spec for name in self.names)
+        """The tools' specs; an MCP entry's name stands for the tools its server listed."""
+        names = self.box.mcp.expand(self.names) if self.box.mcp is not None else self.names
+        return tuple(self.box.get(name).spec for name in names)
 
 
 @dataclass
@@ -141,7 +144,8 @@ async def converse(provider: Provider, request: Request, use: ToolUse, *, first:
     turn = ToolTurn("", Usage(), messages)
     if first:
         for i, (name, arguments) in enumerate(use.chosen, 1):
-            run = await use.box.call(name, dict(arguments), call_id=f"chosen_{i}", source="template", tape=tape, session=use.session)
+            ran = use.box.call(name, dict(arguments), call_id=f"chosen_{i}", source="template", tape=tape, session=use.session)
+            run = await (tracing.tool(ran, name, f"chosen_{i}") if tracing.on() else ran)
             turn.runs.append(run)
             call = ToolCall(run.id, name, json.dumps(run.arguments, ensure_ascii=False, default=str))
             messages = (*messages, *_exchange(native, "", [call], [run]))
@@ -165,7 +169,9 @@ async def converse(provider: Provider, request: Request, use: ToolUse, *, first:
             turn.raw, turn.messages = text, messages
             return turn
         rounds += 1
-        runs = [await use.box.call(c.name, c.arguments, call_id=c.id, tape=tape, session=use.session) for c in calls]
+        runs = [await (tracing.tool(use.box.call(c.name, c.arguments, call_id=c.id, tape=tape, session=use.session), c.name, c.id)
+                       if tracing.on() else use.box.call(c.name, c.arguments, call_id=c.id, tape=tape, session=use.session))
+                for c in calls]
         turn.runs.extend(runs)
         longer = (*messages, *_exchange(native, text, calls, runs, rounds >= use.rounds))
         if fits is not None and not fits(longer):

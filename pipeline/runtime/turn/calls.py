@@ -159,7 +159,6 @@ async def run_call(
     history = messages
     reasks: list[str] = []
     input_tokens = output_tokens = cache_read = cache_write = 0
-    price: float | None = None
     raw = ""
     streamed = False
     parses: dict[str, StepParse] = {}
@@ -187,8 +186,6 @@ async def run_call(
         output_tokens += usage.output_tokens
         cache_read += usage.cache_read_tokens
         cache_write += usage.cache_write_tokens
-        if usage.cost is not None:
-            price = (price or 0.0) + usage.cost
         result = extract_sections(raw, tags)
         repairs = result.repairs
         seen.sections = result.sections
@@ -245,7 +242,7 @@ async def run_call(
     trace = CallTrace(
         unit, model, tuple(s.name for s in steps), history, raw, len(reasks) + 1,
         input_tokens, output_tokens, (time.perf_counter() - started) * 1000, repairs, tuple(reasks),
-        tools=tuple(r.to_dict() for r in runs), cache_read_tokens=cache_read, cache_write_tokens=cache_write, cost=price,
+        tools=tuple(r.to_dict() for r in runs), cache_read_tokens=cache_read, cache_write_tokens=cache_write,
     )
     return CallOutcome(parses, frozenset(fallbacks), trace, streamed, tuple(runs))
 

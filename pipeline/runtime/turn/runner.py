@@ -16,6 +16,7 @@ anything of it is streamed.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
@@ -27,18 +28,20 @@ from jinja2 import TemplateError
 from soul.compiler import CallPlan, Plan, PlannedStep, ScopePlan, Unit
 from soul.errors import RunError, SoulError, StepError
 from soul.kinds import ChangeContext, Changes, StepEnv
-from soul.providers import Message
+from soul.providers import Message, call_cost
 from soul.records import (
     MemoryEntry,
     Snapshot,
 )
+from soul.runtime import tracing
 from soul.runtime.conversation import (
     Budget,
+    BudgetReport,
     budget_for,
     fold_history,
     labelled,
 )
-from soul.runtime.events import StepFinished, StepStarted, StepTrace
+from soul.runtime.events import CallTrace, StepFinished, StepStarted, StepTrace
 from soul.runtime.tools import ToolUse, tools_of
 from soul.runtime.turn.calls import CallOutcome, run_call
 from soul.runtime.turn.context import TurnState, context_for
@@ -83,6 +86,15 @@ def _labelled(changes: Changes, step: str, kind: str, turn: int) -> Changes:
         return changes
     changes.memory = tuple(labelled(e, step, kind, turn) for e in changes.memory)
     return changes
+
+
+def _window(layout: dict[str, Any] | None, tools: ToolUse | None, provider: Any) -> dict[str, Any] | None:
+    """The prompt's layout for the trace, with the tools' specs when they went beside the
+    messages (native tool calling: the provider counts them in the call's input)."""
+    if layout is not None and tools is not None and getattr(provider, "can_call_tools", False):
+        specs = [{"name": s.name, "description": s.description, "parameters": s.parameters} for s in tools.specs()]
+        return {**layout, "tool_specs": json.dumps(specs, ensure_ascii=False)}
+    return layout
 
 
 def _no_memory() -> Any:
@@ -162,9 +174,17 @@ class ScopeRunner:
             active.append(name)
         if not active:
             return
+        if self.applies_changes and tracing.on():  # the unit's span (a dry run makes none)
+            steps = [(name, planned[name].kind.name) for name in active]
+            await tracing.unit(self._run_active(unit, active, ts), steps, self.scope.scope, ts.steps)
+            return
+        await self._run_active(unit, active, ts)
+
+    async def _run_active(self, unit: Unit, active: list[str], ts: TurnState) -> None:
         if unit.is_call:
             await self.run_llm_unit(unit, active, ts)
         else:
+            planned = self.scope.steps
             for name in active:
                 await self.run_local_step(planned[name], ts)
 
@@ -256,18 +276,23 @@ class ScopeRunner:
 
         started = time.perf_counter()
         tools = tools_of(self, call, ts) if self.applies_changes else None  # a dry run calls none
-        if self.applies_changes:  # what a kind's refusals tell a copy of (a dry run parses nothing)
-            outcome = await self.ask(call, messages, gated_off, budget, tools, _said(ts))
+        # what a kind's refusals tell a copy of (a dry run parses nothing)
+        asked = (self.ask(call, messages, gated_off, budget, tools, _said(ts)) if self.applies_changes
+                 else self.ask(call, messages, gated_off, budget))
+        report = getattr(messages, "report", None)
+        if self.applies_changes and tracing.on():  # the call's span, its trace complete before it ends
+            bound = self.services.bind(call)
+            attributes = tracing.call_attributes(bound.provider.name, bound.model, bound.options, call.unit.index,
+                                                 [s.name for s in call.steps], ts.session)
+            outcome = await tracing.call(asked, attributes, partial(self._complete, call, report, tools))
         else:
-            outcome = await self.ask(call, messages, gated_off, budget)
+            outcome = await asked
+            self._complete(call, report, tools, outcome.trace)
         ts.provider_spans.append((started, time.perf_counter()))
         if ts.cognition is not None:  # Chetana learns each tool's outcomes and latencies
             for run in outcome.tool_runs:
                 ts.cognition.tool(run.tool, run.ok, run.ms, run.result if run.ok else run.error)
-        report = getattr(messages, "report", None)
         if report is not None:
-            outcome.trace.budget = report.to_dict()
-            outcome.trace.cut = tuple(report.cut)
             ts.shown.append(len(ts.ctx.history) - sum(c.get("turns", 0) for c in report.cut if c["part"] == "history"))
         ts.calls.append(outcome.trace)
         change_ctx = ChangeContext(self.state_spec, ts.ctx.state)
@@ -297,6 +322,19 @@ class ScopeRunner:
             if emit is not None:
                 emit(StepFinished(name, dict(parse.outputs), status in ("ran", "fallback")))
 
+
+    def _complete(self, call: CallPlan, report: BudgetReport | None, tools: ToolUse | None, trace: CallTrace) -> None:
+        """The call's trace completed: its budget, what was cut, where each part of the prompt
+        lies, and (a real call) its cost from its usage and the price table (providers/prices.py)."""
+        if report is not None:
+            trace.budget = report.to_dict()
+            trace.cut = tuple(report.cut)
+            trace.window = _window(report.layout, tools, self.services.bind(call).provider if tools else None)
+        if self.applies_changes:  # a dry run made no call: it cost nothing to price
+            bound = self.services.bind(call)
+            trace.cost = call_cost(bound.provider.name, bound.model, trace.input_tokens, trace.output_tokens,
+                                   getattr(trace, "cache_read_tokens", 0), getattr(trace, "cache_write_tokens", 0),
+                                   table=self.services.prices)
 
     def _render_error(self, call: CallPlan, ts: TurnState, earlier: Mapping[str, Any], exc: Exception) -> StepError:
         """The StepError for a prompt that failed to render, naming the step whose template
