@@ -193,6 +193,11 @@ class Engine:
                 return int(float(line.split()[-1]))
         return 0
 
+    def forget(self) -> None:
+        """Empty the slot (its prompt may still be in the engine's prompt cache in memory)."""
+        self._call("POST", "/slots/0?action=erase", {})
+        self.held = ()
+
     def save(self, target: Path) -> bool:
         """Save the slot (the tokens it holds and their KV state) to `target`; False if it
         could not be written."""
@@ -274,6 +279,12 @@ class Engine:
         if result.finish == "cut" and not result.output_tokens:
             result.output_tokens = len(result.tokens)
         return result
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
 
     def close(self) -> None:
         """Stop the server and remove its folder (call when no decode is running)."""
