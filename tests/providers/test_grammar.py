@@ -29,7 +29,7 @@ def test_verbs_booleans_and_free_text() -> None:
     grammar = call_grammar(kinds("external_dialogue", "user_model_check"))
     assert 'attr-external-dialogue-verb ::= ("said" | "explained"' in grammar and '"pointed out"' in grammar
     assert 'sec-user-model-check ::= "<user_model_check" ">" ("true" | "false") "</user_model_check>"' in grammar
-    assert "text ::= [^<]+" in grammar
+    assert "text ::= [ \\t\\n]* [^< \\t\\n] [^<]*" in grammar  # a visible character: whitespace is no content
     assert 'sec-external-dialogue ::= "<external_dialogue" " verb=" "\\"" attr-external-dialogue-verb "\\"" ">" text "</external_dialogue>"' in grammar
 
 

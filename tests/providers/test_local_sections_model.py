@@ -156,10 +156,11 @@ def _evaluated(engine: Engine) -> list[int]:
 
 
 def _unique(text: str) -> str:
-    """`text` made unlike any prompt the engine saw before (its prompt cache cannot serve it)."""
+    """`text` made unlike any prompt the engine saw before, from its start: no prefix of it is
+    in the engine's slot or prompt cache."""
     import secrets
 
-    return f"{text}\n(session {secrets.token_hex(8)})"
+    return f"(session {secrets.token_hex(8)})\n{text}"
 
 
 def _displace(engine: Engine) -> None:
