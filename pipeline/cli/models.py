@@ -10,9 +10,9 @@ from typing import Any
 def runtime_installed() -> bool:
     """Whether the llama.cpp engine (xllamacpp), which runs every local model, is installed
     (looked up, not imported)."""
-    from soul.providers.local_engine import installed
+    from soul.providers import local_engine_installed
 
-    return installed()
+    return local_engine_installed()
 
 
 def cmd_models(args: argparse.Namespace) -> int:

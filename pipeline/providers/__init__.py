@@ -60,6 +60,7 @@ __all__ = [
     "Usage",
     "context_window",
     "estimate_tokens",
+    "local_engine_installed",
     "local_model_catalogue",
     "recording",
     "redact",
@@ -76,6 +77,7 @@ _LAZY = {
     "ScriptedProvider": "soul.providers.scripted",
     "ScriptExhausted": "soul.providers.scripted",
     "context_window": "soul.providers.windows",
+    "local_engine_installed": "soul.providers.local_models",  # `soul models`
     "local_model_catalogue": "soul.providers.local_models",  # `soul models`
     "reply_tokens": "soul.providers.windows",
 }

@@ -32,7 +32,6 @@ THREADS_ENV = "SOUL_LOCAL_THREADS"
 DEFAULT_MAX_TOKENS = 512
 _models: dict[str, Engine] = {}
 _load_lock = threading.Lock()
-_decode_locks: dict[str, threading.Lock] = {}  # one per loaded model (see `_load_locked`)
 _auto_threads: int | None = None  # `thread_rule`'s answer for this process
 
 
@@ -101,25 +100,16 @@ def _load(path: Path, n_ctx: int, n_threads: int | None = None) -> Engine:
 
 
 def _load_locked(path: Path, n_ctx: int, n_threads: int | None = None) -> tuple[Engine, threading.Lock]:
-    """The engine and the lock every generation on it holds: a reply is a series of requests
-    on the engine's one slot (`local_sections`), and another reply's requests in between
-    would take the slot's cache from under it (and, with llama-cpp-python before, two threads
-    decoding on one context crashed the process: SIGSEGV)."""
+    """The engine and the lock every generation on it holds (`Engine.lock`): a reply is a
+    series of requests on the engine's one slot (`local_sections`), and another reply's
+    requests in between would take the slot's cache from under it (and, with
+    llama-cpp-python before, two threads decoding on one context crashed the process)."""
     n_threads = n_threads or threads()
     key = f"{path}:{n_ctx}:{n_threads}"
     with _load_lock:
         if key not in _models:
             _models[key] = Engine(path, n_ctx, n_threads)
-            _decode_locks[key] = threading.Lock()
-    return _models[key], _decode_locks[key]
-
-
-def decode_lock(engine: Engine) -> threading.Lock | None:
-    """The decode lock of a loaded engine (None: not one of this module's)."""
-    for key, loaded in _models.items():
-        if loaded is engine:
-            return _decode_locks[key]
-    return None
+    return _models[key], _models[key].lock
 
 
 def _body(arguments: dict[str, Any], prompt: list[int]) -> dict[str, Any]:

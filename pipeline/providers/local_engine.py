@@ -46,13 +46,6 @@ OnToken = Callable[[int, bytes], bool]  # (token id, its bytes) -> stop now?
 OnText = Callable[[str], bool]  # a piece of reply text -> stop now?
 
 
-def installed() -> bool:
-    """Whether the engine's package is installed (looked up, not imported)."""
-    import importlib.util
-
-    return importlib.util.find_spec(MODULE) is not None
-
-
 def version() -> str:
     """The engine package's version (part of a saved state's identity)."""
     from importlib.metadata import PackageNotFoundError
@@ -102,6 +95,9 @@ class Engine:
         self.path = path
         self.n_ctx = n_ctx
         self.held: tuple[int, ...] = ()  # the prompt of the last request: what the slot holds
+        # every generation holds it: a reply is a series of requests on the one slot, and
+        # another reply's requests in between would take the slot's cache from under it
+        self.lock = threading.Lock()
         self.closing = threading.Event()
         self.folder = Path(tempfile.mkdtemp(prefix="soul-engine-"))  # 0700: this user only
         self._key = secrets.token_hex(16)
@@ -303,30 +299,22 @@ class Engine:
 _engines: list[Engine] = []
 
 
-def close_all(locks: Callable[[Engine], threading.Lock | None] = lambda _e: None, wait: float = 30.0) -> None:
+def close_all(wait: float = 30.0) -> None:
     """Close every engine of the process: tell running decodes to stop, wait for each to let
-    go of its lock (`locks` says which), then stop the servers. An engine whose decode does
-    not stop within `wait` seconds is left loaded, never freed under a running decode."""
+    go of its lock, then stop the servers. An engine whose decode does not stop within `wait`
+    seconds is left loaded, never freed under a running decode."""
     for engine in list(_engines):
         engine.closing.set()
     for engine in list(_engines):
-        lock = locks(engine)
-        if lock is None or lock.acquire(timeout=wait):
+        if engine.lock.acquire(timeout=wait):
             try:
                 engine.close()
             finally:
-                if lock is not None:
-                    lock.release()
+                engine.lock.release()
         else:  # never freed under a running decode: the OS takes it at exit
             import ctypes
 
             ctypes.pythonapi.Py_IncRef(ctypes.py_object(engine.server))
 
 
-atexit.register(lambda: close_all(_lock_of))
-
-
-def _lock_of(engine: Engine) -> threading.Lock | None:
-    from soul.providers.local import decode_lock
-
-    return decode_lock(engine)
+atexit.register(close_all)

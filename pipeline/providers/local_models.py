@@ -44,3 +44,9 @@ def local_model_catalogue() -> list[LocalModel]:
         LocalModel(name, model, package, importlib.util.find_spec(module) is not None, name == DEFAULT, note, install)
         for name, model, package, module, note, install in _CATALOGUE
     ]
+
+
+def local_engine_installed() -> bool:
+    """Whether the llama.cpp engine that runs every local model (xllamacpp, the `local`
+    extra) is installed (looked up, not imported)."""
+    return importlib.util.find_spec("xllamacpp") is not None

@@ -311,6 +311,6 @@ def decode_reply(model: Any, messages: Sequence[tuple[str, str]], plan: SectionP
     tokens, head = prompt_tokens(model, messages)
     if len(tokens) + _SAFETY >= model.n_ctx:
         raise ProviderError(f"the prompt ({len(tokens)} tokens) does not fit the local model's window of {model.n_ctx} tokens: raise the slot's n_ctx or shorten the history")
-    if cache != "off":
+    if cache != "off" and not stopped():  # a call cancelled while it waited evaluates nothing
         head_cache(model, home if cache == "disk" else None).prepare(tokens, head)
     return write_reply(SectionWriter(model, tokens, sampling, on_text, stopped, seed), plan)
