@@ -235,8 +235,13 @@ def test_a_changed_head_restores_the_part_it_shares_and_evaluates_the_rest(tmp_p
         del engine.generate
     assert 0 < sum(counts) < head / 2  # only the changed end of the head was evaluated
     restored = continuation(engine)
-    reference = Engine(provider.path, provider.n_ctx, engine_threads(provider))  # the new prompt from nothing
+    # the reference computes what was restored: a fresh engine evaluates the old head, then the
+    # new one from where they differ, then the rest — the same pieces in the same order, since
+    # llama.cpp's results depend (in the last bits) on how a prompt is cut into batches
+    reference = Engine(provider.path, provider.n_ctx, engine_threads(provider))
     try:
+        HeadCache(reference).prepare(*before)
+        assert HeadCache(reference).prepare(tokens, head) == "evaluated"
         assert continuation(reference) == restored
     finally:
         reference.close()
