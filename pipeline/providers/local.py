@@ -22,11 +22,14 @@ import os
 import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from soul.errors import ProviderError
 from soul.providers.base import Chunk, Clock, Completion, Provider, Request, Usage
 from soul.providers.local_engine import INSTALL_HINT, Engine
+
+if TYPE_CHECKING:
+    from soul.providers.local_sections import Decoded
 
 THREADS_ENV = "SOUL_LOCAL_THREADS"
 DEFAULT_MAX_TOKENS = 512
@@ -118,19 +121,22 @@ def _body(arguments: dict[str, Any], prompt: list[int]) -> dict[str, Any]:
 
 
 def _whole_reply(engine: Engine, arguments: dict[str, Any], on_text: Any = None,
-                 stopped: Any = lambda: False) -> tuple[str, int, int]:
+                 stopped: Any = lambda: False) -> Decoded:
     """The whole-reply path (no section plan, or `sections: false`): the reply's text, the
-    prompt's and the reply's token counts. The prompt is `local_prompt.prompt_tokens` — the
+    prompt's and the reply's token counts, and the prompt tokens the slot already held (kept
+    from the last request or found in the engine's prompt cache: not evaluated again, the
+    call's cache reads). The prompt is `local_prompt.prompt_tokens` — the
     chat template's text with `special=True`, message text with `special=False`, sent as token
     ids — so `<|im_end|>` in a message never becomes a control token (llama-server's own chat
     endpoint tokenizes the whole rendered prompt with `special=True`)."""
     from soul.providers.local_prompt import prompt_tokens
+    from soul.providers.local_sections import Decoded
 
     tokens, _head = prompt_tokens(engine, [(m["role"], m["content"]) for m in arguments["messages"]])
     if len(tokens) + 8 >= engine.n_ctx:
         raise ProviderError(f"the prompt ({len(tokens)} tokens) does not fit the local model's window of {engine.n_ctx} tokens: raise the slot's n_ctx or shorten the history")
     done = engine.generate(_body(arguments, tokens), on_text=on_text, stopped=stopped)
-    return done.text, len(tokens), done.output_tokens
+    return Decoded(done.text, len(tokens), done.output_tokens, min(done.cached or 0, len(tokens)))
 
 
 class LocalProvider(Provider):
@@ -201,23 +207,19 @@ class LocalProvider(Provider):
         arguments = self._arguments(request, False)
         stop = threading.Event()  # set when the awaiting turn is cancelled: the decode stops
 
-        def generate() -> tuple[str, int | None, int | None]:
+        def generate() -> Decoded:
             with decoding:  # waits in the worker thread, never on the event loop
                 decoded = self._sectioned(engine, request, lambda _text: clock.token(), stop.is_set)
-                if decoded is not None:
-                    return decoded.text, decoded.prompt_tokens, decoded.output_tokens
-                return _whole_reply(engine, arguments, stopped=stop.is_set)
+                return decoded if decoded is not None else _whole_reply(engine, arguments, stopped=stop.is_set)
 
         try:
-            text, prompt_count, output_count = await asyncio.to_thread(generate)
+            decoded = await asyncio.to_thread(generate)
         except BaseException:
             stop.set()
             raise
         clock.token()
-        base = clock.usage(request, text)
-        return Completion(text, Usage(prompt_count if prompt_count is not None else base.input_tokens,
-                                      output_count if output_count is not None else base.output_tokens,
-                                      base.latency_s, base.first_token_s, 0.0))
+        base = clock.usage(request, decoded.text)
+        return Completion(decoded.text, _usage(base, decoded))
 
     async def stream(self, request: Request) -> AsyncIterator[Chunk]:
         engine, decoding = _load_locked(self.path, self.n_ctx, self.n_threads)
@@ -233,22 +235,21 @@ class LocalProvider(Provider):
             except RuntimeError:  # the loop is closed: the turn was cancelled (a timeout)
                 stop.set()
 
-        counted: list[tuple[int, int]] = []  # the prompt's and the reply's token counts
+        counted: list[Decoded] = []  # the reply's counts
 
         def produce() -> None:
             try:
                 with decoding:
                     decoded = self._sectioned(engine, request, hand_on, stop.is_set)
                     if decoded is not None:
-                        counted.append((decoded.prompt_tokens, decoded.output_tokens))
+                        counted.append(decoded)
                         return
 
                     def piece(text: str) -> bool:
                         hand_on(text)
                         return stop.is_set()  # the consumer went away: stop decoding
 
-                    _text, prompt_count, output_count = _whole_reply(engine, self._arguments(request, True), piece, stop.is_set)
-                    counted.append((prompt_count, output_count))
+                    counted.append(_whole_reply(engine, self._arguments(request, True), piece, stop.is_set))
             except BaseException as exc:
                 hand_on(exc)
             finally:
@@ -270,6 +271,13 @@ class LocalProvider(Provider):
         finally:
             stop.set()
         usage = clock.usage(request, "".join(pieces))
-        if counted:
-            usage.input_tokens, usage.output_tokens = counted[0]
-        yield Chunk("", usage)
+        yield Chunk("", _usage(usage, counted[0]) if counted else usage)
+
+
+def _usage(measured: Usage, decoded: Decoded) -> Usage:
+    """A call's usage from the engine's counts (times from `measured`), as the API providers
+    report it: `input_tokens` the prompt tokens evaluated for the call, `cache_read_tokens` the
+    ones the engine already held (together, the prompt); the cost $0."""
+    cached = min(decoded.cache_read_tokens, decoded.prompt_tokens)
+    return Usage(decoded.prompt_tokens - cached, decoded.output_tokens, measured.latency_s,
+                 measured.first_token_s, 0.0, cache_read_tokens=cached)

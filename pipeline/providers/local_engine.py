@@ -61,12 +61,16 @@ def version() -> str:
 class Generation:
     """What one request produced: the text, the tokens the model wrote (ids, when asked for),
     why it ended (`stop`: an end of turn; `length`: the budget; `cut`: the caller stopped it),
-    and the server's counts (prompt tokens, of which evaluated; tokens written)."""
+    and the server's counts: prompt tokens, of which `cached` (the slot already held them:
+    kept from the last request, or loaded from the server's prompt cache or a restored slot —
+    llama-server's `timings.cache_n`) and `evaluated` (`timings.prompt_n`); tokens written.
+    `cached` and `evaluated` are None when the server sent no timings."""
 
     text: str = ""
     tokens: list[int] = field(default_factory=list)
     finish: str = "cut"
     prompt_tokens: int = 0
+    cached: int | None = None
     evaluated: int | None = None
     output_tokens: int = 0
 
@@ -95,6 +99,7 @@ class Engine:
         self.path = path
         self.n_ctx = n_ctx
         self.held: tuple[int, ...] = ()  # the prompt of the last request: what the slot holds
+        self.evaluated = 0  # prompt tokens this engine's requests evaluated (`Generation.evaluated`, summed)
         # every generation holds it: a reply is a series of requests on the one slot, and
         # another reply's requests in between would take the slot's cache from under it
         self.lock = threading.Lock()
@@ -236,7 +241,9 @@ class Engine:
         has no bytes), `on_text` each piece of text; either returns True to stop the request,
         as does `stopped()` or the engine closing. Call under the model's decode lock."""
         prompt = list(body["prompt"])
-        request = {**body, "stream": True, "cache_prompt": True, "n_probs": 1 if on_token else 0}
+        # timings in every chunk, not only the last: a request the caller stops early has no last
+        request = {**body, "stream": True, "cache_prompt": True, "n_probs": 1 if on_token else 0,
+                   "timings_per_token": True}
         result = Generation(prompt_tokens=len(prompt))
         failure: list[str] = []
 
@@ -248,8 +255,10 @@ class Engine:
             choice = data["choices"][0]
             if data.get("usage"):
                 result.output_tokens = int(data["usage"].get("completion_tokens", result.output_tokens))
-            if data.get("timings"):
-                result.evaluated = int(data["timings"].get("prompt_n", 0))
+            timings = data.get("timings")
+            if timings and "prompt_n" in timings:  # the same in every chunk of a request
+                result.evaluated = int(timings["prompt_n"])
+                result.cached = int(timings.get("cache_n", len(prompt) - result.evaluated))
             if choice.get("finish_reason"):
                 result.finish = str(choice["finish_reason"])
             if on_token is not None:
@@ -270,6 +279,7 @@ class Engine:
             raise ProviderError("the local model is shutting down")
         self.held = tuple(prompt)
         self.server.handle_completions(request, chunk)
+        self.evaluated += result.evaluated or 0
         if failure:
             raise ProviderError(f"the local model refused the request: {failure[0]}")
         if result.finish == "cut" and not result.output_tokens:

@@ -15,7 +15,8 @@ Every piece of the prompt is evaluated once: each request's prompt (token ids) c
 token list of the one before, and llama-server keeps the common prefix of successive requests
 in its slot's KV cache (`cache_prompt`; counted in a test, see docs/providers.md). The
 prompt's head (the first message: persona and instructions) is restored by
-`soul.providers.local_cache` when another call used the slot in between.
+`soul.providers.local_cache` when another call used the slot in between. The prompt tokens the
+call did not evaluate are its cache reads (`Decoded.cache_read_tokens`, counted once a call).
 """
 
 from __future__ import annotations
@@ -108,11 +109,13 @@ START_GRAMMAR = "root ::= [ \\t\\n\\r]* [^< \\t\\n\\r] [^<]*\n"
 
 @dataclass(slots=True)
 class Decoded:
-    """The reply built, the prompt's token count and the tokens the model wrote."""
+    """The reply built, the prompt's token count, the tokens the model wrote, and how many of
+    the prompt's tokens the engine did not evaluate for this call (`SectionWriter.cache_reads`)."""
 
     text: str
     prompt_tokens: int
     output_tokens: int
+    cache_read_tokens: int = 0
 
 
 class SectionWriter:
@@ -138,6 +141,8 @@ class SectionWriter:
         self.pending = ""  # framework text not yet handed on: it goes with the model's next piece,
         # so the first piece a caller sees is the model's (its time is the first token's)
         self.written = 0  # tokens the model wrote
+        self.prepared = 0  # prompt tokens evaluated for this call before the first request (the head)
+        self.reused: int | None = None  # prompt tokens the slot held at the first request
 
     # the two ways text enters the reply
 
@@ -188,7 +193,7 @@ class SectionWriter:
             longest = max(len(self.model.tokenize(v + suffix, special=False)) for v in values)
             request = self._request(self._room(4 + longest), grammar=alternatives_grammar(values, suffix, allow_nothing),
                                     repeat_penalty=1.0)
-            done = self.model.generate(request, on_token=lambda _t, _b: False, stopped=self.stopped)
+            done = self._generate(request, lambda _t, _b: False)
             said, count = done.text, len(done.tokens)
         if not said and allow_nothing:
             return None
@@ -239,7 +244,7 @@ class SectionWriter:
         while not closed and count < limit and not self.stopped():
             first = not started
             extra = {"grammar": START_GRAMMAR} if first else {}
-            done = self.model.generate(self._request(limit - count, **extra), on_token=take, stopped=self.stopped)
+            done = self._generate(self._request(limit - count, **extra), take)
             if done.finish != "cut" and not (first and started):
                 break  # the model ended its turn, or the request's budget ran out
         self.written += count
@@ -247,6 +252,20 @@ class SectionWriter:
 
     def text(self) -> str:
         return "".join(self.pieces)
+
+    def _generate(self, body: dict[str, Any], on_token: Callable[[int, bytes], bool]) -> Any:
+        done = self.model.generate(body, on_token=on_token, stopped=self.stopped)
+        if self.reused is None:  # the call's prompt enters the slot with the first request
+            self.reused = min(done.cached or 0, self.prompt_tokens)
+        return done
+
+    def cache_reads(self) -> int:
+        """The prompt's tokens this call did not evaluate: those the slot held when the first
+        request came (kept from an earlier request, or loaded from the engine's prompt cache or
+        a saved slot), less what the call itself evaluated before it (`prepared`: the head the
+        head cache made the engine evaluate). Counted once for the call: the later requests
+        keep the prompt too, but that is the call reusing its own work."""
+        return max(0, (self.reused or 0) - self.prepared)
 
 
 def write_reply(writer: SectionWriter, plan: SectionPlan) -> Decoded:
@@ -278,7 +297,7 @@ def write_reply(writer: SectionWriter, plan: SectionPlan) -> Decoded:
         _write_section(writer, section)
         i += 1
     writer.flush()
-    return Decoded(writer.text(), writer.prompt_tokens, writer.written)
+    return Decoded(writer.text(), writer.prompt_tokens, writer.written, writer.cache_reads())
 
 
 def _write_section(writer: SectionWriter, section: PlannedSection) -> None:
@@ -311,6 +330,9 @@ def decode_reply(model: Any, messages: Sequence[tuple[str, str]], plan: SectionP
     tokens, head = prompt_tokens(model, messages)
     if len(tokens) + _SAFETY >= model.n_ctx:
         raise ProviderError(f"the prompt ({len(tokens)} tokens) does not fit the local model's window of {model.n_ctx} tokens: raise the slot's n_ctx or shorten the history")
+    writer = SectionWriter(model, tokens, sampling, on_text, stopped, seed)
+    before = model.evaluated
     if cache != "off" and not stopped():  # a call cancelled while it waited evaluates nothing
         head_cache(model, home if cache == "disk" else None).prepare(tokens, head)
-    return write_reply(SectionWriter(model, tokens, sampling, on_text, stopped, seed), plan)
+    writer.prepared = model.evaluated - before
+    return write_reply(writer, plan)

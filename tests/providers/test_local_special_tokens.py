@@ -68,7 +68,7 @@ def test_the_whole_reply_path_sends_the_same_tokens() -> None:
     tokens, _ = prompt_tokens(model, messages) or ([], 0)
     request = Request("local", tuple(Message(r, c) for r, c in messages), {}, (), None)
     done = asyncio.run(provider.complete(request))
-    assert done.usage.input_tokens == len(tokens)
+    assert done.usage.prompt_tokens == len(tokens)  # input_tokens + cache_read_tokens
 
     async def streamed() -> str:
         return "".join([chunk.text async for chunk in provider.stream(request)])
