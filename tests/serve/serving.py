@@ -64,11 +64,14 @@ def free_port() -> int:
 
 
 def claudius_reply(text: str, thought: str = "She builds compilers; she will want precision.") -> str:
-    """A fused Claudius reply: a monologue (a thought: never in the chat), the reply, checks."""
+    """A fused Claudius reply: a monologue (a thought: never in the chat), the reply, checks —
+    the soul-state check too, which claudius asks for on every third turn (a section it asks for
+    and does not get is asked again, which would take the next scripted reply)."""
     return (
         f'<internal_monologue verb="pondered">{thought}</internal_monologue>\n'
         f'<external_dialogue verb="quipped">{text}</external_dialogue>\n'
         "<user_model_check>false</user_model_check>\n"
+        "<soul_state_check>false</soul_state_check>\n"
     )
 
 
