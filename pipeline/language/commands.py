@@ -26,9 +26,10 @@ import shlex
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from soul.credentials import allow_list_entries, allow_list_file
+
 ALLOW_ENV = "SOUL_ALLOW_COMMANDS"
 ALLOW_FILE = "allowed-commands"
-ALLOW_FILE_BYTES = 64 << 10  # an allow-list longer than this is read up to here
 
 _allowed_here: list[tuple[str, ...]] = []  # --allow-command, for this process
 
@@ -53,19 +54,13 @@ def forget_allowed_commands() -> None:
 
 def allow_file() -> Path:
     """The data home's allow-list of commands (not created)."""
-    configured = os.environ.get("SOUL_HOME")
-    return (Path(configured).expanduser() if configured else Path.home() / ".soul") / ALLOW_FILE
+    return allow_list_file(ALLOW_FILE)
 
 
 def allowed_commands() -> list[tuple[str, ...]]:
     """Every command the user allowed: the variable, the flag, the file."""
     entries = [*re.split(r",", os.environ.get(ALLOW_ENV, ""))]
-    try:
-        with allow_file().open("rb") as f:
-            text = f.read(ALLOW_FILE_BYTES).decode("utf-8", "replace")
-        entries += [line.split("#", 1)[0] for line in text.splitlines()]
-    except OSError:
-        pass
+    entries += allow_list_entries(ALLOW_FILE)
     return [*(words for words in map(parse_command, entries) if words), *_allowed_here]
 
 
