@@ -17,6 +17,8 @@ from typing import Any
 import httpx
 
 REPO = Path(__file__).resolve().parents[2]
+APT_LINE = "sudo apt-get install chromium"  # the README and .ci/run install the same package
+SKIP_REASON = f"no Chromium found: {APT_LINE} (or set SOUL_CHROMIUM to a Chromium binary)"
 CHROMIUM_PATHS = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome",
                   "/usr/bin/google-chrome-stable", "/snap/bin/chromium")
 
