@@ -123,10 +123,9 @@ def cmd_dialogue(args: argparse.Namespace) -> int:
 
 def _check_plot_target(target: str) -> None:
     """Before a long run: matplotlib is there and the PNG can be written."""
-    import importlib.util
+    from soul.extras import require
 
-    if importlib.util.find_spec("matplotlib") is None:
-        raise SoulError("--plot needs matplotlib, which is not installed: pip install 'soulgraph[plot]' (or matplotlib)")
+    require("plot", "--plot", ("matplotlib",))
     if not target.lower().endswith(".png"):
         raise SoulError(f"--plot {target}: the plot is a PNG; name a FILE.png")
     folder = Path(target).expanduser().resolve().parent
