@@ -14,11 +14,10 @@ from soul.language.blueprint import (
     Subprocess,
     Trigger,
     build,
-    builtin_names,
     display_path,
-    locate,
     read,
 )
+from soul.language.columns import attribute_pattern, column, name_pattern, read_pattern
 from soul.language.dialogue import Dialogue, DialogueAgent, Observer, build_dialogue
 from soul.language.expressions import (
     TEMPLATE_FORMAT,
@@ -29,6 +28,7 @@ from soul.language.expressions import (
     environment,
 )
 from soul.language.files import ALLOW_FIELD_PATHS, field_folder
+from soul.language.finding import builtin_names, locate
 from soul.language.schema import blueprint_schema, schema_text
 from soul.language.schema import check as check_schema
 from soul.language.schema import check_at as check_schema_at
@@ -59,18 +59,22 @@ __all__ = [
     "Trigger",
     "analyse_expression",
     "analyse_template",
+    "attribute_pattern",
     "blueprint_schema",
     "build",
     "build_dialogue",
     "builtin_names",
     "check_schema",
     "check_schema_at",
+    "column",
     "display_path",
     "environment",
     "field_folder",
     "load_yaml",
     "locate",
     "locate_tool",
+    "name_pattern",
     "read",
+    "read_pattern",
     "schema_text",
 ]

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 import soul
-from soul.language.blueprint import builtin_folder
+from soul.language.finding import builtin_folder
 from soul.runtime.events import CycleFinished, ImpulseQueued, LoopStatus, Reply, Token, TriggerFired
 
 BUILTIN = builtin_folder()

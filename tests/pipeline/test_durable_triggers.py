@@ -15,7 +15,7 @@ import yaml
 from test_durable import CON, _cycles, _env, _pending, _worker
 
 import soul
-from soul.language.blueprint import builtin_folder
+from soul.language.finding import builtin_folder
 from soul.runtime.background.triggers import TriggerSpec
 from soul.runtime.durable.triggers import answered, firing, run_spontaneous
 from soul.store.due import Impulse, TriggerMarks

@@ -93,7 +93,7 @@ def csd_folder(folder: Path, **process: Any) -> Path:
     """The built-in csd soul copied into `folder`, its subconscious process changed by `process`."""
     import yaml
 
-    from soul.language.blueprint import builtin_folder
+    from soul.language.finding import builtin_folder
 
     folder.mkdir(parents=True, exist_ok=True)
     source = builtin_folder()
