@@ -156,3 +156,35 @@ def test_ci_runs_each_step_with_its_own_venv() -> None:
         "X=1 .venv-ci/bin/pip install -e '.[test]'",
         ".venv-ci/bin/python -m pytest",
     ]
+
+
+def _verbs() -> list[str]:
+    """Every verb of the `soul` command, sub-verbs as "memory recall"."""
+    import argparse
+
+    from soul.cli.main import build_parser
+
+    found: list[str] = []
+
+    def walk(parser: argparse.ArgumentParser, prefix: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    found.append(prefix + name)
+                    walk(sub, prefix + name + " ")
+
+    walk(build_parser(), "")
+    return found
+
+
+def test_the_readme_cli_table_lists_every_verb() -> None:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    table = text.split("## The CLI", 1)[1].split("\n\n", 2)[1]
+    rows = [line.replace("\\|", "|") for line in table.splitlines() if line.startswith("| `soul ")]
+    missing = []
+    for verb in _verbs():
+        top, _, sub = verb.partition(" ")
+        row = [r for r in rows if re.search(rf"`soul {re.escape(top)}\b", r)]
+        if not row or (sub and not re.search(rf"[ |`]{re.escape(sub)}[ |`]", row[0])):
+            missing.append(verb)
+    assert missing == []
