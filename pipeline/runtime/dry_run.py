@@ -35,7 +35,7 @@ from soul.runtime.turn import (
     services_for,
     start_turn,
 )
-from soul.sections import StepParse
+from soul.sections import Instructions, StepParse
 
 TOKENIZER_NOTE = "tokens counted with the SmolLM2 tokenizer of the bundled local model"
 __all__ = ["DryRun", "ExplainedCall", "count_tokens", "dry_services", "explain", "first_snapshot", "render"]
@@ -94,7 +94,7 @@ class DryRun(ScopeRunner):
         return budget_for(bp, call.steps, spec, options)
 
     async def ask(self, call: CallPlan, messages: tuple[Message, ...], gated_off: GatedOff | None,
-                  budget: Budget | None = None) -> CallOutcome:
+                  budget: Budget | None = None, instructions: Instructions | None = None) -> CallOutcome:
         parses = {s.name: StepParse(placeholders(s), (), ()) for s in call.steps}
         if budget is not None:
             self.counted[call.unit.index] = budget.counter.messages([m.content for m in messages])

@@ -4,7 +4,9 @@ A reply is read with the tolerant section parser. When a required section is mis
 model is asked once more (bounded by the steps' `retry`) with the problem fed back — unless
 part of a streamed section already reached the user, in which case what they saw stands and
 the missing parts fall back. An empty reply section counts as missing (the user would see
-nothing). The external dialogue falls back as the Claudius seed does — the raw text with tags
+nothing), and so does a section that repeats the call's instructions (`soul.sections.echo`:
+six words in a row of its persona or response format, a note such as "(optional)"): re-asked,
+and dropped if it still echoes — unless it was streamed, when it stands, flagged. The external dialogue falls back as the Claudius seed does — the raw text with tags
 stripped, or a fixed line when nothing is left — but only from the text outside every
 section-like element (`soul.sections.fallback`): the soul's thoughts never become its reply.
 
@@ -30,6 +32,7 @@ from soul.runtime.surrogates import replace_lone_surrogates
 from soul.runtime.tools import TOOL_STEP, ToolRun, ToolUse, converse, tool_outputs
 from soul.sections import (
     Closed,
+    Instructions,
     SectionStream,
     StepParse,
     Text,
@@ -54,9 +57,13 @@ class CallOutcome:
     tool_runs: tuple[ToolRun, ...] = ()  # the tools the call ran, in order (tool_loop.py)
 
 
-def _reask(missing: Sequence[str], tags: Sequence[str], empty: Sequence[str] = ()) -> str:
+def _reask(missing: Sequence[str], tags: Sequence[str], empty: Sequence[str] = (),
+           echoes: Sequence[Echo] = ()) -> str:
     order = " ".join(f"<{t}>" for t in tags)
     problems = []
+    for echo in echoes:
+        problems.append(f"<{echo.tag}> repeats the instructions (\"{echo.what}\") instead of doing what they ask; "
+                        "write it in your own words")
     if missing:
         problems.append(
             f"the section{'s' if len(missing) > 1 else ''} "
@@ -68,6 +75,32 @@ def _reask(missing: Sequence[str], tags: Sequence[str], empty: Sequence[str] = (
         f"Your reply could not be read: {'; '.join(problems)}. "
         f"Write the whole reply again with every section, in this order: {order}"
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Echo:
+    """A section whose text repeats the instructions: which step and output, and what of them."""
+
+    step: str
+    tag: str
+    output: str
+    what: str
+
+
+def _echoes(steps: Sequence[PlannedStep], parses: dict[str, StepParse], instructions: Instructions | None) -> list[Echo]:
+    """The sections of this reply that repeat the call's instructions."""
+    if instructions is None:
+        return []
+    found = []
+    for step in steps:
+        outputs = parses[step.name].outputs
+        for section in step.kind.sections:
+            value = outputs.get(section.output)
+            if isinstance(value, str) and value.strip() and value.strip() != step.kind.silence:
+                what = instructions.echoed(value)
+                if what is not None:
+                    found.append(Echo(step.name, section.tag, section.output, what))
+    return found
 
 
 def _empty_reply(step: PlannedStep, parse: StepParse) -> bool:
@@ -94,6 +127,7 @@ async def run_call(
     grammar: str | None = None,
     fits: Callable[[tuple[Message, ...]], bool] | None = None,
     tools: ToolUse | None = None,
+    instructions: Instructions | None = None,
 ) -> CallOutcome:
     """Run one call; `attempts` counts the first try plus re-asks. `fits(messages)` says
     whether a re-ask's longer history still fits the model's window: when not, none is made.
@@ -103,6 +137,9 @@ async def run_call(
 
     With `tools`, each attempt may take tool rounds before its reply (`tool_loop.converse`;
     no streaming then); a `tool` step's outputs carry the runs.
+
+    `instructions` (the call's persona and response format, `soul.sections.instructions_of`):
+    a section repeating them is re-asked like a missing one, then dropped.
     """
     if tags is None:
         tags = tuple(section.tag for step in steps for section in step.kind.sections)
@@ -145,9 +182,10 @@ async def run_call(
             for tag in p.missing
         ]
         empty = [step.kind.sections[0].tag for step in steps if _empty_reply(step, parses[step.name])]
-        if not (missing or empty) or streamed or attempt == attempts:
+        echoes = _echoes(steps, parses, instructions)
+        if not (missing or empty or echoes) or streamed or attempt == attempts:
             break
-        problem = _reask(missing, tags, empty)
+        problem = _reask(missing, tags, empty, echoes)
         longer = (*history, Message("assistant", raw), Message("user", problem))
         if fits is not None and not fits(longer):
             break  # the re-ask would overrun the window: what parsed stands, the rest falls back
@@ -158,11 +196,20 @@ async def run_call(
             parse = parses[step.name]
             extra = tool_outputs(runs) if step.kind.name == TOOL_STEP else {}
             parses[step.name] = replace(parse, outputs={**parse.outputs, **extra}, flags=(*parse.flags, *notes))
+    dropped = set()
+    for echo in _echoes(steps, parses, instructions):
+        parse = parses[echo.step]
+        if streamed and echo.tag in by_tag:  # the user saw it as it came: it stands
+            parses[echo.step] = replace(parse, flags=(*parse.flags, f"echo: <{echo.tag}> repeats the instructions (shown as streamed)"))
+            continue
+        parses[echo.step] = replace(parse, outputs={**parse.outputs, echo.output: None},
+                                    flags=(*parse.flags, f"echo: <{echo.tag}> repeated the instructions (\"{echo.what}\"); dropped"))
+        dropped.add(echo.step)
     fallbacks = set()
     for step in steps:
         parse = parses[step.name]
         into = step.kind.unparsed
-        if into and all(v is None for v in parse.outputs.values()):
+        if into and step.name not in dropped and all(v is None for v in parse.outputs.values()):
             # none of its sections parsed: the whole reply goes to `into` (AgentCSD: quiet)
             whole = strip_tags(raw).strip()
             parses[step.name] = replace(parse, outputs={**parse.outputs, into: whole or None},
