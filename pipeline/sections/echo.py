@@ -35,6 +35,19 @@ class Instructions:
 
     runs: frozenset[tuple[str, ...]]
     marks: tuple[str, ...]  # lower-cased parenthesised notes, longest first
+    openings: frozenset[tuple[str, ...]] = frozenset({()})  # the runs' first 0..ECHO_WORDS-1 words
+
+    def may_echo(self, text: str) -> bool:
+        """Whether `text`, the opening of a section still being written, may yet turn out to
+        echo the instructions from its start: its whole words so far begin one of their runs,
+        or it opens a parenthesised note not closed yet. A stream holds it while so."""
+        stripped = text.lstrip()
+        if stripped.startswith("(") and ")" not in stripped and len(stripped) <= MARK_CHARS:
+            return True
+        said = words(text)
+        if said and (text[-1:].isalnum() or text[-1:] == "'"):
+            said = said[:-1]  # the last word may not be whole yet
+        return len(said) < ECHO_WORDS and tuple(said) in self.openings
 
     def echoed(self, text: str) -> str | None:
         """What of the instructions `text` repeats (a run of words, joined; a mark; the
@@ -63,4 +76,5 @@ def instructions_of(*texts: str) -> Instructions:
         w = words(text)
         runs.update(tuple(w[i:i + ECHO_WORDS]) for i in range(len(w) - ECHO_WORDS + 1))
         marks.update(m.lower() for m in _NOTE.findall(text))
-    return Instructions(frozenset(runs), tuple(sorted(marks, key=lambda m: (-len(m), m))))
+    openings = {run[:n] for run in runs for n in range(ECHO_WORDS)}
+    return Instructions(frozenset(runs), tuple(sorted(marks, key=lambda m: (-len(m), m))), frozenset(openings | {()}))

@@ -124,3 +124,36 @@ def test_an_echoed_reply_to_the_user_is_asked_again(tmp_path: Path, soul_home: P
     s = csd(tmp_path, soul_home, [con(echo), con("Hello! How are you today?")], [])
     result = s.session().turn_sync("hi")
     assert result.reply == "Hello! How are you today?"
+
+
+def test_a_streamed_reply_that_opens_with_the_instructions_is_never_shown(soul_home: Path) -> None:
+    # the opening is held while its words may still begin a run of the instructions, so an
+    # echo never reaches the user and can be asked again
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from souls import claudius_reply
+
+    from soul.providers import ScriptedProvider
+    from soul.runtime.events import Token
+
+    echo = "Reply to the user as Claudius, in your own voice, building on your thought."
+    provider = ScriptedProvider([claudius_reply(echo), claudius_reply("Compilers, then — a noble way to suffer.")])
+    s = soul.load("claudius", provider=provider, home=soul_home)
+
+    async def go() -> list[Any]:
+        return [e async for e in s.session(user="ada").stream("hi")]
+
+    events = asyncio.run(go())
+    tokens = [e.text for e in events if isinstance(e, Token)]
+    assert "".join(tokens).strip() == "Compilers, then — a noble way to suffer."
+    assert len(tokens) > 1  # words of its own stream as they come
+    assert len(provider.requests) == 2
+
+
+@pytest.mark.parametrize(("opening", "held"), [
+    ("", True), ("As the", True), ("As the subconscious of", True), ("As the sub", True),
+    ("(opt", True), ("Hello", True), ("Hello there", False), ("Calm. ", False), ("(a note) and", False),
+])
+def test_an_opening_is_held_only_while_it_may_become_an_echo(opening: str, held: bool) -> None:
+    assert instructions_of(PERSONA, FORMAT).may_echo(opening) is held

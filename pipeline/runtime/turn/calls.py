@@ -165,7 +165,7 @@ async def run_call(
             runs += turn.runs
             notes += turn.flags
         elif emit is not None and by_tag and provider.can_stream:
-            raw, usage, emitted = await _stream(provider, request, tags, by_tag, emit, silence)
+            raw, usage, emitted = await _stream(provider, request, tags, by_tag, emit, silence, instructions)
             streamed = streamed or emitted
         else:
             completion = await provider.complete(request)
@@ -234,8 +234,12 @@ async def _stream(
     by_tag: dict[str, str],
     emit: Callable[[Any], None],
     silence: dict[str, str] | None = None,
+    instructions: Instructions | None = None,
 ) -> tuple[str, Usage, bool]:
-    """Stream a reply; only the streamed sections' text reaches `emit`, redacted."""
+    """Stream a reply; only the streamed sections' text reaches `emit`, redacted. With
+    `instructions`, a streamed section's opening is held while it may still be an echo of
+    them (its words so far begin a run of theirs): an echo from the start is then never shown,
+    so it can be re-asked; other text streams as it comes."""
     parser = SectionStream(tags, set(by_tag))
     known = secrets()
     redactors: dict[str, StreamRedactor] = {}
@@ -245,6 +249,24 @@ async def _stream(
 
     silence = silence or {}
     held: dict[str, str] = dict.fromkeys(silence, "")  # text that may still be the silence word
+    # a streamed section's opening, held until it is known not to echo the instructions
+    opening: dict[str, str] = dict.fromkeys(by_tag, "") if instructions is not None else {}
+    echoing: set[str] = set()
+
+    def unechoed(tag: str, text: str, closed: bool) -> str:
+        """`text` to show now: "" while the opening is held or when the section echoes."""
+        if tag in echoing:
+            return ""
+        if tag not in opening:
+            return text
+        start = opening.pop(tag) + text
+        if not closed and instructions is not None and instructions.may_echo(start):
+            opening[tag] = start
+            return ""
+        if instructions is not None and instructions.echoed(start) is not None:
+            echoing.add(tag)
+            return ""
+        return start
 
     def send(events: list[Any]) -> None:
         nonlocal emitted
@@ -255,7 +277,7 @@ async def _stream(
                 text = redactor.feed(event.text)
             elif closed and event.tag in redactors:
                 text = redactors.pop(event.tag).flush()  # a key cannot span two sections
-            elif closed and event.tag in held:
+            elif closed and (event.tag in held or event.tag in opening):
                 text = ""
             else:
                 continue
@@ -269,6 +291,8 @@ async def _stream(
                     continue
                 if closed and text.strip() == word:
                     continue
+            if event.tag in by_tag:
+                text = unechoed(event.tag, text, closed)
             if text:
                 emit(Token(by_tag[event.tag], text))
                 emitted = True
