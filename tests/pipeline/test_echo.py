@@ -70,7 +70,7 @@ def con(loud: str) -> str:
     return f"<ID_quiet>a private thought</ID_quiet><ID_loud>{loud}</ID_loud>"
 
 
-ECHO_MOOD = "As the subconscious of Csd: name the mood you are in now, in a few words"
+ECHO_MOOD = "Csd's mood now, in two to four words."  # the mood template, copied
 
 
 def csd(tmp_path: Path, home: Path, conscious: list[str], subconscious: list[str]) -> Any:
@@ -120,7 +120,7 @@ def test_what_still_echoes_is_dropped_never_stored(tmp_path: Path, soul_home: Pa
 
 
 def test_an_echoed_reply_to_the_user_is_asked_again(tmp_path: Path, soul_home: Path) -> None:
-    echo = "As the conscious mind of Csd: reason privately in ID_quiet, then write in ID_loud"
+    echo = "Think first, privately, in ID_quiet. Nothing you write there is ever shown."  # csd.md
     s = csd(tmp_path, soul_home, [con(echo), con("Hello! How are you today?")], [])
     result = s.session().turn_sync("hi")
     assert result.reply == "Hello! How are you today?"
