@@ -132,7 +132,8 @@ class StepError(RunError):
 
 
 class MissingExtra(RunError):
-    """A blueprint needs an optional part of soulgraph that is not installed."""
+    """An optional part of soulgraph (an extra) is not installed; the message names the
+    `pip install 'soulgraph[EXTRA]'` line (`soul.extras`)."""
 
 
 class ToolLoadError(RunError):

@@ -17,7 +17,7 @@ FOLDERS = {"pipeline": "soul", "steps": "soul.steps", "engines": "soul.engines"}
 SKIPPED = ("engines/resonance/data",)  # a data package holding a large JSON, no code
 
 ENGINES = "soul.engines.*"  # any one engine: soul.engines.chetana, soul.engines.resonance, ...
-LEAVES = frozenset({"soul.errors", "soul.diagnostics", "soul.records", "soul.data", "soul.textfiles", "soul.credentials"})
+LEAVES = frozenset({"soul.errors", "soul.diagnostics", "soul.records", "soul.data", "soul.textfiles", "soul.credentials", "soul.extras"})
 FRONT_HALF = frozenset({"soul.language", "soul.kinds", "soul.compiler"})
 BEFORE_RUNTIME = LEAVES | FRONT_HALF | {"soul.sections", "soul.providers", "soul.store"}
 
@@ -26,6 +26,7 @@ BEFORE_RUNTIME = LEAVES | FRONT_HALF | {"soul.sections", "soul.providers", "soul
 MAY_IMPORT: dict[str, frozenset[str]] = {
     **dict.fromkeys(("soul.records", "soul.diagnostics", "soul.data", "soul.textfiles", "soul.credentials"), frozenset()),
     "soul.errors": frozenset({"soul.diagnostics"}),  # for the type of BlueprintInvalid's list
+    "soul.extras": frozenset({"soul.errors"}),  # MissingExtra, naming the install line
     "soul.language": LEAVES,
     "soul.kinds": LEAVES | {"soul.language"},
     "soul.compiler": LEAVES | {"soul.language", "soul.kinds"},

@@ -159,7 +159,9 @@ def cmd_new(args: argparse.Namespace) -> int:
 
     for path in scaffold(args.name, Path(args.dir)):
         say(f"created {path}")
-    say(f"next: soul validate {Path(args.dir) / (args.name + '.yaml')}")
+    # a name is found as ./NAME.yaml (soul.language.finding); elsewhere, the file's path
+    where = args.name if Path(args.dir).resolve() == Path.cwd().resolve() else Path(args.dir) / (args.name + ".yaml")
+    say(f"next: soul validate {where}")
     return EXIT_OK
 
 

@@ -27,14 +27,22 @@ def _turn_json(soul: Any) -> Any:
     return shaped
 
 
+def require_serve() -> None:
+    """The serve extra, or a `MissingExtra` naming it: without a WebSocket library uvicorn
+    would start anyway and the page would never connect (the `local` extra brings uvicorn
+    alone)."""
+    from soul.extras import require
+
+    require("serve", "soul serve", ("starlette", "uvicorn", ("websockets", "wsproto")))
+
+
 def build(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     """(soul, app, guard) for the parsed arguments; refuses a public host without a token."""
     from soul.cli.run import _soul_for
 
-    try:
-        from soul.serve import Guard, create_app
-    except ImportError as exc:  # starlette or uvicorn missing
-        raise SoulError(f"soul serve needs the serve extra: pip install 'soul[serve]' ({exc})") from exc
+    require_serve()
+    from soul.serve import Guard, create_app
+
     guard = Guard.from_env(args.host)
     open_runner, script = _dialogue(args)
     if script is None:
@@ -78,10 +86,9 @@ def _dialogue(args: argparse.Namespace) -> tuple[Any, Any]:
 
 def serve_command(args: argparse.Namespace) -> int:
     """`soul serve`."""
-    try:
-        import uvicorn
-    except ImportError as exc:
-        raise SoulError(f"soul serve needs the serve extra: pip install 'soul[serve]' ({exc})") from exc
+    require_serve()
+    import uvicorn
+
     from soul.serve import MAX_SOCKET_BYTES, uvicorn_config
 
     soul, app, guard = build(args)

@@ -15,11 +15,10 @@ from soul.language.blueprint import (
     Subprocess,
     Trigger,
     build,
-    builtin_names,
     display_path,
-    locate,
     read,
 )
+from soul.language.columns import attribute_pattern, column, name_pattern, read_pattern
 from soul.language.commands import (
     allow_commands,
     command_allowed,
@@ -36,6 +35,7 @@ from soul.language.expressions import (
     environment,
 )
 from soul.language.files import ALLOW_FIELD_PATHS, field_folder
+from soul.language.finding import builtin_names, locate
 from soul.language.schema import blueprint_schema, schema_text
 from soul.language.schema import check as check_schema
 from soul.language.schema import check_at as check_schema_at
@@ -80,12 +80,14 @@ __all__ = [
     "allow_commands",
     "analyse_expression",
     "analyse_template",
+    "attribute_pattern",
     "blueprint_schema",
     "build",
     "build_dialogue",
     "builtin_names",
     "check_schema",
     "check_schema_at",
+    "column",
     "command_allowed",
     "display_path",
     "environment",
@@ -96,6 +98,8 @@ __all__ = [
     "load_yaml",
     "locate",
     "locate_tool",
+    "name_pattern",
     "read",
+    "read_pattern",
     "schema_text",
 ]

@@ -20,7 +20,7 @@ import yaml
 
 import soul
 from soul.errors import RunError
-from soul.language.blueprint import builtin_folder
+from soul.language.finding import builtin_folder
 from soul.runtime.background.cycles import Background
 from soul.runtime.background.processes import runner_choice
 from soul.runtime.durable.engine import parse_rate, system_database_url, workflow_id

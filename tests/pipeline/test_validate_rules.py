@@ -132,7 +132,7 @@ def test_template_syntax_error_points_into_the_template(check: Check) -> None:
     text = HEAD + "steps:\n  reply: {uses: external_dialogue, template: reply.j2}\n"
     out = check(text, **{"reply.j2": "Hello\n{% if x %}\nno end\n"})
     assert len(out) == 1
-    assert out[0].startswith("reply.j2:3:1: error: template does not compile: Unexpected end of template.")
+    assert out[0].startswith("reply.j2:3:7: error: template does not compile: Unexpected end of template.")  # after "no end"
 
 
 def test_template_reading_a_step_that_is_not_upstream(check: Check) -> None:
@@ -143,7 +143,7 @@ def test_template_reading_a_step_that_is_not_upstream(check: Check) -> None:
     )
     out = check(text, **{"reply.j2": "Be kind.\nYou thought: {{ steps.think.text }}\n"})
     assert out == [
-        "reply.j2:2:1: error: step 'reply' reads steps.think, but 'think' is not upstream of it (add 'think' to its `after`)"
+        "reply.j2:2:17: error: step 'reply' reads steps.think, but 'think' is not upstream of it (add 'think' to its `after`)"
     ]
 
 

@@ -17,6 +17,8 @@ from typing import Any
 import httpx
 
 REPO = Path(__file__).resolve().parents[2]
+APT_LINE = "sudo apt-get install chromium"  # the README and .ci/run install the same package
+SKIP_REASON = f"no Chromium found: {APT_LINE} (or set SOUL_CHROMIUM to a Chromium binary)"
 CHROMIUM_PATHS = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome",
                   "/usr/bin/google-chrome-stable", "/snap/bin/chromium")
 
@@ -94,7 +96,7 @@ def csd_folder(folder: Path, **process: Any) -> Path:
     """The built-in csd soul copied into `folder`, its subconscious process changed by `process`."""
     import yaml
 
-    from soul.language.blueprint import builtin_folder
+    from soul.language.finding import builtin_folder
 
     folder.mkdir(parents=True, exist_ok=True)
     source = builtin_folder()

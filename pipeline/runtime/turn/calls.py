@@ -2,14 +2,18 @@
 
 A reply is read with the tolerant section parser. When a required section is missing — or
 empty (a reply section: the user would see nothing), or refused by its kind
-(`StepKind.refusals`: an update that is not a user model) — the model is asked once more
-(bounded by the steps' `retry`) with the problem fed back. What an earlier attempt read whole
-stands: a re-ask fills in the rest, so a streamed reply the user already saw is kept (the
-re-ask is not streamed) and a turn makes the same calls whether or not anyone listens to its
-stream. What is still missing falls back; what is still refused is None, flagged. The
-external dialogue falls back as the Claudius seed does — the raw text with tags stripped, or a
-fixed line when nothing is left — but only from the text outside every section-like element
-(`soul.sections.fallback`): the soul's thoughts never become its reply.
+(`StepKind.refusals`: an update that is not a user model), or a repeat of the call's
+instructions (`soul.sections.echo`: six words in a row of its persona or response format, a
+note such as "(optional)") — the model is asked once more (bounded by the steps' `retry`)
+with the problem fed back. What an earlier attempt read whole stands: a re-ask fills in the
+rest, so a streamed reply the user already saw is kept (the re-ask is not streamed) and a turn
+makes the same calls whether or not anyone listens to its stream. What is still missing falls
+back; what is still refused is None, flagged; what still echoes is dropped — unless it was
+streamed, when it stands, flagged (a streamed section's opening is held while it may still be
+an echo, so an echo from the start is never shown). The external dialogue falls back as the
+Claudius seed does — the raw text with tags stripped, or a fixed line when nothing is left —
+but only from the text outside every section-like element (`soul.sections.fallback`): the
+soul's thoughts never become its reply.
 
 Model text passes `replace_lone_surrogates` as it arrives, so what is streamed, parsed and
 stored can always be encoded. Streamed text is redacted as it goes (`StreamRedactor`, one per
@@ -33,6 +37,7 @@ from soul.runtime.surrogates import replace_lone_surrogates
 from soul.runtime.tools import TOOL_STEP, ToolRun, ToolUse, converse, tool_outputs
 from soul.sections import (
     Closed,
+    Instructions,
     SectionStream,
     StepParse,
     Text,
@@ -58,9 +63,12 @@ class CallOutcome:
 
 
 def _reask(missing: Sequence[str], tags: Sequence[str], empty: Sequence[str] = (),
-           refused: Mapping[str, str] | None = None) -> str:
+           refused: Mapping[str, str] | None = None, echoes: Sequence[Echo] = ()) -> str:
     order = " ".join(f"<{t}>" for t in tags)
     problems = []
+    for echo in echoes:
+        problems.append(f"<{echo.tag}> repeats the instructions (\"{echo.what}\") instead of doing what they ask; "
+                        "write it in your own words")
     if missing:
         problems.append(
             f"the section{'s' if len(missing) > 1 else ''} "
@@ -113,6 +121,32 @@ def _refusals(steps: Sequence[PlannedStep], parses: dict[str, StepParse], seen: 
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class Echo:
+    """A section whose text repeats the instructions: which step and output, and what of them."""
+
+    step: str
+    tag: str
+    output: str
+    what: str
+
+
+def _echoes(steps: Sequence[PlannedStep], parses: dict[str, StepParse], instructions: Instructions | None) -> list[Echo]:
+    """The sections of this reply that repeat the call's instructions."""
+    if instructions is None:
+        return []
+    found = []
+    for step in steps:
+        outputs = parses[step.name].outputs
+        for section in step.kind.sections:
+            value = outputs.get(section.output)
+            if isinstance(value, str) and value.strip() and value.strip() != step.kind.silence:
+                what = instructions.echoed(value)
+                if what is not None:
+                    found.append(Echo(step.name, section.tag, section.output, what))
+    return found
+
+
 def _empty_reply(step: PlannedStep, parse: StepParse) -> bool:
     """Whether a reply step's section was written but holds nothing the user could read."""
     if step.kind.name not in REPLY_KINDS or parse.missing:
@@ -138,6 +172,7 @@ async def run_call(
     fits: Callable[[tuple[Message, ...]], bool] | None = None,
     tools: ToolUse | None = None,
     known: Sequence[str] = (),
+    instructions: Instructions | None = None,
 ) -> CallOutcome:
     """Run one call; `attempts` counts the first try plus re-asks. `fits(messages)` says
     whether a re-ask's longer history still fits the model's window: when not, none is made.
@@ -149,6 +184,9 @@ async def run_call(
     no streaming then); a `tool` step's outputs carry the runs. `known`: what the turn said
     before this call (the user's message, earlier steps' text), which a kind's refusals may
     tell a copy of (`StepKind.refusals`).
+
+    `instructions` (the call's persona and response format, `soul.sections.instructions_of`):
+    a section repeating them is re-asked like a missing one, then dropped.
     """
     if tags is None:
         tags = tuple(section.tag for step in steps for section in step.kind.sections)
@@ -177,7 +215,7 @@ async def run_call(
             runs += turn.runs
             notes += turn.flags
         elif emit is not None and by_tag and provider.can_stream and not streamed:
-            raw, usage, emitted = await _stream(provider, request, tags, by_tag, emit, silence)
+            raw, usage, emitted = await _stream(provider, request, tags, by_tag, emit, silence, instructions)
             streamed = streamed or emitted
         else:  # a re-ask after a streamed reply is not shown: what the user saw stands
             completion = await provider.complete(request)
@@ -198,15 +236,17 @@ async def run_call(
             for tag in p.missing
         ]
         empty = [step.kind.sections[0].tag for step in steps if _empty_reply(step, parses[step.name])]
-        if not (missing or empty or refused) or attempt == attempts:
+        echoes = _echoes(steps, parses, instructions)
+        if not (missing or empty or refused or echoes) or attempt == attempts:
             break
         # A re-ask fills in what is missing; what was read whole stands (so a reply the user
         # already saw streamed, and the same re-asks whether anyone listens to the stream)
+        echoed = {echo.step for echo in echoes}
         for step in steps:
             parse = parses[step.name]
-            if not parse.missing and step.name not in refused and not _empty_reply(step, parse):
+            if not parse.missing and step.name not in refused and step.name not in echoed and not _empty_reply(step, parse):
                 read[step.name] = parse
-        problem = _reask(missing, tags, empty, {tag: why for found in refused.values() for tag, why in found.items()})
+        problem = _reask(missing, tags, empty, {tag: why for found in refused.values() for tag, why in found.items()}, echoes)
         longer = (*history, Message("assistant", raw), Message("user", problem))
         if fits is not None and not fits(longer):
             break  # the re-ask would overrun the window: what parsed stands, the rest falls back
@@ -225,11 +265,20 @@ async def run_call(
             parse = parses[step.name]
             extra = tool_outputs(runs) if step.kind.name == TOOL_STEP else {}
             parses[step.name] = replace(parse, outputs={**parse.outputs, **extra}, flags=(*parse.flags, *notes))
+    dropped = set()
+    for echo in _echoes(steps, parses, instructions):
+        parse = parses[echo.step]
+        if streamed and echo.tag in by_tag:  # the user saw it as it came: it stands
+            parses[echo.step] = replace(parse, flags=(*parse.flags, f"echo: <{echo.tag}> repeats the instructions (shown as streamed)"))
+            continue
+        parses[echo.step] = replace(parse, outputs={**parse.outputs, echo.output: None},
+                                    flags=(*parse.flags, f"echo: <{echo.tag}> repeated the instructions (\"{echo.what}\"); dropped"))
+        dropped.add(echo.step)
     fallbacks = set()
     for step in steps:
         parse = parses[step.name]
         into = step.kind.unparsed
-        if into and all(v is None for v in parse.outputs.values()):
+        if into and step.name not in dropped and all(v is None for v in parse.outputs.values()):
             # none of its sections parsed: the whole reply goes to `into` (AgentCSD: quiet)
             whole = strip_tags(raw).strip()
             parses[step.name] = replace(parse, outputs={**parse.outputs, into: whole or None},
@@ -254,8 +303,12 @@ async def _stream(
     by_tag: dict[str, str],
     emit: Callable[[Any], None],
     silence: dict[str, str] | None = None,
+    instructions: Instructions | None = None,
 ) -> tuple[str, Usage, bool]:
-    """Stream a reply; only the streamed sections' text reaches `emit`, redacted."""
+    """Stream a reply; only the streamed sections' text reaches `emit`, redacted. With
+    `instructions`, a streamed section's opening is held while it may still be an echo of
+    them (its words so far begin a run of theirs): an echo from the start is then never shown,
+    so it can be re-asked; other text streams as it comes."""
     parser = SectionStream(tags, set(by_tag))
     known = secrets()
     redactors: dict[str, StreamRedactor] = {}
@@ -265,6 +318,24 @@ async def _stream(
 
     silence = silence or {}
     held: dict[str, str] = dict.fromkeys(silence, "")  # text that may still be the silence word
+    # a streamed section's opening, held until it is known not to echo the instructions
+    opening: dict[str, str] = dict.fromkeys(by_tag, "") if instructions is not None else {}
+    echoing: set[str] = set()
+
+    def unechoed(tag: str, text: str, closed: bool) -> str:
+        """`text` to show now: "" while the opening is held or when the section echoes."""
+        if tag in echoing:
+            return ""
+        if tag not in opening:
+            return text
+        start = opening.pop(tag) + text
+        if not closed and instructions is not None and instructions.may_echo(start):
+            opening[tag] = start
+            return ""
+        if instructions is not None and instructions.echoed(start) is not None:
+            echoing.add(tag)
+            return ""
+        return start
 
     def send(events: list[Any]) -> None:
         nonlocal emitted
@@ -275,7 +346,7 @@ async def _stream(
                 text = redactor.feed(event.text)
             elif closed and event.tag in redactors:
                 text = redactors.pop(event.tag).flush()  # a key cannot span two sections
-            elif closed and event.tag in held:
+            elif closed and (event.tag in held or event.tag in opening):
                 text = ""
             else:
                 continue
@@ -289,6 +360,8 @@ async def _stream(
                     continue
                 if closed and text.strip() == word:
                     continue
+            if event.tag in by_tag:
+                text = unechoed(event.tag, text, closed)
             if text:
                 emit(Token(by_tag[event.tag], text))
                 emitted = True

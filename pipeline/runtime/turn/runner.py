@@ -49,6 +49,7 @@ from soul.runtime.turn.eager import gather_eagerly
 from soul.runtime.turn.gates import EXPRESSION_ERRORS, every_open
 from soul.runtime.turn.not_run import not_run_steps
 from soul.runtime.turn.services import Services
+from soul.sections import Instructions, instructions_of
 
 GatedOff = Callable[[str, dict[str, Any]], bool]
 
@@ -212,15 +213,17 @@ class ScopeRunner:
             raise StepError.from_exception(exc, step=step.name, kind=step.kind.name, what="its template failed") from exc
 
     def ask(self, call: CallPlan, messages: tuple[Message, ...], gated_off: GatedOff | None, budget: Budget | None = None,
-            tools: ToolUse | None = None, known: Sequence[str] = ()) -> Awaitable[CallOutcome]:
+            tools: ToolUse | None = None, known: Sequence[str] = (),
+            instructions: Instructions | None = None) -> Awaitable[CallOutcome]:
         """One model call over `call`'s steps, through the provider its unit's model resolves to
-        (the call's coroutine itself: no frame of its own on the hot path)."""
+        (the call's coroutine itself: no frame of its own on the hot path); a section repeating
+        `instructions` is re-asked, then dropped (`calls.py`)."""
         bound = self.services.bind(call)
         return run_call(
             bound.provider, bound.model, bound.options, call.steps, messages,
             unit=call.unit.index, stream_steps=call.stream_steps, emit=self.emit, attempts=call.attempts,
             gated_off=gated_off, tags=call.tags, grammar=bound.grammar, fits=budget.fits if budget is not None else None,
-            tools=tools, known=known,
+            tools=tools, known=known, instructions=instructions,
         )
 
     async def run_local_step(self, step: PlannedStep, ts: TurnState) -> None:
@@ -276,9 +279,12 @@ class ScopeRunner:
 
         started = time.perf_counter()
         tools = tools_of(self, call, ts) if self.applies_changes else None  # a dry run calls none
+        # what a section must not parrot: the persona and the response format (not what was said)
+        persona = ts.ctx.persona.strip() if ts.ctx.persona else self.builder.persona
+        parroted = instructions_of(persona, self.builder.response_format(call.steps, ts.ctx, earlier))
         # what a kind's refusals tell a copy of (a dry run parses nothing)
-        asked = (self.ask(call, messages, gated_off, budget, tools, _said(ts)) if self.applies_changes
-                 else self.ask(call, messages, gated_off, budget))
+        asked = (self.ask(call, messages, gated_off, budget, tools, _said(ts), parroted) if self.applies_changes
+                 else self.ask(call, messages, gated_off, budget, instructions=parroted))
         report = getattr(messages, "report", None)
         if self.applies_changes and tracing.on():  # the call's span, its trace complete before it ends
             bound = self.services.bind(call)
