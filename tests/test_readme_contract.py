@@ -129,8 +129,8 @@ def test_a_readme_test_command_with_other_extras_is_caught(tmp_path: Path) -> No
 
 
 def test_a_test_extra_missing_an_extra_is_caught(tmp_path: Path) -> None:
-    found = _planted(tmp_path, pyproject=("dev,memory,local,postgres,serve]", "dev,memory,local,postgres]"))
-    assert found == ["the `test` extra lacks starlette, websockets"]
+    found = _planted(tmp_path, pyproject=("local,postgres,serve,mcp", "local,postgres,mcp"))
+    assert found == ["the `test` extra lacks starlette, uvicorn, websockets"]
 
 
 def test_ci_installing_on_its_own_is_caught(tmp_path: Path) -> None:
