@@ -69,7 +69,7 @@ def test_the_dialogue_prints_its_topic_first_and_every_share_in_percent(
     rows = {cells[0]: cells[1:] for line in lines if line.startswith("│")
             for cells in [[c.strip() for c in line.strip("│").split("│")]]}
     # the hand-computed metrics of the test above, each share as a percentage
-    assert rows["circularity"] == ["2.2", "% of turn pairs"]  # 1 of 45 pairs
+    assert rows["circularity"] == ["2.9", "% of turn pairs"]  # 1 of the 35 pairs at most 5 apart
     assert rows["progress"] == ["100.0", "% of turns"]
     assert rows["loop rate"] == ["10.0", "% of turns"]
     assert rows["Fixy's share"] == ["20.0", "% of turns"]  # 2 of 10 turns (fixy_per_50 = 10)
