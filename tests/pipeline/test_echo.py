@@ -157,3 +157,22 @@ def test_a_streamed_reply_that_opens_with_the_instructions_is_never_shown(soul_h
 ])
 def test_an_opening_is_held_only_while_it_may_become_an_echo(opening: str, held: bool) -> None:
     assert instructions_of(PERSONA, FORMAT).may_echo(opening) is held
+
+
+def test_a_gated_off_steps_echo_is_not_asked_again(soul_home: Path) -> None:
+    # a section whose step the gate closed after the call (claudius's update when its check
+    # says false) is not used, so its echo costs no re-ask — as its missing sections do not
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from souls import claudius_reply
+
+    from soul.providers import ScriptedProvider
+
+    update = ("<user_model_update>You are Claudius — Artifex Maximus, a master craftsman of software."
+              "</user_model_update>")
+    provider = ScriptedProvider([claudius_reply("Compilers, then.") + update, claudius_reply("not asked for")])
+    s = soul.load("claudius", provider=provider, home=soul_home)
+    session = s.session(user="ada")
+    assert session.turn_sync("hi").reply == "Compilers, then."
+    assert s.store.trace(session.id, 1)["calls"][0]["attempts"] == 1

@@ -131,12 +131,16 @@ class Echo:
     what: str
 
 
-def _echoes(steps: Sequence[PlannedStep], parses: dict[str, StepParse], instructions: Instructions | None) -> list[Echo]:
-    """The sections of this reply that repeat the call's instructions."""
+def _echoes(steps: Sequence[PlannedStep], parses: dict[str, StepParse], instructions: Instructions | None,
+            gated_off: Callable[[str, dict[str, StepParse]], bool] | None = None) -> list[Echo]:
+    """The sections of this reply that repeat the call's instructions (a gated-off step's do
+    not count: its outputs are not used, as its missing sections and refusals do not count)."""
     if instructions is None:
         return []
     found = []
     for step in steps:
+        if gated_off and gated_off(step.name, parses):
+            continue
         outputs = parses[step.name].outputs
         for section in step.kind.sections:
             value = outputs.get(section.output)
@@ -236,7 +240,7 @@ async def run_call(
             for tag in p.missing
         ]
         empty = [step.kind.sections[0].tag for step in steps if _empty_reply(step, parses[step.name])]
-        echoes = _echoes(steps, parses, instructions)
+        echoes = _echoes(steps, parses, instructions, gated_off)
         if not (missing or empty or refused or echoes) or attempt == attempts:
             break
         # A re-ask fills in what is missing; what was read whole stands (so a reply the user
@@ -266,7 +270,7 @@ async def run_call(
             extra = tool_outputs(runs) if step.kind.name == TOOL_STEP else {}
             parses[step.name] = replace(parse, outputs={**parse.outputs, **extra}, flags=(*parse.flags, *notes))
     dropped = set()
-    for echo in _echoes(steps, parses, instructions):
+    for echo in _echoes(steps, parses, instructions, gated_off):
         parse = parses[echo.step]
         if streamed and echo.tag in by_tag:  # the user saw it as it came: it stands
             parses[echo.step] = replace(parse, flags=(*parse.flags, f"echo: <{echo.tag}> repeats the instructions (shown as streamed)"))
