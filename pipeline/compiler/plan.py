@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -92,6 +93,11 @@ class CallPlan:
     after_gates: dict[str, str]  # step -> its `when`, decided on the parsed reply
     gates: dict[str, str | None]  # each step's gate, described for the trace
     optional: frozenset[int]  # positions of steps whose sections a reply may leave out
+
+    @cached_property
+    def where(self) -> str:
+        """The call as errors name it: `the call of steps think, reply on main`."""
+        return f"the call of step{'s' if len(self.steps) > 1 else ''} {', '.join(s.name for s in self.steps)} on {self.unit.model}"
 
 
 @dataclass(frozen=True)

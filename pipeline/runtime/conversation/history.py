@@ -111,9 +111,14 @@ def history_of(entries: Sequence[MemoryEntry], user: str) -> tuple[tuple[History
 
 def messages_of(turns: Sequence[HistoryTurn]) -> list[Message]:
     """The turns as chat messages, consecutive messages of one role merged."""
+    return merged([turn.messages() for turn in turns])
+
+
+def merged(turns: Sequence[Sequence[Message]]) -> list[Message]:
+    """Each turn's messages in one list, consecutive messages of one role merged."""
     out: list[Message] = []
-    for turn in turns:
-        for message in turn.messages():
+    for messages in turns:
+        for message in messages:
             if out and out[-1].role == message.role:
                 out[-1] = Message(message.role, f"{out[-1].content}\n\n{message.content}")
             else:

@@ -11,7 +11,8 @@ labelled UNTRUSTED, with `<`, `>` and `&` escaped so it can never become structu
 With a `Budget` (`runtime/conversation/budget.py`), `fit` keeps the prompt within the call's window: the
 fixed parts must fit; the summary, the recent turns and the working memory get what is left,
 in that order, and what is cut is reported. Regions are also held to their declared size
-(`working_memory.limits`), oldest entries dropped first.
+(`working_memory.limits`), oldest entries dropped first. The fitting itself, with the work a
+turn's calls share done once, is `runtime/turn/fitting.py`.
 """
 
 from __future__ import annotations
@@ -27,20 +28,10 @@ from soul.errors import BlueprintError, StepError
 from soul.kinds import Section
 from soul.language import Blueprint, environment
 from soul.providers import Message
-from soul.records import MemoryEntry
-from soul.runtime.conversation import (
-    MESSAGE_OVERHEAD,
-    Budget,
-    BudgetReport,
-    label_of,
-    messages_of,
-    over_budget,
-)
+from soul.runtime.conversation import Budget, BudgetReport
 from soul.runtime.turn.context import TurnContext
+from soul.runtime.turn.fitting import Fitter
 from soul.runtime.untrusted import escape_untrusted, fence
-
-DEFAULT_REGION_LIMIT = 12  # entries a working-memory region shows unless the blueprint says
-COUNT_CACHE = 4096  # token counts remembered per builder (the same texts recur every turn)
 
 
 def section_format(section: Section, params: Mapping[str, Any]) -> str:
@@ -89,7 +80,7 @@ class PromptBuilder:
         self._head_cache: tuple[TurnContext | None, str] = (None, "")
         self._lines: dict[int, tuple[Mapping[str, Any], str]] = {}
         self.limits: Mapping[str, int] = getattr(blueprint, "region_limits", None) or {}
-        self._counts: dict[tuple[bool, str], int] = {}
+        self.fitter = Fitter(blueprint.regions, self.limits)  # the budget's cuts, shared work done once
 
     @cached_property
     def persona(self) -> str:
@@ -219,114 +210,18 @@ class PromptBuilder:
         self._lines.clear()  # a new context: last turn's step lines are not needed again
         return head
 
-    def _count(self, budget: Budget | None, text: str) -> int:
-        if budget is None or not text:
-            return 0
-        key = (budget.counter.exact, text)
-        hit = self._counts.get(key)
-        if hit is None:
-            if len(self._counts) >= COUNT_CACHE:
-                self._counts.clear()
-            hit = self._counts[key] = budget.counter.count(text)
-        return hit
-
-    def _regions_view(self, ctx: TurnContext) -> list[tuple[str, tuple[MemoryEntry, ...]]]:
-        return [(r, ctx.entries.get(r, ())) for r in self._regions(ctx) if ctx.entries.get(r)]
-
     def fit(self, steps: Sequence[PlannedStep], ctx: TurnContext, earlier: Mapping[str, Any] | None = None,
             budget: Budget | None = None, where: str = "a model call") -> tuple[tuple[Message, ...], BudgetReport | None]:
         """The messages of one call over `steps`, fitted to `budget` (None: nothing is cut but
         what is over a region's limit), and the report of what the budget held and cut.
         Raises `BudgetExceeded` when the parts that cannot be cut do not fit."""
-        head = self._head(ctx)
         steering = ""
         if ctx.chetana and ctx.chetana.get("steering"):
             steering = "## Steering\n" + "\n".join(f"- {s}" for s in ctx.chetana["steering"])
         if ctx.revise:  # cannot be cut: it is why this call is made
             steering = "\n\n".join(p for p in (steering, "## Rewrite\n" + ctx.revise) if p)
-        this_turn = self.this_turn(ctx, earlier)
-        form = self.response_format(steps, ctx, earlier)
-        user = self.user(ctx)
-        count = self._count
-        report = None
-        available = 0
-        if budget is not None:
-            fixed = {"persona, state and user model": count(budget, head), "steering": count(budget, steering),
-                     "this turn so far": count(budget, this_turn), "response format": count(budget, form),
-                     "the current message": count(budget, user), "message overhead": 2 * MESSAGE_OVERHEAD}
-            report = BudgetReport(budget.window, budget.reserve, budget.counter.name, sum(fixed.values()))
-            report.parts.update((k, v) for k, v in fixed.items() if v)
-            available = budget.prompt - report.fixed
-            if available < 0:
-                raise over_budget(budget, fixed, where)
-        # the conversation: its summary, then the newest turns within the history's share
-        summary = ctx.summary.section() if ctx.summary else ""
-        turns = list(ctx.history)
-        if budget is not None and report is not None:
-            allowance = int(available * budget.share)
-            used = count(budget, summary)
-            if summary and used > allowance:  # shortened from the end: its oldest facts come first
-                whole = used
-                while summary and used > allowance:
-                    summary = summary[: int(len(summary) * allowance / used * 0.9)]
-                    used = count(budget, summary)
-                report.cut.append({"part": "summary", "what": f"{whole - used} of its {whole} tokens",
-                                   "tokens": whole - used, "why": "over the history's share"})
-            kept = 0
-            for i in range(len(turns) - 1, -1, -1):
-                cost = sum(count(budget, m.content) + MESSAGE_OVERHEAD for m in turns[i].messages())
-                if kept >= budget.turns or used + cost > allowance:
-                    why = f"over the {budget.turns} turns its steps see" if kept >= budget.turns else "over the history's share"
-                    dropped = turns[: i + 1]
-                    report.cut.append({"part": "history", "what": f"turns {dropped[0].number}-{dropped[-1].number}",
-                                       "turns": len(dropped), "why": why})
-                    turns = turns[i + 1:]
-                    break
-                used, kept = used + cost, kept + 1
-            report.parts["history"] = used
-            available -= used
-        memory, left = self._fit_memory(ctx, budget, report, available)
-        system = "\n\n".join(p for p in (head, summary, memory, steering, this_turn, form) if p)
-        history = messages_of(turns)
-        if history and history[-1].role == "user":  # a turn that got no reply: keep roles alternating
-            last = history.pop()
-            user = f"{last.content}\n\n{user}"
-        if report is not None:
-            report.used = budget.prompt - left if budget is not None else 0
-        return (Message("system", system), *history, Message("user", user)), report
-
-    def _fit_memory(self, ctx: TurnContext, budget: Budget | None, report: BudgetReport | None, available: int) -> tuple[str, int]:
-        """The working-memory section: each region's newest entries within its limit and the
-        tokens left; what is dropped goes to the report."""
-        blocks = []
-        heading = "## Working Memory"
-        if budget is not None:
-            available -= self._count(budget, heading) + 1
-        for region, entries in self._regions_view(ctx):
-            limit = self.limits.get(region, DEFAULT_REGION_LIMIT)
-            if len(entries) > limit and report is not None:
-                report.cut.append({"part": f"working memory: {region}", "what": f"{len(entries) - limit} oldest entries",
-                                   "entries": len(entries) - limit, "why": f"over the region's limit of {limit}"})
-            shown = list(entries[-limit:]) if limit > 0 else []
-            lines = [f"- {label_of(e)}{escape_untrusted(e.content)}" for e in shown]
-            title = f"### {region}"
-            if budget is not None and report is not None:
-                available -= self._count(budget, title) + 1
-                keep = 0
-                for line in reversed(lines):
-                    cost = self._count(budget, line) + 1
-                    if cost > available:
-                        break
-                    available -= cost
-                    keep += 1
-                if keep < len(lines):
-                    report.cut.append({"part": f"working memory: {region}", "what": f"{len(lines) - keep} oldest entries",
-                                       "entries": len(lines) - keep, "why": "over the window"})
-                    lines = lines[len(lines) - keep:]
-                report.parts[f"working memory: {region}"] = sum(self._count(budget, x) + 1 for x in lines)
-            if lines:
-                blocks.append(f"{title}\n" + "\n".join(lines))
-        return (f"{heading}\n" + "\n\n".join(blocks) if blocks else ""), available
+        return self.fitter.fit(ctx, self._head(ctx), steering, self.this_turn(ctx, earlier),
+                               self.response_format(steps, ctx, earlier), self.user(ctx), budget, where)
 
     def user(self, ctx: TurnContext) -> str:
         if ctx.mind:  # built per turn or cycle: what the mind holds changes between them

@@ -34,7 +34,6 @@ from soul.records import (
 )
 from soul.runtime.conversation import (
     Budget,
-    budget_for,
     fold_history,
     labelled,
 )
@@ -135,10 +134,9 @@ class ScopeRunner:
         if self.folds and ts.ctx.kind in ("message", "spontaneous"):
             await fold_history(self.plan, self.services, ts)
 
-    def budget(self, call: CallPlan) -> Budget:
+    def budget(self, call: CallPlan) -> Budget | None:
         """The window, reply reserve, token counter and history declaration of a call."""
-        bound = self.services.bind(call)
-        return budget_for(self.plan.blueprint, call.steps, bound.model, bound.options, bound.provider)
+        return self.services.bind(call).budget
 
     async def run_unit(self, unit: Unit, ts: TurnState) -> None:
         planned = self.scope.steps
@@ -230,8 +228,7 @@ class ScopeRunner:
         earlier = self.earlier(ts)
         budget = self.budget(call)
         try:
-            where = f"the call of step{'s' if len(call.steps) > 1 else ''} {', '.join(s.name for s in call.steps)} on {call.unit.model}"
-            messages = self.builder.build(call.steps, ts.ctx, earlier, budget, where)
+            messages = self.builder.build(call.steps, ts.ctx, earlier, budget, call.where)
         except SoulError:
             raise
         except (TemplateError, *EXPRESSION_ERRORS) as exc:

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from soul.compiler import CallPlan, Plan
 from soul.providers import Provider
 from soul.runtime.bridges import Cognition, MemoryBridge
+from soul.runtime.conversation import Budget, budget_for
 from soul.runtime.tools import ToolBox
 from soul.runtime.turn.gates import GateEvaluator
 from soul.runtime.turn.prompt import PromptBuilder
@@ -29,13 +30,15 @@ ChetanaStart = Callable[[Mapping[str, Any] | None, str], Cognition]
 
 @dataclass(frozen=True)
 class BoundCall:
-    """A call plan bound to services: the provider, its spec and options, and the GBNF grammar
-    for providers that constrain decoding."""
+    """A call plan bound to services: the provider, its spec and options, the GBNF grammar
+    for providers that constrain decoding, and the call's token budget (its window, reply
+    reserve, counter and share of history: the same on every turn, so worked out once)."""
 
     provider: Provider
     model: str
     options: dict[str, Any]
     grammar: str | None = None
+    budget: Budget | None = None
 
 
 class Gates(Protocol):
@@ -67,7 +70,8 @@ class Services:
         return self.providers(model)
 
     def bind(self, call: CallPlan) -> BoundCall:
-        """What a call plan needs from these services, worked out on its first call."""
+        """What a call plan needs from these services, worked out on its first call (a slot's
+        window and reserve are read then: a provider's `context_window` is fixed once made)."""
         bound = self._bound.get(call)
         if bound is None:
             provider, spec, options = self.provider(call.unit.model or "")
@@ -77,7 +81,8 @@ class Services:
 
                 # sections of steps whose gate is decided after the call may be left out
                 grammar = call_grammar([(s.kind, s.params) for s in call.steps], set(call.optional))
-            bound = self._bound[call] = BoundCall(provider, spec, options, grammar)
+            budget = budget_for(self.builder.blueprint, call.steps, spec, options, provider)
+            bound = self._bound[call] = BoundCall(provider, spec, options, grammar, budget)
         return bound
 
 
