@@ -144,12 +144,16 @@ class StepEnv:
     session: str | None = None  # the session's id (memory priming), None outside a session
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class ChangeContext:
     """What `StepKind.changes` may consult: the declared state and its current values."""
 
     state_spec: Mapping[str, StateVar] = field(default_factory=dict)
     state: Mapping[str, Any] = field(default_factory=dict)
+
+    def __init__(self, state_spec: Mapping[str, StateVar] | None = None, state: Mapping[str, Any] | None = None) -> None:
+        # one write to __dict__: the generated frozen __init__ costs a call per field (every step builds one)
+        self.__dict__.update(state_spec={} if state_spec is None else state_spec, state={} if state is None else state)
 
 
 class StepKind:

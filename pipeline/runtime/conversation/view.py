@@ -13,6 +13,7 @@ turn is escaped and counted.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from soul.providers import Message
 from soul.runtime.conversation.budget import MESSAGE_OVERHEAD, Counter
@@ -42,7 +43,7 @@ class ConversationView:
     """A turn's history and summary as its calls show them: the summary's section, each past
     turn's messages, and (per counter) each turn's token cost, counted once."""
 
-    __slots__ = ("_costs", "_merged", "history", "summary", "summary_text", "turn_messages")
+    __slots__ = ("_costs", "_merged", "_tail", "history", "plain", "summary", "summary_text", "turn_messages")
 
     def __init__(self, history: Sequence[HistoryTurn], summary: ConversationSummary | None, messages: TurnMessages) -> None:
         self.history = history
@@ -50,7 +51,9 @@ class ConversationView:
         self.summary_text = summary.section() if summary else ""
         self.turn_messages = tuple(messages(turn) for turn in history)
         self._costs: dict[bool, tuple[tuple[int, ...], int]] = {}
+        self.plain: dict[tuple[int, bool], Any] = {}  # what the prompt's fitting derives from this view
         self._merged: list[Message] | None = None
+        self._tail: tuple[str | None, tuple[Message, ...]] = (None, ())
 
     def costs(self, counter: Counter, count: Count) -> tuple[tuple[int, ...], int]:
         """Each turn's tokens (with the per-message overhead) and their sum, under `counter`."""
@@ -59,6 +62,20 @@ class ConversationView:
             each = tuple(sum(count(counter, m.content) + MESSAGE_OVERHEAD for m in messages) for messages in self.turn_messages)
             found = self._costs[counter.exact] = (each, sum(each))
         return found
+
+    def tail(self, user: str) -> tuple[Message, ...]:
+        """The whole history and then the input `user` as messages, roles alternating (a last
+        turn that got no reply is merged into the input); kept for the turn's next call."""
+        if self._tail[0] is user:
+            return self._tail[1]
+        history = self.messages()
+        if history and history[-1].role == "user":
+            last = history.pop()
+            tail = (*history, Message("user", f"{last.content}\n\n{user}"))
+        else:
+            tail = (*history, Message("user", user))
+        self._tail = (user, tail)
+        return tail
 
     def messages(self, start: int = 0) -> list[Message]:
         """The turns from `start` on as chat messages, one role never twice in a row (a new

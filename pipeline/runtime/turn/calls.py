@@ -106,10 +106,15 @@ async def run_call(
     """
     if tags is None:
         tags = tuple(section.tag for step in steps for section in step.kind.sections)
-    tags = tuple(tags)
-    silence = {(step.kind.stream_tag or step.kind.sections[0].tag): step.kind.silence
-               for step in steps if step.name in stream_steps and step.kind.silence}
-    by_tag = {(step.kind.stream_tag or step.kind.sections[0].tag): step.name for step in steps if step.name in stream_steps} if stream_steps else {}
+    elif type(tags) is not tuple:
+        tags = tuple(tags)
+    shape = _shape(steps)
+    silence: dict[str, str] = {}
+    by_tag: dict[str, str] = {}
+    if stream_steps:
+        silence = {(step.kind.stream_tag or step.kind.sections[0].tag): step.kind.silence
+                   for step in steps if step.name in stream_steps and step.kind.silence}
+        by_tag = {(step.kind.stream_tag or step.kind.sections[0].tag): step.name for step in steps if step.name in stream_steps}
     history = messages
     reasks: list[str] = []
     input_tokens = output_tokens = 0
@@ -138,13 +143,11 @@ async def run_call(
         result = extract_sections(raw, tags)
         repairs = result.repairs
         parses = {step.name: parse_step(step.kind, step.params, result) for step in steps}
-        missing = [
-            tag
-            for name, p in parses.items()
-            if p.missing and not (gated_off and gated_off(name, parses))
-            for tag in p.missing
-        ]
-        empty = [step.kind.sections[0].tag for step in steps if _empty_reply(step, parses[step.name])]
+        missing = []
+        for name, p in parses.items():
+            if p.missing and not (gated_off and gated_off(name, parses)):
+                missing += p.missing
+        empty = [step.kind.sections[0].tag for step in shape.replies if _empty_reply(step, parses[step.name])]
         if not (missing or empty) or streamed or attempt == attempts:
             break
         problem = _reask(missing, tags, empty)
@@ -159,7 +162,7 @@ async def run_call(
             extra = tool_outputs(runs) if step.kind.name == TOOL_STEP else {}
             parses[step.name] = replace(parse, outputs={**parse.outputs, **extra}, flags=(*parse.flags, *notes))
     fallbacks = set()
-    for step in steps:
+    for step in shape.falling:  # the steps a reply can fall back for, in order
         parse = parses[step.name]
         into = step.kind.unparsed
         if into and all(v is None for v in parse.outputs.values()):
@@ -173,11 +176,39 @@ async def run_call(
             parses[step.name] = replace(parse, outputs={**parse.outputs, "text": text}, flags=(*parse.flags, "fallback: reply taken from the raw text"))
             fallbacks.add(step.name)
     trace = CallTrace(
-        unit, model, tuple(s.name for s in steps), history, raw, len(reasks) + 1,
+        unit, model, shape.names, history, raw, len(reasks) + 1,
         input_tokens, output_tokens, (time.perf_counter() - started) * 1000, repairs, tuple(reasks),
-        tools=tuple(r.to_dict() for r in runs),
+        tools=tuple(r.to_dict() for r in runs) if runs else (),
     )
-    return CallOutcome(parses, frozenset(fallbacks), trace, streamed, tuple(runs))
+    return CallOutcome(parses, frozenset(fallbacks) if fallbacks else _NONE, trace, streamed, tuple(runs) if runs else ())
+
+
+class _Shape:
+    """What a call derives from its tuple of steps, once: their names, the reply steps (an
+    empty reply is re-asked), and the steps a reply can fall back for (reply kinds, kinds
+    with an `unparsed` output)."""
+
+    __slots__ = ("falling", "names", "replies", "steps")
+
+    def __init__(self, steps: Sequence[PlannedStep]) -> None:
+        self.steps = steps
+        self.names = tuple(s.name for s in steps)
+        self.replies = tuple(s for s in steps if s.kind.name in REPLY_KINDS)
+        self.falling = tuple(s for s in steps if s.kind.name in REPLY_KINDS or s.kind.unparsed)
+
+
+_shapes: dict[int, _Shape] = {}
+_NONE: frozenset[str] = frozenset()
+
+
+def _shape(steps: Sequence[PlannedStep]) -> _Shape:
+    """The shape of a call's steps (a call plan's tuple lives as long as its plan)."""
+    found = _shapes.get(id(steps))
+    if found is None or found.steps is not steps:
+        if len(_shapes) >= 1024:
+            _shapes.clear()
+        found = _shapes[id(steps)] = _Shape(steps)
+    return found
 
 
 async def _stream(

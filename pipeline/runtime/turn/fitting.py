@@ -35,6 +35,9 @@ DEFAULT_REGION_LIMIT = 12  # entries a working-memory region shows unless the bl
 COUNT_CACHE = 4096  # token counts remembered per counter (the same texts recur every turn)
 VIEW_CACHE = 256  # turn contexts whose views are kept (one per session with a turn running)
 HEADING = "## Working Memory"
+# the parts of a prompt that cannot be cut, as a report names them (then the message overhead)
+FIXED = ("persona, state and user model", "steering", "this turn so far", "response format", "the current message")
+OVERHEAD = "message overhead"
 
 Count = Callable[[Counter, str], int]
 
@@ -76,6 +79,36 @@ class MemoryView:
         return found
 
 
+class Prompt(tuple[Message, ...]):
+    """A call's messages, and the report of the budget they were fitted to (None: none)."""
+
+    report: BudgetReport | None
+
+    def __new__(cls, messages: Sequence[Message], report: BudgetReport | None = None) -> Prompt:
+        prompt = super().__new__(cls, messages)
+        prompt.report = report
+        return prompt
+
+
+class Plain:
+    """What a turn's shared parts cost under one counter — the summary, each turn of the
+    history, the whole history, working memory with its heading — and what working memory
+    adds to a report when it fits whole (its regions' parts, the cuts of their limits)."""
+
+    __slots__ = ("history", "limit_cuts", "memory", "memory_parts", "memory_view", "summary", "turn_costs", "turns")
+
+    def __init__(self, view: ConversationView, memory: MemoryView, counter: Counter, count: Count) -> None:
+        self.memory_view = memory
+        self.summary = count(counter, view.summary_text)
+        self.turn_costs, whole = view.costs(counter, count)
+        self.turns = len(self.turn_costs)
+        self.history = self.summary + whole
+        regions, whole = memory.costs(counter, count)
+        self.memory = count(counter, HEADING) + 1 + whole
+        self.memory_parts = {f"working memory: {r[0]}": kept for r, (_, _, kept) in zip(memory.regions, regions, strict=True)}
+        self.limit_cuts = tuple(_limit_cut(region, over, limit) for region, _, _, over, limit in memory.regions if over)
+
+
 def _limit_cut(region: str, over: int, limit: int) -> dict[str, Any]:
     return {"part": f"working memory: {region}", "what": f"{over} oldest entries",
             "entries": over, "why": f"over the region's limit of {limit}"}
@@ -92,6 +125,7 @@ class Fitter:
         self._turns = TurnMessages()
         self._views: dict[int, tuple[Any, Any, ConversationView]] = {}
         self._memories: dict[int, tuple[Any, MemoryView]] = {}
+        self._last: tuple[Any, Any, Any] = (None, None, None)
 
     def count(self, counter: Counter, text: str) -> int:
         """The tokens of `text` under `counter`, counted once per text."""
@@ -129,79 +163,130 @@ class Fitter:
         self._memories[id(entries)] = (entries, view)
         return view
 
-    def fit(self, ctx: TurnContext, head: str, steering: str, this_turn: str, form: str, user: str,
-            budget: Budget | None, where: str) -> tuple[tuple[Message, ...], BudgetReport | None]:
-        """The messages of one call, fitted to `budget` (None: nothing is cut but what is over
-        a region's limit), and the report of what the budget held and cut. Raises
-        `BudgetExceeded` when the parts that cannot be cut do not fit."""
-        view = self.conversation(ctx)
-        summary = view.summary_text
-        start = 0  # the first turn of the history shown
-        report = None
-        available = 0
-        if budget is not None:
-            counter, count = budget.counter, self.count
-            fixed = {"persona, state and user model": count(counter, head), "steering": count(counter, steering),
-                     "this turn so far": count(counter, this_turn), "response format": count(counter, form),
-                     "the current message": count(counter, user), "message overhead": 2 * MESSAGE_OVERHEAD}
-            total = sum(fixed.values())
-            report = BudgetReport(budget.window, budget.reserve, counter.name, total)
-            report.parts.update((k, v) for k, v in fixed.items() if v)
-            available = budget.prompt - total
-            if available < 0:
-                raise over_budget(budget, fixed, where)
-            # the conversation: its summary, then the newest turns within the history's share
-            allowance = int(available * budget.share)
-            used = count(counter, summary)
-            if summary and used > allowance:  # shortened from the end: its oldest facts come first
-                whole = used
-                while summary and used > allowance:
-                    summary = summary[: int(len(summary) * allowance / used * 0.9)]
-                    used = count(counter, summary)
-                report.cut.append({"part": "summary", "what": f"{whole - used} of its {whole} tokens",
-                                   "tokens": whole - used, "why": "over the history's share"})
-            costs, all_turns = view.costs(counter, count)
-            if len(costs) <= budget.turns and used + all_turns <= allowance:
-                used += all_turns  # it plainly fits: every turn is shown
-            else:
-                kept = 0
-                for i in range(len(costs) - 1, -1, -1):
-                    cost = costs[i]
-                    if kept >= budget.turns or used + cost > allowance:
-                        why = f"over the {budget.turns} turns its steps see" if kept >= budget.turns else "over the history's share"
-                        history = view.history
-                        report.cut.append({"part": "history", "what": f"turns {history[0].number}-{history[i].number}",
-                                           "turns": i + 1, "why": why})
-                        start = i + 1
-                        break
-                    used, kept = used + cost, kept + 1
-            report.parts["history"] = used
-            available -= used
-        memory, left = self.fit_memory(self.memory(ctx), budget, report, available)
-        system = "\n\n".join(p for p in (head, summary, memory, steering, this_turn, form) if p)
-        history_messages = view.messages(start)
-        if history_messages and history_messages[-1].role == "user":  # a turn that got no reply: keep roles alternating
-            last = history_messages.pop()
-            user = f"{last.content}\n\n{user}"
-        if report is not None and budget is not None:
-            report.used = budget.prompt - left
-        return (Message("system", system), *history_messages, Message("user", user)), report
+    def shared(self, ctx: TurnContext) -> tuple[ConversationView, MemoryView]:
+        """The views of `ctx`'s conversation and working memory (the last context's at once)."""
+        last = self._last
+        if last[0] is ctx:
+            return last[1], last[2]
+        view, memory = self.conversation(ctx), self.memory(ctx)
+        self._last = (ctx, view, memory)
+        return view, memory
 
-    def fit_memory(self, memory: MemoryView, budget: Budget | None, report: BudgetReport | None,
-                   available: int) -> tuple[str, int]:
+    def plain(self, view: ConversationView, memory: MemoryView, counter: Counter) -> Plain:
+        """What `view` and `memory` cost under `counter`, and what they add to a report when
+        they fit whole (worked out once per turn and counter)."""
+        key = (id(memory), counter.exact)
+        found = view.plain.get(key)
+        if found is None or found.memory_view is not memory:
+            found = view.plain[key] = Plain(view, memory, counter, self.count)
+        return found
+
+    def fit(self, ctx: TurnContext, head: str, steering: str, this_turn: str, form: str, user: str,
+            budget: Budget | None, where: str) -> Prompt:
+        """The messages of one call, fitted to `budget` (None: nothing is cut but what is over
+        a region's limit), with the report of what the budget held and cut. Raises
+        `BudgetExceeded` when the parts that cannot be cut do not fit."""
+        last = self._last
+        view, memory = (last[1], last[2]) if last[0] is ctx else self.shared(ctx)
+        if budget is None:
+            return self.messages(view, head, view.summary_text, memory.text, steering, this_turn, form, user, 0, None)
+        counter = budget.counter
+        count = self.count
+        known = self._counts[counter.exact]
+        # a text counted before is a look-up (none of them counts 0 tokens unless empty)
+        h = known.get(head) or count(counter, head)
+        s = known.get(steering) or count(counter, steering)
+        t = known.get(this_turn) or count(counter, this_turn)
+        f = known.get(form) or count(counter, form)
+        u = known.get(user) or count(counter, user)
+        total = h + s + t + f + u + 2 * MESSAGE_OVERHEAD
+        prompt = budget.window - budget.reserve
+        available = prompt - total
+        if available < 0:
+            raise over_budget(budget, {**dict(zip(FIXED, (h, s, t, f, u), strict=True)), OVERHEAD: 2 * MESSAGE_OVERHEAD}, where)
+        plain = view.plain.get((id(memory), counter.exact))
+        if plain is None or plain.memory_view is not memory:
+            plain = self.plain(view, memory, counter)
+        history = plain.history
+        if plain.turns <= budget.turns and history <= int(available * budget.share) and plain.memory <= available - history:
+            # it plainly fits: every turn is shown, working memory cut only to its regions' limits
+            parts = {}
+            if h:
+                parts[FIXED[0]] = h
+            if s:
+                parts[FIXED[1]] = s
+            if t:
+                parts[FIXED[2]] = t
+            if f:
+                parts[FIXED[3]] = f
+            if u:
+                parts[FIXED[4]] = u
+            parts[OVERHEAD] = 2 * MESSAGE_OVERHEAD
+            parts["history"] = history
+            if plain.memory_parts:
+                parts.update(plain.memory_parts)
+            report = BudgetReport(budget.window, budget.reserve, counter.name, total, total + history + plain.memory, parts,
+                                  [dict(c) for c in plain.limit_cuts] if plain.limit_cuts else [])
+            return self.messages(view, head, view.summary_text, memory.text, steering, this_turn, form, user, 0, report)
+        report = BudgetReport(budget.window, budget.reserve, counter.name, total)
+        report.parts.update((name, n) for name, n in zip(FIXED, (h, s, t, f, u), strict=True) if n)
+        report.parts[OVERHEAD] = 2 * MESSAGE_OVERHEAD
+        summary, start, used = self.cut_history(view, plain, budget, report, available)
+        available -= used
+        memory_text, left = self.fit_memory(memory, budget, report, available)
+        report.used = prompt - left
+        return self.messages(view, head, summary, memory_text, steering, this_turn, form, user, start, report)
+
+    def messages(self, view: ConversationView, head: str, summary: str, memory: str, steering: str, this_turn: str,
+                 form: str, user: str, start: int, report: BudgetReport | None) -> Prompt:
+        """The call's messages — the system message, the history from turn `start`, the
+        input — with the budget's report."""
+        system = "\n\n".join(filter(None, (head, summary, memory, steering, this_turn, form)))
+        if start == 0:  # the whole history and the input: the same for every call of the turn
+            return Prompt((Message("system", system), *view.tail(user)), report)
+        history = view.messages(start)
+        if history and history[-1].role == "user":  # a turn that got no reply: keep roles alternating
+            last = history.pop()
+            user = f"{last.content}\n\n{user}"
+        return Prompt((Message("system", system), *history, Message("user", user)), report)
+
+    def cut_history(self, view: ConversationView, plain: Plain, budget: Budget, report: BudgetReport,
+                    available: int) -> tuple[str, int, int]:
+        """The summary (shortened if it alone is over the history's share), the first turn
+        shown (the newest within the call's `turns` and share) and the tokens they take."""
+        counter = budget.counter
+        allowance = int(available * budget.share)
+        summary = view.summary_text
+        used = plain.summary
+        if summary and used > allowance:  # shortened from the end: its oldest facts come first
+            whole = used
+            while summary and used > allowance:
+                summary = summary[: int(len(summary) * allowance / used * 0.9)]
+                used = self.count(counter, summary)
+            report.cut.append({"part": "summary", "what": f"{whole - used} of its {whole} tokens",
+                               "tokens": whole - used, "why": "over the history's share"})
+        costs = plain.turn_costs
+        start = 0
+        kept = 0
+        for i in range(len(costs) - 1, -1, -1):
+            cost = costs[i]
+            if kept >= budget.turns or used + cost > allowance:
+                why = f"over the {budget.turns} turns its steps see" if kept >= budget.turns else "over the history's share"
+                history = view.history
+                report.cut.append({"part": "history", "what": f"turns {history[0].number}-{history[i].number}",
+                                   "turns": i + 1, "why": why})
+                start = i + 1
+                break
+            used, kept = used + cost, kept + 1
+        report.parts["history"] = used
+        return summary, start, used
+
+    def fit_memory(self, memory: MemoryView, budget: Budget, report: BudgetReport, available: int) -> tuple[str, int]:
         """The working-memory section: each region's newest entries within its limit and the
         tokens left; what is dropped goes to the report."""
-        if budget is None or report is None:
-            return memory.text, available
         counter = budget.counter
         available -= self.count(counter, HEADING) + 1
-        regions, whole = memory.costs(counter, self.count)
-        if whole <= available:  # it plainly fits: only the regions' own limits cut
-            for (region, _, _, over, limit), (_, _, kept) in zip(memory.regions, regions, strict=True):
-                if over:
-                    report.cut.append(_limit_cut(region, over, limit))
-                report.parts[f"working memory: {region}"] = kept
-            return memory.text, available - whole
+        regions, _ = memory.costs(counter, self.count)
         blocks = []
         for (region, title, lines, over, limit), (title_cost, line_costs, _) in zip(memory.regions, regions, strict=True):
             if over:

@@ -30,7 +30,7 @@ from soul.language import Blueprint, environment
 from soul.providers import Message
 from soul.runtime.conversation import Budget, BudgetReport
 from soul.runtime.turn.context import TurnContext
-from soul.runtime.turn.fitting import Fitter
+from soul.runtime.turn.fitting import Fitter, Prompt
 from soul.runtime.untrusted import escape_untrusted, fence
 
 
@@ -49,22 +49,13 @@ def section_format(section: Section, params: Mapping[str, Any]) -> str:
     return f"<{section.tag}{''.join(attrs)}>"
 
 
+LINE_CACHE = 256  # earlier steps' lines kept ("This Turn So Far": built once a turn per step)
+
 _PLACEHOLDER_BODY = {
     "bool": "true or false",
     "list": "- first\n- second",
     "mapping": "key: value",
 }
-
-
-class Prompt(tuple[Message, ...]):
-    """A call's messages, and the report of the budget they were fitted to (None: none)."""
-
-    report: BudgetReport | None
-
-    def __new__(cls, messages: Sequence[Message], report: BudgetReport | None = None) -> Prompt:
-        prompt = super().__new__(cls, messages)
-        prompt.report = report
-        return prompt
 
 
 class PromptBuilder:
@@ -77,6 +68,7 @@ class PromptBuilder:
         self._static_templates: dict[str, bool] = {}
         self._formats: dict[int, tuple[Sequence[PlannedStep], str]] = {}
         self._user_message: tuple[tuple[str, str, str], str] = (("", "", ""), "")
+        self._turn: tuple[TurnContext | None, str, str, str] = (None, "", "", "")  # a context's head, steering, input
         self._head_cache: tuple[TurnContext | None, str] = (None, "")
         self._lines: dict[int, tuple[Mapping[str, Any], str]] = {}
         self.limits: Mapping[str, int] = getattr(blueprint, "region_limits", None) or {}
@@ -172,10 +164,12 @@ class PromptBuilder:
         lines = ["## This Turn So Far"]
         cache = self._lines
         for name, out in done.items():
-            if not isinstance(out, Mapping):
+            if type(out) is not dict and not isinstance(out, Mapping):  # a NotRun: nothing to list
                 continue
             hit = cache.get(id(out))
             if hit is None or hit[0] is not out:  # each step's line is built once a turn
+                if len(cache) >= LINE_CACHE:
+                    cache.clear()
                 shown = "; ".join(f"{k}: {v}" for k, v in out.items() if v is not None and v != "")
                 hit = cache[id(out)] = (out, f"- {name}: {shown}")
             lines.append(hit[1])
@@ -215,13 +209,17 @@ class PromptBuilder:
         """The messages of one call over `steps`, fitted to `budget` (None: nothing is cut but
         what is over a region's limit), and the report of what the budget held and cut.
         Raises `BudgetExceeded` when the parts that cannot be cut do not fit."""
+        prompt = self.build(steps, ctx, earlier, budget, where)
+        return prompt, prompt.report
+
+    def _steering(self, ctx: TurnContext) -> str:
+        """Chetana's steering and the observer's rewrite request (cannot be cut: it is why the call is made)."""
         steering = ""
         if ctx.chetana and ctx.chetana.get("steering"):
             steering = "## Steering\n" + "\n".join(f"- {s}" for s in ctx.chetana["steering"])
-        if ctx.revise:  # cannot be cut: it is why this call is made
+        if ctx.revise:
             steering = "\n\n".join(p for p in (steering, "## Rewrite\n" + ctx.revise) if p)
-        return self.fitter.fit(ctx, self._head(ctx), steering, self.this_turn(ctx, earlier),
-                               self.response_format(steps, ctx, earlier), self.user(ctx), budget, where)
+        return steering
 
     def user(self, ctx: TurnContext) -> str:
         if ctx.mind:  # built per turn or cycle: what the mind holds changes between them
@@ -254,8 +252,11 @@ class PromptBuilder:
               budget: Budget | None = None, where: str = "a model call") -> Prompt:
         """The messages of one model call over `steps` (`earlier` overrides `ctx.steps`),
         fitted to `budget` when given; the budget's report rides along as `.report`."""
-        messages, report = self.fit(steps, ctx, earlier, budget, where)
-        return Prompt(messages, report)
+        turn = self._turn
+        if turn[0] is not ctx:  # what every call of a turn shares: its head, steering and input
+            turn = self._turn = (ctx, self._head(ctx), self._steering(ctx), self.user(ctx))
+        return self.fitter.fit(ctx, turn[1], turn[2], self.this_turn(ctx, earlier),
+                               self.response_format(steps, ctx, earlier), turn[3], budget, where)
 
 
 def _inert(mind: Mapping[str, Any]) -> dict[str, Any]:

@@ -43,7 +43,6 @@ from soul.runtime.turn.calls import CallOutcome, run_call
 from soul.runtime.turn.context import TurnState, context_for
 from soul.runtime.turn.eager import gather_eagerly
 from soul.runtime.turn.gates import EXPRESSION_ERRORS, every_open
-from soul.runtime.turn.not_run import not_run_steps
 from soul.runtime.turn.services import Services
 
 GatedOff = Callable[[str, dict[str, Any]], bool]
@@ -72,9 +71,13 @@ def start_turn(plan: Plan, services: Services, snapshot: Snapshot, text: str, ki
 
 def _labelled(changes: Changes, step: str, kind: str, turn: int) -> Changes:
     """A step's changes with each working-memory entry labelled by the step, kind and turn."""
-    if not changes.memory:
+    memory = changes.memory
+    if not memory:
         return changes
-    changes.memory = tuple(labelled(e, step, kind, turn) for e in changes.memory)
+    if len(memory) == 1:  # the usual case, without a generator
+        changes.memory = (labelled(memory[0], step, kind, turn),)
+    else:
+        changes.memory = tuple(labelled(e, step, kind, turn) for e in memory)
     return changes
 
 
@@ -104,7 +107,7 @@ class ScopeRunner:
         self.state_spec = plan.blueprint.state
         self.memory_config: Mapping[str, Any] = plan.blueprint.memory or {}
         # every step a template or gate may name, as it reads before (or without) running
-        self.not_run = not_run_steps(plan.turn.steps, scope.steps) if scope is not plan.turn else not_run_steps(scope.steps)
+        self.not_run = services.not_run(plan, scope)
 
     def variables(self, ts: TurnState, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         return self.builder.variables(replace(ts.ctx, steps={**self.not_run, **ts.outputs}), params)
@@ -125,12 +128,12 @@ class ScopeRunner:
         return not gate.when or self.gates.when_open(name, gate.when, self.variables(ts))
 
     async def run(self, ts: TurnState) -> None:
-        scope = self.scope
-        for layer in scope.layers:
+        units = self.scope.units  # numbered from 1
+        for layer in self.scope.layers:
             if len(layer) == 1:  # no task needed for a lone unit: a chain pays no scheduling
-                await self.run_unit(scope.unit(layer[0]), ts)
+                await self.run_unit(units[layer[0] - 1], ts)
             else:
-                await gather_eagerly([self.run_unit(scope.unit(i), ts) for i in layer])
+                await gather_eagerly([self.run_unit(units[i - 1], ts) for i in layer])
         if self.folds and ts.ctx.kind in ("message", "spontaneous"):
             await fold_history(self.plan, self.services, ts)
 
@@ -154,7 +157,7 @@ class ScopeRunner:
             active.append(name)
         if not active:
             return
-        if unit.is_call:
+        if unit.model is not None:  # a model call
             await self.run_llm_unit(unit, active, ts)
         else:
             for name in active:
@@ -246,45 +249,58 @@ class ScopeRunner:
                 return not gates.when_open(name, expression, variables, planned[name].kind.name)
 
         started = time.perf_counter()
-        tools = tools_of(self, call, ts) if self.applies_changes else None  # a dry run calls none
+        tools = tools_of(self, call, ts) if self.services.tools is not None and self.applies_changes else None  # a dry run calls none
         outcome = await (self.ask(call, messages, gated_off, budget, tools) if tools else self.ask(call, messages, gated_off, budget))
         ts.provider_spans.append((started, time.perf_counter()))
         if ts.cognition is not None:  # Chetana learns each tool's outcomes and latencies
             for run in outcome.tool_runs:
                 ts.cognition.tool(run.tool, run.ok, run.ms, run.result if run.ok else run.error)
+        trace = outcome.trace
         report = getattr(messages, "report", None)
         if report is not None:
-            outcome.trace.budget = report.to_dict()
-            outcome.trace.cut = tuple(report.cut)
-            ts.shown.append(len(ts.ctx.history) - sum(c.get("turns", 0) for c in report.cut if c["part"] == "history"))
-        ts.calls.append(outcome.trace)
+            trace.budget = report.to_dict()
+            shown = len(ts.ctx.history)
+            if report.cut:
+                trace.cut = tuple(report.cut)
+                shown -= sum(c.get("turns", 0) for c in report.cut if c["part"] == "history")
+            ts.shown.append(shown)
+        ts.calls.append(trace)
+        self.apply(call, outcome, ts)
+
+    def apply(self, call: CallPlan, outcome: CallOutcome, ts: TurnState) -> None:
+        """Each step of a call as its reply left it: outputs, status (ran, fallback, failed, or
+        gated after the call), its changes (labelled, the state applied for later steps), trace."""
         change_ctx = ChangeContext(self.state_spec, ts.ctx.state)
         per_step_ms = outcome.trace.latency_ms / len(call.steps)
+        number, emit, applies = ts.ctx.number, self.emit, self.applies_changes
+        after_gates, fallbacks = call.after_gates, outcome.fallbacks
         for step in call.steps:
             name, kind = step.name, step.kind
             parse = outcome.parses[name]
-            ts.outputs[name] = parse.outputs
-            for value in parse.outputs.values():  # a plain loop: any() over a generator costs more
+            outputs = parse.outputs
+            ts.outputs[name] = outputs
+            for value in outputs.values():  # a plain loop: any() over a generator costs more
                 if value is not None:
-                    ts.done[name] = parse.outputs
+                    ts.done[name] = outputs
                     break
-            status = "fallback" if name in outcome.fallbacks else ("failed" if parse.missing else "ran")
-            expression = call.after_gates.get(name)
-            if expression and not self.gates.when_open(name, expression, self.variables(ts), kind.name):
-                status = "gated"
+            status = "fallback" if name in fallbacks else ("failed" if parse.missing else "ran")
+            if after_gates:
+                expression = after_gates.get(name)
+                if expression and not self.gates.when_open(name, expression, self.variables(ts), kind.name):
+                    status = "gated"
             flags = parse.flags + tuple(f"missing <{t}>" for t in parse.missing) if parse.missing else parse.flags
-            if status in ("ran", "fallback") and self.applies_changes:
-                changes = _labelled(kind.changes(name, parse.outputs, change_ctx), name, kind.name, ts.ctx.number)
+            if applies and (status == "ran" or status == "fallback"):
+                changes = _labelled(kind.changes(name, outputs, change_ctx), name, kind.name, number)
                 ts.changes[name] = changes
-                flags += changes.flags
+                if changes.flags:
+                    flags += changes.flags
                 if changes.state:
                     ts.ctx = replace(ts.ctx, state={**ts.ctx.state, **changes.state})
-            ts.steps.append(StepTrace(name, kind.name, status, parse.outputs, flags, call.gates[name], per_step_ms))
+            ts.steps.append(StepTrace(name, kind.name, status, outputs, flags, call.gates[name], per_step_ms))
             if ts.cognition is not None and status != "gated":
-                ts.cognition.record(name, status == "ran", per_step_ms, parse.outputs)
+                ts.cognition.record(name, status == "ran", per_step_ms, outputs)
             if emit is not None:
-                emit(StepFinished(name, dict(parse.outputs), status in ("ran", "fallback")))
-
+                emit(StepFinished(name, dict(outputs), status in ("ran", "fallback")))
 
     def _render_error(self, call: CallPlan, ts: TurnState, earlier: Mapping[str, Any], exc: Exception) -> StepError:
         """The StepError for a prompt that failed to render, naming the step whose template

@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
 
-from soul.compiler import CallPlan, Plan
+from soul.compiler import CallPlan, Plan, ScopePlan
 from soul.providers import Provider
 from soul.runtime.bridges import Cognition, MemoryBridge
 from soul.runtime.conversation import Budget, budget_for
 from soul.runtime.tools import ToolBox
 from soul.runtime.turn.gates import GateEvaluator
+from soul.runtime.turn.not_run import NotRun, not_run_steps
 from soul.runtime.turn.prompt import PromptBuilder
 
 # model slot name or provider spec -> (provider, provider spec, options)
@@ -60,6 +61,8 @@ class Services:
     tools: ToolBox | None = None  # the blueprint's tools, imported on first use (runtime/tools/box.py)
     # each call plan bound once to its provider and grammar (see `bind`)
     _bound: dict[CallPlan, BoundCall] = field(default_factory=dict, init=False, repr=False, compare=False)
+    # each scope's steps as they read before they run (see `not_run`)
+    _not_run: dict[int, tuple[ScopePlan, dict[str, NotRun]]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def provider(self, model: str) -> tuple[Provider, str, dict[str, Any]]:
         """The provider, provider spec and options of a model slot name or spec."""
@@ -68,6 +71,15 @@ class Services:
 
             raise RunError(f"no model providers in this run: the call on '{model}' cannot be made")
         return self.providers(model)
+
+    def not_run(self, plan: Plan, scope: ScopePlan) -> dict[str, NotRun]:
+        """Every step a template or gate of `scope` may name, as it reads before (or without)
+        running: a NotRun (a subprocess also reads the turn's steps). Shared: never changed."""
+        found = self._not_run.get(id(scope))
+        if found is None or found[0] is not scope:
+            steps = not_run_steps(plan.turn.steps, scope.steps) if scope is not plan.turn else not_run_steps(scope.steps)
+            found = self._not_run[id(scope)] = (scope, steps)
+        return found[1]
 
     def bind(self, call: CallPlan) -> BoundCall:
         """What a call plan needs from these services, worked out on its first call (a slot's
