@@ -116,6 +116,11 @@ class ScopePlan:
     def calls(self) -> list[Unit]:
         return [u for u in self.units if u.is_call]
 
+    @cached_property
+    def gated(self) -> frozenset[int]:
+        """The units with a step that has a gate (the others run every step, every turn)."""
+        return frozenset(u.index for u in self.units if any(self.steps[name].gate is not None for name in u.steps))
+
     def unit(self, index: int) -> Unit:
         """The unit numbered `index` (units are numbered from 1 in order)."""
         return self.units[index - 1]

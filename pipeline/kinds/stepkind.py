@@ -156,6 +156,10 @@ class ChangeContext:
         self.__dict__.update(state_spec={} if state_spec is None else state_spec, state={} if state is None else state)
 
 
+# each kind's output names, by kind (with the outputs they were read from)
+_OUTPUT_NAMES: dict[type, tuple[tuple[Output, ...], tuple[str, ...]]] = {}
+
+
 class StepKind:
     """Base of every step kind; subclasses set the class attributes below."""
 
@@ -211,7 +215,10 @@ class StepKind:
 
     @classmethod
     def output_names(cls) -> tuple[str, ...]:
-        return tuple(o.name for o in cls.outputs)
+        found = _OUTPUT_NAMES.get(cls)
+        if found is None or found[0] is not cls.outputs:  # parsing asks on every reply
+            found = _OUTPUT_NAMES[cls] = (cls.outputs, tuple(o.name for o in cls.outputs))
+        return found[1]
 
     @classmethod
     def check_declaration(cls) -> list[str]:

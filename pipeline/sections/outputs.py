@@ -150,20 +150,26 @@ def parse_step(kind: type[StepKind], params: Mapping[str, Any], result: ParseRes
     outputs: dict[str, Any] = dict.fromkeys(kind.output_names())
     missing: list[str] = []
     flags: list[str] = []
+    found = result.sections
     for section in kind.sections:
-        parsed = _find(result, section.tag)
+        parsed = found.get(section.tag)
         if parsed is None:
-            if section.required:
-                missing.append(section.tag)
-            continue
+            parsed = _find(result, section.tag)  # another spelling of the tag
+            if parsed is None:
+                if section.required:
+                    missing.append(section.tag)
+                continue
         if result.duplicates and parsed.tag in result.duplicates:
             flags.append(f"<{section.tag}> written more than once: the first is kept, the rest dropped")
-        value = _value(section, parsed.text, params, flags)
-        if section.type == "bool" and value is None:
-            flags.append(f"<{section.tag}> is not true or false: {parsed.text[:80]!r}")
-            if section.required:
-                missing.append(section.tag)
+        if section.type == "bool":
+            value = parse_bool(parsed.text)
+            if value is None:
+                flags.append(f"<{section.tag}> is not true or false: {parsed.text[:80]!r}")
+                if section.required:
+                    missing.append(section.tag)
+        else:
+            value = _value(section, parsed.text, params, flags)
         outputs[section.output] = value
         for attribute in section.attributes:
             _attribute(section, attribute, parsed, outputs, flags)
-    return StepParse(outputs, tuple(missing), tuple(flags))
+    return StepParse(outputs, tuple(missing) if missing else (), tuple(flags) if flags else ())

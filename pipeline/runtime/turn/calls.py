@@ -147,7 +147,7 @@ async def run_call(
         for name, p in parses.items():
             if p.missing and not (gated_off and gated_off(name, parses)):
                 missing += p.missing
-        empty = [step.kind.sections[0].tag for step in shape.replies if _empty_reply(step, parses[step.name])]
+        empty = [step.kind.sections[0].tag for step in shape.replies if _empty_reply(step, parses[step.name])] if shape.replies else ()
         if not (missing or empty) or streamed or attempt == attempts:
             break
         problem = _reask(missing, tags, empty)
@@ -161,7 +161,7 @@ async def run_call(
             parse = parses[step.name]
             extra = tool_outputs(runs) if step.kind.name == TOOL_STEP else {}
             parses[step.name] = replace(parse, outputs={**parse.outputs, **extra}, flags=(*parse.flags, *notes))
-    fallbacks = set()
+    fallbacks: set[str] = set()
     for step in shape.falling:  # the steps a reply can fall back for, in order
         parse = parses[step.name]
         into = step.kind.unparsed
@@ -177,7 +177,7 @@ async def run_call(
             fallbacks.add(step.name)
     trace = CallTrace(
         unit, model, shape.names, history, raw, len(reasks) + 1,
-        input_tokens, output_tokens, (time.perf_counter() - started) * 1000, repairs, tuple(reasks),
+        input_tokens, output_tokens, (time.perf_counter() - started) * 1000, repairs, tuple(reasks) if reasks else (),
         tools=tuple(r.to_dict() for r in runs) if runs else (),
     )
     return CallOutcome(parses, frozenset(fallbacks) if fallbacks else _NONE, trace, streamed, tuple(runs) if runs else ())

@@ -49,7 +49,7 @@ class TurnContext:
     revise: str | None = None  # the observer's rewrite request, when its gate asked for one
 
 
-@dataclass
+@dataclass(slots=True)
 class TurnState:
     """What accumulates while a turn runs (private to one turn)."""
 

@@ -31,6 +31,7 @@ from soul.providers import Message
 from soul.runtime.conversation import Budget, BudgetReport
 from soul.runtime.turn.context import TurnContext
 from soul.runtime.turn.fitting import Fitter, Prompt
+from soul.runtime.turn.not_run import NotRun
 from soul.runtime.untrusted import escape_untrusted, fence
 
 
@@ -49,6 +50,7 @@ def section_format(section: Section, params: Mapping[str, Any]) -> str:
     return f"<{section.tag}{''.join(attrs)}>"
 
 
+THIS_TURN = "## This Turn So Far"
 LINE_CACHE = 256  # earlier steps' lines kept ("This Turn So Far": built once a turn per step)
 
 _PLACEHOLDER_BODY = {
@@ -72,6 +74,7 @@ class PromptBuilder:
         self._head_cache: tuple[TurnContext | None, str] = (None, "")
         self._lines: dict[int, tuple[Mapping[str, Any], str]] = {}
         self.limits: Mapping[str, int] = getattr(blueprint, "region_limits", None) or {}
+        self.chained = blueprint.mode == "chained"
         self.fitter = Fitter(blueprint.regions, self.limits)  # the budget's cuts, shared work done once
 
     @cached_property
@@ -159,18 +162,18 @@ class PromptBuilder:
     def this_turn(self, ctx: TurnContext, earlier: Mapping[str, Any] | None = None) -> str:
         """Chained mode: what the earlier steps of this turn produced ("" when none did)."""
         done = ctx.steps if earlier is None else earlier
-        if not done or self.blueprint.mode != "chained":
+        if not done or not self.chained:
             return ""
-        lines = ["## This Turn So Far"]
+        lines = [THIS_TURN]
         cache = self._lines
         for name, out in done.items():
-            if type(out) is not dict and not isinstance(out, Mapping):  # a NotRun: nothing to list
-                continue
+            if out.__class__ is NotRun or (type(out) is not dict and not isinstance(out, Mapping)):
+                continue  # a step that has not run has nothing to list
             hit = cache.get(id(out))
             if hit is None or hit[0] is not out:  # each step's line is built once a turn
                 if len(cache) >= LINE_CACHE:
                     cache.clear()
-                shown = "; ".join(f"{k}: {v}" for k, v in out.items() if v is not None and v != "")
+                shown = "; ".join([f"{k}: {v}" for k, v in out.items() if v is not None and v != ""])
                 hit = cache[id(out)] = (out, f"- {name}: {shown}")
             lines.append(hit[1])
         # a heading over nothing would tell the model of steps that never ran

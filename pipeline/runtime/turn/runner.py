@@ -128,13 +128,18 @@ class ScopeRunner:
         return not gate.when or self.gates.when_open(name, gate.when, self.variables(ts))
 
     async def run(self, ts: TurnState) -> None:
-        units = self.scope.units  # numbered from 1
+        units, gated = self.scope.units, self.scope.gated  # units are numbered from 1
         for layer in self.scope.layers:
             if len(layer) == 1:  # no task needed for a lone unit: a chain pays no scheduling
-                await self.run_unit(units[layer[0] - 1], ts)
+                unit = units[layer[0] - 1]
+                if unit.model is not None and unit.index not in gated:  # a call asking for all its steps
+                    await self.run_llm_unit(unit, unit.steps, ts)
+                else:
+                    await self.run_unit(unit, ts)
             else:
                 await gather_eagerly([self.run_unit(units[i - 1], ts) for i in layer])
-        if self.folds and ts.ctx.kind in ("message", "spontaneous"):
+        # a turn folds only when one of its calls had to leave older turns out
+        if self.folds and ts.shown and max(ts.shown) < len(ts.ctx.history) and ts.ctx.kind in ("message", "spontaneous"):
             await fold_history(self.plan, self.services, ts)
 
     def budget(self, call: CallPlan) -> Budget | None:
@@ -143,6 +148,13 @@ class ScopeRunner:
 
     async def run_unit(self, unit: Unit, ts: TurnState) -> None:
         planned = self.scope.steps
+        if unit.index not in self.scope.gated:  # no step of the unit has a gate: all of them run
+            if unit.model is not None:
+                await self.run_llm_unit(unit, unit.steps, ts)
+            else:
+                for name in unit.steps:
+                    await self.run_local_step(planned[name], ts)
+            return
         active = []
         for name in unit.steps:
             step = planned[name]
@@ -158,7 +170,7 @@ class ScopeRunner:
         if not active:
             return
         if unit.model is not None:  # a model call
-            await self.run_llm_unit(unit, active, ts)
+            await self.run_llm_unit(unit, tuple(active), ts)
         else:
             for name in active:
                 await self.run_local_step(planned[name], ts)
@@ -222,8 +234,8 @@ class ScopeRunner:
         if self.emit is not None:
             self.emit(StepFinished(name, dict(outputs), True))
 
-    async def run_llm_unit(self, unit: Unit, active: list[str], ts: TurnState) -> None:
-        call = self.scope.call_plan(unit, tuple(active))
+    async def run_llm_unit(self, unit: Unit, active: tuple[str, ...], ts: TurnState) -> None:
+        call = self.scope.call_plan(unit, active)
         emit = self.emit
         if emit is not None:
             for step in call.steps:
