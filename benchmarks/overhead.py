@@ -90,7 +90,7 @@ class ZeroLatency(Provider):
 
     def __init__(self, claudius: bool = False) -> None:
         self.claudius = claudius
-        self.replies: dict[tuple[str, ...], str] = {}
+        self.replies: dict[tuple[str, ...], Completion] = {}
         self.seconds = 0.0
         self.calls = 0
 
@@ -100,13 +100,15 @@ class ZeroLatency(Provider):
         return "".join(f"<{tag}>true</{tag}>" for tag in tags)
 
     async def complete(self, request: Request) -> Completion:
+        # one Completion per set of sections, made once (the framework never changes it), so
+        # the provider's own time is two clock reads and a look-up, all inside the measured span
         start = time.perf_counter()
-        text = self.replies.get(request.tags)
-        if text is None:
-            text = self.replies[request.tags] = self.reply_for(request.tags)
+        done = self.replies.get(request.tags)
+        if done is None:
+            done = self.replies[request.tags] = Completion(self.reply_for(request.tags), Usage())
         self.calls += 1
         self.seconds += time.perf_counter() - start
-        return Completion(text, Usage())
+        return done
 
 
 # -- statistics ----------------------------------------------------------------------------

@@ -128,7 +128,10 @@ def merged(turns: Sequence[Sequence[Message]]) -> list[Message]:
 
 def labelled(entry: MemoryEntry, step: str, kind: str, turn: int, extra: Mapping[str, Any] | None = None) -> MemoryEntry:
     """`entry` carrying the step and kind that wrote it and the turn it came from."""
-    meta = {"step": step, "kind": kind, "turn": turn, **(extra or {}), **entry.meta}
+    if extra:
+        meta = {"step": step, "kind": kind, "turn": turn, **extra, **entry.meta}
+    else:
+        meta = {"step": step, "kind": kind, "turn": turn, **entry.meta}
     return MemoryEntry(entry.region, entry.entry_type, entry.content, entry.verb, meta)
 
 

@@ -84,7 +84,6 @@ async def run_call(
     options: dict[str, Any],
     steps: Sequence[PlannedStep],
     messages: tuple[Message, ...],
-    *,
     unit: int,
     stream_steps: Sequence[str] = (),
     emit: Callable[[Any], None] | None = None,

@@ -80,14 +80,32 @@ class MemoryView:
 
 
 class Prompt(tuple[Message, ...]):
-    """A call's messages, and the report of the budget they were fitted to (None: none)."""
+    """A call's messages, and what the budget they were fitted to held: `budget` as a trace
+    keeps it (window, reserve, counter, fixed, used, parts; None: no budget) and `cut`, what
+    did not fit or was over a limit. Made by `prompt_of` (tuple's own constructor: a Python
+    `__new__` costs a microsecond a call)."""
 
-    report: BudgetReport | None
+    budget: dict[str, Any] | None = None
+    cut: list[dict[str, Any]] = []  # noqa: RUF012 - never changed: a prompt with cuts has its own list
 
-    def __new__(cls, messages: Sequence[Message], report: BudgetReport | None = None) -> Prompt:
-        prompt = super().__new__(cls, messages)
-        prompt.report = report
-        return prompt
+    @property
+    def report(self) -> BudgetReport | None:
+        """The budget's report (None: the prompt was fitted to no budget)."""
+        data = self.budget
+        if data is None:
+            return None
+        return BudgetReport(data["window"], data["reserve"], data["counter"], data["fixed"], data["used"],
+                            dict(data["parts"]), list(self.cut))
+
+
+def prompt_of(messages: Sequence[Message], budget: dict[str, Any] | None = None, cut: list[dict[str, Any]] | None = None) -> Prompt:
+    """`messages` as a Prompt with its budget's record."""
+    prompt = Prompt(messages)
+    if budget is not None:
+        prompt.budget = budget
+    if cut:
+        prompt.cut = cut
+    return prompt
 
 
 class Plain:
@@ -189,7 +207,7 @@ class Fitter:
         last = self._last
         view, memory = (last[1], last[2]) if last[0] is ctx else self.shared(ctx)
         if budget is None:
-            return self.messages(view, head, view.summary_text, memory.text, steering, this_turn, form, user, 0, None)
+            return self.messages(view, head, view.summary_text, memory.text, steering, this_turn, form, user, 0)
         counter = budget.counter
         count = self.count
         known = self._counts[counter.exact]
@@ -225,9 +243,10 @@ class Fitter:
             parts["history"] = history
             if plain.memory_parts:
                 parts.update(plain.memory_parts)
-            report = BudgetReport(budget.window, budget.reserve, counter.name, total, total + history + plain.memory, parts,
-                                  [dict(c) for c in plain.limit_cuts] if plain.limit_cuts else [])
-            return self.messages(view, head, view.summary_text, memory.text, steering, this_turn, form, user, 0, report)
+            data = {"window": budget.window, "reserve": budget.reserve, "counter": counter.name, "fixed": total,
+                    "used": total + history + plain.memory, "parts": parts}
+            return self.messages(view, head, view.summary_text, memory.text, steering, this_turn, form, user, 0, data,
+                                 [dict(c) for c in plain.limit_cuts] if plain.limit_cuts else None)
         report = BudgetReport(budget.window, budget.reserve, counter.name, total)
         report.parts.update((name, n) for name, n in zip(FIXED, (h, s, t, f, u), strict=True) if n)
         report.parts[OVERHEAD] = 2 * MESSAGE_OVERHEAD
@@ -235,20 +254,21 @@ class Fitter:
         available -= used
         memory_text, left = self.fit_memory(memory, budget, report, available)
         report.used = prompt - left
-        return self.messages(view, head, summary, memory_text, steering, this_turn, form, user, start, report)
+        return self.messages(view, head, summary, memory_text, steering, this_turn, form, user, start, report.to_dict(), report.cut)
 
     def messages(self, view: ConversationView, head: str, summary: str, memory: str, steering: str, this_turn: str,
-                 form: str, user: str, start: int, report: BudgetReport | None) -> Prompt:
+                 form: str, user: str, start: int, budget: dict[str, Any] | None = None,
+                 cut: list[dict[str, Any]] | None = None) -> Prompt:
         """The call's messages — the system message, the history from turn `start`, the
-        input — with the budget's report."""
+        input — with the budget's record."""
         system = "\n\n".join(filter(None, (head, summary, memory, steering, this_turn, form)))
         if start == 0:  # the whole history and the input: the same for every call of the turn
-            return Prompt((Message("system", system), *view.tail(user)), report)
+            return prompt_of((Message("system", system), *view.tail(user)), budget, cut)
         history = view.messages(start)
         if history and history[-1].role == "user":  # a turn that got no reply: keep roles alternating
             last = history.pop()
             user = f"{last.content}\n\n{user}"
-        return Prompt((Message("system", system), *history, Message("user", user)), report)
+        return prompt_of((Message("system", system), *history, Message("user", user)), budget, cut)
 
     def cut_history(self, view: ConversationView, plain: Plain, budget: Budget, report: BudgetReport,
                     available: int) -> tuple[str, int, int]:

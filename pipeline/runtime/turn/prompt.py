@@ -213,7 +213,7 @@ class PromptBuilder:
         what is over a region's limit), and the report of what the budget held and cut.
         Raises `BudgetExceeded` when the parts that cannot be cut do not fit."""
         prompt = self.build(steps, ctx, earlier, budget, where)
-        return prompt, prompt.report
+        return tuple(prompt), prompt.report
 
     def _steering(self, ctx: TurnContext) -> str:
         """Chetana's steering and the observer's rewrite request (cannot be cut: it is why the call is made)."""

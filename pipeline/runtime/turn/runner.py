@@ -108,6 +108,7 @@ class ScopeRunner:
         self.memory_config: Mapping[str, Any] = plan.blueprint.memory or {}
         # every step a template or gate may name, as it reads before (or without) running
         self.not_run = services.not_run(plan, scope)
+        self._change_ctx: ChangeContext | None = None
 
     def variables(self, ts: TurnState, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         return self.builder.variables(replace(ts.ctx, steps={**self.not_run, **ts.outputs}), params)
@@ -203,11 +204,9 @@ class ScopeRunner:
         """One model call over `call`'s steps, through the provider its unit's model resolves to
         (the call's coroutine itself: no frame of its own on the hot path)."""
         bound = self.services.bind(call)
-        return run_call(
-            bound.provider, bound.model, bound.options, call.steps, messages,
-            unit=call.unit.index, stream_steps=call.stream_steps, emit=self.emit, attempts=call.attempts,
-            gated_off=gated_off, tags=call.tags, grammar=bound.grammar, fits=budget.fits if budget is not None else None,
-            tools=tools,
+        return run_call(  # positionally: a call's keywords cost as much as its prompt's report
+            bound.provider, bound.model, bound.options, call.steps, messages, call.unit.index, call.stream_steps,
+            self.emit, call.attempts, gated_off, call.tags, bound.grammar, budget.fits if budget is not None else None, tools,
         )
 
     async def run_local_step(self, step: PlannedStep, ts: TurnState) -> None:
@@ -268,13 +267,14 @@ class ScopeRunner:
             for run in outcome.tool_runs:
                 ts.cognition.tool(run.tool, run.ok, run.ms, run.result if run.ok else run.error)
         trace = outcome.trace
-        report = getattr(messages, "report", None)
-        if report is not None:
-            trace.budget = report.to_dict()
+        fitted = getattr(messages, "budget", None)  # a Prompt's record of its budget
+        if fitted is not None:
+            trace.budget = fitted
             shown = len(ts.ctx.history)
-            if report.cut:
-                trace.cut = tuple(report.cut)
-                shown -= sum(c.get("turns", 0) for c in report.cut if c["part"] == "history")
+            cut = messages.cut  # type: ignore[attr-defined]
+            if cut:
+                trace.cut = tuple(cut)
+                shown -= sum(c.get("turns", 0) for c in cut if c["part"] == "history")
             ts.shown.append(shown)
         ts.calls.append(trace)
         self.apply(call, outcome, ts)
@@ -282,7 +282,10 @@ class ScopeRunner:
     def apply(self, call: CallPlan, outcome: CallOutcome, ts: TurnState) -> None:
         """Each step of a call as its reply left it: outputs, status (ran, fallback, failed, or
         gated after the call), its changes (labelled, the state applied for later steps), trace."""
-        change_ctx = ChangeContext(self.state_spec, ts.ctx.state)
+        state = ts.ctx.state
+        change_ctx = self._change_ctx
+        if change_ctx is None or change_ctx.state is not state:  # one per state the turn goes through
+            change_ctx = self._change_ctx = ChangeContext(self.state_spec, state)
         per_step_ms = outcome.trace.latency_ms / len(call.steps)
         number, emit, applies = ts.ctx.number, self.emit, self.applies_changes
         after_gates, fallbacks = call.after_gates, outcome.fallbacks
