@@ -108,6 +108,35 @@ def prompt_of(messages: Sequence[Message], budget: dict[str, Any] | None = None,
     return prompt
 
 
+class TurnFit:
+    """What the calls of one turn share in fitting, under one counter: the prompt's head,
+    steering and input with their tokens; the system message's text before this turn's lines;
+    the history and the input as messages; and, from `Plain`, what the conversation and working
+    memory take and what they add to a report when they fit whole."""
+
+    __slots__ = ("before", "counts", "ctx", "exact", "first", "fixed", "head", "history", "limit_cuts", "memory",
+                 "memory_view", "plain", "rest", "steering", "tail", "turns", "user", "view")
+
+    def __init__(self, ctx: TurnContext, head: str, steering: str, user: str, counter: Counter | None,
+                 view: ConversationView, memory: MemoryView, plain: Plain | None, count: Count) -> None:
+        self.ctx, self.head, self.steering, self.user = ctx, head, steering, user
+        self.exact = counter.exact if counter is not None else None
+        self.view, self.memory_view, self.plain = view, memory, plain
+        self.before = "\n\n".join(filter(None, (head, view.summary_text, memory.text, steering)))
+        self.tail = view.tail(user)
+        if counter is None or plain is None:
+            return
+        h, s, u = self.counts = (count(counter, head), count(counter, steering), count(counter, user))
+        self.fixed = h + s + u + 2 * MESSAGE_OVERHEAD
+        self.turns, self.history, self.memory, self.limit_cuts = plain.turns, plain.history, plain.memory, plain.limit_cuts
+        # a plainly fitting call's parts, in the report's order, around this call's own two
+        self.first = {name: n for name, n in ((FIXED[0], h), (FIXED[1], s)) if n}
+        self.rest = {FIXED[4]: u} if u else {}
+        self.rest[OVERHEAD] = 2 * MESSAGE_OVERHEAD
+        self.rest["history"] = plain.history
+        self.rest.update(plain.memory_parts)
+
+
 class Plain:
     """What a turn's shared parts cost under one counter — the summary, each turn of the
     history, the whole history, working memory with its heading — and what working memory
@@ -144,6 +173,7 @@ class Fitter:
         self._views: dict[int, tuple[Any, Any, ConversationView]] = {}
         self._memories: dict[int, tuple[Any, MemoryView]] = {}
         self._last: tuple[Any, Any, Any] = (None, None, None)
+        self._turn_fit: TurnFit | None = None
 
     def count(self, counter: Counter, text: str) -> int:
         """The tokens of `text` under `counter`, counted once per text."""
@@ -199,58 +229,58 @@ class Fitter:
             found = view.plain[key] = Plain(view, memory, counter, self.count)
         return found
 
+    def turn_fit(self, ctx: TurnContext, head: str, steering: str, user: str, counter: Counter | None) -> TurnFit:
+        """What the calls of `ctx`'s turn share in fitting (the last one's at once)."""
+        found = self._turn_fit
+        exact = counter.exact if counter is not None else None
+        if (found is not None and found.ctx is ctx and found.head is head and found.steering is steering
+                and found.user is user and found.exact is exact):
+            return found
+        view, memory = self.shared(ctx)
+        found = self._turn_fit = TurnFit(ctx, head, steering, user, counter, view, memory,
+                                         self.plain(view, memory, counter) if counter is not None else None, self.count)
+        return found
+
     def fit(self, ctx: TurnContext, head: str, steering: str, this_turn: str, form: str, user: str,
             budget: Budget | None, where: str) -> Prompt:
         """The messages of one call, fitted to `budget` (None: nothing is cut but what is over
         a region's limit), with the report of what the budget held and cut. Raises
         `BudgetExceeded` when the parts that cannot be cut do not fit."""
-        last = self._last
-        view, memory = (last[1], last[2]) if last[0] is ctx else self.shared(ctx)
-        if budget is None:
-            return self.messages(view, head, view.summary_text, memory.text, steering, this_turn, form, user, 0)
-        counter = budget.counter
-        count = self.count
-        known = self._counts[counter.exact]
-        # a text counted before is a look-up (none of them counts 0 tokens unless empty)
-        h = known.get(head) or count(counter, head)
-        s = known.get(steering) or count(counter, steering)
-        t = known.get(this_turn) or count(counter, this_turn)
-        f = known.get(form) or count(counter, form)
-        u = known.get(user) or count(counter, user)
-        total = h + s + t + f + u + 2 * MESSAGE_OVERHEAD
+        counter = budget.counter if budget is not None else None
+        shared = self.turn_fit(ctx, head, steering, user, counter)
+        if budget is None or counter is None:
+            system = "\n\n".join(filter(None, (shared.before, this_turn, form)))
+            return Prompt((Message("system", system), *shared.tail))
+        known = self._counts[counter.exact]  # a text counted before is a look-up (0 only when empty)
+        t = known.get(this_turn) or self.count(counter, this_turn)
+        f = known.get(form) or self.count(counter, form)
+        total = shared.fixed + t + f
         prompt = budget.window - budget.reserve
         available = prompt - total
         if available < 0:
-            raise over_budget(budget, {**dict(zip(FIXED, (h, s, t, f, u), strict=True)), OVERHEAD: 2 * MESSAGE_OVERHEAD}, where)
-        plain = view.plain.get((id(memory), counter.exact))
-        if plain is None or plain.memory_view is not memory:
-            plain = self.plain(view, memory, counter)
-        history = plain.history
-        if plain.turns <= budget.turns and history <= int(available * budget.share) and plain.memory <= available - history:
+            counts = (shared.counts[0], shared.counts[1], t, f, shared.counts[2])
+            raise over_budget(budget, {**dict(zip(FIXED, counts, strict=True)), OVERHEAD: 2 * MESSAGE_OVERHEAD}, where)
+        history = shared.history
+        if shared.turns <= budget.turns and history <= int(available * budget.share) and shared.memory <= available - history:
             # it plainly fits: every turn is shown, working memory cut only to its regions' limits
-            parts = {}
-            if h:
-                parts[FIXED[0]] = h
-            if s:
-                parts[FIXED[1]] = s
+            parts = shared.first.copy()
             if t:
                 parts[FIXED[2]] = t
             if f:
                 parts[FIXED[3]] = f
-            if u:
-                parts[FIXED[4]] = u
-            parts[OVERHEAD] = 2 * MESSAGE_OVERHEAD
-            parts["history"] = history
-            if plain.memory_parts:
-                parts.update(plain.memory_parts)
-            data = {"window": budget.window, "reserve": budget.reserve, "counter": counter.name, "fixed": total,
-                    "used": total + history + plain.memory, "parts": parts}
-            return self.messages(view, head, view.summary_text, memory.text, steering, this_turn, form, user, 0, data,
-                                 [dict(c) for c in plain.limit_cuts] if plain.limit_cuts else None)
+            parts.update(shared.rest)
+            fitted = Prompt((Message("system", "\n\n".join(filter(None, (shared.before, this_turn, form)))), *shared.tail))
+            fitted.budget = {"window": budget.window, "reserve": budget.reserve, "counter": counter.name, "fixed": total,
+                             "used": total + history + shared.memory, "parts": parts}
+            if shared.limit_cuts:
+                fitted.cut = [dict(c) for c in shared.limit_cuts]
+            return fitted
+        view, memory = shared.view, shared.memory_view
+        h, s, u = shared.counts
         report = BudgetReport(budget.window, budget.reserve, counter.name, total)
         report.parts.update((name, n) for name, n in zip(FIXED, (h, s, t, f, u), strict=True) if n)
         report.parts[OVERHEAD] = 2 * MESSAGE_OVERHEAD
-        summary, start, used = self.cut_history(view, plain, budget, report, available)
+        summary, start, used = self.cut_history(view, shared.plain, budget, report, available)
         available -= used
         memory_text, left = self.fit_memory(memory, budget, report, available)
         report.used = prompt - left
