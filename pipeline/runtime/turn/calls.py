@@ -108,6 +108,24 @@ async def run_call(
     elif type(tags) is not tuple:
         tags = tuple(tags)
     shape = _shape(steps)
+    first = None  # the first reply, read by the usual path below when it needs more
+    if tools is None and not (stream_steps and emit is not None and provider.can_stream):
+        # the usual call: one completion, read at once; done here when nothing is missing
+        started = time.perf_counter()
+        completion = await provider.complete(Request(model, messages, options, tags, grammar))
+        raw = replace_lone_surrogates(completion.text)
+        result = extract_sections(raw, tags)
+        parses = {step.name: parse_step(step.kind, step.params, result) for step in steps}
+        if not shape.falling:  # no step's reply can fall back
+            for parse in parses.values():
+                if parse.missing:
+                    break
+            else:
+                usage = completion.usage
+                trace = CallTrace(unit, model, shape.names, messages, raw, 1, usage.input_tokens, usage.output_tokens,
+                                  (time.perf_counter() - started) * 1000, result.repairs)
+                return CallOutcome(parses, _NONE, trace, False)
+        first = (raw, completion.usage, result, parses)
     silence: dict[str, str] = {}
     by_tag: dict[str, str] = {}
     if stream_steps:
@@ -119,29 +137,33 @@ async def run_call(
     input_tokens = output_tokens = 0
     raw = ""
     streamed = False
-    parses: dict[str, StepParse] = {}
+    parses = {}
     repairs: tuple[str, ...] = ()
-    started = time.perf_counter()
+    if first is None:
+        started = time.perf_counter()
     runs: list[ToolRun] = []
     notes: list[str] = []
     for attempt in range(1, max(1, attempts) + 1):
-        request = Request(model, history, options, tags, grammar)
-        if tools is not None:
-            turn = await converse(provider, request, tools, first=attempt == 1, fits=fits)
-            raw, usage, history = turn.raw, turn.usage, turn.messages
-            runs += turn.runs
-            notes += turn.flags
-        elif emit is not None and by_tag and provider.can_stream:
-            raw, usage, emitted = await _stream(provider, request, tags, by_tag, emit, silence)
-            streamed = streamed or emitted
+        if first is not None:  # the usual path's reply
+            (raw, usage, result, parses), first = first, None
         else:
-            completion = await provider.complete(request)
-            raw, usage = replace_lone_surrogates(completion.text), completion.usage
+            request = Request(model, history, options, tags, grammar)
+            if tools is not None:
+                turn = await converse(provider, request, tools, first=attempt == 1, fits=fits)
+                raw, usage, history = turn.raw, turn.usage, turn.messages
+                runs += turn.runs
+                notes += turn.flags
+            elif emit is not None and by_tag and provider.can_stream:
+                raw, usage, emitted = await _stream(provider, request, tags, by_tag, emit, silence)
+                streamed = streamed or emitted
+            else:
+                completion = await provider.complete(request)
+                raw, usage = replace_lone_surrogates(completion.text), completion.usage
+            result = extract_sections(raw, tags)
+            parses = {step.name: parse_step(step.kind, step.params, result) for step in steps}
         input_tokens += usage.input_tokens
         output_tokens += usage.output_tokens
-        result = extract_sections(raw, tags)
         repairs = result.repairs
-        parses = {step.name: parse_step(step.kind, step.params, result) for step in steps}
         missing = []
         for name, p in parses.items():
             if p.missing and not (gated_off and gated_off(name, parses)):

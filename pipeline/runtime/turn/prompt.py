@@ -162,22 +162,27 @@ class PromptBuilder:
     def this_turn(self, ctx: TurnContext, earlier: Mapping[str, Any] | None = None) -> str:
         """Chained mode: what the earlier steps of this turn produced ("" when none did)."""
         done = ctx.steps if earlier is None else earlier
-        if not done or not self.chained:
+        if not self.chained or not done:
             return ""
-        lines = [THIS_TURN]
         cache = self._lines
+        lines = None
         for name, out in done.items():
-            if out.__class__ is NotRun or (type(out) is not dict and not isinstance(out, Mapping)):
+            if out.__class__ is NotRun:
                 continue  # a step that has not run has nothing to list
             hit = cache.get(id(out))
             if hit is None or hit[0] is not out:  # each step's line is built once a turn
+                if not isinstance(out, Mapping):
+                    continue
                 if len(cache) >= LINE_CACHE:
                     cache.clear()
                 shown = "; ".join([f"{k}: {v}" for k, v in out.items() if v is not None and v != ""])
                 hit = cache[id(out)] = (out, f"- {name}: {shown}")
-            lines.append(hit[1])
+            if lines is None:
+                lines = [THIS_TURN, hit[1]]
+            else:
+                lines.append(hit[1])
         # a heading over nothing would tell the model of steps that never ran
-        return "\n".join(lines) if len(lines) > 1 else ""
+        return "\n".join(lines) if lines else ""
 
     def system(self, steps: Sequence[PlannedStep], ctx: TurnContext, earlier: Mapping[str, Any] | None = None) -> str:
         """The system message with everything in it (no budget; regions at their limits)."""

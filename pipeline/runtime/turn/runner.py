@@ -305,7 +305,11 @@ class ScopeRunner:
                     status = "gated"
             flags = parse.flags + tuple(f"missing <{t}>" for t in parse.missing) if parse.missing else parse.flags
             if applies and (status == "ran" or status == "fallback"):
-                changes = _labelled(kind.changes(name, outputs, change_ctx), name, kind.name, number)
+                changes = kind.changes(name, outputs, change_ctx)
+                if changes.memory:  # each entry labelled with the step, kind and turn that wrote it
+                    memory = changes.memory
+                    changes.memory = ((labelled(memory[0], name, kind.name, number),) if len(memory) == 1
+                                      else tuple(labelled(e, name, kind.name, number) for e in memory))
                 ts.changes[name] = changes
                 if changes.flags:
                     flags += changes.flags
