@@ -112,6 +112,7 @@ class ScopePlan:
     gate: Gate | None = None
     # call plans by (unit, steps that run): a pure function of the plan, worked out once
     _calls: dict[tuple[int, tuple[str, ...]], CallPlan] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _whole: dict[int, CallPlan] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def calls(self) -> list[Unit]:
         return [u for u in self.units if u.is_call]
@@ -126,7 +127,16 @@ class ScopePlan:
         return self.units[index - 1]
 
     def call_plan(self, unit: Unit, active: tuple[str, ...]) -> CallPlan:
-        """The call of `unit` asking for the steps `active` (those whose gates let them run)."""
+        """The call of `unit` asking for the steps `active` (those whose gates let them run);
+        one object per (unit, steps), which the runtime keys what it binds to it by."""
+        if active is unit.steps:  # every step of the unit (no gate closed): found by the unit alone
+            plan = self._whole.get(unit.index)
+            if plan is None:
+                plan = self._whole[unit.index] = self._planned(unit, active)
+            return plan
+        return self._planned(unit, active)
+
+    def _planned(self, unit: Unit, active: tuple[str, ...]) -> CallPlan:
         key = (unit.index, active)
         plan = self._calls.get(key)
         if plan is None:

@@ -247,7 +247,10 @@ class Fitter:
         a region's limit), with the report of what the budget held and cut. Raises
         `BudgetExceeded` when the parts that cannot be cut do not fit."""
         counter = budget.counter if budget is not None else None
-        shared = self.turn_fit(ctx, head, steering, user, counter)
+        shared = self._turn_fit  # the turn's first call works it out; the others find it here
+        if (shared is None or shared.ctx is not ctx or shared.head is not head or shared.steering is not steering
+                or shared.user is not user or shared.exact is not (counter.exact if counter is not None else None)):
+            shared = self.turn_fit(ctx, head, steering, user, counter)
         if budget is None or counter is None:
             system = "\n\n".join(filter(None, (shared.before, this_turn, form)))
             return Prompt((Message("system", system), *shared.tail))
