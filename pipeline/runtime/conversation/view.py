@@ -13,7 +13,6 @@ turn is escaped and counted.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from soul.providers import Message
 from soul.runtime.conversation.budget import MESSAGE_OVERHEAD, Counter
@@ -43,7 +42,7 @@ class ConversationView:
     """A turn's history and summary as its calls show them: the summary's section, each past
     turn's messages, and (per counter) each turn's token cost, counted once."""
 
-    __slots__ = ("_costs", "_merged", "_tail", "history", "plain", "summary", "summary_text", "turn_messages")
+    __slots__ = ("_costs", "_merged", "_tail", "history", "summary", "summary_text", "turn_messages")
 
     def __init__(self, history: Sequence[HistoryTurn], summary: ConversationSummary | None, messages: TurnMessages) -> None:
         self.history = history
@@ -51,7 +50,6 @@ class ConversationView:
         self.summary_text = summary.section() if summary else ""
         self.turn_messages = tuple(messages(turn) for turn in history)
         self._costs: dict[bool, tuple[tuple[int, ...], int]] = {}
-        self.plain: dict[tuple[int, bool], Any] = {}  # what the prompt's fitting derives from this view
         self._merged: list[Message] | None = None
         self._tail: tuple[str | None, tuple[Message, ...]] = (None, ())
 

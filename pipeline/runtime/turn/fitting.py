@@ -5,10 +5,12 @@ recent turns and the working memory get what is left, in that order; what is cut
 regions are held to their declared size (`working_memory.limits`), oldest entries dropped.
 
 What makes it cheap: every text is counted once (`Fitter.count` remembers counts by text, and
-the same texts recur every call and every turn); the history's messages and costs are a
-`ConversationView` and working memory's labelled lines a `MemoryView`, each built once per
-turn context and shared by the turn's calls; and when a part plainly fits — its whole cost
-within what is left — it is taken whole without walking it entry by entry.
+the same texts recur every call and every turn); what a turn's calls share — the prompt's
+head, steering and input, the history's messages (`ConversationView`), working memory's
+labelled lines (`MemoryView`) and what all of them cost (`Costs`) — is a `TurnParts`, built
+on the turn's first call; and when the shared parts plainly fit — their whole cost within
+what the call's own parts leave — a call counts its own two texts (this turn so far, its
+response format) and writes its record, without walking the history or the memory.
 """
 
 from __future__ import annotations
@@ -82,8 +84,8 @@ class MemoryView:
 class Prompt(tuple[Message, ...]):
     """A call's messages, and what the budget they were fitted to held: `budget` as a trace
     keeps it (window, reserve, counter, fixed, used, parts; None: no budget) and `cut`, what
-    did not fit or was over a limit. Made by `prompt_of` (tuple's own constructor: a Python
-    `__new__` costs a microsecond a call)."""
+    did not fit or was over a limit. Made with tuple's own constructor (a Python `__new__`
+    costs a microsecond a call)."""
 
     budget: dict[str, Any] | None = None
     cut: list[dict[str, Any]] = []  # noqa: RUF012 - never changed: a prompt with cuts has its own list
@@ -98,62 +100,50 @@ class Prompt(tuple[Message, ...]):
                             dict(data["parts"]), list(self.cut))
 
 
-def prompt_of(messages: Sequence[Message], budget: dict[str, Any] | None = None, cut: list[dict[str, Any]] | None = None) -> Prompt:
-    """`messages` as a Prompt with its budget's record."""
-    prompt = Prompt(messages)
-    if budget is not None:
-        prompt.budget = budget
-    if cut:
-        prompt.cut = cut
-    return prompt
+class TurnParts:
+    """What the calls of one turn share: the prompt's head, steering and input, the views of
+    its conversation and working memory, the system message's text before a call's own
+    lines, the history and the input as messages, and (per counter) what they cost."""
 
+    __slots__ = ("_costs", "before", "ctx", "head", "memory", "steering", "tail", "user", "view")
 
-class TurnFit:
-    """What the calls of one turn share in fitting, under one counter: the prompt's head,
-    steering and input with their tokens; the system message's text before this turn's lines;
-    the history and the input as messages; and, from `Plain`, what the conversation and working
-    memory take and what they add to a report when they fit whole."""
-
-    __slots__ = ("before", "counts", "ctx", "exact", "first", "fixed", "head", "history", "limit_cuts", "memory",
-                 "memory_view", "plain", "rest", "steering", "tail", "turns", "user", "view")
-
-    def __init__(self, ctx: TurnContext, head: str, steering: str, user: str, counter: Counter | None,
-                 view: ConversationView, memory: MemoryView, plain: Plain | None, count: Count) -> None:
-        self.ctx, self.head, self.steering, self.user = ctx, head, steering, user
-        self.exact = counter.exact if counter is not None else None
-        self.view, self.memory_view, self.plain = view, memory, plain
+    def __init__(self, ctx: TurnContext, head: str, steering: str, user: str, view: ConversationView, memory: MemoryView) -> None:
+        self.ctx, self.head, self.steering, self.user, self.view, self.memory = ctx, head, steering, user, view, memory
         self.before = "\n\n".join(filter(None, (head, view.summary_text, memory.text, steering)))
         self.tail = view.tail(user)
-        if counter is None or plain is None:
-            return
-        h, s, u = self.counts = (count(counter, head), count(counter, steering), count(counter, user))
+        self._costs: dict[bool, Costs] = {}
+
+    def costs(self, counter: Counter, count: Count) -> Costs:
+        found = self._costs.get(counter.exact)
+        if found is None:
+            found = self._costs[counter.exact] = Costs(self, counter, count)
+        return found
+
+
+class Costs:
+    """What a turn's shared parts cost under one counter — head, steering and input; the
+    summary, each turn of the history and all of it; working memory with its heading — and
+    what they add to a call's report when they fit whole (in the report's order, around the
+    call's own two parts), with the cuts of the regions' own limits."""
+
+    __slots__ = ("counts", "first", "fixed", "history", "limit_cuts", "memory", "rest", "summary", "turn_costs", "turns")
+
+    def __init__(self, parts: TurnParts, counter: Counter, count: Count) -> None:
+        h, s, u = self.counts = (count(counter, parts.head), count(counter, parts.steering), count(counter, parts.user))
         self.fixed = h + s + u + 2 * MESSAGE_OVERHEAD
-        self.turns, self.history, self.memory, self.limit_cuts = plain.turns, plain.history, plain.memory, plain.limit_cuts
-        # a plainly fitting call's parts, in the report's order, around this call's own two
+        self.summary = count(counter, parts.view.summary_text)
+        self.turn_costs, turns = parts.view.costs(counter, count)
+        self.turns = len(self.turn_costs)
+        self.history = self.summary + turns
+        memory = parts.memory
+        regions, whole = memory.costs(counter, count)
+        self.memory = count(counter, HEADING) + 1 + whole
+        self.limit_cuts = tuple(_limit_cut(region, over, limit) for region, _, _, over, limit in memory.regions if over)
         self.first = {name: n for name, n in ((FIXED[0], h), (FIXED[1], s)) if n}
         self.rest = {FIXED[4]: u} if u else {}
         self.rest[OVERHEAD] = 2 * MESSAGE_OVERHEAD
-        self.rest["history"] = plain.history
-        self.rest.update(plain.memory_parts)
-
-
-class Plain:
-    """What a turn's shared parts cost under one counter — the summary, each turn of the
-    history, the whole history, working memory with its heading — and what working memory
-    adds to a report when it fits whole (its regions' parts, the cuts of their limits)."""
-
-    __slots__ = ("history", "limit_cuts", "memory", "memory_parts", "memory_view", "summary", "turn_costs", "turns")
-
-    def __init__(self, view: ConversationView, memory: MemoryView, counter: Counter, count: Count) -> None:
-        self.memory_view = memory
-        self.summary = count(counter, view.summary_text)
-        self.turn_costs, whole = view.costs(counter, count)
-        self.turns = len(self.turn_costs)
-        self.history = self.summary + whole
-        regions, whole = memory.costs(counter, count)
-        self.memory = count(counter, HEADING) + 1 + whole
-        self.memory_parts = {f"working memory: {r[0]}": kept for r, (_, _, kept) in zip(memory.regions, regions, strict=True)}
-        self.limit_cuts = tuple(_limit_cut(region, over, limit) for region, _, _, over, limit in memory.regions if over)
+        self.rest["history"] = self.history
+        self.rest.update((f"working memory: {r[0]}", kept) for r, (_, _, kept) in zip(memory.regions, regions, strict=True))
 
 
 def _limit_cut(region: str, over: int, limit: int) -> dict[str, Any]:
@@ -172,8 +162,6 @@ class Fitter:
         self._turns = TurnMessages()
         self._views: dict[int, tuple[Any, Any, ConversationView]] = {}
         self._memories: dict[int, tuple[Any, MemoryView]] = {}
-        self._last: tuple[Any, Any, Any] = (None, None, None)
-        self._turn_fit: TurnFit | None = None
 
     def count(self, counter: Counter, text: str) -> int:
         """The tokens of `text` under `counter`, counted once per text."""
@@ -188,7 +176,7 @@ class Fitter:
         return found
 
     def conversation(self, ctx: TurnContext) -> ConversationView:
-        """The view of `ctx`'s history and summary (built on the first call of a turn)."""
+        """The view of `ctx`'s history and summary (a context replaced mid-turn keeps it)."""
         history, summary = ctx.history, ctx.summary
         hit = self._views.get(id(history))
         if hit is not None and hit[0] is history and hit[1] is summary:
@@ -211,106 +199,70 @@ class Fitter:
         self._memories[id(entries)] = (entries, view)
         return view
 
-    def shared(self, ctx: TurnContext) -> tuple[ConversationView, MemoryView]:
-        """The views of `ctx`'s conversation and working memory (the last context's at once)."""
-        last = self._last
-        if last[0] is ctx:
-            return last[1], last[2]
-        view, memory = self.conversation(ctx), self.memory(ctx)
-        self._last = (ctx, view, memory)
-        return view, memory
+    def turn(self, ctx: TurnContext, head: str, steering: str, user: str) -> TurnParts:
+        """What the calls of `ctx`'s turn share (built on its first call)."""
+        return TurnParts(ctx, head, steering, user, self.conversation(ctx), self.memory(ctx))
 
-    def plain(self, view: ConversationView, memory: MemoryView, counter: Counter) -> Plain:
-        """What `view` and `memory` cost under `counter`, and what they add to a report when
-        they fit whole (worked out once per turn and counter)."""
-        key = (id(memory), counter.exact)
-        found = view.plain.get(key)
-        if found is None or found.memory_view is not memory:
-            found = view.plain[key] = Plain(view, memory, counter, self.count)
-        return found
-
-    def turn_fit(self, ctx: TurnContext, head: str, steering: str, user: str, counter: Counter | None) -> TurnFit:
-        """What the calls of `ctx`'s turn share in fitting (the last one's at once)."""
-        found = self._turn_fit
-        exact = counter.exact if counter is not None else None
-        if (found is not None and found.ctx is ctx and found.head is head and found.steering is steering
-                and found.user is user and found.exact is exact):
-            return found
-        view, memory = self.shared(ctx)
-        found = self._turn_fit = TurnFit(ctx, head, steering, user, counter, view, memory,
-                                         self.plain(view, memory, counter) if counter is not None else None, self.count)
-        return found
-
-    def fit(self, ctx: TurnContext, head: str, steering: str, this_turn: str, form: str, user: str,
-            budget: Budget | None, where: str) -> Prompt:
-        """The messages of one call, fitted to `budget` (None: nothing is cut but what is over
-        a region's limit), with the report of what the budget held and cut. Raises
-        `BudgetExceeded` when the parts that cannot be cut do not fit."""
-        counter = budget.counter if budget is not None else None
-        shared = self._turn_fit  # the turn's first call works it out; the others find it here
-        if (shared is None or shared.ctx is not ctx or shared.head is not head or shared.steering is not steering
-                or shared.user is not user or shared.exact is not (counter.exact if counter is not None else None)):
-            shared = self.turn_fit(ctx, head, steering, user, counter)
-        if budget is None or counter is None:
-            system = "\n\n".join(filter(None, (shared.before, this_turn, form)))
-            return Prompt((Message("system", system), *shared.tail))
+    def fit(self, turn: TurnParts, this_turn: str, form: str, budget: Budget | None, where: str) -> Prompt:
+        """The messages of one call of `turn` — its own parts are `this_turn` and `form` —
+        fitted to `budget` (None: nothing is cut but what is over a region's limit), with the
+        record of what the budget held and cut. Raises `BudgetExceeded` when the parts that
+        cannot be cut do not fit."""
+        if budget is None:
+            return Prompt((Message("system", "\n\n".join(filter(None, (turn.before, this_turn, form)))), *turn.tail))
+        counter = budget.counter
+        costs = turn._costs.get(counter.exact) or turn.costs(counter, self.count)
         known = self._counts[counter.exact]  # a text counted before is a look-up (0 only when empty)
         t = known.get(this_turn) or self.count(counter, this_turn)
         f = known.get(form) or self.count(counter, form)
-        total = shared.fixed + t + f
+        total = costs.fixed + t + f
         prompt = budget.window - budget.reserve
         available = prompt - total
         if available < 0:
-            counts = (shared.counts[0], shared.counts[1], t, f, shared.counts[2])
-            raise over_budget(budget, {**dict(zip(FIXED, counts, strict=True)), OVERHEAD: 2 * MESSAGE_OVERHEAD}, where)
-        history = shared.history
-        if shared.turns <= budget.turns and history <= int(available * budget.share) and shared.memory <= available - history:
+            h, s, u = costs.counts
+            raise over_budget(budget, {**dict(zip(FIXED, (h, s, t, f, u), strict=True)), OVERHEAD: 2 * MESSAGE_OVERHEAD}, where)
+        history = costs.history
+        if costs.turns <= budget.turns and history <= int(available * budget.share) and costs.memory <= available - history:
             # it plainly fits: every turn is shown, working memory cut only to its regions' limits
-            parts = shared.first.copy()
+            parts = costs.first.copy()
             if t:
                 parts[FIXED[2]] = t
             if f:
                 parts[FIXED[3]] = f
-            parts.update(shared.rest)
-            fitted = Prompt((Message("system", "\n\n".join(filter(None, (shared.before, this_turn, form)))), *shared.tail))
+            parts.update(costs.rest)
+            fitted = Prompt((Message("system", "\n\n".join(filter(None, (turn.before, this_turn, form)))), *turn.tail))
             fitted.budget = {"window": budget.window, "reserve": budget.reserve, "counter": counter.name, "fixed": total,
-                             "used": total + history + shared.memory, "parts": parts}
-            if shared.limit_cuts:
-                fitted.cut = [dict(c) for c in shared.limit_cuts]
+                             "used": total + history + costs.memory, "parts": parts}
+            if costs.limit_cuts:
+                fitted.cut = [dict(c) for c in costs.limit_cuts]
             return fitted
-        view, memory = shared.view, shared.memory_view
-        h, s, u = shared.counts
+        h, s, u = costs.counts
         report = BudgetReport(budget.window, budget.reserve, counter.name, total)
         report.parts.update((name, n) for name, n in zip(FIXED, (h, s, t, f, u), strict=True) if n)
         report.parts[OVERHEAD] = 2 * MESSAGE_OVERHEAD
-        summary, start, used = self.cut_history(view, shared.plain, budget, report, available)
-        available -= used
-        memory_text, left = self.fit_memory(memory, budget, report, available)
+        summary, start, used = self.cut_history(turn.view, costs, budget, report, available)
+        memory, left = self.fit_memory(turn.memory, budget, report, available - used)
         report.used = prompt - left
-        return self.messages(view, head, summary, memory_text, steering, this_turn, form, user, start, report.to_dict(), report.cut)
-
-    def messages(self, view: ConversationView, head: str, summary: str, memory: str, steering: str, this_turn: str,
-                 form: str, user: str, start: int, budget: dict[str, Any] | None = None,
-                 cut: list[dict[str, Any]] | None = None) -> Prompt:
-        """The call's messages — the system message, the history from turn `start`, the
-        input — with the budget's record."""
-        system = "\n\n".join(filter(None, (head, summary, memory, steering, this_turn, form)))
-        if start == 0:  # the whole history and the input: the same for every call of the turn
-            return prompt_of((Message("system", system), *view.tail(user)), budget, cut)
-        history = view.messages(start)
-        if history and history[-1].role == "user":  # a turn that got no reply: keep roles alternating
-            last = history.pop()
+        system = "\n\n".join(filter(None, (turn.head, summary, memory, turn.steering, this_turn, form)))
+        history_messages = turn.view.messages(start)
+        user = turn.user
+        if history_messages and history_messages[-1].role == "user":  # a turn that got no reply: keep roles alternating
+            last = history_messages.pop()
             user = f"{last.content}\n\n{user}"
-        return prompt_of((Message("system", system), *history, Message("user", user)), budget, cut)
+        fitted = Prompt((Message("system", system), *history_messages, Message("user", user)))
+        fitted.budget = report.to_dict()
+        if report.cut:
+            fitted.cut = report.cut
+        return fitted
 
-    def cut_history(self, view: ConversationView, plain: Plain, budget: Budget, report: BudgetReport,
+    def cut_history(self, view: ConversationView, costs: Costs, budget: Budget, report: BudgetReport,
                     available: int) -> tuple[str, int, int]:
         """The summary (shortened if it alone is over the history's share), the first turn
         shown (the newest within the call's `turns` and share) and the tokens they take."""
         counter = budget.counter
         allowance = int(available * budget.share)
         summary = view.summary_text
-        used = plain.summary
+        used = costs.summary
         if summary and used > allowance:  # shortened from the end: its oldest facts come first
             whole = used
             while summary and used > allowance:
@@ -318,11 +270,11 @@ class Fitter:
                 used = self.count(counter, summary)
             report.cut.append({"part": "summary", "what": f"{whole - used} of its {whole} tokens",
                                "tokens": whole - used, "why": "over the history's share"})
-        costs = plain.turn_costs
+        turn_costs = costs.turn_costs
         start = 0
         kept = 0
-        for i in range(len(costs) - 1, -1, -1):
-            cost = costs[i]
+        for i in range(len(turn_costs) - 1, -1, -1):
+            cost = turn_costs[i]
             if kept >= budget.turns or used + cost > allowance:
                 why = f"over the {budget.turns} turns its steps see" if kept >= budget.turns else "over the history's share"
                 history = view.history

@@ -30,7 +30,7 @@ from soul.language import Blueprint, environment
 from soul.providers import Message
 from soul.runtime.conversation import Budget, BudgetReport
 from soul.runtime.turn.context import TurnContext
-from soul.runtime.turn.fitting import Fitter, Prompt
+from soul.runtime.turn.fitting import Fitter, Prompt, TurnParts
 from soul.runtime.turn.not_run import NotRun
 from soul.runtime.untrusted import escape_untrusted, fence
 
@@ -70,7 +70,7 @@ class PromptBuilder:
         self._static_templates: dict[str, bool] = {}
         self._formats: dict[int, tuple[Sequence[PlannedStep], str]] = {}
         self._user_message: tuple[tuple[str, str, str], str] = (("", "", ""), "")
-        self._turn: tuple[TurnContext | None, str, str, str] = (None, "", "", "")  # a context's head, steering, input
+        self._turn: TurnParts | None = None  # what the calls of the last context's turn share
         self._head_cache: tuple[TurnContext | None, str] = (None, "")
         self._lines: dict[int, tuple[Mapping[str, Any], str]] = {}
         self.limits: Mapping[str, int] = getattr(blueprint, "region_limits", None) or {}
@@ -261,10 +261,9 @@ class PromptBuilder:
         """The messages of one model call over `steps` (`earlier` overrides `ctx.steps`),
         fitted to `budget` when given; the budget's report rides along as `.report`."""
         turn = self._turn
-        if turn[0] is not ctx:  # what every call of a turn shares: its head, steering and input
-            turn = self._turn = (ctx, self._head(ctx), self._steering(ctx), self.user(ctx))
-        return self.fitter.fit(ctx, turn[1], turn[2], self.this_turn(ctx, earlier),
-                               self.response_format(steps, ctx, earlier), turn[3], budget, where)
+        if turn is None or turn.ctx is not ctx:  # what every call of a turn shares: its head, steering and input
+            turn = self._turn = self.fitter.turn(ctx, self._head(ctx), self._steering(ctx), self.user(ctx))
+        return self.fitter.fit(turn, self.this_turn(ctx, earlier), self.response_format(steps, ctx, earlier), budget, where)
 
 
 def _inert(mind: Mapping[str, Any]) -> dict[str, Any]:
