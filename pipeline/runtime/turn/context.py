@@ -66,6 +66,9 @@ class TurnState:
     shown: list[int] = field(default_factory=list)  # turns of history each call showed
     summaries: list[SummaryRecord] = field(default_factory=list)  # history folded this turn
     folded: list[MemoryEntry] = field(default_factory=list)  # the summary's working-memory entry
+    # the kind of each step whose changes hold working memory: its entries are labelled with
+    # the step, kind and turn as the commit gathers them (`turn/commit.py`)
+    labels: dict[str, str] = field(default_factory=dict)
 
 
 def _memory_regions(entries: tuple[MemoryEntry, ...]) -> dict[str, tuple[MemoryEntry, ...]]:

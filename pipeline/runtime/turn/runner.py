@@ -26,7 +26,7 @@ from jinja2 import TemplateError
 
 from soul.compiler import CallPlan, Plan, PlannedStep, ScopePlan, Unit
 from soul.errors import RunError, SoulError, StepError
-from soul.kinds import ChangeContext, Changes, StepEnv
+from soul.kinds import ChangeContext, StepEnv
 from soul.providers import Message
 from soul.records import (
     MemoryEntry,
@@ -67,18 +67,6 @@ def start_turn(plan: Plan, services: Services, snapshot: Snapshot, text: str, ki
         ts.cognition = services.chetana(snapshot.chetana, text)
         ts.ctx = replace(ts.ctx, chetana=ts.cognition.context)
     return ts
-
-
-def _labelled(changes: Changes, step: str, kind: str, turn: int) -> Changes:
-    """A step's changes with each working-memory entry labelled by the step, kind and turn."""
-    memory = changes.memory
-    if not memory:
-        return changes
-    if len(memory) == 1:  # the usual case, without a generator
-        changes.memory = (labelled(memory[0], step, kind, turn),)
-    else:
-        changes.memory = tuple(labelled(e, step, kind, turn) for e in memory)
-    return changes
 
 
 def _no_memory() -> Any:
@@ -220,7 +208,9 @@ class ScopeRunner:
         ts.done[name] = outputs
         flags: tuple[str, ...] = ()
         if self.applies_changes:
-            changes = _labelled(kind.changes(name, outputs, ChangeContext(self.state_spec, ts.ctx.state)), name, kind.name, ts.ctx.number)
+            changes = kind.changes(name, outputs, ChangeContext(self.state_spec, ts.ctx.state))
+            if changes.memory:  # labelled with the step, kind and turn when the commit gathers them
+                ts.labels[name] = kind.name
             ts.changes[name] = changes
             flags = tuple(changes.flags)
             if changes.regions:  # working memory for the rest of this turn's prompts
@@ -287,7 +277,7 @@ class ScopeRunner:
         if change_ctx is None or change_ctx.state is not state:  # one per state the turn goes through
             change_ctx = self._change_ctx = ChangeContext(self.state_spec, state)
         per_step_ms = outcome.trace.latency_ms / len(call.steps)
-        number, emit, applies = ts.ctx.number, self.emit, self.applies_changes
+        emit, applies = self.emit, self.applies_changes
         after_gates, fallbacks = call.after_gates, outcome.fallbacks
         for step in call.steps:
             name, kind = step.name, step.kind
@@ -306,10 +296,8 @@ class ScopeRunner:
             flags = parse.flags + tuple(f"missing <{t}>" for t in parse.missing) if parse.missing else parse.flags
             if applies and (status == "ran" or status == "fallback"):
                 changes = kind.changes(name, outputs, change_ctx)
-                if changes.memory:  # each entry labelled with the step, kind and turn that wrote it
-                    memory = changes.memory
-                    changes.memory = ((labelled(memory[0], name, kind.name, number),) if len(memory) == 1
-                                      else tuple(labelled(e, name, kind.name, number) for e in memory))
+                if changes.memory:  # labelled with the step, kind and turn when the commit gathers them
+                    ts.labels[name] = kind.name
                 ts.changes[name] = changes
                 if changes.flags:
                     flags += changes.flags
