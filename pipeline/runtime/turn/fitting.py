@@ -81,14 +81,16 @@ class MemoryView:
         return found
 
 
-class Prompt(tuple[Message, ...]):
+class Prompt:
     """A call's messages, and what the budget they were fitted to held: `budget` as a trace
     keeps it (window, reserve, counter, fixed, used, parts; None: no budget) and `cut`, what
-    did not fit or was over a limit. Made with tuple's own constructor (a Python `__new__`
-    costs a microsecond a call)."""
+    did not fit or was over a limit."""
 
-    budget: dict[str, Any] | None = None
-    cut: list[dict[str, Any]] = []  # noqa: RUF012 - never changed: a prompt with cuts has its own list
+    __slots__ = ("budget", "cut", "messages")
+
+    def __init__(self, messages: tuple[Message, ...], budget: dict[str, Any] | None = None,
+                 cut: list[dict[str, Any]] | None = None) -> None:
+        self.messages, self.budget, self.cut = messages, budget, cut
 
     @property
     def report(self) -> BudgetReport | None:
@@ -97,7 +99,7 @@ class Prompt(tuple[Message, ...]):
         if data is None:
             return None
         return BudgetReport(data["window"], data["reserve"], data["counter"], data["fixed"], data["used"],
-                            dict(data["parts"]), list(self.cut))
+                            dict(data["parts"]), list(self.cut or ()))
 
 
 class TurnParts:
@@ -222,7 +224,8 @@ class Fitter:
             h, s, u = costs.counts
             raise over_budget(budget, {**dict(zip(FIXED, (h, s, t, f, u), strict=True)), OVERHEAD: 2 * MESSAGE_OVERHEAD}, where)
         history = costs.history
-        if costs.turns <= budget.turns and history <= int(available * budget.share) and costs.memory <= available - history:
+        # (`history <= available * share` is `history <= int(available * share)`: both sides are whole or not negative)
+        if costs.turns <= budget.turns and history <= available * budget.share and costs.memory <= available - history:
             # it plainly fits: every turn is shown, working memory cut only to its regions' limits
             parts = costs.first.copy()
             if t:
@@ -230,12 +233,10 @@ class Fitter:
             if f:
                 parts[FIXED[3]] = f
             parts.update(costs.rest)
-            fitted = Prompt((Message("system", "\n\n".join(filter(None, (turn.before, this_turn, form)))), *turn.tail))
-            fitted.budget = {"window": budget.window, "reserve": budget.reserve, "counter": counter.name, "fixed": total,
-                             "used": total + history + costs.memory, "parts": parts}
-            if costs.limit_cuts:
-                fitted.cut = [dict(c) for c in costs.limit_cuts]
-            return fitted
+            return Prompt((Message("system", "\n\n".join(filter(None, (turn.before, this_turn, form)))), *turn.tail),
+                          {"window": budget.window, "reserve": budget.reserve, "counter": counter.name, "fixed": total,
+                           "used": total + history + costs.memory, "parts": parts},
+                          [dict(c) for c in costs.limit_cuts] if costs.limit_cuts else None)
         h, s, u = costs.counts
         report = BudgetReport(budget.window, budget.reserve, counter.name, total)
         report.parts.update((name, n) for name, n in zip(FIXED, (h, s, t, f, u), strict=True) if n)
@@ -249,11 +250,7 @@ class Fitter:
         if history_messages and history_messages[-1].role == "user":  # a turn that got no reply: keep roles alternating
             last = history_messages.pop()
             user = f"{last.content}\n\n{user}"
-        fitted = Prompt((Message("system", system), *history_messages, Message("user", user)))
-        fitted.budget = report.to_dict()
-        if report.cut:
-            fitted.cut = report.cut
-        return fitted
+        return Prompt((Message("system", system), *history_messages, Message("user", user)), report.to_dict(), report.cut)
 
     def cut_history(self, view: ConversationView, costs: Costs, budget: Budget, report: BudgetReport,
                     available: int) -> tuple[str, int, int]:

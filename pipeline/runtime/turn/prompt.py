@@ -218,7 +218,7 @@ class PromptBuilder:
         what is over a region's limit), and the report of what the budget held and cut.
         Raises `BudgetExceeded` when the parts that cannot be cut do not fit."""
         prompt = self.build(steps, ctx, earlier, budget, where)
-        return tuple(prompt), prompt.report
+        return prompt.messages, prompt.report
 
     def _steering(self, ctx: TurnContext) -> str:
         """Chetana's steering and the observer's rewrite request (cannot be cut: it is why the call is made)."""
@@ -259,7 +259,7 @@ class PromptBuilder:
     def build(self, steps: Sequence[PlannedStep], ctx: TurnContext, earlier: Mapping[str, Any] | None = None,
               budget: Budget | None = None, where: str = "a model call") -> Prompt:
         """The messages of one model call over `steps` (`earlier` overrides `ctx.steps`),
-        fitted to `budget` when given; the budget's report rides along as `.report`."""
+        fitted to `budget` when given, with the record of what the budget held (`.budget`, `.cut`)."""
         turn = self._turn
         if turn is None or turn.ctx is not ctx:  # what every call of a turn shares: its head, steering and input
             turn = self._turn = self.fitter.turn(ctx, self._head(ctx), self._steering(ctx), self.user(ctx))

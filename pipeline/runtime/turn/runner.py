@@ -232,7 +232,7 @@ class ScopeRunner:
         earlier = self.earlier(ts)
         budget = self.budget(call)
         try:
-            messages = self.builder.build(call.steps, ts.ctx, earlier, budget, call.where)
+            prompt = self.builder.build(call.steps, ts.ctx, earlier, budget, call.where)
         except SoulError:
             raise
         except (TemplateError, *EXPRESSION_ERRORS) as exc:
@@ -251,17 +251,17 @@ class ScopeRunner:
 
         started = time.perf_counter()
         tools = tools_of(self, call, ts) if self.services.tools is not None and self.applies_changes else None  # a dry run calls none
+        messages = prompt.messages
         outcome = await (self.ask(call, messages, gated_off, budget, tools) if tools else self.ask(call, messages, gated_off, budget))
         ts.provider_spans.append((started, time.perf_counter()))
         if ts.cognition is not None:  # Chetana learns each tool's outcomes and latencies
             for run in outcome.tool_runs:
                 ts.cognition.tool(run.tool, run.ok, run.ms, run.result if run.ok else run.error)
         trace = outcome.trace
-        fitted = getattr(messages, "budget", None)  # a Prompt's record of its budget
-        if fitted is not None:
-            trace.budget = fitted
+        if prompt.budget is not None:  # the prompt's record of its budget
+            trace.budget = prompt.budget
             shown = len(ts.ctx.history)
-            cut = messages.cut  # type: ignore[attr-defined]
+            cut = prompt.cut
             if cut:
                 trace.cut = tuple(cut)
                 shown -= sum(c.get("turns", 0) for c in cut if c["part"] == "history")
