@@ -99,9 +99,12 @@ def line(
     return data
 
 
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # one encoder for every line
+
+
 def encode(data: Mapping[str, Any]) -> str:
     """One JSONL line, newline included (UTF-8 text, not \\u escapes, so the logs read well)."""
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n"
+    return _ENCODE(data) + "\n"
 
 
 def commit_lines(
@@ -247,20 +250,30 @@ class Writer:
             _truncate_after(self.folder / f"{name}.jsonl", cursor)
 
     def append(self, lines: Sequence[LogLine]) -> None:
-        """Append lines to their files, one write per file."""
+        """Append lines to their files, one write per file (`os.write` on an O_APPEND
+        descriptor: what a text file's close wrote, without building one)."""
         chunks: dict[str, list[str]] = {}
         for entry in lines:
             chunks.setdefault(entry.file, []).append(encode(entry.data))
         for name, parts in chunks.items():
-            with open(self.folder / f"{name}.jsonl", "a", encoding="utf-8") as f:
-                f.write("".join(parts))
+            data = "".join(parts).encode("utf-8")
+            fd = os.open(self.folder / f"{name}.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+            try:
+                while data:  # a regular file takes it all at once; a short write goes on
+                    data = data[os.write(fd, data):]
+            finally:
+                os.close(fd)
 
 
 @contextlib.contextmanager
 def locked(folder: Path) -> Iterator[Writer]:
     """Hold the session folder's lock (created with the folder on demand)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / LOCK_NAME, "a+b") as lock:
+    try:
+        lock = open(folder / LOCK_NAME, "a+b")  # noqa: SIM115 - closed below
+    except FileNotFoundError:  # the folder is made on the session's first commit
+        folder.mkdir(parents=True, exist_ok=True)
+        lock = open(folder / LOCK_NAME, "a+b")  # noqa: SIM115
+    with lock:
         if fcntl is not None:
             fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
         try:
