@@ -227,21 +227,21 @@ def pending_lines(
 class Writer:
     """The locked writer of one session's folder; use as a context manager (see `locked`)."""
 
-    def __init__(self, folder: Path, lock: Any) -> None:
+    def __init__(self, folder: Path, lock: int) -> None:
         self.folder = folder
-        self._lock = lock
+        self._lock = lock  # the lock file's descriptor
         # A non-empty lock file means a writer died between appending and advancing the cursor.
-        self.dirty = os.fstat(lock.fileno()).st_size > 0
+        self.dirty = os.fstat(lock).st_size > 0
 
     def mark_dirty(self) -> None:
         """Record that appends are under way (cleared by `mark_clean` once the cursor moved)."""
         if not self.dirty:
-            os.pwrite(self._lock.fileno(), b"1", 0)
+            os.pwrite(self._lock, b"1", 0)
             self.dirty = True
 
     def mark_clean(self) -> None:
         if self.dirty:
-            os.ftruncate(self._lock.fileno(), 0)
+            os.ftruncate(self._lock, 0)
             self.dirty = False
 
     def truncate_after(self, cursor: int) -> None:
@@ -268,19 +268,22 @@ class Writer:
 @contextlib.contextmanager
 def locked(folder: Path) -> Iterator[Writer]:
     """Hold the session folder's lock (created with the folder on demand)."""
+    path = folder / LOCK_NAME
     try:
-        lock = open(folder / LOCK_NAME, "a+b")  # noqa: SIM115 - closed below
+        lock = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     except FileNotFoundError:  # the folder is made on the session's first commit
         folder.mkdir(parents=True, exist_ok=True)
-        lock = open(folder / LOCK_NAME, "a+b")  # noqa: SIM115
-    with lock:
+        lock = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
         if fcntl is not None:
-            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield Writer(folder, lock)
         finally:
             if fcntl is not None:
-                fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+                fcntl.flock(lock, fcntl.LOCK_UN)
+    finally:
+        os.close(lock)
 
 
 def _truncate_after(path: Path, cursor: int) -> None:
