@@ -18,7 +18,7 @@ from soul.providers import Message
 from soul.runtime.conversation.budget import MESSAGE_OVERHEAD, Counter
 from soul.runtime.conversation.history import ConversationSummary, HistoryTurn, merged
 
-TURN_CACHE = 2048  # past turns whose messages are kept (the same turns recur every turn)
+TURN_CACHE = 1024  # past turns whose messages are kept (a session's recent turns recur every turn)
 
 Count = Callable[[Counter, str], int]
 

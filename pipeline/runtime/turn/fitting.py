@@ -34,8 +34,7 @@ from soul.runtime.turn.context import TurnContext
 from soul.runtime.untrusted import escape_untrusted
 
 DEFAULT_REGION_LIMIT = 12  # entries a working-memory region shows unless the blueprint says
-COUNT_CACHE = 4096  # token counts remembered per counter (the same texts recur every turn)
-VIEW_CACHE = 256  # turn contexts whose views are kept (one per session with a turn running)
+COUNT_CACHE = 1024  # token counts remembered per counter (the same texts recur every turn)
 HEADING = "## Working Memory"
 # the parts of a prompt that cannot be cut, as a report names them (then the message overhead)
 FIXED = ("persona, state and user model", "steering", "this turn so far", "response format", "the current message")
@@ -162,8 +161,6 @@ class Fitter:
         self.limits = limits
         self._counts: dict[bool, dict[str, int]] = {True: {}, False: {}}
         self._turns = TurnMessages()
-        self._views: dict[int, tuple[Any, Any, ConversationView]] = {}
-        self._memories: dict[int, tuple[Any, MemoryView]] = {}
 
     def count(self, counter: Counter, text: str) -> int:
         """The tokens of `text` under `counter`, counted once per text."""
@@ -178,27 +175,25 @@ class Fitter:
         return found
 
     def conversation(self, ctx: TurnContext) -> ConversationView:
-        """The view of `ctx`'s history and summary (a context replaced mid-turn keeps it)."""
+        """The view of `ctx`'s history and summary, kept with the turn (`TurnContext.shared`:
+        a context replaced mid-turn keeps it)."""
         history, summary = ctx.history, ctx.summary
-        hit = self._views.get(id(history))
+        hit = ctx.shared.get("conversation")
         if hit is not None and hit[0] is history and hit[1] is summary:
-            return hit[2]
-        if len(self._views) >= VIEW_CACHE:
-            self._views.clear()
+            return hit[2]  # type: ignore[no-any-return]
         view = ConversationView(history, summary, self._turns)
-        self._views[id(history)] = (history, summary, view)
+        ctx.shared["conversation"] = (history, summary, view)
         return view
 
     def memory(self, ctx: TurnContext) -> MemoryView:
-        """The view of `ctx`'s working memory (rebuilt only when a step fills a region)."""
+        """The view of `ctx`'s working memory, kept with the turn (rebuilt only when a step
+        fills a region)."""
         entries = ctx.entries
-        hit = self._memories.get(id(entries))
+        hit = ctx.shared.get("memory")
         if hit is not None and hit[0] is entries:
-            return hit[1]
-        if len(self._memories) >= VIEW_CACHE:
-            self._memories.clear()
+            return hit[1]  # type: ignore[no-any-return]
         view = MemoryView(entries, self.listed, self.limits)
-        self._memories[id(entries)] = (entries, view)
+        ctx.shared["memory"] = (entries, view)
         return view
 
     def turn(self, ctx: TurnContext, head: str, steering: str, user: str) -> TurnParts:
