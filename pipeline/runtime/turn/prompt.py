@@ -51,7 +51,7 @@ def section_format(section: Section, params: Mapping[str, Any]) -> str:
 
 
 THIS_TURN = "## This Turn So Far"
-LINE_CACHE = 256  # earlier steps' lines kept ("This Turn So Far": built once a turn per step)
+LINE_CACHE = 64  # earlier steps' lines kept ("This Turn So Far": each built once a turn)
 
 _PLACEHOLDER_BODY = {
     "bool": "true or false",
