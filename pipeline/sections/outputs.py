@@ -140,6 +140,9 @@ def _attribute(
         outputs[attribute.output] = value
 
 
+_names: dict[type[StepKind], tuple[str, ...]] = {}  # each kind's output names (read on every reply)
+
+
 def parse_step(kind: type[StepKind], params: Mapping[str, Any], result: ParseResult) -> StepParse:
     """The typed outputs of one step of `kind` (with its `with:` values) from a parsed reply.
 
@@ -147,7 +150,10 @@ def parse_step(kind: type[StepKind], params: Mapping[str, Any], result: ParseRes
     required section counts as present, except a boolean, which must read as true or false.
     A section written more than once keeps its first occurrence and is flagged.
     """
-    outputs: dict[str, Any] = dict.fromkeys(kind.output_names())
+    names = _names.get(kind)
+    if names is None:
+        names = _names[kind] = kind.output_names()
+    outputs: dict[str, Any] = dict.fromkeys(names)
     missing: list[str] = []
     flags: list[str] = []
     found = result.sections

@@ -365,6 +365,13 @@ def extract_sections(raw: str, tags: Sequence[str]) -> ParseResult:
     Each repair is noted in `repairs`.
     """
     names = tags if type(tags) is tuple else tuple(tags)
+    if len(names) == 1 and names[0]:  # one section (a chained step's call): `_fast`'s first case, here
+        whole = _clean_single(names[0]).fullmatch(raw)
+        if whole is not None:
+            tag, attribute_text, text = whole.groups()
+            attributes = parse_attributes(attribute_text) if attribute_text else {}
+            return ParseResult({tag: ParsedSection(tag, text.strip(), attributes, True)}, "", ())
+        return _scan_sections(raw, tags)
     fast = _fast(raw, names) if names and "" not in names else None  # an empty name: the scanner ignores it
     return fast if fast is not None else _scan_sections(raw, tags)
 

@@ -222,12 +222,13 @@ class Fitter:
         # (`history <= available * share` is `history <= int(available * share)`: both sides are whole or not negative)
         if costs.turns <= budget.turns and history <= available * budget.share and costs.memory <= available - history:
             # it plainly fits: every turn is shown, working memory cut only to its regions' limits
-            parts = costs.first.copy()
-            if t:
-                parts[FIXED[2]] = t
-            if f:
-                parts[FIXED[3]] = f
-            parts.update(costs.rest)
+            # the parts in the report's order, this call's own two among the turn's (a zero left out)
+            if t and f:
+                parts = {**costs.first, FIXED[2]: t, FIXED[3]: f, **costs.rest}
+            elif t or f:
+                parts = {**costs.first, (FIXED[2] if t else FIXED[3]): t or f, **costs.rest}
+            else:
+                parts = {**costs.first, **costs.rest}
             return Prompt((Message("system", "\n\n".join(filter(None, (turn.before, this_turn, form)))), *turn.tail),
                           {"window": budget.window, "reserve": budget.reserve, "counter": counter.name, "fixed": total,
                            "used": total + history + costs.memory, "parts": parts},

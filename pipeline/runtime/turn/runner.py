@@ -126,7 +126,12 @@ class ScopeRunner:
                 else:
                     await self.run_unit(unit, ts)
             else:
-                await gather_eagerly([self.run_unit(units[i - 1], ts) for i in layer])
+                started = []
+                for i in layer:
+                    unit = units[i - 1]
+                    started.append(self.run_llm_unit(unit, unit.steps, ts) if unit.model is not None and unit.index not in gated
+                                   else self.run_unit(unit, ts))
+                await gather_eagerly(started)
         # a turn folds only when one of its calls had to leave older turns out
         if self.folds and ts.shown and max(ts.shown) < len(ts.ctx.history) and ts.ctx.kind in ("message", "spontaneous"):
             await fold_history(self.plan, self.services, ts)
