@@ -171,7 +171,7 @@ class PromptBuilder:
                 continue  # a step that has not run has nothing to list
             hit = cache.get(id(out))
             if hit is None or hit[0] is not out:  # each step's line is built once a turn
-                if not isinstance(out, Mapping):
+                if type(out) is not dict and not isinstance(out, Mapping):
                     continue
                 if len(cache) >= LINE_CACHE:
                     cache.clear()
