@@ -113,7 +113,9 @@ async def run_call(
         # the usual call: one completion, read at once; done here when nothing is missing
         started = time.perf_counter()
         completion = await provider.complete(Request(model, messages, options, tags, grammar))
-        raw = replace_lone_surrogates(completion.text)
+        raw = completion.text
+        if not raw.isascii():
+            raw = replace_lone_surrogates(raw)
         result = extract_sections(raw, tags)
         parses = {step.name: parse_step(step.kind, step.params, result) for step in steps}
         if not shape.falling:  # no step's reply can fall back
