@@ -5,6 +5,7 @@ and what an open session holds (tracemalloc, which slows everything down: no tim
   before it, the peak after), the median over the runs;
 - kept: what stayed allocated, per run, from before the first measured run to after the last
   (a collection before each reading), once the bounded caches are warm;
+- a claudius turn: turns 2 to 31 of one conversation (what a turn reads back grows with it);
 - an open session: what 100 new sessions that each made one turn hold, per session (tracemalloc,
   and the process's resident set from /proc, which also counts SQLite's page cache).
 """
@@ -46,7 +47,10 @@ async def _peaks_and_kept(run: Callable[[], Awaitable[Any]], runs: int) -> tuple
     return statistics.median(peaks), (tracemalloc.get_traced_memory()[0] - start) / runs
 
 
-def measure(folder: Path, graph_yaml: str, provider: Any, claudius_provider: Any, runs: int, turns: int) -> dict[str, float]:
+CONVERSATION = 30  # the turns of one claudius conversation measured (after its first)
+
+
+def measure(folder: Path, graph_yaml: str, provider: Any, claudius_provider: Any, runs: int) -> dict[str, float]:
     """The memory figures: step peak (B) and kept per run (B) of the 3-step chain in memory;
     a claudius turn's peak and kept (B); an open session's bytes (tracemalloc, resident)."""
     from soul.runtime.turn.runner import ScopeRunner, TurnState, context_for
@@ -79,7 +83,9 @@ def measure(folder: Path, graph_yaml: str, provider: Any, claudius_provider: Any
             out["step peak B"], out["run kept B"] = peak / steps, kept
             talking = c.session(user="ada")
             await talking.turn(text)  # the first turn writes the user model: not a typical turn
-            peak, kept = await _peaks_and_kept(lambda: talking.turn(text), turns)
+            # turns 2 to 31 of one conversation, whatever the run's size: a turn reads its
+            # session back (working memory, the history), so what it allocates grows with it
+            peak, kept = await _peaks_and_kept(lambda: talking.turn(text), CONVERSATION)
             out["turn peak B"], out["turn kept B"] = peak, kept
             gc.collect()
             before, resident = tracemalloc.get_traced_memory()[0], _resident()
