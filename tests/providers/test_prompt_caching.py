@@ -20,7 +20,8 @@ from soul.providers import ReplayProvider, Request, recording, resolve
 from soul.providers.sdk import cost
 from soul.runtime.conversation import ConversationSummary
 from soul.runtime.turn.context import TurnContext
-from soul.runtime.turn.prompt import Message, PromptBuilder, cache_points
+from soul.runtime.turn.fitting import cache_points
+from soul.runtime.turn.prompt import Message, PromptBuilder
 
 pytest.importorskip("anthropic")
 
