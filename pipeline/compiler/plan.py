@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -93,6 +94,11 @@ class CallPlan:
     gates: dict[str, str | None]  # each step's gate, described for the trace
     optional: frozenset[int]  # positions of steps whose sections a reply may leave out
 
+    @cached_property
+    def where(self) -> str:
+        """The call as errors name it: `the call of steps think, reply on main`."""
+        return f"the call of step{'s' if len(self.steps) > 1 else ''} {', '.join(s.name for s in self.steps)} on {self.unit.model}"
+
 
 @dataclass(frozen=True)
 class ScopePlan:
@@ -106,16 +112,31 @@ class ScopePlan:
     gate: Gate | None = None
     # call plans by (unit, steps that run): a pure function of the plan, worked out once
     _calls: dict[tuple[int, tuple[str, ...]], CallPlan] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _whole: dict[int, CallPlan] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def calls(self) -> list[Unit]:
         return [u for u in self.units if u.is_call]
+
+    @cached_property
+    def gated(self) -> frozenset[int]:
+        """The units with a step that has a gate (the others run every step, every turn)."""
+        return frozenset(u.index for u in self.units if any(self.steps[name].gate is not None for name in u.steps))
 
     def unit(self, index: int) -> Unit:
         """The unit numbered `index` (units are numbered from 1 in order)."""
         return self.units[index - 1]
 
     def call_plan(self, unit: Unit, active: tuple[str, ...]) -> CallPlan:
-        """The call of `unit` asking for the steps `active` (those whose gates let them run)."""
+        """The call of `unit` asking for the steps `active` (those whose gates let them run);
+        one object per (unit, steps), which the runtime keys what it binds to it by."""
+        if active is unit.steps:  # every step of the unit (no gate closed): found by the unit alone
+            plan = self._whole.get(unit.index)
+            if plan is None:
+                plan = self._whole[unit.index] = self._planned(unit, active)
+            return plan
+        return self._planned(unit, active)
+
+    def _planned(self, unit: Unit, active: tuple[str, ...]) -> CallPlan:
         key = (unit.index, active)
         plan = self._calls.get(key)
         if plan is None:

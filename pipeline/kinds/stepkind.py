@@ -156,12 +156,20 @@ class Seen(Protocol):
         ...
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class ChangeContext:
     """What `StepKind.changes` may consult: the declared state and its current values."""
 
     state_spec: Mapping[str, StateVar] = field(default_factory=dict)
     state: Mapping[str, Any] = field(default_factory=dict)
+
+    def __init__(self, state_spec: Mapping[str, StateVar] | None = None, state: Mapping[str, Any] | None = None) -> None:
+        # one write to __dict__: the generated frozen __init__ costs a call per field (every step builds one)
+        self.__dict__.update(state_spec={} if state_spec is None else state_spec, state={} if state is None else state)
+
+
+# each kind's output names, by kind (with the outputs they were read from)
+_OUTPUT_NAMES: dict[type, tuple[tuple[Output, ...], tuple[str, ...]]] = {}
 
 
 class StepKind:
@@ -226,7 +234,10 @@ class StepKind:
 
     @classmethod
     def output_names(cls) -> tuple[str, ...]:
-        return tuple(o.name for o in cls.outputs)
+        found = _OUTPUT_NAMES.get(cls)
+        if found is None or found[0] is not cls.outputs:  # parsing asks on every reply
+            found = _OUTPUT_NAMES[cls] = (cls.outputs, tuple(o.name for o in cls.outputs))
+        return found[1]
 
     @classmethod
     def check_declaration(cls) -> list[str]:

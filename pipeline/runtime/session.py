@@ -316,26 +316,31 @@ class Session:
 
         Remembering embeds and extracts entities (CPU-bound, seconds on a long text), so it
         runs in a worker thread: an app's event loop keeps serving while it does."""
-        if recalled and self.services.memory is not None:
-            try:
-                await asyncio.to_thread(self.services.memory.touch, recalled)
-            except Exception:
-                log.exception("session %s: logging %d recall(s) after the turn failed", self.id, len(recalled))
-        if use is not None and self.services.memory is not None:
-            try:
-                await asyncio.to_thread(self.services.memory.feedback, use)
-            except Exception:
-                log.exception("session %s: feeding back %d recall(s) after the turn failed", self.id, len(use.shown))
-        if not items:
-            return
         memory = self.services.memory
         if memory is None:
-            log.warning("session %s: %d memory item(s) dropped: these services have no memory bridge", self.id, len(items))
+            if items:
+                log.warning("session %s: %d memory item(s) dropped: these services have no memory bridge", self.id, len(items))
             return
-        try:
-            await asyncio.to_thread(memory.remember, items, session=self.id)
-        except Exception:
-            log.exception("session %s: remembering %d item(s) after the turn failed", self.id, len(items))
+        if recalled or use is not None or items:  # one trip to a worker thread for all three
+            await asyncio.to_thread(self._remember_now, memory, items, recalled, use)
+
+    def _remember_now(self, memory: Any, items: list[dict[str, Any]], recalled: Sequence[str], use: RecallUse | None) -> None:
+        """`_remember`'s work, in a worker thread: each part's failure is logged, not raised."""
+        if recalled:
+            try:
+                memory.touch(recalled)
+            except Exception:
+                log.exception("session %s: logging %d recall(s) after the turn failed", self.id, len(recalled))
+        if use is not None:
+            try:
+                memory.feedback(use)
+            except Exception:
+                log.exception("session %s: feeding back %d recall(s) after the turn failed", self.id, len(use.shown))
+        if items:
+            try:
+                memory.remember(items, session=self.id)
+            except Exception:
+                log.exception("session %s: remembering %d item(s) after the turn failed", self.id, len(items))
 
     async def turn(self, text: str, *, on_event: Callable[[Any], None] | None = None,
                    persona: str | None = None) -> TurnResult:

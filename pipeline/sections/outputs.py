@@ -140,6 +140,9 @@ def _attribute(
         outputs[attribute.output] = value
 
 
+_names: dict[type[StepKind], tuple[str, ...]] = {}  # each kind's output names (read on every reply)
+
+
 def parse_step(kind: type[StepKind], params: Mapping[str, Any], result: ParseResult) -> StepParse:
     """The typed outputs of one step of `kind` (with its `with:` values) from a parsed reply.
 
@@ -147,23 +150,32 @@ def parse_step(kind: type[StepKind], params: Mapping[str, Any], result: ParseRes
     required section counts as present, except a boolean, which must read as true or false.
     A section written more than once keeps its first occurrence and is flagged.
     """
-    outputs: dict[str, Any] = dict.fromkeys(kind.output_names())
+    names = _names.get(kind)
+    if names is None:
+        names = _names[kind] = kind.output_names()
+    outputs: dict[str, Any] = dict.fromkeys(names)
     missing: list[str] = []
     flags: list[str] = []
+    found = result.sections
     for section in kind.sections:
-        parsed = _find(result, section.tag)
+        parsed = found.get(section.tag)
         if parsed is None:
-            if section.required:
-                missing.append(section.tag)
-            continue
+            parsed = _find(result, section.tag)  # another spelling of the tag
+            if parsed is None:
+                if section.required:
+                    missing.append(section.tag)
+                continue
         if result.duplicates and parsed.tag in result.duplicates:
             flags.append(f"<{section.tag}> written more than once: the first is kept, the rest dropped")
-        value = _value(section, parsed.text, params, flags)
-        if section.type == "bool" and value is None:
-            flags.append(f"<{section.tag}> is not true or false: {parsed.text[:80]!r}")
-            if section.required:
-                missing.append(section.tag)
+        if section.type == "bool":
+            value = parse_bool(parsed.text)
+            if value is None:
+                flags.append(f"<{section.tag}> is not true or false: {parsed.text[:80]!r}")
+                if section.required:
+                    missing.append(section.tag)
+        else:
+            value = _value(section, parsed.text, params, flags)
         outputs[section.output] = value
         for attribute in section.attributes:
             _attribute(section, attribute, parsed, outputs, flags)
-    return StepParse(outputs, tuple(missing), tuple(flags))
+    return StepParse(outputs, tuple(missing) if missing else (), tuple(flags) if flags else ())

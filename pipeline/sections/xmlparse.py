@@ -320,24 +320,37 @@ def _clean_reply(tags: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile(rf'<({alternatives})((?:\s+[A-Za-z_][\w.-]*="[^"<>&]*")*)\s*>([^<&]*)</\1>')
 
 
+@lru_cache(maxsize=512)
+def _clean_single(tag: str) -> re.Pattern[str]:
+    """The pattern of a whole clean reply of one section (a chained step's usual reply)."""
+    return re.compile(rf'\s*<({re.escape(tag)})((?:\s+[A-Za-z_][\w.-]*="[^"<>&]*")*)\s*>([^<&]*)</\1>\s*')
+
+
 def _fast(raw: str, tags: tuple[str, ...]) -> ParseResult | None:
     """The result for a clean reply without running the scanner; None when it is not clean.
 
     Exactly what the scanner gives for such a reply (a test checks both agree): no entities,
     no stray markup, each section closed, none repeated, tags written as requested.
     """
+    if len(tags) == 1:  # one section, whitespace around it: one match over the whole reply
+        whole = _clean_single(tags[0]).fullmatch(raw)
+        if whole is None:
+            return None
+        tag, attribute_text, text = whole.groups()
+        attributes = parse_attributes(attribute_text) if attribute_text else {}
+        return ParseResult({tag: ParsedSection(tag, text.strip(), attributes, True)}, "", ())
     section = _clean_reply(tags)
     sections: dict[str, ParsedSection] = {}
     end = 0
     for match in section.finditer(raw):
-        start = match.start()
+        start, stop = match.span()
         if start != end and not raw[end:start].isspace():
             return None  # text between sections: the scanner keeps it as `outside`
         tag, attribute_text, text = match.groups()
         if tag in sections:
             return None  # a duplicate: the scanner notes the repair
         sections[tag] = ParsedSection(tag, text.strip(), parse_attributes(attribute_text) if attribute_text else {}, True)
-        end = match.end()
+        end = stop
     if not sections or (end != len(raw) and not raw[end:].isspace()):
         return None
     return ParseResult(sections, "", ())
@@ -351,8 +364,15 @@ def extract_sections(raw: str, tags: Sequence[str]) -> ParseResult:
     (the first wins); `<tag/>` is an empty section; CDATA inside a section is kept as text.
     Each repair is noted in `repairs`.
     """
-    names = tuple(tags)
-    fast = _fast(raw, names) if names and all(names) else None  # an empty name: the scanner ignores it
+    names = tags if type(tags) is tuple else tuple(tags)
+    if len(names) == 1 and names[0]:  # one section (a chained step's call): `_fast`'s first case, here
+        whole = _clean_single(names[0]).fullmatch(raw)
+        if whole is not None:
+            tag, attribute_text, text = whole.groups()
+            attributes = parse_attributes(attribute_text) if attribute_text else {}
+            return ParseResult({tag: ParsedSection(tag, text.strip(), attributes, True)}, "", ())
+        return _scan_sections(raw, tags)
+    fast = _fast(raw, names) if names and "" not in names else None  # an empty name: the scanner ignores it
     return fast if fast is not None else _scan_sections(raw, tags)
 
 

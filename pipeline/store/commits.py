@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,16 +26,47 @@ from soul.store.connection import Connection
 from soul.store.database import Checkpointer
 from soul.store.dialect import dialect_of
 from soul.store.minds import write_cycle_rows
-from soul.store.redaction import redact_commit
+from soul.store.redaction import could_hold_secrets, redact_commit, secrets
 
 log = logging.getLogger(__name__)
 
 COMMIT_KINDS = ("message", "spontaneous", "subprocess", "cycle")
 
 
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # one encoder, not one per value
+
+
 def dumps(value: Any) -> str:
     """Compact JSON, as every column of the store keeps it."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _ENCODE(value)
+
+
+def _serialised(commit: Commit) -> tuple[str | None, str | None, str, list[str], list[str]]:
+    """The JSON the transaction writes: state, Chetana state, trace, each message's and each
+    memory entry's meta."""
+    return (
+        dumps(commit.state) if commit.state is not None else None,
+        dumps(commit.chetana) if commit.chetana is not None else None,
+        dumps(commit.trace),
+        [dumps(m.meta) if m.meta else "{}" for m in commit.messages],
+        [dumps(m.meta) if m.meta else "{}" for m in commit.memory],
+    )
+
+
+def _texts(commit: Commit) -> Iterator[str]:
+    """Every text field of a commit that is not JSON (see `redact_commit`)."""
+    for m in commit.messages:
+        yield m.content
+    for e in commit.memory:
+        yield e.content
+    if commit.user_model is not None:
+        yield commit.user_model.text
+        yield commit.user_model.note
+    if commit.mood is not None:
+        yield commit.mood.mood
+        yield commit.mood.criteria
+    for summary in commit.summaries:
+        yield summary.summary
 
 
 class Commits:
@@ -44,6 +76,8 @@ class Commits:
     _lock: Any
     _write: Callable[..., Any]
     _checkpointer: Checkpointer | None
+    _damage_reported: Callable[[], AbstractContextManager[None]]
+    _log_folders: dict[str, Path]
     home: Path
 
     def commit(self, commit: Commit, *, once: bool = False) -> int:
@@ -70,14 +104,16 @@ class Commits:
             )
         if commit.kind == "cycle":
             _check_cycle(commit)
-        commit = redact_commit(commit)
-        now = time.time()
         # Serialised before the transaction: a value that is not JSON fails without a lock held.
-        state = dumps(commit.state) if commit.state is not None else None
-        chetana = dumps(commit.chetana) if commit.chetana is not None else None
-        trace = dumps(commit.trace)
-        metas = [dumps(m.meta) for m in commit.messages]
-        memory = [dumps(m.meta) for m in commit.memory]
+        serialised = _serialised(commit)
+        known = secrets()
+        state, chetana, trace, metas, memory = serialised
+        json_texts = [t for t in (state, chetana, trace, *metas, *memory) if t is not None]
+        if could_hold_secrets(_texts(commit), known, json_texts=json_texts):
+            # a secret (or what may be one) somewhere: redacted field by field, then written
+            commit = redact_commit(commit, known)
+            state, chetana, trace, metas, memory = _serialised(commit)
+        now = time.time()
         dialect = dialect_of(self._conn)
 
         def body(conn: Connection) -> tuple[int, int, dict[str, Any], int] | int:
@@ -135,15 +171,17 @@ class Commits:
             ).fetchone()[0]
             sid = commit.session_id
             cycle = commit.cycle
-            conn.executemany(
-                "INSERT INTO messages (session_id, commit_id, turn, layer, tag, step, verb,"
-                " content, meta, time, cycle) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (sid, cid, turn, m.layer, m.tag, m.step, m.verb, m.content, meta, now, cycle)
-                    for m, meta in zip(commit.messages, metas, strict=True)
-                ],
-            )
-            write_cycle_rows(conn, commit, cid, turn, now)
+            if commit.messages:
+                conn.executemany(
+                    "INSERT INTO messages (session_id, commit_id, turn, layer, tag, step, verb,"
+                    " content, meta, time, cycle) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        (sid, cid, turn, m.layer, m.tag, m.step, m.verb, m.content, meta, now, cycle)
+                        for m, meta in zip(commit.messages, metas, strict=True)
+                    ],
+                )
+            if commit.mood is not None or commit.summaries:
+                write_cycle_rows(conn, commit, cid, turn, now)
             if state is not None:
                 conn.execute(
                     "INSERT INTO state (session_id, json) VALUES (?, ?)"
@@ -156,14 +194,15 @@ class Commits:
                     " created) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     (soul, user, version, model.text, model.note, sid, turn, now),
                 )
-            conn.executemany(
-                "INSERT INTO working_memory (session_id, commit_id, turn, region, entry_type,"
-                " content, verb, meta, time) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (sid, cid, turn, m.region, m.entry_type, m.content, m.verb, meta, now)
-                    for m, meta in zip(commit.memory, memory, strict=True)
-                ],
-            )
+            if commit.memory:
+                conn.executemany(
+                    "INSERT INTO working_memory (session_id, commit_id, turn, region, entry_type,"
+                    " content, verb, meta, time) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        (sid, cid, turn, m.region, m.entry_type, m.content, m.verb, meta, now)
+                        for m, meta in zip(commit.memory, memory, strict=True)
+                    ],
+                )
             if chetana is not None:
                 conn.execute(
                     "INSERT INTO chetana (session_id, json) VALUES (?, ?)"
@@ -223,7 +262,7 @@ class Commits:
 
     def _mirror(self, session_id: str, just: _Just | None = None) -> None:
         # Under the folder lock, so two processes never write the same commit twice.
-        folder = soul_home.session_logs_dir(session_id, self.home)
+        folder = self._log_folder(session_id)
         with logs.locked(folder) as writer, self._lock:
             row = self._conn.execute(
                 "SELECT logged_commit FROM sessions WHERE id = ?", (session_id,)
@@ -241,13 +280,23 @@ class Commits:
             if upto > cursor:
                 writer.mark_dirty()
                 writer.append(lines)
-                self._write(
-                    lambda conn: conn.execute(
+                # one statement, its own transaction (the connection is in autocommit mode)
+                with self._damage_reported():
+                    dialect_of(self._conn).retry(lambda: self._conn.execute(
                         "UPDATE sessions SET logged_commit = ? WHERE id = ? AND logged_commit < ?",
                         (upto, session_id, upto),
-                    )
-                )
+                    ))
             writer.mark_clean()
+
+    def _log_folder(self, session_id: str) -> Path:
+        """The session's log folder (its path worked out once per session; made when locked)."""
+        folders = self._log_folders
+        found = folders.get(session_id)
+        if found is None:
+            if len(folders) >= 4096:
+                folders.clear()
+            found = folders[session_id] = soul_home.session_logs_dir(session_id, self.home)
+        return found
 
 def _check_cycle(commit: Commit) -> None:
     # A cycle is not checked against the turn count, so a full replacement it carried (state,

@@ -99,9 +99,12 @@ def line(
     return data
 
 
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # one encoder for every line
+
+
 def encode(data: Mapping[str, Any]) -> str:
     """One JSONL line, newline included (UTF-8 text, not \\u escapes, so the logs read well)."""
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n"
+    return _ENCODE(data) + "\n"
 
 
 def commit_lines(
@@ -224,21 +227,21 @@ def pending_lines(
 class Writer:
     """The locked writer of one session's folder; use as a context manager (see `locked`)."""
 
-    def __init__(self, folder: Path, lock: Any) -> None:
+    def __init__(self, folder: Path, lock: int) -> None:
         self.folder = folder
-        self._lock = lock
+        self._lock = lock  # the lock file's descriptor
         # A non-empty lock file means a writer died between appending and advancing the cursor.
-        self.dirty = os.fstat(lock.fileno()).st_size > 0
+        self.dirty = os.fstat(lock).st_size > 0
 
     def mark_dirty(self) -> None:
         """Record that appends are under way (cleared by `mark_clean` once the cursor moved)."""
         if not self.dirty:
-            os.pwrite(self._lock.fileno(), b"1", 0)
+            os.pwrite(self._lock, b"1", 0)
             self.dirty = True
 
     def mark_clean(self) -> None:
         if self.dirty:
-            os.ftruncate(self._lock.fileno(), 0)
+            os.ftruncate(self._lock, 0)
             self.dirty = False
 
     def truncate_after(self, cursor: int) -> None:
@@ -247,27 +250,40 @@ class Writer:
             _truncate_after(self.folder / f"{name}.jsonl", cursor)
 
     def append(self, lines: Sequence[LogLine]) -> None:
-        """Append lines to their files, one write per file."""
+        """Append lines to their files, one write per file (`os.write` on an O_APPEND
+        descriptor: what a text file's close wrote, without building one)."""
         chunks: dict[str, list[str]] = {}
         for entry in lines:
             chunks.setdefault(entry.file, []).append(encode(entry.data))
         for name, parts in chunks.items():
-            with open(self.folder / f"{name}.jsonl", "a", encoding="utf-8") as f:
-                f.write("".join(parts))
+            data = "".join(parts).encode("utf-8")
+            fd = os.open(self.folder / f"{name}.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+            try:
+                while data:  # a regular file takes it all at once; a short write goes on
+                    data = data[os.write(fd, data):]
+            finally:
+                os.close(fd)
 
 
 @contextlib.contextmanager
 def locked(folder: Path) -> Iterator[Writer]:
     """Hold the session folder's lock (created with the folder on demand)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / LOCK_NAME, "a+b") as lock:
+    path = folder / LOCK_NAME
+    try:
+        lock = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except FileNotFoundError:  # the folder is made on the session's first commit
+        folder.mkdir(parents=True, exist_ok=True)
+        lock = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
         if fcntl is not None:
-            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield Writer(folder, lock)
         finally:
             if fcntl is not None:
-                fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+                fcntl.flock(lock, fcntl.LOCK_UN)
+    finally:
+        os.close(lock)
 
 
 def _truncate_after(path: Path, cursor: int) -> None:

@@ -22,12 +22,12 @@ import os
 import re
 import threading
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from soul.records import Commit
 from soul.store.conninfo import passwords
-from soul.store.key_shapes import REDACTED, ShapeStream, substitute
+from soul.store.key_shapes import REDACTED, ShapeStream, may_hold_key, substitute
 
 _SECRET_NAME = re.compile(r"(API_KEY|_KEY$|TOKEN|SECRET|PASSWORD)")
 _MIN_SECRET = 8  # shorter env values ("1", "true") are not secrets and would blank ordinary words
@@ -116,11 +116,35 @@ def redact_data(value: Any, known: list[str] | None = None) -> Any:
     return value
 
 
-def redact_commit(commit: Commit) -> Commit:
+def could_hold_secrets(texts: Iterable[str], known: Sequence[str], *, json_texts: Iterable[str] = ()) -> bool:
+    """Whether `redact` could change any of `texts` or of the data `json_texts` encode (JSON
+    from `json.dumps(..., ensure_ascii=False)`): a quick test, one substring search per secret
+    and key shape, that lets a writer skip redacting what holds nothing to redact. True for
+    JSON whenever a secret holds a character JSON escapes (`"`, `\\`, a control character):
+    such a secret need not appear in the JSON as it is, so only `redact_data` can tell."""
+    for text in texts:
+        if text and _might_hold(text, known):
+            return True
+    json_texts = list(json_texts)
+    if json_texts and any(_JSON_ESCAPED.search(secret) for secret in known):
+        return True
+    return any(_might_hold(text, known) for text in json_texts)
+
+
+_JSON_ESCAPED = re.compile(r'["\\\x00-\x1f]')
+
+
+def _might_hold(text: str, known: Sequence[str]) -> bool:
+    if may_hold_key(text):  # every key shape holds one of its openers
+        return True
+    return any(secret and secret in text for secret in known)
+
+
+def redact_commit(commit: Commit, known: list[str] | None = None) -> Commit:
     """`commit` with every text and JSON field redacted: messages, state, user model, working
     memory, Chetana state, trace, mood and criteria, and summaries. Identifiers (session id,
-    kind, tags, process, a summary's layer) are kept."""
-    known = secrets()
+    kind, tags, process, a summary's layer) are kept. `known`: a list from `secrets()`."""
+    known = secrets() if known is None else known
 
     def text(value: str) -> str:
         return redact(value, known)

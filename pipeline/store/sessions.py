@@ -66,6 +66,7 @@ class SessionStore(Reading, Commits, UserModels, Export, Transfer, Minds, Notice
         self.home = home
         # One connection per store; the lock lets the runtime commit from a worker thread.
         self._lock = threading.RLock()
+        self._log_folders: dict[str, Path] = {}  # each session's JSONL folder, by id (store/commits.py)
         # WAL checkpoints are SQLite's; PostgreSQL runs its own.
         self._checkpointer = (
             Checkpointer(soul_home.db_path(home)) if isinstance(conn, sqlite3.Connection) else None

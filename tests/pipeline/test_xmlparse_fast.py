@@ -41,3 +41,32 @@ def test_a_clean_reply_takes_the_fast_path() -> None:
     raw = '<internal_monologue verb="mused">Hm.</internal_monologue>\n<external_dialogue verb="said">Hi.</external_dialogue>\n'
     assert _fast(raw, TAGS) is not None
     assert _fast(raw.replace("Hi.", "Hi &amp; bye"), TAGS) is None  # entities: the scanner decodes them
+
+
+ONE = ("mental_query",)
+one_section = st.tuples(st.sampled_from(("mental_query", "Mental_Query", "other")), st.lists(attribute, max_size=2), text, st.sampled_from(["", " ", "\n", "  \n "]))
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(one_section, max_size=3), st.sampled_from(["", " ", "\n", "x"]))
+def test_the_one_section_fast_path_agrees_with_the_scanner(parts: list[tuple[str, list[tuple[str, str]], str, str]], tail: str) -> None:
+    raw = render(parts) + tail
+    assert extract_sections(raw, ONE) == _scan_sections(raw, ONE)
+    fast = _fast(raw, ONE)
+    if fast is not None:
+        assert fast == _scan_sections(raw, ONE)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200))
+def test_the_one_section_fast_path_agrees_on_any_text(raw: str) -> None:
+    for candidate in (raw, f"<mental_query>{raw}</mental_query>", f" <mental_query verb=\"x\">{raw}</mental_query>\n"):
+        fast = _fast(candidate, ONE)
+        if fast is not None:
+            assert fast == _scan_sections(candidate, ONE)
+
+
+def test_a_clean_one_section_reply_takes_the_fast_path() -> None:
+    assert _fast("\n<mental_query>true</mental_query> ", ONE) is not None
+    assert _fast("<mental_query>true</mental_query><mental_query>no</mental_query>", ONE) is None  # a duplicate
+    assert _fast("x<mental_query>true</mental_query>", ONE) is None  # text outside

@@ -7,7 +7,7 @@ blueprint), else `$SOUL_HOME/fields/<soul>`.
 
 Engine errors stop here: a `ResonanceError`, or an `OSError` from the field's files, leaves
 the bridge as a `MemoryFieldError` that names the field, what failed and how to fix it, with
-the engine's exception as its `__cause__` (`field_errors`, also used by `soul memory`).
+the engine's exception as its `__cause__` (`memory_errors.py`, also used by `soul memory`).
 
 Memory recalls on tape: a replayed turn must see the prompt the recorded turn saw, and the
 prompt holds what memory recalled. Between the recording and the replay the field has changed
@@ -21,8 +21,8 @@ to the live field: the model replay then says what differs, with the prompt diff
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -30,6 +30,7 @@ from soul.errors import FileRefused, MemoryFieldError
 from soul.extras import require
 from soul.language import Blueprint, field_folder
 from soul.runtime.bridges.learning import RecallUse, judge, learn_config
+from soul.runtime.bridges.memory_errors import field_errors
 from soul.store import fields_dir, redact, secrets
 
 if TYPE_CHECKING:
@@ -85,6 +86,7 @@ class MemoryBridge:
         self.allow_field_paths = allow_field_paths  # None: SOUL_ALLOW_FIELD_PATHS decides
         self._tape = tape
         self._field: Any = None
+        self._naming: tuple[Path, str, str] | None = None  # the open field's path and how errors name it
         self._opening = threading.Lock()  # steps query from worker threads: open the field once
         self._reader = MemoryReader(self)
 
@@ -212,15 +214,21 @@ class MemoryBridge:
 
     def errors(self, doing: str) -> AbstractContextManager[None]:
         """Translate the engine's errors (and OSErrors) raised inside into MemoryFieldError."""
-        raw = (self.blueprint.memory or {}).get("field")
-        path = self.path()
-        home_field = f"$SOUL_HOME/fields/{self.blueprint.name}"
-        if raw:
-            named = f"soul '{self.blueprint.name}': memory.field {raw!r}" + (f" ({path})" if str(path) != raw else "")
-            elsewhere = f"point memory.field at a folder (it is created), or remove it to use {home_field}"
-        else:
-            named = f"soul '{self.blueprint.name}': the memory field {path}"
-            elsewhere = f"move {path} away (the field's folder is created there), or set memory.field to a folder"
+        naming = self._naming
+        if naming is None:  # worked out once: every recall and every write passes here
+            raw = (self.blueprint.memory or {}).get("field")
+            path = self.path()
+            home_field = f"$SOUL_HOME/fields/{self.blueprint.name}"
+            if raw:
+                named = f"soul '{self.blueprint.name}': memory.field {raw!r}" + (f" ({path})" if str(path) != raw else "")
+                elsewhere = f"point memory.field at a folder (it is created), or remove it to use {home_field}"
+            else:
+                named = f"soul '{self.blueprint.name}': the memory field {path}"
+                elsewhere = f"move {path} away (the field's folder is created there), or set memory.field to a folder"
+            naming = (path, named, elsewhere)
+            if self._field is not None:  # the field's folder is settled once it is open
+                self._naming = naming
+        path, named, elsewhere = naming
         return field_errors(path, doing, named=named, elsewhere=elsewhere)
 
     def close(self) -> None:
@@ -275,68 +283,6 @@ def _engine_affect(affect: Mapping[str, float] | None) -> Any:
     from soul.engines.resonance import Affect
 
     return Affect(**affect)
-
-
-@contextmanager
-def field_errors(path: Path, doing: str, *, named: str, elsewhere: str) -> Iterator[None]:
-    """Raise a MemoryFieldError (from the original) for a `ResonanceError` or `OSError`
-    raised inside: `named` is how the user named the field (`memory.field './m'`, `--field
-    m`), `doing` what failed ("open", "recall from"), `elsewhere` the fix when the path
-    cannot hold a field (e.g. it is a file)."""
-    try:
-        yield
-    except OSError as exc:
-        raise MemoryFieldError(_os_message(exc, path, doing, named, elsewhere)) from exc
-    except Exception as exc:
-        from soul.engines.resonance import ResonanceError
-
-        if not isinstance(exc, ResonanceError):
-            raise
-        raise MemoryFieldError(_engine_message(exc, path, doing, named)) from exc
-
-
-def _os_message(exc: OSError, path: Path, doing: str, named: str, elsewhere: str) -> str:
-    blocker = _file_in_the_way(path)
-    if blocker == path:
-        return f"{named} is a file, not a folder: {elsewhere}"
-    if blocker is not None:
-        return f"{named}: {blocker} is a file, not a folder: {elsewhere}"
-    where = exc.filename or path
-    reason = exc.strerror or str(exc)
-    if isinstance(exc, PermissionError):
-        return f"{named}: cannot {doing} the field: permission denied on {where}: make it writable by this user, or {elsewhere}"
-    if isinstance(exc, FileExistsError | NotADirectoryError | IsADirectoryError):
-        return (f"{named}: cannot {doing} the field: {where}: {reason}: the field's files are damaged; "
-                f"{_check_hint(path)}, or move the folder away to start a new field")
-    return f"{named}: cannot {doing} the field: {where}: {reason}: check the disk (space, permissions), then try again"
-
-
-def _engine_message(exc: Exception, path: Path, doing: str, named: str) -> str:
-    from soul.engines.resonance import ConfigError, EmbedderError, StoreClosed, StoreError
-
-    if isinstance(exc, StoreClosed):  # used after close(): a bug of the caller, not damage
-        return f"{named}: cannot {doing} the field: {exc}"
-    if isinstance(exc, ConfigError):
-        return f"{named}: the memory engine refused its options: {exc}: fix the blueprint's `memory:` block"
-    if isinstance(exc, EmbedderError):
-        return (f"{named}: cannot {doing} the field: the embedding model failed: {exc}: check the model named by "
-                "memory.embedder / --embedder, or reinstall the memory extra (pip install 'soulgraph[memory]'), "
-                "or recall with mode: keyword, which needs no model")
-    if isinstance(exc, StoreError):
-        return f"{named}: cannot {doing} the field, it is damaged: {exc}: {_check_hint(path)}, restore the folder from a backup, or move it away to start a new field"
-    return f"{named}: cannot {doing} the field: {exc}"
-
-
-def _check_hint(path: Path) -> str:
-    return f"`soul memory check --field {path}` lists what is wrong"
-
-
-def _file_in_the_way(path: Path) -> Path | None:
-    """The path itself or the nearest existing ancestor, if it is not a folder."""
-    for candidate in (path, *path.parents):
-        if candidate.exists():
-            return None if candidate.is_dir() else candidate
-    return None
 
 
 def _key(mode: str, k: int, query: str) -> tuple[str, int, str]:

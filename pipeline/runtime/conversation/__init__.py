@@ -1,7 +1,8 @@
 """The conversation's length: how a long conversation stays within each model's window.
 
 `history` reads the stored turns back as speaker-labelled messages; `budget` counts tokens
-and holds a call's `Budget` (its window, reply reserve and share of history); `folding`
+and holds a call's `Budget` (its window, reply reserve and share of history); `view` is what
+a turn's calls share of it (the history's messages and their costs, worked out once); `folding`
 gives each call its budget and folds the turns no call shows any more into the running
 summary, which `summaries` writes (a model call, or a truncation digest).
 """
@@ -12,6 +13,7 @@ from soul.runtime.conversation.budget import (
     TOKENIZER,
     Budget,
     BudgetReport,
+    Counter,
     count_tokens,
     over_budget,
 )
@@ -36,6 +38,7 @@ from soul.runtime.conversation.summaries import (
     system_prompt,
     truncation_digest,
 )
+from soul.runtime.conversation.view import ConversationView, TurnMessages
 from soul.runtime.conversation.window import call_window, share_out, turn_window
 
 __all__ = [
@@ -49,8 +52,11 @@ __all__ = [
     "Budget",
     "BudgetReport",
     "ConversationSummary",
+    "ConversationView",
+    "Counter",
     "HistoryTurn",
     "SummaryCall",
+    "TurnMessages",
     "budget_for",
     "call_window",
     "count_tokens",

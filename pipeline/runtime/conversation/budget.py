@@ -113,7 +113,7 @@ class Budget:
         return self.counter.messages([m.content for m in messages]) <= self.prompt
 
 
-@dataclass
+@dataclass(slots=True)
 class BudgetReport:
     """What a call's budget held: per part, its tokens; `cut`, what did not fit or was over
     a limit (oldest first), each `{"part", "what", "tokens", "why"}`."""
@@ -128,8 +128,9 @@ class BudgetReport:
     layout: dict[str, Any] | None = None  # where each part of the prompt lies (layout.py)
 
     def to_dict(self) -> dict[str, Any]:
+        """As a trace keeps it (the report is done with once fitted: `parts` is shared, not copied)."""
         return {"window": self.window, "reserve": self.reserve, "counter": self.counter,
-                "fixed": self.fixed, "used": self.used, "parts": dict(self.parts)}
+                "fixed": self.fixed, "used": self.used, "parts": self.parts}
 
 
 def over_budget(budget: Budget, fixed: dict[str, int], where: str) -> BudgetExceeded:

@@ -111,9 +111,14 @@ def history_of(entries: Sequence[MemoryEntry], user: str) -> tuple[tuple[History
 
 def messages_of(turns: Sequence[HistoryTurn]) -> list[Message]:
     """The turns as chat messages, consecutive messages of one role merged."""
+    return merged([turn.messages() for turn in turns])
+
+
+def merged(turns: Sequence[Sequence[Message]]) -> list[Message]:
+    """Each turn's messages in one list, consecutive messages of one role merged."""
     out: list[Message] = []
-    for turn in turns:
-        for message in turn.messages():
+    for messages in turns:
+        for message in messages:
             if out and out[-1].role == message.role:
                 out[-1] = Message(message.role, f"{out[-1].content}\n\n{message.content}")
             else:
@@ -143,7 +148,10 @@ def labelled_messages(turns: Sequence[HistoryTurn]) -> tuple[list[Message], list
 
 def labelled(entry: MemoryEntry, step: str, kind: str, turn: int, extra: Mapping[str, Any] | None = None) -> MemoryEntry:
     """`entry` carrying the step and kind that wrote it and the turn it came from."""
-    meta = {"step": step, "kind": kind, "turn": turn, **(extra or {}), **entry.meta}
+    if extra:
+        meta = {"step": step, "kind": kind, "turn": turn, **extra, **entry.meta}
+    else:
+        meta = {"step": step, "kind": kind, "turn": turn, **entry.meta}
     return MemoryEntry(entry.region, entry.entry_type, entry.content, entry.verb, meta)
 
 

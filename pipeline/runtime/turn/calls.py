@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from soul.compiler import PlannedStep
+from soul.kinds import StepKind
 from soul.providers import Chunk, Message, Provider, Request, Usage
 from soul.runtime.events import CallTrace, Token
 from soul.runtime.surrogates import replace_lone_surrogates
@@ -165,7 +166,6 @@ async def run_call(
     options: dict[str, Any],
     steps: Sequence[PlannedStep],
     messages: tuple[Message, ...],
-    *,
     unit: int,
     stream_steps: Sequence[str] = (),
     emit: Callable[[Any], None] | None = None,
@@ -194,52 +194,82 @@ async def run_call(
     """
     if tags is None:
         tags = tuple(section.tag for step in steps for section in step.kind.sections)
-    tags = tuple(tags)
-    silence = {(step.kind.stream_tag or step.kind.sections[0].tag): step.kind.silence
-               for step in steps if step.name in stream_steps and step.kind.silence}
-    by_tag = {(step.kind.stream_tag or step.kind.sections[0].tag): step.name for step in steps if step.name in stream_steps} if stream_steps else {}
+    elif type(tags) is not tuple:
+        tags = tuple(tags)
+    shape = _shape(steps)
+    first = None  # the first reply, read by the usual path below when it needs more
+    if tools is None and not (stream_steps and emit is not None and provider.can_stream):
+        # the usual call: one completion, read at once; done here when nothing is missing
+        started = time.perf_counter()
+        completion = await provider.complete(Request(model, messages, options, tags, grammar))
+        raw = completion.text
+        if not raw.isascii():
+            raw = replace_lone_surrogates(raw)
+        result = extract_sections(raw, tags)
+        parses = {step.name: parse_step(step.kind, step.params, result) for step in steps}
+        # no step's reply can fall back or be refused, and nothing repeats the instructions
+        if not (shape.falling or shape.refusing) and not _echoes(steps, parses, instructions):
+            for parse in parses.values():
+                if parse.missing:
+                    break
+            else:
+                usage = completion.usage
+                trace = CallTrace(unit, model, shape.names, messages, raw, 1, usage.input_tokens, usage.output_tokens,
+                                  (time.perf_counter() - started) * 1000, result.repairs,
+                                  cache_read_tokens=usage.cache_read_tokens, cache_write_tokens=usage.cache_write_tokens)
+                return CallOutcome(parses, _NONE, trace, False)
+        first = (raw, completion.usage, result, parses)
+    silence: dict[str, str] = {}
+    by_tag: dict[str, str] = {}
+    if stream_steps:
+        silence = {(step.kind.stream_tag or step.kind.sections[0].tag): step.kind.silence
+                   for step in steps if step.name in stream_steps and step.kind.silence}
+        by_tag = {(step.kind.stream_tag or step.kind.sections[0].tag): step.name for step in steps if step.name in stream_steps}
     history = messages
     reasks: list[str] = []
     input_tokens = output_tokens = cache_read = cache_write = 0
     raw = ""
     streamed = False
-    parses: dict[str, StepParse] = {}
+    parses = {}
     repairs: tuple[str, ...] = ()
-    started = time.perf_counter()
+    if first is None:
+        started = time.perf_counter()
     runs: list[ToolRun] = []
     notes: list[str] = []
     seen = _Seen(known)
     read: dict[str, StepParse] = {}  # steps read whole by an earlier attempt: they stand
     refused: dict[str, dict[str, str]] = {}
     for attempt in range(1, max(1, attempts) + 1):
-        request = Request(model, history, options, tags, grammar)
-        if tools is not None:
-            turn = await converse(provider, request, tools, first=attempt == 1, fits=fits)
-            raw, usage, history = turn.raw, turn.usage, turn.messages
-            runs += turn.runs
-            notes += turn.flags
-        elif emit is not None and by_tag and provider.can_stream and not streamed:
-            raw, usage, emitted = await _stream(provider, request, tags, by_tag, emit, silence, instructions)
-            streamed = streamed or emitted
-        else:  # a re-ask after a streamed reply is not shown: what the user saw stands
-            completion = await provider.complete(request)
-            raw, usage = replace_lone_surrogates(completion.text), completion.usage
+        if first is not None:  # the usual path's reply
+            (raw, usage, result, parses), first = first, None
+        else:
+            request = Request(model, history, options, tags, grammar)
+            if tools is not None:
+                turn = await converse(provider, request, tools, first=attempt == 1, fits=fits)
+                raw, usage, history = turn.raw, turn.usage, turn.messages
+                runs += turn.runs
+                notes += turn.flags
+            elif emit is not None and by_tag and provider.can_stream and not streamed:
+                raw, usage, emitted = await _stream(provider, request, tags, by_tag, emit, silence, instructions)
+                streamed = streamed or emitted
+            else:  # a re-ask after a streamed reply is not shown: what the user saw stands
+                completion = await provider.complete(request)
+                raw, usage = replace_lone_surrogates(completion.text), completion.usage
+            result = extract_sections(raw, tags)
+            parses = {step.name: read.get(step.name) or parse_step(step.kind, step.params, result) for step in steps}
         input_tokens += usage.input_tokens
         output_tokens += usage.output_tokens
         cache_read += usage.cache_read_tokens
         cache_write += usage.cache_write_tokens
-        result = extract_sections(raw, tags)
         repairs = result.repairs
-        seen.sections = result.sections
-        parses = {step.name: read.get(step.name) or parse_step(step.kind, step.params, result) for step in steps}
-        refused = _refusals(steps, parses, seen, gated_off)
-        missing = [
-            tag
-            for name, p in parses.items()
-            if p.missing and not (gated_off and gated_off(name, parses))
-            for tag in p.missing
-        ]
-        empty = [step.kind.sections[0].tag for step in steps if _empty_reply(step, parses[step.name])]
+        if shape.refusing:
+            seen.sections = result.sections
+            refused = _refusals(shape.refusing, parses, seen, gated_off)
+        missing = []
+        for name, p in parses.items():
+            if p.missing and not (gated_off and gated_off(name, parses)):
+                missing += p.missing
+        empty = [step.kind.sections[0].tag for step in shape.replies if _empty_reply(step, parses[step.name])] if shape.replies else ()
         echoes = _echoes(steps, parses, instructions, gated_off)
         if not (missing or empty or refused or echoes) or attempt == attempts:
             break
@@ -269,7 +299,7 @@ async def run_call(
             parse = parses[step.name]
             extra = tool_outputs(runs) if step.kind.name == TOOL_STEP else {}
             parses[step.name] = replace(parse, outputs={**parse.outputs, **extra}, flags=(*parse.flags, *notes))
-    dropped = set()
+    dropped: set[str] = set()
     for echo in _echoes(steps, parses, instructions, gated_off):
         parse = parses[echo.step]
         if streamed and echo.tag in by_tag:  # the user saw it as it came: it stands
@@ -278,8 +308,8 @@ async def run_call(
         parses[echo.step] = replace(parse, outputs={**parse.outputs, echo.output: None},
                                     flags=(*parse.flags, f"echo: <{echo.tag}> repeated the instructions (\"{echo.what}\"); dropped"))
         dropped.add(echo.step)
-    fallbacks = set()
-    for step in steps:
+    fallbacks: set[str] = set()
+    for step in shape.falling:  # the steps a reply can fall back for, in order
         parse = parses[step.name]
         into = step.kind.unparsed
         if into and step.name not in dropped and all(v is None for v in parse.outputs.values()):
@@ -293,11 +323,48 @@ async def run_call(
             parses[step.name] = replace(parse, outputs={**parse.outputs, "text": text}, flags=(*parse.flags, "fallback: reply taken from the raw text"))
             fallbacks.add(step.name)
     trace = CallTrace(
-        unit, model, tuple(s.name for s in steps), history, raw, len(reasks) + 1,
-        input_tokens, output_tokens, (time.perf_counter() - started) * 1000, repairs, tuple(reasks),
-        tools=tuple(r.to_dict() for r in runs), cache_read_tokens=cache_read, cache_write_tokens=cache_write,
+        unit, model, shape.names, history, raw, len(reasks) + 1,
+        input_tokens, output_tokens, (time.perf_counter() - started) * 1000, repairs, tuple(reasks) if reasks else (),
+        tools=tuple(r.to_dict() for r in runs) if runs else (), cache_read_tokens=cache_read, cache_write_tokens=cache_write,
     )
-    return CallOutcome(parses, frozenset(fallbacks), trace, streamed, tuple(runs))
+    return CallOutcome(parses, frozenset(fallbacks) if fallbacks else _NONE, trace, streamed, tuple(runs) if runs else ())
+
+
+class _Shape:
+    """What a call derives from its tuple of steps, once: their names, the reply steps (an
+    empty reply is re-asked), and the steps a reply can fall back for (reply kinds, kinds
+    with an `unparsed` output)."""
+
+    __slots__ = ("falling", "names", "refusing", "replies", "steps")
+
+    def __init__(self, steps: Sequence[PlannedStep]) -> None:
+        self.steps = steps
+        self.names = tuple(s.name for s in steps)
+        self.replies = tuple(s for s in steps if s.kind.name in REPLY_KINDS)
+        self.falling = tuple(s for s in steps if s.kind.name in REPLY_KINDS or s.kind.unparsed)
+        # the steps whose kind may refuse a section (`StepKind.refusals` overridden)
+        self.refusing = tuple(s for s in steps if getattr(s.kind.refusals, "__func__", None) is not _NO_REFUSALS)
+
+
+_NO_REFUSALS = StepKind.refusals.__func__
+
+
+def refuses(steps: Sequence[PlannedStep]) -> bool:
+    """Whether the kind of one of a call's steps may refuse a section (`StepKind.refusals`):
+    only then does the call need what the turn said before it (`run_call`'s `known`)."""
+    return bool(_shape(steps).refusing)
+_shapes: dict[int, _Shape] = {}
+_NONE: frozenset[str] = frozenset()
+
+
+def _shape(steps: Sequence[PlannedStep]) -> _Shape:
+    """The shape of a call's steps (a call plan's tuple lives as long as its plan)."""
+    found = _shapes.get(id(steps))
+    if found is None or found.steps is not steps:
+        if len(_shapes) >= 1024:
+            _shapes.clear()
+        found = _shapes[id(steps)] = _Shape(steps)
+    return found
 
 
 async def _stream(

@@ -8,7 +8,7 @@ from typing import Any
 
 from soul.compiler import Plan
 from soul.records import Commit, MemoryEntry, MessageRecord, Snapshot, UserModelChange
-from soul.runtime.conversation import REPLY_TYPE, USER_TYPE
+from soul.runtime.conversation import REPLY_TYPE, USER_TYPE, labelled
 from soul.runtime.events import Trace
 from soul.runtime.turn.context import TurnState
 
@@ -33,7 +33,11 @@ def build_commit(snapshot: Snapshot, ts: TurnState, order: Sequence[str], kind: 
         if changes is None:
             continue
         messages.extend(changes.messages)
-        memory.extend(changes.memory)
+        if changes.memory:
+            label = ts.labels.get(name)
+            # each entry labelled with the step, kind and turn that wrote it (entries a step
+            # labelled itself keep their own labels: theirs come last in `labelled`)
+            memory.extend(changes.memory if label is None else (labelled(e, name, label, number) for e in changes.memory))
         state_changed = state_changed or bool(changes.state)
         user_model = changes.user_model or user_model
     reply = reply_of(ts, order)

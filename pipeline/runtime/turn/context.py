@@ -47,9 +47,13 @@ class TurnContext:
     history: tuple[HistoryTurn, ...] = ()  # the turns after the summary, oldest first
     summary: ConversationSummary | None = None
     revise: str | None = None  # the observer's rewrite request, when its gate asked for one
+    # What the turn's calls work out once and share (the prompt's views of the history and of
+    # working memory: `turn/fitting.py`). Made with the context, carried by `replace`, so it
+    # lives exactly as long as the turn; never compared, never shown.
+    shared: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
-@dataclass
+@dataclass(slots=True)
 class TurnState:
     """What accumulates while a turn runs (private to one turn)."""
 
@@ -66,6 +70,9 @@ class TurnState:
     shown: list[int] = field(default_factory=list)  # turns of history each call showed
     summaries: list[SummaryRecord] = field(default_factory=list)  # history folded this turn
     folded: list[MemoryEntry] = field(default_factory=list)  # the summary's working-memory entry
+    # the kind of each step whose changes hold working memory: its entries are labelled with
+    # the step, kind and turn as the commit gathers them (`turn/commit.py`)
+    labels: dict[str, str] = field(default_factory=dict)
 
 
 def _memory_regions(entries: tuple[MemoryEntry, ...]) -> dict[str, tuple[MemoryEntry, ...]]:

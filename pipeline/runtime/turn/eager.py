@@ -52,19 +52,18 @@ def _adopt(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any], yiel
 async def gather_eagerly(coros: Sequence[Coroutine[Any, Any, Any]]) -> list[Any]:
     """Run coroutines concurrently; results in order. The first error propagates after the
     others are cancelled, like `asyncio.gather` in a TaskGroup."""
-    loop = asyncio.get_running_loop()
     results: list[Any] = [None] * len(coros)
     waiting: list[tuple[int, asyncio.Future[Any]]] = []
     started = 0
     try:
-        for i, coro in enumerate(coros):
-            started = i + 1
+        for coro in coros:
+            started += 1
             try:
                 yielded = coro.send(None)
             except StopIteration as done:
-                results[i] = done.value
+                results[started - 1] = done.value
                 continue
-            waiting.append((i, _adopt(loop, coro, yielded)))
+            waiting.append((started - 1, _adopt(asyncio.get_running_loop(), coro, yielded)))
     except BaseException:
         for _, future in waiting:
             future.cancel()

@@ -12,8 +12,9 @@ system message's stable prefixes marked for prompt caching: `cache_points`).
 With a `Budget` (`runtime/conversation/budget.py`), `fit` keeps the prompt within the call's window: the
 fixed parts must fit; the summary, the recent turns and the working memory get what is left,
 in that order, and what is cut is reported. Regions are also held to their declared size
-(`working_memory.limits`), oldest entries dropped first. The report also keeps where each part
-of the prompt lies in the messages (`runtime/conversation/layout.py`): the call's context window.
+(`working_memory.limits`), oldest entries dropped first. The fitting itself, with the work a
+turn's calls share done once, is `runtime/turn/fitting.py`; the prompt also keeps where each
+part lies in the messages (`runtime/conversation/layout.py`): the call's context window.
 """
 
 from __future__ import annotations
@@ -29,22 +30,12 @@ from soul.errors import BlueprintError, StepError
 from soul.kinds import Section
 from soul.language import Blueprint, environment
 from soul.providers import Message
-from soul.records import MemoryEntry
-from soul.runtime.conversation import (
-    MESSAGE_OVERHEAD,
-    Budget,
-    BudgetReport,
-    label_of,
-    labelled_messages,
-    over_budget,
-    parts,
-)
-from soul.runtime.turn.blocks import cache_points, inert_mind, mind_blocks, turn_blocks
+from soul.runtime.conversation import Budget, BudgetReport, parts
+from soul.runtime.turn.blocks import inert_mind, mind_blocks, turn_blocks
 from soul.runtime.turn.context import TurnContext
+from soul.runtime.turn.fitting import Fitter, Prompt, TurnParts
+from soul.runtime.turn.not_run import NotRun
 from soul.runtime.untrusted import escape_untrusted, fence
-
-DEFAULT_REGION_LIMIT = 12  # entries a working-memory region shows unless the blueprint says
-COUNT_CACHE = 4096  # token counts remembered per builder (the same texts recur every turn)
 
 
 def section_format(section: Section, params: Mapping[str, Any]) -> str:
@@ -62,22 +53,14 @@ def section_format(section: Section, params: Mapping[str, Any]) -> str:
     return f"<{section.tag}{''.join(attrs)}>"
 
 
+THIS_TURN = "## This Turn So Far"
+LINE_CACHE = 64  # earlier steps' lines kept ("This Turn So Far": each built once a turn)
+
 _PLACEHOLDER_BODY = {
     "bool": "true or false",
     "list": "- first\n- second",
     "mapping": "key: value",
 }
-
-
-class Prompt(tuple[Message, ...]):
-    """A call's messages, and the report of the budget they were fitted to (None: none)."""
-
-    report: BudgetReport | None
-
-    def __new__(cls, messages: Sequence[Message], report: BudgetReport | None = None) -> Prompt:
-        prompt = super().__new__(cls, messages)
-        prompt.report = report
-        return prompt
 
 
 class PromptBuilder:
@@ -90,10 +73,12 @@ class PromptBuilder:
         self._static_templates: dict[str, bool] = {}
         self._formats: dict[int, tuple[Sequence[PlannedStep], str]] = {}
         self._user_message: tuple[tuple[str, str, str], str] = (("", "", ""), "")
+        self._turn: TurnParts | None = None  # what the calls of the last context's turn share
         self._head_cache: tuple[TurnContext | None, parts.Piece] = (None, parts.EMPTY)
         self._lines: dict[int, tuple[Mapping[str, Any], str]] = {}
         self.limits: Mapping[str, int] = getattr(blueprint, "region_limits", None) or {}
-        self._counts: dict[tuple[bool, str], int] = {}
+        self.chained = blueprint.mode == "chained"
+        self.fitter = Fitter(blueprint.regions, self.limits)  # the budget's cuts, shared work done once
 
     @cached_property
     def persona(self) -> str:
@@ -102,6 +87,10 @@ class PromptBuilder:
         if text is None:
             return f"You are {self.blueprint.name}." + (f" {self.blueprint.description}" if self.blueprint.description else "")
         return text.strip()
+
+    def persona_of(self, ctx: TurnContext) -> str:
+        """The persona a call of `ctx`'s turn opens with (a dialogue agent's own, or the file's)."""
+        return ctx.persona.strip() if ctx.persona else self.persona
 
     def variables(self, ctx: TurnContext, params: Mapping[str, Any] | None = None, earlier: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The names every template and gate sees (`soul.kinds.stepkind.CONTEXT_NAMES` + steps)."""
@@ -180,20 +169,27 @@ class PromptBuilder:
     def this_turn(self, ctx: TurnContext, earlier: Mapping[str, Any] | None = None) -> str:
         """Chained mode: what the earlier steps of this turn produced ("" when none did)."""
         done = ctx.steps if earlier is None else earlier
-        if not done or self.blueprint.mode != "chained":
+        if not self.chained or not done:
             return ""
-        lines = ["## This Turn So Far"]
         cache = self._lines
+        lines = None
         for name, out in done.items():
-            if not isinstance(out, Mapping):
-                continue
+            if out.__class__ is NotRun:
+                continue  # a step that has not run has nothing to list
             hit = cache.get(id(out))
             if hit is None or hit[0] is not out:  # each step's line is built once a turn
-                shown = "; ".join(f"{k}: {v}" for k, v in out.items() if v is not None and v != "")
+                if type(out) is not dict and not isinstance(out, Mapping):
+                    continue
+                if len(cache) >= LINE_CACHE:
+                    cache.clear()
+                shown = "; ".join([f"{k}: {v}" for k, v in out.items() if v is not None and v != ""])
                 hit = cache[id(out)] = (out, f"- {name}: {shown}")
-            lines.append(hit[1])
+            if lines is None:
+                lines = [THIS_TURN, hit[1]]
+            else:
+                lines.append(hit[1])
         # a heading over nothing would tell the model of steps that never ran
-        return "\n".join(lines) if len(lines) > 1 else ""
+        return "\n".join(lines) if lines else ""
 
     def system(self, steps: Sequence[PlannedStep], ctx: TurnContext, earlier: Mapping[str, Any] | None = None) -> str:
         """The system message with everything in it (no budget; regions at their limits)."""
@@ -205,7 +201,7 @@ class PromptBuilder:
         if self._head_cache[0] is ctx:
             return self._head_cache[1]
         bp = self.blueprint
-        pieces = [parts.piece(parts.PERSONA, ctx.persona.strip() if ctx.persona else self.persona)]
+        pieces = [parts.piece(parts.PERSONA, self.persona_of(ctx))]
         mind = ctx.mind
         if mind and ctx.kind != "cycle" and (mind.get("mood") or mind.get("criteria")):
             # AgentCSD: the conscious layer's system prompt carries the current mood & criteria
@@ -223,91 +219,22 @@ class PromptBuilder:
         self._lines.clear()  # a new context: last turn's step lines are not needed again
         return head
 
-    def _count(self, budget: Budget | None, text: str) -> int:
-        if budget is None or not text:
-            return 0
-        key = (budget.counter.exact, text)
-        hit = self._counts.get(key)
-        if hit is None:
-            if len(self._counts) >= COUNT_CACHE:
-                self._counts.clear()
-            hit = self._counts[key] = budget.counter.count(text)
-        return hit
-
-    def _regions_view(self, ctx: TurnContext) -> list[tuple[str, tuple[MemoryEntry, ...]]]:
-        return [(r, ctx.entries.get(r, ())) for r in self._regions(ctx) if ctx.entries.get(r)]
-
     def fit(self, steps: Sequence[PlannedStep], ctx: TurnContext, earlier: Mapping[str, Any] | None = None,
             budget: Budget | None = None, where: str = "a model call") -> tuple[tuple[Message, ...], BudgetReport | None]:
         """The messages of one call over `steps`, fitted to `budget` (None: nothing is cut but
         what is over a region's limit), and the report of what the budget held and cut.
         Raises `BudgetExceeded` when the parts that cannot be cut do not fit."""
-        head = self._head(ctx)
+        prompt = self.build(steps, ctx, earlier, budget, where)
+        return prompt.messages, prompt.report
+
+    def _steering(self, ctx: TurnContext) -> str:
+        """Chetana's steering and the observer's rewrite request (cannot be cut: it is why the call is made)."""
         steering = ""
         if ctx.chetana and ctx.chetana.get("steering"):
             steering = "## Steering\n" + "\n".join(f"- {s}" for s in ctx.chetana["steering"])
-        if ctx.revise:  # cannot be cut: it is why this call is made
+        if ctx.revise:
             steering = "\n\n".join(p for p in (steering, "## Rewrite\n" + ctx.revise) if p)
-        this_turn = self.this_turn(ctx, earlier)
-        form = self.response_format(steps, ctx, earlier)
-        user = self.user(ctx)
-        count = self._count
-        report = None
-        available = 0
-        if budget is not None:
-            fixed = {"persona, state and user model": count(budget, head.text), "steering": count(budget, steering),
-                     "this turn so far": count(budget, this_turn), "response format": count(budget, form),
-                     "the current message": count(budget, user), "message overhead": 2 * MESSAGE_OVERHEAD}
-            report = BudgetReport(budget.window, budget.reserve, budget.counter.name, sum(fixed.values()))
-            report.parts.update((k, v) for k, v in fixed.items() if v)
-            available = budget.prompt - report.fixed
-            if available < 0:
-                raise over_budget(budget, fixed, where)
-        # the conversation: its summary, then the newest turns within the history's share
-        summary = ctx.summary.section() if ctx.summary else ""
-        turns = list(ctx.history)
-        if budget is not None and report is not None:
-            allowance = int(available * budget.share)
-            used = count(budget, summary)
-            if summary and used > allowance:  # shortened from the end: its oldest facts come first
-                whole = used
-                while summary and used > allowance:
-                    summary = summary[: int(len(summary) * allowance / used * 0.9)]
-                    used = count(budget, summary)
-                report.cut.append({"part": "summary", "what": f"{whole - used} of its {whole} tokens",
-                                   "tokens": whole - used, "why": "over the history's share"})
-            kept = 0
-            for i in range(len(turns) - 1, -1, -1):
-                cost = sum(count(budget, m.content) + MESSAGE_OVERHEAD for m in turns[i].messages())
-                if kept >= budget.turns or used + cost > allowance:
-                    why = f"over the {budget.turns} turns its steps see" if kept >= budget.turns else "over the history's share"
-                    dropped = turns[: i + 1]
-                    report.cut.append({"part": "history", "what": f"turns {dropped[0].number}-{dropped[-1].number}",
-                                       "turns": len(dropped), "why": why})
-                    turns = turns[i + 1:]
-                    break
-                used, kept = used + cost, kept + 1
-            report.parts["history"] = used
-            available -= used
-        memory, left = self._fit_memory(ctx, budget, report, available)
-        system = parts.join((head, parts.piece(parts.SUMMARY, summary), memory, parts.piece(parts.STEERING, steering),
-                             parts.piece(parts.THIS_TURN, this_turn), parts.piece(parts.FORMAT, form)))
-        history, labels = labelled_messages(turns)
-        message = self._message_piece(ctx, user)
-        if history and history[-1].role == "user":  # a turn that got no reply: keep roles alternating
-            last = history.pop()
-            message = parts.join((parts.piece(parts.HISTORY, last.content, labels.pop()), message))
-            user = message.text
-        if report is not None:
-            report.used = budget.prompt - left if budget is not None else 0
-            layout = parts.Layout()  # where each part lies, for the context window of the trace
-            layout.add(system)
-            for m, label in zip(history, labels, strict=True):
-                layout.add(parts.piece(parts.HISTORY, m.content, label))
-            layout.add(message)
-            report.layout = layout.to_dict()
-        points = cache_points(ctx.persona.strip() if ctx.persona else self.persona, head.text, summary)
-        return (Message("system", system.text, cache_points=points), *history, Message("user", user)), report
+        return steering
 
     def _message_piece(self, ctx: TurnContext, user: str) -> parts.Piece:
         """The current message as a part, the impulses beside it (AgentCSD) as their own."""
@@ -317,40 +244,6 @@ class PromptBuilder:
             cut = len(user) - len(blocks)
             return parts.Piece(user, ((parts.MESSAGE, label, 0, cut), (parts.IMPULSES, "S_loud", cut, len(user))))
         return parts.piece(parts.MESSAGE, user, label)
-
-    def _fit_memory(self, ctx: TurnContext, budget: Budget | None, report: BudgetReport | None, available: int) -> tuple[parts.Piece, int]:
-        """The working-memory section: each region's newest entries within its limit and the
-        tokens left; what is dropped goes to the report."""
-        blocks = []
-        heading = "## Working Memory"
-        if budget is not None:
-            available -= self._count(budget, heading) + 1
-        for region, entries in self._regions_view(ctx):
-            limit = self.limits.get(region, DEFAULT_REGION_LIMIT)
-            if len(entries) > limit and report is not None:
-                report.cut.append({"part": f"working memory: {region}", "what": f"{len(entries) - limit} oldest entries",
-                                   "entries": len(entries) - limit, "why": f"over the region's limit of {limit}"})
-            shown = list(entries[-limit:]) if limit > 0 else []
-            lines = [f"- {label_of(e)}{escape_untrusted(e.content)}" for e in shown]
-            title = f"### {region}"
-            if budget is not None and report is not None:
-                available -= self._count(budget, title) + 1
-                keep = 0
-                for line in reversed(lines):
-                    cost = self._count(budget, line) + 1
-                    if cost > available:
-                        break
-                    available -= cost
-                    keep += 1
-                if keep < len(lines):
-                    report.cut.append({"part": f"working memory: {region}", "what": f"{len(lines) - keep} oldest entries",
-                                       "entries": len(lines) - keep, "why": "over the window"})
-                    lines = lines[len(lines) - keep:]
-                report.parts[f"working memory: {region}"] = sum(self._count(budget, x) + 1 for x in lines)
-            if lines:
-                recalled = all(e.entry_type == "recollection" for e in shown)
-                blocks.append(parts.piece(parts.RECALLED if recalled else parts.MEMORY, f"{title}\n" + "\n".join(lines), region))
-        return parts.headed(f"{heading}\n", parts.join(blocks)), available
 
     def user(self, ctx: TurnContext) -> str:
         if ctx.mind:  # built per turn or cycle: what the mind holds changes between them
@@ -382,6 +275,12 @@ class PromptBuilder:
     def build(self, steps: Sequence[PlannedStep], ctx: TurnContext, earlier: Mapping[str, Any] | None = None,
               budget: Budget | None = None, where: str = "a model call") -> Prompt:
         """The messages of one model call over `steps` (`earlier` overrides `ctx.steps`),
-        fitted to `budget` when given; the budget's report rides along as `.report`."""
-        messages, report = self.fit(steps, ctx, earlier, budget, where)
-        return Prompt(messages, report)
+        fitted to `budget` when given, with the record of what the budget held (`.budget`, `.cut`)."""
+        turn = self._turn
+        if turn is None or turn.ctx is not ctx:  # what every call of a turn shares: its head, steering and input
+            user = self.user(ctx)
+            persona = self.persona_of(ctx)
+            turn = self._turn = self.fitter.turn(ctx, self._head(ctx), self._steering(ctx), user,
+                                                 self._message_piece(ctx, user), persona)
+        return self.fitter.fit(turn, self.this_turn(ctx, earlier), self.response_format(steps, ctx, earlier), budget, where)
+

@@ -27,7 +27,7 @@ from jinja2 import TemplateError
 
 from soul.compiler import CallPlan, Plan, PlannedStep, ScopePlan, Unit
 from soul.errors import RunError, SoulError, StepError
-from soul.kinds import ChangeContext, Changes, StepEnv
+from soul.kinds import ChangeContext, StepEnv
 from soul.providers import Message, call_cost
 from soul.records import (
     MemoryEntry,
@@ -36,18 +36,16 @@ from soul.records import (
 from soul.runtime import tracing
 from soul.runtime.conversation import (
     Budget,
-    BudgetReport,
-    budget_for,
     fold_history,
     labelled,
 )
 from soul.runtime.events import CallTrace, StepFinished, StepStarted, StepTrace
 from soul.runtime.tools import ToolUse, tools_of
-from soul.runtime.turn.calls import CallOutcome, run_call
+from soul.runtime.turn.calls import CallOutcome, refuses, run_call
 from soul.runtime.turn.context import TurnState, context_for
 from soul.runtime.turn.eager import gather_eagerly
+from soul.runtime.turn.fitting import Prompt
 from soul.runtime.turn.gates import EXPRESSION_ERRORS, every_open
-from soul.runtime.turn.not_run import not_run_steps
 from soul.runtime.turn.services import Services
 from soul.sections import Instructions, instructions_of
 
@@ -79,14 +77,6 @@ def start_turn(plan: Plan, services: Services, snapshot: Snapshot, text: str, ki
         ts.cognition = services.chetana(snapshot.chetana, text)
         ts.ctx = replace(ts.ctx, chetana=ts.cognition.context)
     return ts
-
-
-def _labelled(changes: Changes, step: str, kind: str, turn: int) -> Changes:
-    """A step's changes with each working-memory entry labelled by the step, kind and turn."""
-    if not changes.memory:
-        return changes
-    changes.memory = tuple(labelled(e, step, kind, turn) for e in changes.memory)
-    return changes
 
 
 def _window(layout: dict[str, Any] | None, tools: ToolUse | None, provider: Any) -> dict[str, Any] | None:
@@ -124,7 +114,8 @@ class ScopeRunner:
         self.state_spec = plan.blueprint.state
         self.memory_config: Mapping[str, Any] = plan.blueprint.memory or {}
         # every step a template or gate may name, as it reads before (or without) running
-        self.not_run = not_run_steps(plan.turn.steps, scope.steps) if scope is not plan.turn else not_run_steps(scope.steps)
+        self.not_run = services.not_run(plan, scope)
+        self._change_ctx: ChangeContext | None = None
 
     def variables(self, ts: TurnState, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         return self.builder.variables(replace(ts.ctx, steps={**self.not_run, **ts.outputs}), params)
@@ -145,22 +136,41 @@ class ScopeRunner:
         return not gate.when or self.gates.when_open(name, gate.when, self.variables(ts))
 
     async def run(self, ts: TurnState) -> None:
-        scope = self.scope
-        for layer in scope.layers:
+        units, gated = self.scope.units, self.scope.gated  # units are numbered from 1
+        traced = self.applies_changes and tracing.on()  # every unit in its span: through run_unit
+        for layer in self.scope.layers:
             if len(layer) == 1:  # no task needed for a lone unit: a chain pays no scheduling
-                await self.run_unit(scope.unit(layer[0]), ts)
+                unit = units[layer[0] - 1]
+                if unit.model is not None and unit.index not in gated and not traced:  # a call asking for all its steps
+                    await self.run_llm_unit(unit, unit.steps, ts)
+                else:
+                    await self.run_unit(unit, ts)
             else:
-                await gather_eagerly([self.run_unit(scope.unit(i), ts) for i in layer])
-        if self.folds and ts.ctx.kind in ("message", "spontaneous"):
+                started = []
+                for i in layer:
+                    unit = units[i - 1]
+                    direct = unit.model is not None and unit.index not in gated and not traced
+                    started.append(self.run_llm_unit(unit, unit.steps, ts) if direct else self.run_unit(unit, ts))
+                await gather_eagerly(started)
+        # a turn folds only when one of its calls had to leave older turns out
+        if self.folds and ts.shown and max(ts.shown) < len(ts.ctx.history) and ts.ctx.kind in ("message", "spontaneous"):
             await fold_history(self.plan, self.services, ts)
 
-    def budget(self, call: CallPlan) -> Budget:
+    def budget(self, call: CallPlan) -> Budget | None:
         """The window, reply reserve, token counter and history declaration of a call."""
-        bound = self.services.bind(call)
-        return budget_for(self.plan.blueprint, call.steps, bound.model, bound.options, bound.provider)
+        return self.services.bind(call).budget
 
     async def run_unit(self, unit: Unit, ts: TurnState) -> None:
         planned = self.scope.steps
+        if unit.index not in self.scope.gated:  # no step of the unit has a gate: all of them run
+            if self.applies_changes and tracing.on():
+                await self._run_traced(unit, unit.steps, ts)
+            elif unit.model is not None:
+                await self.run_llm_unit(unit, unit.steps, ts)
+            else:
+                for name in unit.steps:
+                    await self.run_local_step(planned[name], ts)
+            return
         active = []
         for name in unit.steps:
             step = planned[name]
@@ -175,15 +185,20 @@ class ScopeRunner:
             active.append(name)
         if not active:
             return
-        if self.applies_changes and tracing.on():  # the unit's span (a dry run makes none)
+        await self._run_traced(unit, active, ts)
+
+    async def _run_traced(self, unit: Unit, active: Sequence[str], ts: TurnState) -> None:
+        """A unit's active steps, in the unit's span when spans are made (a dry run makes none)."""
+        if self.applies_changes and tracing.on():
+            planned = self.scope.steps
             steps = [(name, planned[name].kind.name) for name in active]
             await tracing.unit(self._run_active(unit, active, ts), steps, self.scope.scope, ts.steps)
             return
         await self._run_active(unit, active, ts)
 
-    async def _run_active(self, unit: Unit, active: list[str], ts: TurnState) -> None:
-        if unit.is_call:
-            await self.run_llm_unit(unit, active, ts)
+    async def _run_active(self, unit: Unit, active: Sequence[str], ts: TurnState) -> None:
+        if unit.model is not None:  # a model call
+            await self.run_llm_unit(unit, tuple(active), ts)
         else:
             planned = self.scope.steps
             for name in active:
@@ -219,11 +234,10 @@ class ScopeRunner:
         (the call's coroutine itself: no frame of its own on the hot path); a section repeating
         `instructions` is re-asked, then dropped (`calls.py`)."""
         bound = self.services.bind(call)
-        return run_call(
-            bound.provider, bound.model, bound.options, call.steps, messages,
-            unit=call.unit.index, stream_steps=call.stream_steps, emit=self.emit, attempts=call.attempts,
-            gated_off=gated_off, tags=call.tags, grammar=bound.grammar, fits=budget.fits if budget is not None else None,
-            tools=tools, known=known, instructions=instructions,
+        return run_call(  # positionally: a call's keywords cost as much as its prompt's report
+            bound.provider, bound.model, bound.options, call.steps, messages, call.unit.index, call.stream_steps,
+            self.emit, call.attempts, gated_off, call.tags, bound.grammar, budget.fits if budget is not None else None, tools,
+            known, instructions,
         )
 
     async def run_local_step(self, step: PlannedStep, ts: TurnState) -> None:
@@ -237,7 +251,9 @@ class ScopeRunner:
         ts.done[name] = outputs
         flags: tuple[str, ...] = ()
         if self.applies_changes:
-            changes = _labelled(kind.changes(name, outputs, ChangeContext(self.state_spec, ts.ctx.state)), name, kind.name, ts.ctx.number)
+            changes = kind.changes(name, outputs, ChangeContext(self.state_spec, ts.ctx.state))
+            if changes.memory:  # labelled with the step, kind and turn when the commit gathers them
+                ts.labels[name] = kind.name
             ts.changes[name] = changes
             flags = tuple(changes.flags)
             if changes.regions:  # working memory for the rest of this turn's prompts
@@ -250,8 +266,8 @@ class ScopeRunner:
         if self.emit is not None:
             self.emit(StepFinished(name, dict(outputs), True))
 
-    async def run_llm_unit(self, unit: Unit, active: list[str], ts: TurnState) -> None:
-        call = self.scope.call_plan(unit, tuple(active))
+    async def run_llm_unit(self, unit: Unit, active: tuple[str, ...], ts: TurnState) -> None:
+        call = self.scope.call_plan(unit, active)
         emit = self.emit
         if emit is not None:
             for step in call.steps:
@@ -259,8 +275,7 @@ class ScopeRunner:
         earlier = self.earlier(ts)
         budget = self.budget(call)
         try:
-            where = f"the call of step{'s' if len(call.steps) > 1 else ''} {', '.join(s.name for s in call.steps)} on {call.unit.model}"
-            messages = self.builder.build(call.steps, ts.ctx, earlier, budget, where)
+            prompt = self.builder.build(call.steps, ts.ctx, earlier, budget, call.where)
         except SoulError:
             raise
         except (TemplateError, *EXPRESSION_ERRORS) as exc:
@@ -278,69 +293,90 @@ class ScopeRunner:
                 return not gates.when_open(name, expression, variables, planned[name].kind.name)
 
         started = time.perf_counter()
-        tools = tools_of(self, call, ts) if self.applies_changes else None  # a dry run calls none
-        # what a section must not parrot: the persona and the response format (not what was said)
-        persona = ts.ctx.persona.strip() if ts.ctx.persona else self.builder.persona
-        parroted = instructions_of(persona, self.builder.response_format(call.steps, ts.ctx, earlier))
-        # what a kind's refusals tell a copy of (a dry run parses nothing)
-        asked = (self.ask(call, messages, gated_off, budget, tools, _said(ts), parroted) if self.applies_changes
-                 else self.ask(call, messages, gated_off, budget, instructions=parroted))
-        report = getattr(messages, "report", None)
-        if self.applies_changes and tracing.on():  # the call's span, its trace complete before it ends
-            bound = self.services.bind(call)
-            attributes = tracing.call_attributes(bound.provider.name, bound.model, bound.options, call.unit.index,
-                                                 [s.name for s in call.steps], ts.session)
-            outcome = await tracing.call(asked, attributes, partial(self._complete, call, report, tools))
-        else:
-            outcome = await asked
-            self._complete(call, report, tools, outcome.trace)
+        tools = tools_of(self, call, ts) if self.services.tools is not None and self.applies_changes else None  # a dry run calls none
+        messages = prompt.messages
+        traced = False
+        if not self.applies_changes:  # a dry run parses nothing
+            asked = self.ask(call, messages, gated_off, budget)
+        else:  # what a kind's refusals tell a copy of, when one of the call's kinds may refuse
+            # what a section must not parrot: the persona and the response format (not what was said)
+            parroted = instructions_of(self.builder.persona_of(ts.ctx), prompt.form)
+            asked = self.ask(call, messages, gated_off, budget, tools, _said(ts) if refuses(call.steps) else (), parroted)
+            if tracing.on():  # the call's span, its trace complete before it ends
+                traced = True
+                bound = self.services.bind(call)
+                attributes = tracing.call_attributes(bound.provider.name, bound.model, bound.options, call.unit.index,
+                                                     [s.name for s in call.steps], ts.session)
+                asked = tracing.call(asked, attributes, partial(self._complete, call, prompt, tools))
+        outcome = await asked
+        if not traced:
+            self._complete(call, prompt, tools, outcome.trace)
         ts.provider_spans.append((started, time.perf_counter()))
         if ts.cognition is not None:  # Chetana learns each tool's outcomes and latencies
             for run in outcome.tool_runs:
                 ts.cognition.tool(run.tool, run.ok, run.ms, run.result if run.ok else run.error)
-        if report is not None:
-            ts.shown.append(len(ts.ctx.history) - sum(c.get("turns", 0) for c in report.cut if c["part"] == "history"))
-        ts.calls.append(outcome.trace)
-        change_ctx = ChangeContext(self.state_spec, ts.ctx.state)
+        trace = outcome.trace
+        if prompt.budget is not None:  # how many of the history's turns the call showed
+            shown = len(ts.ctx.history)
+            cut = prompt.cut
+            if cut:
+                shown -= sum(c.get("turns", 0) for c in cut if c["part"] == "history")
+            ts.shown.append(shown)
+        ts.calls.append(trace)
+        self.apply(call, outcome, ts)
+
+    def apply(self, call: CallPlan, outcome: CallOutcome, ts: TurnState) -> None:
+        """Each step of a call as its reply left it: outputs, status (ran, fallback, failed, or
+        gated after the call), its changes (labelled, the state applied for later steps), trace."""
+        state = ts.ctx.state
+        change_ctx = self._change_ctx
+        if change_ctx is None or change_ctx.state is not state:  # one per state the turn goes through
+            change_ctx = self._change_ctx = ChangeContext(self.state_spec, state)
         per_step_ms = outcome.trace.latency_ms / len(call.steps)
+        emit, applies = self.emit, self.applies_changes
+        after_gates, fallbacks = call.after_gates, outcome.fallbacks
         for step in call.steps:
             name, kind = step.name, step.kind
             parse = outcome.parses[name]
-            ts.outputs[name] = parse.outputs
-            for value in parse.outputs.values():  # a plain loop: any() over a generator costs more
+            outputs = parse.outputs
+            ts.outputs[name] = outputs
+            for value in outputs.values():  # a plain loop: any() over a generator costs more
                 if value is not None:
-                    ts.done[name] = parse.outputs
+                    ts.done[name] = outputs
                     break
-            status = "fallback" if name in outcome.fallbacks else ("failed" if parse.missing else "ran")
-            expression = call.after_gates.get(name)
-            if expression and not self.gates.when_open(name, expression, self.variables(ts), kind.name):
-                status = "gated"
+            status = "fallback" if name in fallbacks else ("failed" if parse.missing else "ran")
+            if after_gates:
+                expression = after_gates.get(name)
+                if expression and not self.gates.when_open(name, expression, self.variables(ts), kind.name):
+                    status = "gated"
             flags = parse.flags + tuple(f"missing <{t}>" for t in parse.missing) if parse.missing else parse.flags
-            if status in ("ran", "fallback") and self.applies_changes:
-                changes = _labelled(kind.changes(name, parse.outputs, change_ctx), name, kind.name, ts.ctx.number)
+            if applies and (status == "ran" or status == "fallback"):
+                changes = kind.changes(name, outputs, change_ctx)
+                if changes.memory:  # labelled with the step, kind and turn when the commit gathers them
+                    ts.labels[name] = kind.name
                 ts.changes[name] = changes
-                flags += changes.flags
+                if changes.flags:
+                    flags += changes.flags
                 if changes.state:
                     ts.ctx = replace(ts.ctx, state={**ts.ctx.state, **changes.state})
-            ts.steps.append(StepTrace(name, kind.name, status, parse.outputs, flags, call.gates[name], per_step_ms))
+            ts.steps.append(StepTrace(name, kind.name, status, outputs, flags, call.gates[name], per_step_ms))
             if ts.cognition is not None and status != "gated":
-                ts.cognition.record(name, status == "ran", per_step_ms, parse.outputs)
+                ts.cognition.record(name, status == "ran", per_step_ms, outputs)
             if emit is not None:
-                emit(StepFinished(name, dict(parse.outputs), status in ("ran", "fallback")))
+                emit(StepFinished(name, dict(outputs), status in ("ran", "fallback")))
 
-
-    def _complete(self, call: CallPlan, report: BudgetReport | None, tools: ToolUse | None, trace: CallTrace) -> None:
+    def _complete(self, call: CallPlan, prompt: Prompt, tools: ToolUse | None, trace: CallTrace) -> None:
         """The call's trace completed: its budget, what was cut, where each part of the prompt
         lies, and (a real call) its cost from its usage and the price table (providers/prices.py)."""
-        if report is not None:
-            trace.budget = report.to_dict()
-            trace.cut = tuple(report.cut)
-            trace.window = _window(report.layout, tools, self.services.bind(call).provider if tools else None)
+        if prompt.budget is not None:  # the prompt's record of its budget
+            trace.budget = prompt.budget
+            if prompt.cut:
+                trace.cut = tuple(prompt.cut)
+            trace.window = _window(prompt.layout, tools, self.services.bind(call).provider if tools else None)
         if self.applies_changes:  # a dry run made no call: it cost nothing to price
             bound = self.services.bind(call)
             trace.cost = call_cost(bound.provider.name, bound.model, trace.input_tokens, trace.output_tokens,
-                                   getattr(trace, "cache_read_tokens", 0), getattr(trace, "cache_write_tokens", 0),
-                                   table=self.services.prices)
+                                   trace.cache_read_tokens, trace.cache_write_tokens, table=self.services.prices)
 
     def _render_error(self, call: CallPlan, ts: TurnState, earlier: Mapping[str, Any], exc: Exception) -> StepError:
         """The StepError for a prompt that failed to render, naming the step whose template

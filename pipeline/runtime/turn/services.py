@@ -14,11 +14,13 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
 
-from soul.compiler import CallPlan, Plan
+from soul.compiler import CallPlan, Plan, ScopePlan
 from soul.providers import PriceTable, Provider
 from soul.runtime.bridges import Cognition, MemoryBridge
+from soul.runtime.conversation import Budget, budget_for
 from soul.runtime.tools import ToolBox
 from soul.runtime.turn.gates import GateEvaluator
+from soul.runtime.turn.not_run import NotRun, not_run_steps
 from soul.runtime.turn.prompt import PromptBuilder
 
 # model slot name or provider spec -> (provider, provider spec, options)
@@ -29,13 +31,15 @@ ChetanaStart = Callable[[Mapping[str, Any] | None, str], Cognition]
 
 @dataclass(frozen=True)
 class BoundCall:
-    """A call plan bound to services: the provider, its spec and options, and the GBNF grammar
-    for providers that constrain decoding."""
+    """A call plan bound to services: the provider, its spec and options, the GBNF grammar
+    for providers that constrain decoding, and the call's token budget (its window, reply
+    reserve, counter and share of history: the same on every turn, so worked out once)."""
 
     provider: Provider
     model: str
     options: dict[str, Any]
     grammar: str | None = None
+    budget: Budget | None = None
 
 
 class Gates(Protocol):
@@ -58,6 +62,8 @@ class Services:
     prices: PriceTable | None = None  # what calls cost (providers/prices.py); None: the data home's table
     # each call plan bound once to its provider and grammar (see `bind`)
     _bound: dict[CallPlan, BoundCall] = field(default_factory=dict, init=False, repr=False, compare=False)
+    # each scope's steps as they read before they run (see `not_run`)
+    _not_run: dict[int, tuple[ScopePlan, dict[str, NotRun]]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def provider(self, model: str) -> tuple[Provider, str, dict[str, Any]]:
         """The provider, provider spec and options of a model slot name or spec."""
@@ -67,8 +73,18 @@ class Services:
             raise RunError(f"no model providers in this run: the call on '{model}' cannot be made")
         return self.providers(model)
 
+    def not_run(self, plan: Plan, scope: ScopePlan) -> dict[str, NotRun]:
+        """Every step a template or gate of `scope` may name, as it reads before (or without)
+        running: a NotRun (a subprocess also reads the turn's steps). Shared: never changed."""
+        found = self._not_run.get(id(scope))
+        if found is None or found[0] is not scope:
+            steps = not_run_steps(plan.turn.steps, scope.steps) if scope is not plan.turn else not_run_steps(scope.steps)
+            found = self._not_run[id(scope)] = (scope, steps)
+        return found[1]
+
     def bind(self, call: CallPlan) -> BoundCall:
-        """What a call plan needs from these services, worked out on its first call."""
+        """What a call plan needs from these services, worked out on its first call (a slot's
+        window and reserve are read then: a provider's `context_window` is fixed once made)."""
         bound = self._bound.get(call)
         if bound is None:
             provider, spec, options = self.provider(call.unit.model or "")
@@ -78,7 +94,8 @@ class Services:
 
                 # sections of steps whose gate is decided after the call may be left out
                 grammar = call_grammar([(s.kind, s.params) for s in call.steps], set(call.optional))
-            bound = self._bound[call] = BoundCall(provider, spec, options, grammar)
+            budget = budget_for(self.builder.blueprint, call.steps, spec, options, provider)
+            bound = self._bound[call] = BoundCall(provider, spec, options, grammar, budget)
         return bound
 
 

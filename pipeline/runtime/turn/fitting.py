@@ -1,0 +1,356 @@
+"""Fitting a call's prompt to its budget, with what a turn's calls share worked out once.
+
+The rules are `runtime/conversation/budget.py`'s: the fixed parts must fit; the summary, the
+recent turns and the working memory get what is left, in that order; what is cut is reported;
+regions are held to their declared size (`working_memory.limits`), oldest entries dropped.
+
+What makes it cheap: every text is counted once (`Fitter.count` remembers counts by text, and
+the same texts recur every call and every turn); what a turn's calls share — the prompt's
+head, steering and input, the history's messages (`ConversationView`), working memory's
+labelled lines (`MemoryView`) and what all of them cost (`Costs`) — is a `TurnParts`, built
+on the turn's first call; and when the shared parts plainly fit — their whole cost within
+what the call's own parts leave — a call counts its own two texts (this turn so far, its
+response format) and writes its record, without walking the history or the memory.
+
+A prompt fitted to a budget also keeps where each part lies in its messages (`layout`:
+`runtime/conversation/layout.py`), the turn's share of it worked out once; and its system
+message carries its cache points (`cache_points`), where it stops being the same from call
+to call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from soul.providers import Message
+from soul.records import MemoryEntry
+from soul.runtime.conversation import (
+    MESSAGE_OVERHEAD,
+    Budget,
+    BudgetReport,
+    ConversationView,
+    Counter,
+    TurnMessages,
+    label_of,
+    over_budget,
+    parts,
+)
+from soul.runtime.turn.blocks import cache_points
+from soul.runtime.turn.context import TurnContext
+from soul.runtime.untrusted import escape_untrusted
+
+DEFAULT_REGION_LIMIT = 12  # entries a working-memory region shows unless the blueprint says
+COUNT_CACHE = 1024  # token counts remembered per counter (the same texts recur every turn)
+HEADING = "## Working Memory"
+# the parts of a prompt that cannot be cut, as a report names them (then the message overhead)
+FIXED = ("persona, state and user model", "steering", "this turn so far", "response format", "the current message")
+OVERHEAD = "message overhead"
+
+Count = Callable[[Counter, str], int]
+
+
+class MemoryView:
+    """Working memory as a prompt shows it, for one context's entries: per region (in the
+    blueprint's order, then the others by name) its newest entries within its limit, as
+    labelled lines; the whole section's text; and, per counter, what each line costs."""
+
+    __slots__ = ("_costs", "kinds", "piece", "regions", "text")
+
+    def __init__(self, entries: Mapping[str, tuple[MemoryEntry, ...]], listed: Sequence[str], limits: Mapping[str, int]) -> None:
+        order = [r for r in listed if entries.get(r)] + sorted(r for r in entries if r not in listed and entries[r])
+        regions = []
+        kinds = []  # each region's part of the context window: recalled memories or working memory
+        blocks = []
+        for region in order:
+            found = entries[region]
+            limit = limits.get(region, DEFAULT_REGION_LIMIT)
+            over = len(found) - limit if len(found) > limit else 0
+            shown = found[-limit:] if limit > 0 else ()
+            lines = tuple(f"- {label_of(e)}{escape_untrusted(e.content)}" for e in shown)
+            title = f"### {region}"
+            regions.append((region, title, lines, over, limit))
+            kind = parts.RECALLED if shown and all(e.entry_type == "recollection" for e in shown) else parts.MEMORY
+            kinds.append(kind)
+            if lines:
+                blocks.append(parts.piece(kind, f"{title}\n" + "\n".join(lines), region))
+        self.regions: tuple[tuple[str, str, tuple[str, ...], int, int], ...] = tuple(regions)
+        self.kinds: tuple[str, ...] = tuple(kinds)
+        self.piece = parts.headed(f"{HEADING}\n", parts.join(blocks))
+        self.text = self.piece.text
+        self._costs: dict[bool, tuple[tuple[tuple[int, tuple[int, ...], int], ...], int]] = {}
+
+    def costs(self, counter: Counter, count: Count) -> tuple[tuple[tuple[int, tuple[int, ...], int], ...], int]:
+        """Per region (its title's cost, each line's, all its lines'), and the whole cost."""
+        found = self._costs.get(counter.exact)
+        if found is None:
+            each = []
+            for _, title, lines, _, _ in self.regions:
+                line_costs = tuple(count(counter, line) + 1 for line in lines)
+                each.append((count(counter, title) + 1, line_costs, sum(line_costs)))
+            found = self._costs[counter.exact] = (tuple(each), sum(t + s for t, _, s in each))
+        return found
+
+
+class Prompt:
+    """A call's messages, and what the budget they were fitted to held: `budget` as a trace
+    keeps it (window, reserve, counter, fixed, used, parts; None: no budget), `cut`, what
+    did not fit or was over a limit, `layout`, where each part lies in the messages, and `form`,
+    the call's response format (what, with the persona, a section must not parrot)."""
+
+    __slots__ = ("budget", "cut", "form", "layout", "messages")
+
+    def __init__(self, messages: tuple[Message, ...], budget: dict[str, Any] | None = None,
+                 cut: list[dict[str, Any]] | None = None, layout: dict[str, Any] | None = None, form: str = "") -> None:
+        self.messages, self.budget, self.cut, self.layout, self.form = messages, budget, cut, layout, form
+
+    @property
+    def report(self) -> BudgetReport | None:
+        """The budget's report (None: the prompt was fitted to no budget)."""
+        data = self.budget
+        if data is None:
+            return None
+        return BudgetReport(data["window"], data["reserve"], data["counter"], data["fixed"], data["used"],
+                            dict(data["parts"]), list(self.cut or ()), self.layout)
+
+
+class TurnParts:
+    """What the calls of one turn share: the prompt's head, steering and input, the views of
+    its conversation and working memory, the system message's text before a call's own
+    lines (with its parts and cache points), the history and the input as messages, and
+    (per counter) what they cost."""
+
+    __slots__ = ("_costs", "_rows", "before", "ctx", "head", "head_piece", "memory", "message", "persona",
+                 "piece", "points", "steering", "tail", "user", "view")
+
+    def __init__(self, ctx: TurnContext, head: parts.Piece, steering: str, user: str, message: parts.Piece,
+                 persona: str, view: ConversationView, memory: MemoryView) -> None:
+        self.ctx, self.head, self.steering, self.user, self.view, self.memory = ctx, head.text, steering, user, view, memory
+        self.head_piece, self.message, self.persona = head, message, persona
+        self.piece = parts.join((head, parts.piece(parts.SUMMARY, view.summary_text), memory.piece,
+                                 parts.piece(parts.STEERING, steering)))
+        self.before = self.piece.text
+        self.points = cache_points(persona, head.text, view.summary_text)
+        self.tail = view.tail(user)
+        self._costs: dict[bool, Costs] = {}
+        self._rows: list[list[Any]] | None = None
+
+    def layout(self, this_turn: str, form: str) -> dict[str, Any]:
+        """Where each part lies in a call's messages when the whole history is shown."""
+        rows = self._rows
+        if rows is None:  # the history's and the input's spans, the same for every call of the turn
+            history, labels = self.view.messages(), self.view.labels()
+            rows = self._rows = _layout(parts.EMPTY, history, labels, self.message)["spans"]
+        system = parts.join((self.piece, parts.piece(parts.THIS_TURN, this_turn), parts.piece(parts.FORMAT, form)))
+        spans = [[part, label, 0, start, end] for part, label, start, end in system.spans]
+        spans.extend(list(row) for row in rows)
+        return {"spans": spans, "messages": len(self.tail) + 1}
+
+    def costs(self, counter: Counter, count: Count) -> Costs:
+        found = self._costs.get(counter.exact)
+        if found is None:
+            found = self._costs[counter.exact] = Costs(self, counter, count)
+        return found
+
+
+class Costs:
+    """What a turn's shared parts cost under one counter — head, steering and input; the
+    summary, each turn of the history and all of it; working memory with its heading — and
+    what they add to a call's report when they fit whole (in the report's order, around the
+    call's own two parts), with the cuts of the regions' own limits."""
+
+    __slots__ = ("counts", "first", "fixed", "history", "limit_cuts", "memory", "rest", "summary", "turn_costs", "turns")
+
+    def __init__(self, parts: TurnParts, counter: Counter, count: Count) -> None:
+        h, s, u = self.counts = (count(counter, parts.head), count(counter, parts.steering), count(counter, parts.user))
+        self.fixed = h + s + u + 2 * MESSAGE_OVERHEAD
+        self.summary = count(counter, parts.view.summary_text)
+        self.turn_costs, turns = parts.view.costs(counter, count)
+        self.turns = len(self.turn_costs)
+        self.history = self.summary + turns
+        memory = parts.memory
+        regions, whole = memory.costs(counter, count)
+        self.memory = count(counter, HEADING) + 1 + whole
+        self.limit_cuts = tuple(_limit_cut(region, over, limit) for region, _, _, over, limit in memory.regions if over)
+        self.first = {name: n for name, n in ((FIXED[0], h), (FIXED[1], s)) if n}
+        self.rest = {FIXED[4]: u} if u else {}
+        self.rest[OVERHEAD] = 2 * MESSAGE_OVERHEAD
+        self.rest["history"] = self.history
+        self.rest.update((f"working memory: {r[0]}", kept) for r, (_, _, kept) in zip(memory.regions, regions, strict=True))
+
+
+def _limit_cut(region: str, over: int, limit: int) -> dict[str, Any]:
+    return {"part": f"working memory: {region}", "what": f"{over} oldest entries",
+            "entries": over, "why": f"over the region's limit of {limit}"}
+
+
+class Fitter:
+    """Fits the prompts of one blueprint's calls (see the module's docstring); its caches
+    are bounded and keyed by what they were computed from, so any context may come."""
+
+    def __init__(self, regions: Sequence[str], limits: Mapping[str, int]) -> None:
+        self.listed = tuple(regions)
+        self.limits = limits
+        self._counts: dict[bool, dict[str, int]] = {True: {}, False: {}}
+        self._turns = TurnMessages()
+
+    def count(self, counter: Counter, text: str) -> int:
+        """The tokens of `text` under `counter`, counted once per text."""
+        if not text:
+            return 0
+        known = self._counts[counter.exact]
+        found = known.get(text)
+        if found is None:
+            if len(known) >= COUNT_CACHE:
+                known.clear()
+            found = known[text] = counter.count(text)
+        return found
+
+    def conversation(self, ctx: TurnContext) -> ConversationView:
+        """The view of `ctx`'s history and summary, kept with the turn (`TurnContext.shared`:
+        a context replaced mid-turn keeps it)."""
+        history, summary = ctx.history, ctx.summary
+        hit = ctx.shared.get("conversation")
+        if hit is not None and hit[0] is history and hit[1] is summary:
+            return hit[2]  # type: ignore[no-any-return]
+        view = ConversationView(history, summary, self._turns)
+        ctx.shared["conversation"] = (history, summary, view)
+        return view
+
+    def memory(self, ctx: TurnContext) -> MemoryView:
+        """The view of `ctx`'s working memory, kept with the turn (rebuilt only when a step
+        fills a region)."""
+        entries = ctx.entries
+        hit = ctx.shared.get("memory")
+        if hit is not None and hit[0] is entries:
+            return hit[1]  # type: ignore[no-any-return]
+        view = MemoryView(entries, self.listed, self.limits)
+        ctx.shared["memory"] = (entries, view)
+        return view
+
+    def turn(self, ctx: TurnContext, head: parts.Piece, steering: str, user: str, message: parts.Piece, persona: str) -> TurnParts:
+        """What the calls of `ctx`'s turn share (built on its first call)."""
+        return TurnParts(ctx, head, steering, user, message, persona, self.conversation(ctx), self.memory(ctx))
+
+    def fit(self, turn: TurnParts, this_turn: str, form: str, budget: Budget | None, where: str) -> Prompt:
+        """The messages of one call of `turn` — its own parts are `this_turn` and `form` —
+        fitted to `budget` (None: nothing is cut but what is over a region's limit), with the
+        record of what the budget held and cut. Raises `BudgetExceeded` when the parts that
+        cannot be cut do not fit."""
+        if budget is None:
+            return Prompt((Message("system", "\n\n".join(filter(None, (turn.before, this_turn, form))), cache_points=turn.points), *turn.tail),
+                          form=form)
+        counter = budget.counter
+        costs = turn._costs.get(counter.exact) or turn.costs(counter, self.count)
+        known = self._counts[counter.exact]  # a text counted before is a look-up (0 only when empty)
+        t = known.get(this_turn) or self.count(counter, this_turn)
+        f = known.get(form) or self.count(counter, form)
+        total = costs.fixed + t + f
+        prompt = budget.window - budget.reserve
+        available = prompt - total
+        if available < 0:
+            h, s, u = costs.counts
+            raise over_budget(budget, {**dict(zip(FIXED, (h, s, t, f, u), strict=True)), OVERHEAD: 2 * MESSAGE_OVERHEAD}, where)
+        history = costs.history
+        # (`history <= available * share` is `history <= int(available * share)`: both sides are whole or not negative)
+        if costs.turns <= budget.turns and history <= available * budget.share and costs.memory <= available - history:
+            # it plainly fits: every turn is shown, working memory cut only to its regions' limits
+            # the parts in the report's order, this call's own two among the turn's (a zero left out)
+            if t and f:
+                shares = {**costs.first, FIXED[2]: t, FIXED[3]: f, **costs.rest}
+            elif t or f:
+                shares = {**costs.first, (FIXED[2] if t else FIXED[3]): t or f, **costs.rest}
+            else:
+                shares = {**costs.first, **costs.rest}
+            system = Message("system", "\n\n".join(filter(None, (turn.before, this_turn, form))), cache_points=turn.points)
+            return Prompt((system, *turn.tail),
+                          {"window": budget.window, "reserve": budget.reserve, "counter": counter.name, "fixed": total,
+                           "used": total + history + costs.memory, "parts": shares},
+                          [dict(c) for c in costs.limit_cuts] if costs.limit_cuts else None, turn.layout(this_turn, form), form)
+        h, s, u = costs.counts
+        report = BudgetReport(budget.window, budget.reserve, counter.name, total)
+        report.parts.update((name, n) for name, n in zip(FIXED, (h, s, t, f, u), strict=True) if n)
+        report.parts[OVERHEAD] = 2 * MESSAGE_OVERHEAD
+        summary, start, used = self.cut_history(turn.view, costs, budget, report, available)
+        memory, left = self.fit_memory(turn.memory, budget, report, available - used)
+        report.used = prompt - left
+        system = parts.join((turn.head_piece, parts.piece(parts.SUMMARY, summary), memory, parts.piece(parts.STEERING, turn.steering),
+                             parts.piece(parts.THIS_TURN, this_turn), parts.piece(parts.FORMAT, form)))
+        history_messages = turn.view.messages(start)
+        layout = _layout(system, history_messages, turn.view.labels(start), turn.message)
+        user = layout.pop("user")
+        points = cache_points(turn.persona, turn.head, summary)
+        return Prompt((Message("system", system.text, cache_points=points), *history_messages, Message("user", user)),
+                      report.to_dict(), report.cut, layout, form)
+
+    def cut_history(self, view: ConversationView, costs: Costs, budget: Budget, report: BudgetReport,
+                    available: int) -> tuple[str, int, int]:
+        """The summary (shortened if it alone is over the history's share), the first turn
+        shown (the newest within the call's `turns` and share) and the tokens they take."""
+        counter = budget.counter
+        allowance = int(available * budget.share)
+        summary = view.summary_text
+        used = costs.summary
+        if summary and used > allowance:  # shortened from the end: its oldest facts come first
+            whole = used
+            while summary and used > allowance:
+                summary = summary[: int(len(summary) * allowance / used * 0.9)]
+                used = self.count(counter, summary)
+            report.cut.append({"part": "summary", "what": f"{whole - used} of its {whole} tokens",
+                               "tokens": whole - used, "why": "over the history's share"})
+        turn_costs = costs.turn_costs
+        start = 0
+        kept = 0
+        for i in range(len(turn_costs) - 1, -1, -1):
+            cost = turn_costs[i]
+            if kept >= budget.turns or used + cost > allowance:
+                why = f"over the {budget.turns} turns its steps see" if kept >= budget.turns else "over the history's share"
+                history = view.history
+                report.cut.append({"part": "history", "what": f"turns {history[0].number}-{history[i].number}",
+                                   "turns": i + 1, "why": why})
+                start = i + 1
+                break
+            used, kept = used + cost, kept + 1
+        report.parts["history"] = used
+        return summary, start, used
+
+    def fit_memory(self, memory: MemoryView, budget: Budget, report: BudgetReport, available: int) -> tuple[parts.Piece, int]:
+        """The working-memory section: each region's newest entries within its limit and the
+        tokens left; what is dropped goes to the report."""
+        counter = budget.counter
+        available -= self.count(counter, HEADING) + 1
+        regions, _ = memory.costs(counter, self.count)
+        blocks = []
+        for (region, title, lines, over, limit), (title_cost, line_costs, _), kind in zip(memory.regions, regions, memory.kinds, strict=True):
+            if over:
+                report.cut.append(_limit_cut(region, over, limit))
+            available -= title_cost
+            keep = 0
+            for cost in reversed(line_costs):
+                if cost > available:
+                    break
+                available -= cost
+                keep += 1
+            if keep < len(lines):
+                report.cut.append({"part": f"working memory: {region}", "what": f"{len(lines) - keep} oldest entries",
+                                   "entries": len(lines) - keep, "why": "over the window"})
+            report.parts[f"working memory: {region}"] = sum(line_costs[len(lines) - keep:])
+            if keep:
+                blocks.append(parts.piece(kind, f"{title}\n" + "\n".join(lines[len(lines) - keep:]), region))
+        return parts.headed(f"{HEADING}\n", parts.join(blocks)), available
+
+
+def _layout(system: parts.Piece, history: list[Message], labels: list[str], message: parts.Piece) -> dict[str, Any]:
+    """Where each part lies in the messages `system`, `history` and the input `message` (a
+    last history message of the user's is merged into the input, as the messages are: it is
+    popped from `history`, and the input's text is returned as "user")."""
+    if history and history[-1].role == "user":  # a turn that got no reply: keep roles alternating
+        last = history.pop()
+        message = parts.join((parts.piece(parts.HISTORY, last.content, labels.pop()), message))
+    layout = parts.Layout()
+    layout.add(system)
+    for m, label in zip(history, labels, strict=True):
+        layout.add(parts.piece(parts.HISTORY, m.content, label))
+    layout.add(message)
+    return {**layout.to_dict(), "user": message.text}
+
