@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -51,11 +51,39 @@ class PriceTable:
     """Prices by `provider/model` prefix (None: known to be unknown)."""
 
     entries: Mapping[str, Price | None]
+    # what each key looked up found (a session asks for the same few models call after call)
+    _found: dict[str, Price | None] = field(default_factory=dict, compare=False, repr=False)
+    _priced: dict[tuple[str, str], tuple[Price | None, dict[str, Any]]] = field(default_factory=dict, compare=False, repr=False)
 
     def lookup(self, key: str) -> Price | None:
         """The price of the longest prefix of `key` in the table, or None."""
+        try:
+            return self._found[key]
+        except KeyError:
+            pass
         match = max((k for k in self.entries if key.startswith(k)), key=len, default=None)
-        return self.entries[match] if match is not None else None
+        price = self.entries[match] if match is not None else None
+        if len(self._found) < 4096:
+            self._found[key] = price
+        return price
+
+    def price_for(self, provider: str, spec: str) -> tuple[Price | None, dict[str, Any]]:
+        """The price of a call on `spec` made by `provider` (`priced_as`), and what a trace's
+        cost record says of it besides the sum (worked out once per provider and model)."""
+        memo = (provider, spec)
+        found = self._priced.get(memo)
+        if found is None:
+            keys = priced_as(provider, spec)
+            found = (None, {"usd": None, "model": keys[0], "date": None, "source": None, "per_million": None})
+            for key in keys:
+                price = self.lookup(key)
+                if price is not None:
+                    found = (price, {"model": price.model, "date": price.date, "source": price.source,
+                                     "per_million": {c: getattr(price, c) for c in COLUMNS}})
+                    break
+            if len(self._priced) < 4096:
+                self._priced[memo] = found
+        return found
 
 
 def _bundled() -> dict[str, Any]:
@@ -156,14 +184,10 @@ def call_cost(provider: str, spec: str, input_tokens: int, output_tokens: int, c
     """What a call cost, as the trace keeps it: `usd` (None: unknown), the table's key that
     priced it, its date and source, and the prices used."""
     table = table or price_table()
-    keys = priced_as(provider, spec)
-    for key in keys:
-        price = table.lookup(key)
-        if price is not None:
-            return {"usd": price.cost(input_tokens, output_tokens, cache_read, cache_write), "model": price.model,
-                    "date": price.date, "source": price.source,
-                    "per_million": {c: getattr(price, c) for c in COLUMNS}}
-    return {"usd": None, "model": keys[0], "date": None, "source": None, "per_million": None}
+    price, record = table.price_for(provider, spec)
+    if price is None:
+        return dict(record)
+    return {"usd": price.cost(input_tokens, output_tokens, cache_read, cache_write), **record}
 
 
 @dataclass(frozen=True)

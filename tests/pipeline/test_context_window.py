@@ -147,3 +147,30 @@ def test_soul_explain_turn_prints_a_stored_turns_window_and_its_json(tmp_path: P
     assert "has 1 turn: there is no turn 9" in capsys.readouterr().err
     assert main(["explain", "claudius"]) != 0
     assert "needs -m MESSAGE" in capsys.readouterr().err
+
+
+CHAINED = """\
+soul: chained
+version: 1
+mode: chained
+steps:
+  a: {uses: mental_query, with: {query: Is the sky blue?}}
+  b: {uses: mental_query, after: [a], with: {query: Is water wet?}}
+  c: {uses: mental_query, after: [b], with: {query: Is fire hot?}}
+"""
+
+
+def test_the_calls_of_a_chained_turn_each_record_spans_covering_their_own_prompt(tmp_path: Path) -> None:
+    # a chained turn's calls share the turn's rows; each adds "this turn so far" and its format
+    (tmp_path / "chained.yaml").write_text(CHAINED)
+    replies = ["<mental_query>true</mental_query>"] * 6
+    s = soul.load(tmp_path / "chained.yaml", provider=ScriptedProvider(replies), home=tmp_path / "home")
+    session = s.session(user="ada")
+    session.turn_sync("hello")
+    second = session.turn_sync("and again")
+    assert len(second.trace.calls) == 3
+    for call in second.trace.calls:
+        spans_cover(call)
+    parts = [[span[0] for span in call.window["spans"] if span[2] == 0] for call in second.trace.calls]
+    assert "this turn so far" not in parts[0] and parts[1][-2:] == ["this turn so far", "response format"]
+    s.close()

@@ -120,7 +120,7 @@ class TurnParts:
     lines (with its parts and cache points), the history and the input as messages, and
     (per counter) what they cost."""
 
-    __slots__ = ("_costs", "_rows", "before", "ctx", "head", "head_piece", "memory", "message", "persona",
+    __slots__ = ("_costs", "_head_rows", "_rows", "before", "ctx", "head", "head_piece", "memory", "message", "persona",
                  "piece", "points", "steering", "tail", "user", "view")
 
     def __init__(self, ctx: TurnContext, head: parts.Piece, steering: str, user: str, message: parts.Piece,
@@ -136,14 +136,31 @@ class TurnParts:
         self._rows: list[list[Any]] | None = None
 
     def layout(self, this_turn: str, form: str) -> dict[str, Any]:
-        """Where each part lies in a call's messages when the whole history is shown."""
+        """Where each part lies in a call's messages when the whole history is shown: the
+        system message is the turn's piece, then this call's two parts (laid out as
+        `parts.join` would: a separator belongs to the span before it). The rows of the turn's
+        piece, history and input are worked out once and shared by its calls (plain data,
+        never changed)."""
         rows = self._rows
         if rows is None:  # the history's and the input's spans, the same for every call of the turn
             history, labels = self.view.messages(), self.view.labels()
             rows = self._rows = _layout(parts.EMPTY, history, labels, self.message)["spans"]
-        system = parts.join((self.piece, parts.piece(parts.THIS_TURN, this_turn), parts.piece(parts.FORMAT, form)))
-        spans = [[part, label, 0, start, end] for part, label, start, end in system.spans]
-        spans.extend(list(row) for row in rows)
+            head = [[part, label, 0, start, end] for part, label, start, end in self.piece.spans]
+            if head:  # as followed by a call's own part, the separator its own
+                head[-1] = [*head[-1][:4], head[-1][4] + 2]
+            self._head_rows = head
+        at = len(self.before)
+        if at and (this_turn or form):
+            spans = [*self._head_rows]
+            at += 2
+        else:
+            spans = [[part, label, 0, start, end] for part, label, start, end in self.piece.spans]
+        if this_turn:
+            spans.append([parts.THIS_TURN, "", 0, at, at + len(this_turn) + (2 if form else 0)])
+            at += len(this_turn) + (2 if form else 0)
+        if form:
+            spans.append([parts.FORMAT, "", 0, at, at + len(form)])
+        spans += rows
         return {"spans": spans, "messages": len(self.tail) + 1}
 
     def costs(self, counter: Counter, count: Count) -> Costs:
