@@ -78,6 +78,15 @@ def terminal(tmp_path: Path) -> Callable[..., Terminal]:
         term.close()
 
 
+def in_flight(wire: WireServer, timeout: float = 60.0) -> None:
+    """Wait until the server holds the call (a fixed sleep raced a slow start under load)."""
+    deadline = time.monotonic() + timeout
+    while not wire.requests:
+        assert time.monotonic() < deadline, "the call never reached the server"
+        time.sleep(0.05)
+    time.sleep(0.2)  # the request is read: the client now waits on the reply
+
+
 def test_ctrl_c_at_the_prompt_leaves_at_once(terminal: Callable[..., Terminal], wire: WireServer, wired_soul: Callable[..., Path]) -> None:
     term = terminal("run", str(wired_soul("openai/gpt-test", wire.openai_url)))
     term.read_until("you> ")
@@ -94,7 +103,7 @@ def test_ctrl_c_mid_turn_abandons_it_and_stores_nothing(terminal: Callable[..., 
     term = terminal("run", str(wired_soul("openai/gpt-test", wire.openai_url)))
     term.read_until("you> ")
     term.type("Hello?")
-    time.sleep(1.5)  # the call is in flight
+    in_flight(wire)
     term.ctrl_c()
     term.read_until("turn abandoned; nothing was stored")
     term.read_until("you> ")
@@ -115,7 +124,7 @@ def test_ctrl_c_mid_turn_abandons_it_and_stores_nothing(terminal: Callable[..., 
 def test_ctrl_c_during_run_m_exits_130_without_a_traceback(terminal: Callable[..., Terminal], wire: WireServer, wired_soul: Callable[..., Path]) -> None:
     wire.faults = [Fault(delay=30.0)]
     term = terminal("run", str(wired_soul("openai/gpt-test", wire.openai_url)), "-m", "Hello?")
-    time.sleep(3.0)
+    in_flight(wire)
     term.ctrl_c()
     term.read_until("turn abandoned; nothing was stored")
     assert term.wait() == 130

@@ -43,10 +43,10 @@ def test_at_most_150_words() -> None:
 def test_cleaning_is_linear_in_the_text() -> None:
     hostile = ["Socrates said. Athena: x. " * 20000,  # about 500 KB of labels
                "." + " " * 100_000 + "x", "Athena replied" + " " * 100_000 + "x", "Athena (" + "x" * 39 + " " * 100_000]
-    for text in hostile:
-        start = time.perf_counter()
+    for text in hostile:  # CPU time of this process: other work on the machine does not count
+        start = time.process_time()
         clean_reply(text, "fixy", NAMES)
-        assert time.perf_counter() - start < 2.0, text[:20]
+        assert time.process_time() - start < 2.0, text[:20]
 
 
 def test_an_echo_changed_at_its_end_loses_the_sentences_it_repeats() -> None:
