@@ -219,12 +219,38 @@ class Engine:
         return found
 
     def recover(self, executors: list[str]) -> int:
-        """Re-enqueue the PENDING workflows of these (dead) executors so any live worker runs
-        them (DBOS's own recovery: idempotent, a workflow a live worker took is not touched);
-        how many were found."""
+        """Put the PENDING workflows of these (dead) executors back on their queues as
+        ENQUEUED, so one live worker's atomic dequeue runs each; how many were put back.
+
+        DBOS's public API, in two calls: `list_workflows(status="PENDING", executor_id=…)`
+        (of this application version, as DBOS's own recovery picks them) and
+        `resume_workflows(ids, queue_name=…)` per queue (without `queue_name` a workflow
+        would go to DBOS's internal queue, which has no partition limit). `resume_workflows`
+        sets ENQUEUED whatever executor holds a workflow, where DBOS's private recovery sets
+        it only while the dead executor still holds it: so the ids are listed once more right
+        before (still PENDING, still the dead executor's), which narrows the gap to one round
+        trip. A workflow dequeued in that gap (its dead worker restarted at that moment and
+        recovered it itself) would run twice at once; the store still applies it once (a
+        cycle commits with `once=True`, a turn checks its base turn)."""
         if not executors:
             return 0
-        return len(_dbos().DBOS._recover_pending_workflows(executors))
+        DBOS = _dbos().DBOS
+        version = DBOS.application_version
+
+        def pending(ids: list[str] | None = None) -> list[Any]:
+            return DBOS.list_workflows(workflow_ids=ids, status="PENDING", executor_id=list(executors),
+                                       app_version=version, load_input=False, load_output=False)
+
+        found = pending()
+        if not found:
+            return 0
+        still = pending([w.workflow_id for w in found])
+        by_queue: dict[str, list[str]] = {}
+        for status in still:
+            by_queue.setdefault(status.queue_name or QUEUE, []).append(status.workflow_id)
+        for queue, ids in sorted(by_queue.items()):
+            DBOS.resume_workflows(ids, queue_name=queue)
+        return len(still)
 
     def shutdown(self) -> None:
         _SOULS.pop(self.soul.name, None)

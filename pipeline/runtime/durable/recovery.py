@@ -3,9 +3,9 @@
 Each `soul worker` beats every `every` seconds: its row in the store's `soul_workers` table
 (`SessionStore.beat`). A worker whose last beat is older than `dead_after` seconds is dead:
 the first survivor to notice claims it (`SessionStore.take_over`, one claimant per death) and
-asks DBOS to recover its PENDING workflows (`Engine.recover`: DBOS's own
-`recover_pending_workflows`, which puts each back on its queue as ENQUEUED; the queue's
-atomic dequeue then gives it to exactly one live worker). A recovered cycle re-runs its step:
+asks DBOS to put its PENDING workflows back on their queues as ENQUEUED (`Engine.recover`:
+DBOS's public `list_workflows` and `resume_workflows`); the queue's atomic dequeue then gives
+each to exactly one live worker. A recovered cycle re-runs its step:
 a no-op if the dead worker had committed it (`once=True`), the cycle itself if not. A
 recovered spontaneous turn re-checks that it is still open. So every cycle is applied once.
 
