@@ -9,7 +9,9 @@
     ├── RegistryError             a step kind is unknown or declared twice
     ├── StoreError                the session store refused or failed an operation
     │   ├── SessionNotFound       no session has that id (or unique prefix)
-    │   └── StaleTurn             another writer committed the session's turn first
+    │   ├── StaleTurn             another writer committed the session's turn first
+    │   ├── LeaseHeld             another live process owns the memory partition
+    │   └── LeaseLost             a write under a memory partition's lease that has moved on
     ├── RunError                  a turn failed
     │   ├── StepError             a step failed; `.step` and `.kind` name it
     │   ├── MissingExtra          an optional part of soulgraph is not installed
@@ -93,6 +95,21 @@ class SessionNotFound(StoreError):
 
 class StaleTurn(StoreError):
     """The commit's base turn is not the session's turn count: another writer got there first."""
+
+
+class LeaseHeld(StoreError):
+    """A (soul, user) memory partition is owned by another live process: its turns and
+    cycles run there (docs/scale.md). `owner` and `expires` say who and until when."""
+
+    def __init__(self, message: str, *, owner: str = "", expires: float = 0.0) -> None:
+        super().__init__(message)
+        self.owner = owner
+        self.expires = expires
+
+
+class LeaseLost(StoreError):
+    """A commit or memory write carried a memory partition's lease (its fence epoch) that
+    has since passed to another owner: it is refused, nothing of it is written."""
 
 
 class RunError(SoulError):

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from soul.compiler import Plan
 from soul.errors import SoulError
-from soul.records import SessionInfo
+from soul.records import Fence, SessionInfo
 from soul.runtime.background import S_LOUD_REASONS, Background, Mind, observed_in
 from soul.runtime.bridges import RecallUse, recall_use
 from soul.runtime.events import (
@@ -197,6 +197,15 @@ class Session:
     async def _run_locked(self, text: str, kind: str, emit: Callable[[Any], None] | None,
                           impulses: tuple[str, ...], persona: str | None = None) -> TurnResult:
         await self._cancel_background()  # a new input cancels what still runs from the last turn
+        memory = self.services.memory
+        if memory is None or not memory.leased:
+            return await self._turn(text, kind, emit, impulses, persona, None)
+        with memory.using():  # a partitioned field: this user's partition, held for the turn
+            fence = await asyncio.to_thread(memory.hold)  # may rebuild the partition: not on the loop
+            return await self._turn(text, kind, emit, impulses, persona, fence)
+
+    async def _turn(self, text: str, kind: str, emit: Callable[[Any], None] | None, impulses: tuple[str, ...],
+                    persona: str | None, fence: Fence | None) -> TurnResult:
         if self.loops_in_workers:
             self.work.restore()  # SOUL_RUNNER=dbos: a worker ran the cycles; read what they left
         text = replace_lone_surrogates(text)  # before anything is shown, prompted or stored
@@ -228,13 +237,17 @@ class Session:
             commit = replace(commit, chetana=chetana_state, messages=commit.messages + ts.cognition.event_records())
         if mind is not None:
             commit = replace(commit, process=mind.process, cycle=mind.cycle)
-        turn = store.commit(commit)
+        items = memory_items(plan, ts, self._order, reply, kind)
+        # the items go with the commit (a partition is rebuilt from them), under the lease's fence
+        commit = replace(commit, remember=tuple(items) if items else None, fence=fence)
+        applied = store.apply(commit)
+        turn = applied.turn
         self.info = store.session(self.id)
         if mind is not None and self.work is not None:  # the next cycle sees what this turn said
             mind.observe_turn(observed_in(commit.messages, reply, kind))
             self.work.after_turn()
         use = recall_use(plan.blueprint.memory, plan.turn.steps, ts.outputs, [c.raw for c in ts.calls], reply, text)
-        await self._remember(memory_items(plan, ts, self._order, reply, kind), ts.recalled, use)
+        await self._remember(items, ts.recalled, use, applied.commit_id)
         spontaneous = kind == "spontaneous"
         if emit is not None:
             if reply or not spontaneous:  # a spontaneous turn that stays silent shows nothing
@@ -294,7 +307,8 @@ class Session:
             if emit is not None:
                 emit(SubprocessFinished(name, True))
 
-    async def _remember(self, items: list[dict[str, Any]], recalled: Sequence[str] = (), use: RecallUse | None = None) -> None:
+    async def _remember(self, items: list[dict[str, Any]], recalled: Sequence[str] = (), use: RecallUse | None = None,
+                        commit: int | None = None) -> None:
         """Write the turn's memories and log its recalls as accesses; the turn is already
         committed, so a failure here is logged, not raised (the turn stands; the memory is
         lost and the log says so). A turn that failed never gets here: its recalls log nothing.
@@ -319,7 +333,7 @@ class Session:
             log.warning("session %s: %d memory item(s) dropped: these services have no memory bridge", self.id, len(items))
             return
         try:
-            await asyncio.to_thread(memory.remember, items, session=self.id)
+            await asyncio.to_thread(memory.remember, items, session=self.id, commit=commit)
         except Exception:
             log.exception("session %s: remembering %d item(s) after the turn failed", self.id, len(items))
 

@@ -9,6 +9,7 @@ turns run from the plan and the services and commit through the store, all or no
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from soul.language import Blueprint
 from soul.providers import Provider
 from soul.runtime.bridges import MemoryBridge
 from soul.runtime.session import Session
-from soul.runtime.turn import services_for
+from soul.runtime.turn import Services, services_for
 from soul.store import SessionStore
 
 
@@ -59,8 +60,10 @@ class Soul:
         cassette = getattr(wrap, "cassette", None)
         replaying = getattr(provider, "cassette", None)
         tape: Any = (cassette, "record") if cassette is not None else (replaying, "replay") if replaying is not None else None
-        self.memory = MemoryBridge(self.blueprint, home, tape, allow_field_paths=allow_field_paths)
+        self.memory = MemoryBridge(self.blueprint, home, tape, allow_field_paths=allow_field_paths,
+                                   store=lambda: self.store)
         self.services = services_for(plan, providers=self.provider_for, memory=self.memory)
+        self._user_services: dict[str, Services] = {}
 
     @property
     def name(self) -> str:
@@ -73,20 +76,37 @@ class Soul:
             self._store = SessionStore.open(self.home)
         return self._store
 
-    def memory_field(self) -> Any:
-        """The soul's resonance memory field, opened on first use (see `soul.runtime.memory`)."""
-        return self.memory.field()
+    def services_for(self, user: str) -> Services:
+        """The services a session of `user` runs with: the soul's, with that user's memory
+        partition when the field is partitioned (a PostgreSQL store; docs/scale.md)."""
+        memory = self.memory.for_user(user)
+        if memory is self.memory:
+            return self.services
+        found = self._user_services.get(user)
+        if found is None:
+            found = self._user_services[user] = replace(self.services, memory=memory)
+        return found
 
-    def remember(self, items: list[dict[str, Any]], session: str | None = None) -> list[str | None]:
+    def memory_field(self, user: str | None = None) -> Any:
+        """The soul's resonance memory field, opened on first use (see `soul.runtime.memory`);
+        on a partitioned field, `user`'s partition (its lease taken)."""
+        return (self.memory.for_user(user) if user is not None else self.memory).field()
+
+    def remember(self, items: list[dict[str, Any]], session: str | None = None, user: str | None = None) -> list[str | None]:
         """Write items to the memory field (after a turn has committed); with `session`, they
-        prime that session's next resonance queries."""
-        return self.memory.remember(items, session)
+        prime that session's next resonance queries. On a partitioned field, into `user`'s
+        partition (its lease taken)."""
+        bridge = self.memory.for_user(user) if user is not None else self.memory
+        if bridge is not self.memory:
+            bridge.hold()
+        return bridge.remember(items, session)
 
     def close(self) -> None:
+        self.memory.close()  # first: a partitioned field gives its leases up through the store
+        self._user_services.clear()
         if self._store is not None:
             self._store.close()
             self._store = None
-        self.memory.close()
 
     def __enter__(self) -> Soul:
         return self
@@ -182,7 +202,7 @@ class Soul:
                 from soul.errors import RunError
 
                 raise RunError(f"session {info.id} belongs to soul '{info.soul}', not '{self.name}'")
-        return Session(self.plan, self.services, self.store, info, runner)
+        return Session(self.plan, self.services_for(info.user), self.store, info, runner)
 
 
 PERSONA_CORE_BYTES = 1 << 20

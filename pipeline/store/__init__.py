@@ -14,6 +14,7 @@ from soul.store.home import (
 )
 from soul.store.minds import MindHistory, MindMessage, MindMood, PersonaCore
 from soul.store.notify import ORIGIN, Listener, Notice, StoredCommit, channel
+from soul.store.partitions import Lease
 from soul.store.redaction import (
     REDACTED,
     StreamRedactor,
@@ -29,6 +30,7 @@ __all__ = [
     "ORIGIN",
     "REDACTED",
     "Impulse",
+    "Lease",
     "Listener",
     "MindHistory",
     "MindMessage",

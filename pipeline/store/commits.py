@@ -25,6 +25,7 @@ from soul.store.connection import Connection
 from soul.store.database import Checkpointer
 from soul.store.dialect import dialect_of
 from soul.store.minds import write_cycle_rows
+from soul.store.partitions import check_fence
 from soul.store.redaction import redact_commit
 
 log = logging.getLogger(__name__)
@@ -47,7 +48,12 @@ class Commits:
     home: Path
 
     def commit(self, commit: Commit, *, once: bool = False) -> int:
-        """Apply a turn's changes in one transaction; the session's new turn number.
+        """Apply a turn's changes in one transaction; the session's new turn number (see
+        `apply`, which also says the commit's id)."""
+        return self.apply(commit, once=once).turn
+
+    def apply(self, commit: Commit, *, once: bool = False) -> Applied:
+        """Apply a turn's changes in one transaction; its new turn number and commit id.
 
         Refused with StaleTurn unless the session's turn count equals `commit.base_turn`
         (subprocess commits keep the count but check it all the same). A cycle commit is not
@@ -60,6 +66,11 @@ class Commits:
         stamped with is returned. The check runs inside the commit's transaction, under its
         lock, so a cycle re-run after a crash (a durable runner's retry) is applied exactly
         once. Turns need no flag: their base-turn check already makes them once-only.
+
+        A commit with a `fence` (a partitioned memory field's lease) is refused with
+        `LeaseLost` unless that lease still has the fence's owner and epoch, checked in the
+        same transaction (`soul.store.partitions.check_fence`). `commit.remember` (what the
+        turn writes to the memory field) is kept with the commit, for rebuilding the field.
         """
         if commit.kind not in COMMIT_KINDS:
             raise StoreError(f"unknown commit kind {commit.kind!r}")
@@ -78,6 +89,7 @@ class Commits:
         trace = dumps(commit.trace)
         metas = [dumps(m.meta) for m in commit.messages]
         memory = [dumps(m.meta) for m in commit.memory]
+        remember = dumps(list(commit.remember)) if commit.remember is not None else None
         dialect = dialect_of(self._conn)
 
         def body(conn: Connection) -> tuple[int, int, dict[str, Any], int] | int:
@@ -88,6 +100,8 @@ class Commits:
             if row is None:
                 raise SessionNotFound(f"no session {commit.session_id!r}")
             turns, soul, user = row
+            if commit.fence is not None:
+                check_fence(conn, commit.fence)
             if once:
                 done = conn.execute(
                     "SELECT turn FROM commits WHERE session_id = ? AND process = ?"
@@ -128,10 +142,10 @@ class Commits:
             if commit.summaries:
                 event["summaries"] = len(commit.summaries)
             cid = conn.execute(
-                "INSERT INTO commits (session_id, turn, kind, time, meta, process, cycle)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                "INSERT INTO commits (session_id, turn, kind, time, meta, process, cycle, remember)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 (commit.session_id, turn, commit.kind, now, dumps(event), commit.process,
-                 commit.cycle),
+                 commit.cycle, remember),
             ).fetchone()[0]
             sid = commit.session_id
             cycle = commit.cycle
@@ -188,7 +202,7 @@ class Commits:
 
         applied = self._write(body)
         if isinstance(applied, int):  # once=True, and this cycle was already stored
-            return applied
+            return Applied(applied, 0)
         previous, cid, event, turn = applied
         if self._checkpointer is not None:
             self._checkpointer.poke()
@@ -202,7 +216,7 @@ class Commits:
         except OSError as error:
             # The turn is committed; the mirror catches up on the next commit or open.
             log.warning("session %s: logs not written yet (%s)", commit.session_id, error)
-        return turn
+        return Applied(turn, cid)
 
     # -- the JSONL mirror ------------------------------------------------------------------
 
@@ -263,6 +277,15 @@ def _check_cycle(commit: Commit) -> None:
             f" {'state' if commit.state is not None else 'Chetana state'}: a cycle runs beside"
             " the turns and would overwrite one committed meanwhile; let the next turn write it"
         )
+
+
+@dataclass(frozen=True)
+class Applied:
+    """A commit as the store applied it: the session's turn number after it, and its id (0
+    when `once=True` found the cycle stored already and wrote nothing)."""
+
+    turn: int
+    commit_id: int
 
 
 @dataclass(frozen=True)

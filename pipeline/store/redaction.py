@@ -120,7 +120,8 @@ def redact_data(value: Any, known: list[str] | None = None) -> Any:
 
 def redact_commit(commit: Commit) -> Commit:
     """`commit` with every text and JSON field redacted: messages, state, user model, working
-    memory, Chetana state, trace, mood and criteria, and summaries. Identifiers (session id,
+    memory, Chetana state, trace, mood and criteria, summaries, and the items for the memory
+    field. Identifiers (session id,
     kind, tags, process, a summary's layer) are kept."""
     known = secrets()
 
@@ -149,6 +150,7 @@ def redact_commit(commit: Commit) -> Commit:
             else None
         ),
         summaries=tuple(replace(s, summary=text(s.summary)) for s in commit.summaries),
+        remember=tuple(data(item) for item in commit.remember) if commit.remember is not None else None,
     )
 
 

@@ -12,8 +12,9 @@ Several processes may use one home at once (see `soul.store.database`). Reading 
 committing, user models, export and background processes live in `soul.store.reading`,
 `soul.store.commits`, `soul.store.user_models`, `soul.store.export` and `soul.store.minds`,
 mixed into `SessionStore`; reading a commit another
-process announced (`soul.store.notify`), what `soul worker` polls (`soul.store.due`) and its
-heartbeats (`soul.store.workers`) too.
+process announced (`soul.store.notify`), what `soul worker` polls (`soul.store.due`), its
+heartbeats (`soul.store.workers`) and the memory partitions' leases (`soul.store.partitions`)
+too.
 """
 
 from __future__ import annotations
@@ -42,8 +43,10 @@ from soul.store.export import SESSION_COLUMNS, Export
 from soul.store.migrations import migrate
 from soul.store.minds import Minds
 from soul.store.notify import Notices
+from soul.store.partitions import Partitions
 from soul.store.reading import Reading, session_info
 from soul.store.redaction import redact_data
+from soul.store.shards import shard_of
 from soul.store.user_models import UserModels
 from soul.store.workers import Workers
 
@@ -52,7 +55,7 @@ __all__ = ["SessionNotFound", "SessionStore", "StaleTurn", "StoreError"]
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
-class SessionStore(Reading, Commits, UserModels, Export, Minds, Notices, Due, Workers):
+class SessionStore(Reading, Commits, UserModels, Export, Minds, Notices, Due, Workers, Partitions):
     """Sessions, messages, state, user models, working memory and traces of one data home."""
 
     def __init__(self, conn: Connection, home: Path) -> None:
@@ -206,9 +209,9 @@ class SessionStore(Reading, Commits, UserModels, Export, Minds, Notices, Due, Wo
         def body(conn: Connection) -> None:
             # ON CONFLICT: two processes creating one id at once get this error, not a crash.
             added = conn.execute(
-                "INSERT INTO sessions (id, soul, user, blueprint, created, updated)"
-                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
-                (sid, soul, user, blueprint, now, now),
+                "INSERT INTO sessions (id, soul, user, blueprint, created, updated, shard)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+                (sid, soul, user, blueprint, now, now, shard_of(soul, user)),
             ).rowcount
             if not added:
                 raise StoreError(f"session {sid} already exists")

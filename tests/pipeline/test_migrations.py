@@ -28,6 +28,7 @@ EXPECTED = {
         ("logged_commit", "INTEGER"),
         ("created", "REAL"),
         ("updated", "REAL"),
+        ("shard", "INTEGER"),
     ],
     "commits": [
         ("id", "INTEGER"),
@@ -38,6 +39,7 @@ EXPECTED = {
         ("meta", "TEXT"),
         ("process", "TEXT"),
         ("cycle", "INTEGER"),
+        ("remember", "TEXT"),
     ],
     "messages": [
         ("id", "INTEGER"),
@@ -116,6 +118,14 @@ EXPECTED = {
         ("sha256", "TEXT"),
         ("text", "TEXT"),
         ("time", "REAL"),
+    ],
+    "field_leases": [
+        ("soul", "TEXT"),
+        ("user", "TEXT"),
+        ("owner", "TEXT"),
+        ("epoch", "INTEGER"),
+        ("expires", "REAL"),
+        ("taken", "REAL"),
     ],
 }
 
@@ -253,3 +263,20 @@ def test_two_connections_on_one_postgresql_schema_apply_once() -> None:
     finally:
         first.close()
         second.close()
+
+
+def test_field_partitions_migration_gives_existing_sessions_their_shard(
+    db: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from soul.store.shards import shard_of
+
+    later = [m for m in MIGRATIONS if m.__name__ >= "m003"]
+    monkeypatch.setattr(migrations, "MIGRATIONS", [m for m in MIGRATIONS if m.__name__ < "m003"])
+    migrate(db)
+    db.execute("INSERT INTO sessions (id, soul, user, created, updated) VALUES ('s1', 'claudius', 'ann', 0, 0)")
+    db.execute("INSERT INTO sessions (id, soul, user, created, updated) VALUES ('s2', 'claudius', 'bob', 0, 0)")
+    monkeypatch.setattr(migrations, "MIGRATIONS", [*migrations.MIGRATIONS, *later])
+    assert migrate(db) == [m.__name__ for m in later]
+    shards = dict(db.execute("SELECT id, shard FROM sessions ORDER BY id").fetchall())
+    assert shards == {"s1": shard_of("claudius", "ann"), "s2": shard_of("claudius", "bob")}
+    assert shards["s1"] != shards["s2"]  # these two land apart (checked once, here)
