@@ -64,6 +64,7 @@ from soul.runtime.turn import (
 )
 
 if TYPE_CHECKING:
+    from soul.runtime.routing import TurnSender
     from soul.store import SessionStore
 
 log = logging.getLogger(__name__)
@@ -73,8 +74,9 @@ class Session:
     """A stored conversation; create with `Soul.session()`."""
 
     def __init__(self, plan: Plan, services: Services, store: SessionStore, info: SessionInfo,
-                 runner: str | None = None) -> None:
+                 runner: str | None = None, turns: TurnSender | None = None) -> None:
         self.plan = plan
+        self.turns_sent = turns  # a memory soul's turns run on the worker owning the partition
         self.services = services
         self.store = store  # where the session lives: snapshots, commits, traces
         self.info = info
@@ -164,6 +166,10 @@ class Session:
         (`SOUL_RUNNER=dbos`, or `runner="dbos"`), not this process."""
         return self.work is not None and self.work.delegated
 
+    def sent_here(self, turn: int) -> bool:
+        """Whether this process sent turn `turn` to a worker (and announces its events)."""
+        return self.turns_sent is not None and (self.id, turn) in self.turns_sent.sent
+
     @property
     def id(self) -> str:
         return self.info.id
@@ -187,6 +193,9 @@ class Session:
 
     async def _run(self, text: str, kind: str, emit: Callable[[Any], None] | None,
                    persona: str | None = None) -> TurnResult:
+        if self.turns_sent is not None and kind == "message":
+            async with self._turn_lock():
+                return await self.turns_sent.send(self, replace_lone_surrogates(text), emit)
         async with self._turn_lock():
             if kind == "message" and self.work is not None:
                 self.work.triggers.user_spoke()  # its impulses go into this turn: no batch waits

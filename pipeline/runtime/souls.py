@@ -17,7 +17,9 @@ from soul.compiler import Plan, compile_blueprint, load_valid
 from soul.kinds import Registry
 from soul.language import Blueprint
 from soul.providers import Provider
+from soul.runtime.background import runner_choice
 from soul.runtime.bridges import MemoryBridge
+from soul.runtime.routing import TurnSender
 from soul.runtime.session import Session
 from soul.runtime.turn import Services, services_for
 from soul.store import SessionStore
@@ -64,6 +66,7 @@ class Soul:
                                    store=lambda: self.store)
         self.services = services_for(plan, providers=self.provider_for, memory=self.memory)
         self._user_services: dict[str, Services] = {}
+        self._turn_sender: TurnSender | None = None
 
     @property
     def name(self) -> str:
@@ -102,6 +105,9 @@ class Soul:
         return bridge.remember(items, session)
 
     def close(self) -> None:
+        if self._turn_sender is not None:
+            self._turn_sender.close()
+            self._turn_sender = None
         self.memory.close()  # first: a partitioned field gives its leases up through the store
         self._user_services.clear()
         if self._store is not None:
@@ -202,7 +208,18 @@ class Soul:
                 from soul.errors import RunError
 
                 raise RunError(f"session {info.id} belongs to soul '{info.soul}', not '{self.name}'")
-        return Session(self.plan, self.services_for(info.user), self.store, info, runner)
+        return Session(self.plan, self.services_for(info.user), self.store, info, runner, self._sender(runner))
+
+    def _sender(self, runner: str | None) -> TurnSender | None:
+        """Who runs this soul's user turns when not this process: with `runner` (or
+        SOUL_RUNNER) `dbos`, a memory soul on a PostgreSQL store sends them to the worker that
+        owns the user's partition, unless this process is that worker (docs/scale.md)."""
+        parts = self.memory.partitions()
+        if parts is None or parts.claimed or runner_choice(runner) != "dbos":
+            return None
+        if self._turn_sender is None:
+            self._turn_sender = TurnSender(self.name, lambda: self.store)
+        return self._turn_sender
 
 
 PERSONA_CORE_BYTES = 1 << 20

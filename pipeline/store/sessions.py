@@ -121,6 +121,11 @@ class SessionStore(Reading, Commits, UserModels, Export, Minds, Notices, Due, Wo
         return self._dialect.name
 
     @property
+    def url(self) -> str | None:
+        """The PostgreSQL store's URL (None for the SQLite file)."""
+        return getattr(self._conn, "url", None)
+
+    @property
     def _dialect(self) -> Dialect:
         return dialect_of(self._conn)
 

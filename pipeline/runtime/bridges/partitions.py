@@ -307,6 +307,7 @@ class Partitions:
     prepare: Callable[[dict[str, Any], str], dict[str, Any]]
     owner: str = field(default_factory=process_owner)
     ttl: float = DEFAULT_TTL
+    claimed: bool = False  # a `soul worker` owns partitions here under its executor id
     _parts: dict[str, Partition] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -320,7 +321,7 @@ class Partitions:
         """Own partitions as `owner` (a worker's executor id) with leases of `ttl` seconds."""
         if owner != self.owner:
             self.release()
-        self.owner, self.ttl = owner, ttl
+        self.owner, self.ttl, self.claimed = owner, ttl, True
 
     def partition(self, user: str) -> Partition:
         with self._lock:
