@@ -73,6 +73,13 @@ def _status(url: str, workflow_prefix: str) -> list[tuple[str, str, str]]:
             " WHERE workflow_uuid LIKE %s ORDER BY created_at", (workflow_prefix + "%",)).fetchall()]
 
 
+def _epochs(root: Path, user: str) -> list[str]:
+    from soul.runtime.bridges.partitions import user_folder
+
+    base = root / "claudius" / "users" / user_folder(user)
+    return sorted(p.name for p in base.iterdir() if not p.name.startswith(".")) if base.is_dir() else []
+
+
 def _user_for(first: str, second: str) -> str:
     """A user whose shard the rendezvous gives to `second` once both are live."""
     for i in range(1000):
@@ -84,11 +91,16 @@ def _user_for(first: str, second: str) -> str:
 
 @needs_server
 @pytest.mark.slow
+@pytest.mark.parametrize("storage", ["local", "shared"])
 def test_a_conversation_across_two_machines_survives_its_owners_death(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        storage: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     url = postgres_server.fresh_url()
     monkeypatch.setenv("SOUL_STORE", url)
-    monkeypatch.delenv("SOUL_SHARED_FIELDS", raising=False)
+    shared = tmp_path / "shared-fields"  # a path every machine mounts (here: the same disk)
+    if storage == "shared":
+        monkeypatch.setenv("SOUL_SHARED_FIELDS", str(shared))
+    else:
+        monkeypatch.delenv("SOUL_SHARED_FIELDS", raising=False)
     run = f"tm{os.getpid()}x{int(time.time() * 1000) % 10**8}"  # DBOS's tables are shared by every test
     first, second = f"{run}-a", f"{run}-b"
     script = _script(tmp_path, seconds=1.0)
@@ -129,10 +141,21 @@ def test_a_conversation_across_two_machines_survives_its_owners_death(
         assert (lease.owner, lease.epoch) == (first, 3)  # the survivor took the lease over
         assert [r.turn for r in replies] == [1, 2, 3, 4]
 
-        # a new conversation of the same user, on the survivor: it recalls what was said before the kill
-        later = front.session(user=user, runner="dbos")
-        recalled = json.dumps(later.turn_sync("Who keeps the lighthouse, and what do we owe?").steps.get("recall"))
+        # a new conversation of the same user, through `soul run` on a third data home: the
+        # survivor runs it, and recalls what was said before the kill
+        env = {**os.environ, "SOUL_STORE": url, "SOUL_HOME": str(tmp_path / "front-cli"), "SOUL_RUNNER": "dbos",
+               "PYTHONPATH": os.pathsep.join(sys.path)}
+        asked = subprocess.run(
+            [sys.executable, "-m", "soul.cli", "run", "claudius", "--script", str(script), "--user", user, "--json",
+             "-m", "Who keeps the lighthouse, and what do we owe?"],
+            env=env, capture_output=True, text=True, timeout=120, check=False)
+        assert asked.returncode == 0, asked.stderr
+        answer = json.loads(asked.stdout)
+        recalled = json.dumps(answer["steps"]["recall"])
         assert "Oswin Thale" in recalled and "forty shillings" in recalled
+        assert answer["reply"].startswith("Noted, thing")
+        assert not (tmp_path / "front-cli" / "fields").exists()  # no field here: the worker ran the turn
+        later = front.session(answer["session"])
 
         # counted
         commits = store.connection.execute(
@@ -150,8 +173,13 @@ def test_a_conversation_across_two_machines_survives_its_owners_death(
         field = survivor.memory_field(user)
         held = [field.get(mid).content for mid in field.store.state.rows]
         lost = [text for text in remembered if text not in held]
-        assert lost == []  # memories lost: 0, with no shared storage
+        assert lost == []  # memories lost: 0, with shared storage or without
         assert sorted(held) == sorted(remembered)  # and none written twice
+        folders = {home: _epochs(home / "fields", user) for home in (tmp_path / "machine-a", tmp_path / "machine-b")}
+        if storage == "shared":  # each owner started from the last one's folder; only the newest is left
+            assert _epochs(shared, user) == ["e4"] and folders == {tmp_path / "machine-a": [], tmp_path / "machine-b": []}
+        else:  # b rebuilt epoch 2 from the store; a copied its own epoch 1 into 3 and caught up
+            assert folders == {tmp_path / "machine-a": ["e4"], tmp_path / "machine-b": ["e2"]}
         survivor.close()
         front.close()
     finally:
