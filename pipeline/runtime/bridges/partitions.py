@@ -344,13 +344,13 @@ class Partitions:
 
     def held(self) -> list[str]:
         """The users whose partitions this process holds a lease on (as it last knew)."""
-        return sorted(u for u, p in self._parts.items() if p.lease is not None)
+        return sorted(u for u, p in list(self._parts.items()) if p.lease is not None)
 
     def renew(self, now: float | None = None) -> int:
         """Renew the leases of the partitions in use or used within the lease time (the
         heartbeat's call); an idle one is left to lapse. How many were renewed."""
         at = time.time() if now is None else now
-        users = [u for u, p in self._parts.items() if p.lease is not None and (p.busy or at - p.used < self.ttl)]
+        users = [u for u, p in list(self._parts.items()) if p.lease is not None and (p.busy or at - p.used < self.ttl)]
         if not users:
             return 0
         done = self.store().renew_leases(self.owner, [(self.soul, u) for u in users], self.ttl, at)
@@ -376,7 +376,7 @@ class Partitions:
         """Close every partition's field and give its lease up."""
         with contextlib.suppress(Exception):
             self.release()
-        for part in self._parts.values():
+        for part in list(self._parts.values()):
             part.close()
 
 

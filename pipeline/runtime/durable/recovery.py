@@ -52,6 +52,7 @@ class Heartbeat:
     taken: list[str] = field(default_factory=list)  # executors this worker took over
     recovered: int = 0  # workflows it re-enqueued for them
     live: list[str] = field(default_factory=list)  # the soul's live workers at the last beat
+    beats: int = 0
     _last: float = 0.0
 
     def __post_init__(self) -> None:
@@ -64,6 +65,7 @@ class Heartbeat:
         if at - self._last < self.every:
             return []
         self._last = at
+        self.beats += 1
         self.store.beat(self.executor, self.soul, at, dead_after=self.dead_after)
         parts = self.engine.soul.memory.partitions()
         if parts is not None:

@@ -89,6 +89,8 @@ class Worker:
     _ring: tuple[str, ...] = ()  # the live workers the current share was worked out for
     shards: frozenset[int] | None = None  # this worker's shards (None: no heartbeat, all of them)
     moved: int = 0  # shards that came or went since the worker started (rebalancing)
+    polled: int = 0  # sessions the last poll read
+    _released_at: int = -1  # the heartbeat's beat count when partitions were last handed on
 
     def __post_init__(self) -> None:
         self._triggers = TriggerClock(self.soul, self.engine)
@@ -126,9 +128,10 @@ class Worker:
             if self.shards is not None:
                 self.moved += len(mine ^ self.shards)
             self.shards, self._ring = mine, ring
-            parts = self.soul.memory.partitions()
-            if parts is not None:
-                parts.release(keep=lambda user: owner_of(shard_of(self.soul.name, user), ring) == me)
+        parts = self.soul.memory.partitions()
+        if parts is not None and beat.beats != self._released_at:  # once a beat, not once a poll
+            self._released_at = beat.beats
+            parts.release(keep=lambda user: owner_of(shard_of(self.soul.name, user), ring) == me)
         return self.shards
 
     def _owners(self, marks: list[SessionMark], now: float) -> dict[str, str]:
@@ -152,6 +155,7 @@ class Worker:
         if triggers is not None:
             triggers.landed(statuses, DONE)
         marks = self.store.session_marks(self.soul.name, self._split())
+        self.polled = len(marks)
         owners = self._owners(marks, now)
         if any(m.id not in self._seen for m in marks) and self._schedules:
             self._first_seen({m.id for m in marks} - set(self._seen))
