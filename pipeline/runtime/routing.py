@@ -24,14 +24,14 @@ import asyncio
 import hashlib
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from soul.errors import RunError
 from soul.runtime.events import Reply, TurnCommitted, TurnResult
-from soul.store.shards import owner_of, shard_of
+from soul.store import owner_of, shard_of
 
 if TYPE_CHECKING:
-    from soul.runtime.session import Session
+    from soul.records import SessionInfo
     from soul.store import SessionStore
 
 APPLICATION = "soul"  # DBOS's application name: the workers' and the senders'
@@ -84,6 +84,15 @@ def route(store: SessionStore, soul: str, user: str, now: float | None = None,
     return owner_of(shard_of(soul, user), workers)
 
 
+class Sent(Protocol):
+    """What a sender needs of a session (`soul.runtime.Session`): its id, and its info to update."""
+
+    info: SessionInfo
+
+    @property
+    def id(self) -> str: ...
+
+
 class TurnSender:
     """Sends a soul's user turns to the workers that own their partitions (see the module doc)."""
 
@@ -113,7 +122,7 @@ class TurnSender:
                            " to run turns in this process")
         return found
 
-    async def send(self, session: Session, text: str, emit: Callable[[Any], None] | None) -> TurnResult:
+    async def send(self, session: Sent, text: str, emit: Callable[[Any], None] | None) -> TurnResult:
         """Run one user turn of `session` on its partition's worker; its result."""
         store = self.store()
         info = await asyncio.to_thread(store.session, session.id)

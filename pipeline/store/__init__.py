@@ -25,10 +25,12 @@ from soul.store.redaction import (
     secrets,
 )
 from soul.store.sessions import SessionStore
+from soul.store.shards import SHARDS, assignment, moves, owner_of, shard_of, share
 
 __all__ = [
     "ORIGIN",
     "REDACTED",
+    "SHARDS",
     "Impulse",
     "Lease",
     "Listener",
@@ -42,16 +44,21 @@ __all__ = [
     "StoredCommit",
     "StreamRedactor",
     "TriggerMarks",
+    "assignment",
     "channel",
     "data_home",
     "db_path",
     "fields_dir",
+    "moves",
+    "owner_of",
     "redact",
     "redact_commit",
     "redact_data",
     "remember",
     "secrets",
     "session_logs_dir",
+    "shard_of",
+    "share",
     "soul_home",
     "valid_session_id",
 ]

@@ -47,7 +47,7 @@ from soul.runtime.background import LoopSchedule, Mind
 from soul.runtime.durable.engine import Engine
 from soul.runtime.durable.recovery import Heartbeat
 from soul.runtime.durable.triggers import TriggerClock
-from soul.store.shards import owner_of, shard_of, share
+from soul.store import owner_of, shard_of, share
 
 if TYPE_CHECKING:
     from soul.runtime.souls import Soul
