@@ -7,7 +7,9 @@ run after the reply is delivered and are cancelled by the next input (Open Souls
 a cancelled subprocess writes nothing.
 
 A session runs its turns from the soul's plan and services (`runtime/turn/services.py`) and commits
-them through the session store; it knows nothing of the `Soul` that opened it.
+them through the session store; it knows nothing of the `Soul` that opened it. Given a
+`TurnSender` (a memory soul on PostgreSQL, `SOUL_RUNNER=dbos`), its user turns run on the worker
+owning the user's memory partition instead (`runtime/routing.py`, docs/scale.md).
 
 Text policy: a message holding lone surrogates (invalid UTF-8 read with `surrogateescape`, a
 stray `\ud83d`) is not refused: each lone surrogate becomes U+FFFD before the turn starts, so
