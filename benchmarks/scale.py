@@ -60,7 +60,7 @@ def blueprint(folder: Path, interval: float) -> Path:
     """csd with an interval subconscious and scripted slots (the workers replace the scripts)."""
     import yaml
 
-    from soul.language.blueprint import builtin_folder
+    from soul.language.finding import builtin_folder
 
     folder.mkdir(parents=True, exist_ok=True)
     for name in ("csd.md", "csd_core.md"):

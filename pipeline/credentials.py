@@ -16,8 +16,30 @@ reports on and the providers enforce (`soul.providers.hosts`), in one place:
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 from urllib.parse import urlsplit
+
+ALLOW_LIST_BYTES = 64 << 10  # an allow-list longer than this is read up to here
+
+
+def allow_list_file(name: str) -> Path:
+    """The data home's allow-list `name` (not created): what the user allowed, kept outside any
+    blueprint's folder (`allowed-hosts`, `allowed-commands`)."""
+    configured = os.environ.get("SOUL_HOME")
+    return (Path(configured).expanduser() if configured else Path.home() / ".soul") / name
+
+
+def allow_list_entries(name: str) -> list[str]:
+    """The entries of the allow-list `name`: one a line, `#` comments cut; none when the file is
+    absent or unreadable."""
+    try:
+        with allow_list_file(name).open("rb") as f:
+            text = f.read(ALLOW_LIST_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return []
+    return [line.split("#", 1)[0] for line in text.splitlines()]
 
 # The provider families whose SDKs have a home: family -> (host, its key variable). litellm's
 # routes (litellm/openai/…, litellm/anthropic/…) share their provider's row.

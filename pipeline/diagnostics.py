@@ -62,10 +62,16 @@ def sort_diagnostics(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
     return out
 
 
+def closest(word: str, candidates: Iterable[str]) -> str | None:
+    """The candidate close enough to `word` to be what was meant, else None."""
+    matches = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return matches[0] if matches else None
+
+
 def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
     """A "did you mean 'x'?" hint when a candidate is close enough, else None."""
-    matches = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
-    return f"did you mean '{matches[0]}'?" if matches else None
+    match = closest(word, candidates)
+    return f"did you mean '{match}'?" if match else None
 
 
 def one_of(candidates: Iterable[str]) -> str:

@@ -9,13 +9,17 @@
     ├── RegistryError             a step kind is unknown or declared twice
     ├── StoreError                the session store refused or failed an operation
     │   ├── SessionNotFound       no session has that id (or unique prefix)
+    │   ├── SessionExists         an imported session's id (or user model) is taken here
     │   ├── StaleTurn             another writer committed the session's turn first
     │   ├── LeaseHeld             another live process owns the memory partition
     │   └── LeaseLost             a write under a memory partition's lease that has moved on
+    ├── BundleError               a soul bundle cannot be written, or is refused on reading
     ├── RunError                  a turn failed
     │   ├── StepError             a step failed; `.step` and `.kind` name it
     │   ├── MissingExtra          an optional part of soulgraph is not installed
     │   ├── ToolLoadError         a declared tool cannot be imported or described
+    │   │   └── McpServerError    an MCP server cannot be started, reached or listed
+    │   │       └── CommandNotAllowed  its command is not on the user's allow-list
     │   └── BudgetExceeded        a prompt's uncuttable parts exceed the model's window
     ├── ServeError                `soul serve` cannot start as asked
     ├── EngineError               an engine failed, translated at its bridge
@@ -28,7 +32,8 @@
         ├── AuthError             no key, or the key was refused (never retried)
         ├── BadRequest            the provider refused the request as malformed (never retried)
         ├── CircuitOpen           too many failures in a row: calls wait out the cooldown
-        └── ReplayMiss            a replayed run asked for a call the cassette does not hold
+        ├── ReplayMiss            a replayed run asked for a call the cassette does not hold
+        └── PriceTableError       the user's price table cannot be read (not JSON, bad prices)
 
 The CLI prints a SoulError as its message and exits non-zero; anything else is a bug and
 keeps its traceback.
@@ -97,6 +102,11 @@ class StaleTurn(StoreError):
     """The commit's base turn is not the session's turn count: another writer got there first."""
 
 
+class SessionExists(StoreError):
+    """An imported session's id is already in the store, or its user model's versions differ
+    from the store's: nothing of the import was written."""
+
+
 class LeaseHeld(StoreError):
     """A (soul, user) memory partition is owned by another live process: its turns and
     cycles run there (docs/scale.md). `owner` and `expires` say who and until when."""
@@ -110,6 +120,12 @@ class LeaseHeld(StoreError):
 class LeaseLost(StoreError):
     """A commit or memory write carried a memory partition's lease (its fence epoch) that
     has since passed to another owner: it is refused, nothing of it is written."""
+
+
+class BundleError(SoulError):
+    """A soul bundle (`soul pack`, `soul unpack`) cannot be written, or is refused on reading:
+    a member outside the target, a link or device file, an oversized or compression-bomb
+    member, a bad checksum, a newer format. Nothing is written when it is refused."""
 
 
 class RunError(SoulError):
@@ -133,7 +149,8 @@ class StepError(RunError):
 
 
 class MissingExtra(RunError):
-    """A blueprint needs an optional part of soulgraph that is not installed."""
+    """An optional part of soulgraph (an extra) is not installed; the message names the
+    `pip install 'soulgraph[EXTRA]'` line (`soul.extras`)."""
 
 
 class ToolLoadError(RunError):
@@ -141,6 +158,17 @@ class ToolLoadError(RunError):
     function is missing, its import raised, a parameter is positional-only); the message
     starts with the blueprint's FILE:LINE:COL. A tool that fails when called is no error:
     the failure is data the model reads (docs/tools.md)."""
+
+
+class McpServerError(ToolLoadError):
+    """An MCP server a blueprint names cannot be started, reached or listed, or what it
+    lists does not fit (a tool `use:` names is missing, a schema is not JSON Schema). A
+    tool call that fails on a running server is no error: it is data the model reads."""
+
+
+class CommandNotAllowed(McpServerError):
+    """A blueprint's MCP entry runs a command the user has not allowed
+    (SOUL_ALLOW_COMMANDS, --allow-command, $SOUL_HOME/allowed-commands)."""
 
 
 class BudgetExceeded(RunError):
@@ -201,3 +229,7 @@ class CircuitOpen(ProviderError):
 
 class ReplayMiss(ProviderError):
     """A replayed run made a call its cassette does not hold (the message names the nearest)."""
+
+
+class PriceTableError(ProviderError):
+    """The user's price table ($SOUL_PRICES, or prices.json in the data home) cannot be read."""

@@ -125,6 +125,8 @@ class SessionInfo:
     created: float
     updated: float
     blueprint: str = ""
+    forked_from: str | None = None  # the session this one was forked from (`soul sessions fork`)
+    forked_at: int | None = None  # the turn of that session it starts after
 
 
 @dataclass(frozen=True)

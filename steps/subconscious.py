@@ -20,8 +20,8 @@ class MoodAndCriteria(StepKind):
         Output("criteria", "text", "the criteria for the conscious layer"),
     )
     sections = (
-        Section("mood", "mood", description="the mood, in a few words"),
-        Section("criteria", "criteria", description="the criteria the conscious mind should follow now"),
+        Section("mood", "mood", description="the mood now, in two to four words"),
+        Section("criteria", "criteria", description="how to reply next, in one short sentence"),
     )
     template = "mood_and_criteria.j2"
     effects = ("mood",)
@@ -44,9 +44,9 @@ class SLoud(StepKind):
         Output("trigger", "bool", "true to start a spontaneous turn"),
     )
     sections = (
-        Section("S_loud", "loud", required=False, description="an impulse for the conscious mind, or empty"),
-        Section("S_quiet", "quiet", required=False, description="quiet subconscious notes"),
-        Section("trigger", "trigger", type="bool", description="true if the impulse should be acted on now"),
+        Section("S_loud", "loud", required=False, description="one short sentence for the conscious mind, or nothing"),
+        Section("S_quiet", "quiet", required=False, description="a private note, or nothing"),
+        Section("trigger", "trigger", type="bool", description="true to say it now, false to wait"),
     )
     template = "s_loud.j2"
     effects = ("impulses",)
@@ -73,12 +73,12 @@ class InternalDialog(StepKind):
         Output("quiet", "text", "private reasoning"),
     )
     sections = (
-        Section("ID_quiet", "quiet", required=False, description="your private reasoning"),
+        Section("ID_quiet", "quiet", required=False, description="a private thought, in one sentence"),
         Section(
             "ID_loud",
             "loud",
             required=False,
-            description="what you say to the user, or [NO_EXTERNAL_OUTPUT] to stay silent",
+            description="the reply to the user, or [NO_EXTERNAL_OUTPUT] to stay silent",
         ),
     )
     template = "internal_dialog.j2"

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from soul.kinds import ChangeContext, Changes, Output, Section, StepKind
+from soul.kinds import ChangeContext, Changes, Output, Section, Seen, StepKind
 from soul.records import MessageRecord, UserModelChange
+from soul.sections import parse_bool
 
 USER_MODEL_SECTIONS = (
     "Persona", "Speaking Style", "Conversational Context", "Worldview",
@@ -54,6 +55,21 @@ class UserModelUpdate(StepKind):
     )
     template = "user_model_update.j2"
     effects = ("user_model",)
+
+    @classmethod
+    def refusals(cls, outputs: Mapping[str, Any], seen: Seen) -> Mapping[str, str]:
+        """An update that is not a user model: only a yes/no (a small model copying the check),
+        or a copy of the reply (or of the user's message, or of another thing the turn wrote).
+        An empty one is not refused: it leaves the user model unchanged, as the template allows."""
+        model = (outputs.get("model") or "").strip()
+        if not model:
+            return {}
+        redo = "write the whole updated user model in markdown, with its sections"
+        if parse_bool(model) is not None:
+            return {"user_model_update": f"holds only {model[:20]!r}, not a user model: {redo}"}
+        if seen.holds(model, "user_model_update"):
+            return {"user_model_update": f"copies your reply or the user's message, not a user model: {redo}"}
+        return {}
 
     @classmethod
     def changes(cls, step: str, outputs: Mapping[str, Any], context: ChangeContext) -> Changes:

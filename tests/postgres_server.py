@@ -28,9 +28,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+APT_LINE = "sudo apt-get install postgresql"  # the README and .ci/run install the same package
 SKIP_REASON = (
     "no PostgreSQL server binaries (initdb, postgres) in /usr/lib/postgresql/*/bin or on PATH:"
-    " install Debian's `postgresql` package (.ci/run does) to run the PostgreSQL store tests"
+    f" {APT_LINE} (.ci/run does) to run the PostgreSQL store tests"
 )
 USER = "soul"
 DATABASE = "soul"

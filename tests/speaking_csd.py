@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from soul.language.blueprint import builtin_folder
+from soul.language.finding import builtin_folder
 
 LOUD = ("<M_AND_C><mood>eager</mood><criteria>speak</criteria></M_AND_C>"
         "<S_loud>tell them about the sea</S_loud><S_quiet>a quiet note</S_quiet><trigger>true</trigger>")

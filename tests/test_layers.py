@@ -17,7 +17,7 @@ FOLDERS = {"pipeline": "soul", "steps": "soul.steps", "engines": "soul.engines"}
 SKIPPED = ("engines/resonance/data",)  # a data package holding a large JSON, no code
 
 ENGINES = "soul.engines.*"  # any one engine: soul.engines.chetana, soul.engines.resonance, ...
-LEAVES = frozenset({"soul.errors", "soul.diagnostics", "soul.records", "soul.data", "soul.textfiles", "soul.credentials"})
+LEAVES = frozenset({"soul.errors", "soul.diagnostics", "soul.records", "soul.data", "soul.textfiles", "soul.credentials", "soul.extras"})
 FRONT_HALF = frozenset({"soul.language", "soul.kinds", "soul.compiler"})
 BEFORE_RUNTIME = LEAVES | FRONT_HALF | {"soul.sections", "soul.providers", "soul.store"}
 
@@ -26,6 +26,7 @@ BEFORE_RUNTIME = LEAVES | FRONT_HALF | {"soul.sections", "soul.providers", "soul
 MAY_IMPORT: dict[str, frozenset[str]] = {
     **dict.fromkeys(("soul.records", "soul.diagnostics", "soul.data", "soul.textfiles", "soul.credentials"), frozenset()),
     "soul.errors": frozenset({"soul.diagnostics"}),  # for the type of BlueprintInvalid's list
+    "soul.extras": frozenset({"soul.errors"}),  # MissingExtra, naming the install line
     "soul.language": LEAVES,
     "soul.kinds": LEAVES | {"soul.language"},
     "soul.compiler": LEAVES | {"soul.language", "soul.kinds"},
@@ -35,7 +36,8 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "soul.runtime": BEFORE_RUNTIME | {ENGINES},  # the engines: only in ONLY_IN's bridges
     "soul.testing": BEFORE_RUNTIME | {"soul.runtime"},
     "soul.serve": BEFORE_RUNTIME | {"soul.runtime"},  # transport only; only the cli imports it
-    "soul.cli": BEFORE_RUNTIME | {"soul.runtime", "soul.testing", "soul.serve", "soul.steps", ENGINES},
+    "soul.bundles": BEFORE_RUNTIME | {"soul.runtime"},  # soul pack/unpack: files, sessions, memory
+    "soul.cli": BEFORE_RUNTIME | {"soul.runtime", "soul.testing", "soul.serve", "soul.bundles", "soul.steps", ENGINES},
     "soul": BEFORE_RUNTIME | {"soul.runtime"},  # the public facade, re-exporting names
     "soul.steps": LEAVES | {"soul.language", "soul.kinds", "soul.sections", ENGINES},
     "soul.engines": frozenset(),  # the namespace of the engines holds no code
@@ -69,20 +71,21 @@ RT = "soul.runtime."
 RUNTIME_MAY_IMPORT: dict[str, frozenset[str]] = {k: frozenset(RT + p for p in v) for k, v in {
     # the shared vocabulary at the top: events, and what makes outside text safe
     RT + "events": (), RT + "untrusted": (), RT + "surrogates": (),
+    RT + "tracing": (),  # OpenTelemetry spans: the others call it, it calls none of them
     RT + "bridges": (),  # the only code that touches the engines (ONLY_IN)
-    RT + "tools": ("untrusted", "surrogates"),
+    RT + "tools": ("untrusted", "surrogates", "tracing"),
     RT + "conversation": ("events", "untrusted"),
-    RT + "turn": ("events", "untrusted", "surrogates", "conversation", "tools", "bridges"),
-    RT + "background": ("events", "conversation", "turn"),
+    RT + "turn": ("events", "untrusted", "surrogates", "tracing", "conversation", "tools", "bridges"),
+    RT + "background": ("events", "tracing", "conversation", "turn"),
     # what ties the concerns together, at the top
     # a memory soul's turns sent to the worker owning the user's memory partition
     RT + "routing": ("events",),
-    RT + "session": ("events", "surrogates", "bridges", "turn", "background", "routing"),
-    RT + "souls": ("session", "turn", "bridges", "background", "routing"),
+    RT + "session": ("events", "surrogates", "tracing", "bridges", "turn", "background", "routing"),
+    RT + "souls": ("session", "tracing", "turn", "bridges", "background", "routing"),
     RT + "dry_run": ("events", "conversation", "turn"),
     # built on sessions and souls
-    RT + "durable": ("events", "background", "session", "souls", "routing"),
-    RT + "dialogue": ("events", "bridges", "turn", "session", "souls"),
+    RT + "durable": ("events", "tracing", "background", "session", "souls", "routing"),
+    RT + "dialogue": ("events", "tracing", "bridges", "turn", "session", "souls"),
 }.items()}
 
 # Pairs of runtime parts that never appear, with the reason (RUNTIME_MAY_IMPORT agrees).
@@ -101,12 +104,12 @@ EXCEPTIONS: dict[tuple[str, str], str] = {}
 # Packages others enter only through their __init__ (a door nested in another is its own).
 FRONT_DOORS = frozenset({
     "soul.language", "soul.compiler", "soul.kinds", "soul.sections", "soul.providers",
-    "soul.store", "soul.runtime", "soul.testing", "soul.serve", "soul.cli", "soul.steps", "soul.engines.chetana",
+    "soul.store", "soul.runtime", "soul.testing", "soul.serve", "soul.bundles", "soul.cli", "soul.steps", "soul.engines.chetana",
     "soul.engines.dialogue",
     "soul.engines.resonance", "soul.engines.resonance.code",  # code: optional (tree-sitter)
     "soul.engines.resonance.themes",  # optional tools over a field (cortical index, themes)
     # runtime's concerns, each entered through its own front door
-    *(RT + p for p in ("turn", "conversation", "background", "durable", "dialogue", "tools", "bridges")),
+    *(RT + p for p in ("turn", "conversation", "background", "durable", "dialogue", "tools", "bridges", "tracing")),
 })
 
 @dataclass(frozen=True)
@@ -401,7 +404,7 @@ PLANTED_RUNTIME = {
     "pipeline/runtime/durable/__init__.py": "from soul.runtime.background import Mind\n",
     "pipeline/runtime/dialogue/__init__.py": "from soul.runtime.session import Session\n",
     # planted: a new part with no row, and a step past the turn's front door
-    "pipeline/runtime/tracing/__init__.py": "from soul.runtime.turn.runner import run\n",
+    "pipeline/runtime/replay_ui/__init__.py": "from soul.runtime.turn.runner import run\n",
 }
 
 
@@ -410,14 +413,14 @@ def test_planted_runtime_violations_are_reported(tmp_path: Path) -> None:
     assert runtime_violations(found) == [
         "pipeline/runtime/background/mind.py:3 soul.runtime.background → soul.runtime.durable "
         "(durable execution builds on the background mind, never the reverse)",
-        "pipeline/runtime/tracing/__init__.py:1 soul.runtime.tracing → soul.runtime.turn.runner "
-        "(soul.runtime.tracing has no row in RUNTIME_MAY_IMPORT; give the new part its place there)",
+        "pipeline/runtime/replay_ui/__init__.py:1 soul.runtime.replay_ui → soul.runtime.turn.runner "
+        "(soul.runtime.replay_ui has no row in RUNTIME_MAY_IMPORT; give the new part its place there)",
         "pipeline/runtime/turn/runner.py:3 soul.runtime.turn → soul.runtime.background (the turn "
         "knows nothing of the background mind, durable execution or dialogues: they call it)",
         "pipeline/runtime/turn/runner.py:4 soul.runtime.turn → soul.runtime.dialogue (the turn "
         "knows nothing of the background mind, durable execution or dialogues: they call it)",
     ]
     assert door_violations(found) == [
-        "pipeline/runtime/tracing/__init__.py:1 soul.runtime → soul.runtime.turn.runner "
+        "pipeline/runtime/replay_ui/__init__.py:1 soul.runtime → soul.runtime.turn.runner "
         "(import it from the front door soul.runtime.turn)",
     ]

@@ -40,16 +40,23 @@ def test_the_public_names_are_the_documented_ones() -> None:
 
 
 @pytest.mark.slow
-def test_a_wheel_in_a_fresh_venv_works_from_any_directory(tmp_path: Path) -> None:
+def installed_wheel(tmp_path: Path, extras: str = "") -> tuple[Path, Path]:
+    """The project built as a wheel and installed (with `extras`) into a fresh venv: its bin
+    folder, and an empty folder elsewhere to run from."""
     dist = tmp_path / "dist"
     subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(ROOT)], check=True, capture_output=True)
     (wheel,) = dist.glob("soulgraph-*.whl")
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)
     bin_dir = env_dir / "bin"
-    subprocess.run([str(bin_dir / "python"), "-m", "pip", "install", "-q", str(wheel)], check=True, capture_output=True)
+    subprocess.run([str(bin_dir / "python"), "-m", "pip", "install", "-q", f"{wheel}{extras}"], check=True, capture_output=True)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
+    return bin_dir, elsewhere
+
+
+def test_a_wheel_in_a_fresh_venv_works_from_any_directory(tmp_path: Path) -> None:
+    bin_dir, elsewhere = installed_wheel(tmp_path)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
 
     def soul_cmd(*args: str) -> subprocess.CompletedProcess[str]:
@@ -72,15 +79,7 @@ def test_a_wheel_runs_turns_a_background_cycle_and_a_dialogue(tmp_path: Path) ->
     """The runtime's subpackages all ship: a wheel with the memory extra, in a fresh venv, runs
     claudius's turns (memory recall included), csd's subconscious cycles with a spontaneous
     reply, and the entelgia dialogue — each on scripted model replies, from another folder."""
-    dist = tmp_path / "dist"
-    subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(ROOT)], check=True, capture_output=True)
-    (wheel,) = dist.glob("soulgraph-*.whl")
-    env_dir = tmp_path / "venv"
-    venv.create(env_dir, with_pip=True)
-    bin_dir = env_dir / "bin"
-    subprocess.run([str(bin_dir / "python"), "-m", "pip", "install", "-q", f"{wheel}[memory]"], check=True, capture_output=True)
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
+    bin_dir, elsewhere = installed_wheel(tmp_path, "[memory]")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)} | {"SOUL_HOME": str(tmp_path / "home")}
 
     def soul_cmd(*args: str) -> dict:

@@ -143,6 +143,16 @@ class Bhava(Subsystem):
         if self.on_event is not None and before < threshold <= frustration:
             self.on_event(FRUSTRATED, {"frustration": frustration, "tool": tool})
 
+    def on_correction(self, source: str = "user") -> None:
+        """The user corrected the host, apart from any tool result: frustration rises as for
+        a corrected tool result; arousal and the valence window are untouched (nothing ran)."""
+        before = self._frustration
+        frustration = before + self.config.frustration_per_correction * self._gain
+        self._frustration = 0.0 if frustration < 0.0 else 1.0 if frustration > 1.0 else frustration
+        threshold = self.config.frustration_alert_threshold
+        if self.on_event is not None and before < threshold <= self._frustration:
+            self.on_event(FRUSTRATED, {"frustration": self._frustration, "tool": source})
+
     def on_sub_agent_spawn(self) -> None:
         """A sub-agent was spawned: complexity is rising, so arousal spikes."""
         self._arousal = _clamp01(self._arousal + AROUSAL_SPAWN_SPIKE * self.priors.reactivity_gain)

@@ -194,6 +194,15 @@ class ChetanaController(Subsystem):
             suggestions.append(STEER_UNDERCONFIDENT)
         return suggestions
 
+    def after_user_correction(self) -> ChetanaContext:
+        """The user's message corrects the host (the host detected it: "no, I meant…"):
+        frustration rises now, by `frustration_per_correction` × reactivity, so the context of
+        the turn it starts — returned here — shows it. Report a correction here or with a tool
+        result (`after_tool_execution(..., correction=True)`), not both: each counts it."""
+        if self.config.enabled:
+            self.bhava.on_correction()
+        return self.context()
+
     def after_tool_execution(
         self,
         tool: str,

@@ -38,12 +38,10 @@ from .metrics import (
     MetricSeries,
     circularity_rate,
     circularity_series,
-    compute_metrics,
     conflict_trend,
     fixy_per_50,
     intervention_utility,
     loop_rate,
-    metric_series,
     novelty_ratio,
     novelty_series,
     progress_rate,
@@ -61,6 +59,7 @@ from .persona import (
 )
 from .psyche import Promotion, PsycheRules, defense_flags, freudian_slip, self_replication
 from .replies import MAX_REPLY_WORDS, clean_reply
+from .running import RunningMetrics, compute_metrics, metric_series
 from .seeds import (
     SEED_STRATEGIES,
     STATIC_SEED,
@@ -143,6 +142,7 @@ __all__ = [
     "PsycheRules",
     "RichPersona",
     "RulesError",
+    "RunningMetrics",
     "Scan",
     "Seed",
     "SeedRequest",

@@ -1,4 +1,6 @@
-"""Evaluation signals over a transcript — each a pure function of the turns.
+"""Evaluation signals over a transcript — each a pure function of the turns, linear in them
+(every signal compares a turn with at most the 5 before it); `compute_metrics` and
+`metric_series` (`running.py`) gather them incrementally.
 
 Notation: the transcript is turns 0..n−1, Fixy's turns included (a turn is Fixy's when
 `is_fixy`); K_i is the keyword set of turn i (lower-cased words longer than 4 characters,
@@ -21,12 +23,10 @@ __all__ = [
     "MetricSeries",
     "circularity_rate",
     "circularity_series",
-    "compute_metrics",
     "conflict_trend",
     "fixy_per_50",
     "intervention_utility",
     "loop_rate",
-    "metric_series",
     "novelty_ratio",
     "novelty_series",
     "progress_rate",
@@ -36,22 +36,28 @@ __all__ = [
 
 CIRCULAR = 0.5  # J >= this: a circular pair
 MOVED_ON = 0.4  # J < this with the previous turn: the turn moves on
+WINDOW = 6  # circularity compares each turn with the 5 before it
 
 
-def _circularity(sets: Sequence[frozenset[str]], threshold: float = CIRCULAR) -> float:
+def _circularity(sets: Sequence[frozenset[str]], threshold: float = CIRCULAR, window: int | None = None) -> float:
+    """The fraction of counting pairs i < j (at most `window` − 1 apart; any, when None) that
+    are circular."""
     counted = circular = 0
-    for i in range(len(sets)):
-        for j in range(i + 1, len(sets)):
+    reach = len(sets) if window is None else window - 1
+    for j in range(len(sets)):
+        for i in range(max(0, j - reach), j):
             if sets[i] or sets[j]:
                 counted += 1
                 circular += jaccard(sets[i], sets[j]) >= threshold
     return circular / counted if counted else 0.0
 
 
-def circularity_rate(turns: Sequence[Any], threshold: float = CIRCULAR) -> float:
-    """Over all unordered pairs (i, j), i < j, of the whole transcript that count: the
-    fraction with J(K_i, K_j) >= 0.5. 0.0 when no pair counts."""
-    return _circularity([keywords(t.text) for t in as_turns(turns)], threshold)
+def circularity_rate(turns: Sequence[Any], threshold: float = CIRCULAR, window: int = WINDOW) -> float:
+    """Over the unordered pairs (i, j), i < j <= i + 5, that count (each turn with the 5 before
+    it: the pairs of every window of 6 turns): the fraction with J(K_i, K_j) >= 0.5. 0.0 when no
+    pair counts. (Until issue 24 it was over all pairs of the transcript: quadratic in its
+    length; for 6 turns or fewer the two are the same.)"""
+    return _circularity([keywords(t.text) for t in as_turns(turns)], threshold, window)
 
 
 def circularity_series(turns: Sequence[Any], window: int = 6, threshold: float = CIRCULAR) -> list[float]:
@@ -202,36 +208,3 @@ class DialogueMetrics:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def compute_metrics(turns: Sequence[Any], topic: str | None = None, embedder: Embedder | None = None,
-                    novelty_per: int = 10) -> DialogueMetrics:
-    """All the signals of `turns` (Turns, dicts or objects; see `as_turn`)."""
-    ts = as_turns(turns)
-    conflicts = [t.conflict for t in ts if t.conflict is not None]
-    return DialogueMetrics(
-        turns=len(ts),
-        fixy_turns=sum(t.is_fixy for t in ts),
-        circularity_rate=circularity_rate(ts),
-        progress_rate=progress_rate(ts),
-        intervention_utility=intervention_utility(ts),
-        loop_rate=loop_rate(ts),
-        fixy_per_50=fixy_per_50(ts),
-        topic_drift=topic_drift(ts, topic, embedder),
-        novelty_ratio=novelty_ratio(ts, novelty_per),
-        conflict_trend=conflict_trend(ts),
-        conflict_mean=sum(conflicts) / len(conflicts) if conflicts else None,
-    )
-
-
-def metric_series(turns: Sequence[Any], topic: str | None = None, embedder: Embedder | None = None) -> MetricSeries:
-    """The per-turn series of `turns` for plotting."""
-    ts = as_turns(turns)
-    drift = topic_drift_series(ts, topic, embedder)
-    return MetricSeries(
-        circularity=tuple(circularity_series(ts)),
-        novelty=tuple(novelty_series(ts)),
-        topic_drift=tuple(drift) if drift is not None else None,
-        conflict=tuple(t.conflict for t in ts),
-        fixy=tuple(t.is_fixy for t in ts),
-    )

@@ -23,6 +23,7 @@ __all__ = [
     "jaccard",
     "keywords",
     "marker_hits",
+    "markers_in",
     "words",
 ]
 
@@ -82,7 +83,11 @@ def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
 def marker_hits(text: str, markers: Iterable[str]) -> frozenset[str]:
     """The markers of `markers` that occur in `text` as whole words (phrases as consecutive
     words)."""
-    tokens = words(text)
+    return markers_in(words(text), markers)
+
+
+def markers_in(tokens: list[str], markers: Iterable[str]) -> frozenset[str]:
+    """`marker_hits` over a text's `words` already found (one regex pass serves several uses)."""
     present = set(tokens)
     found = set()
     phrases = []
@@ -91,7 +96,7 @@ def marker_hits(text: str, markers: Iterable[str]) -> frozenset[str]:
         if len(parts) == 1:
             if parts[0] in present:
                 found.add(marker)
-        elif parts:
+        elif parts and all(part in present for part in parts):  # else it cannot occur
             phrases.append((marker, tuple(parts)))
     if phrases:
         # n-gram sets per phrase length: one pass over the tokens per distinct length

@@ -93,7 +93,8 @@ def cmd_dialogue(args: argparse.Namespace) -> int:
         view = TranscriptView(console, runner.agent_names, runner.observer)
         runner.subscribe(view)
         where = "resumed" if args.resume else "started"
-        console.print(f"[dim]dialogue {markup_safe(runner.id)} {where} — {markup_safe(runner.name)}, seed {runner.seed}[/dim]")
+        console.print(f"[dim]dialogue {markup_safe(runner.id)} {where} — {markup_safe(runner.name)}, random seed {runner.seed}[/dim]")
+        view.show_topic(runner.rules.topic(runner.rules.turn))  # what they talk about, before anyone speaks
     try:
         result = runner.run_sync(args.turns)
     except SoulError:
@@ -121,10 +122,9 @@ def cmd_dialogue(args: argparse.Namespace) -> int:
 
 def _check_plot_target(target: str) -> None:
     """Before a long run: matplotlib is there and the PNG can be written."""
-    import importlib.util
+    from soul.extras import require
 
-    if importlib.util.find_spec("matplotlib") is None:
-        raise SoulError("--plot needs matplotlib, which is not installed: pip install 'soulgraph[plot]' (or matplotlib)")
+    require("plot", "--plot", ("matplotlib",))
     if not target.lower().endswith(".png"):
         raise SoulError(f"--plot {target}: the plot is a PNG; name a FILE.png")
     folder = Path(target).expanduser().resolve().parent
@@ -139,11 +139,19 @@ class TranscriptView:
         self.console = console
         self.colours = {name: COLOURS[i % len(COLOURS)] for i, name in enumerate(a for a in agents if a != observer)}
         self.observer = observer
+        self.topic: str | None = None
+
+    def show_topic(self, topic: str) -> None:
+        """`topic: ...`, when it is not the one shown last (the topic manager moves on)."""
+        if topic and topic != self.topic:
+            self.topic = topic
+            self.console.print(f"\n[bold]topic:[/bold] {markup_safe(topic)}")
 
     def __call__(self, event: Any) -> None:
         kind = type(event).__name__
         out = self.console.print
         if kind == "DialogueTurn":
+            self.show_topic(event.topic)
             title = event.speaker.title()
             if event.fixy:
                 out(f"\n[bold yellow]{markup_safe(title)}[/bold yellow] [dim](turn {event.turn})[/dim]")
@@ -187,23 +195,46 @@ def _evidence(evidence: dict[str, Any]) -> str:
     return f"({shown})" if shown else ""
 
 
+# How the table shows each metric: (key, row, factor, format, unit). Every share is a
+# percentage (the JSON keeps the reference's values: docs/dialogue.md, "Metrics"); the other
+# signals say their unit.
+METRIC_ROWS: tuple[tuple[str, str, float, str, str], ...] = (
+    ("turns", "turns", 1.0, "{:.0f}", "turns"),
+    ("fixy_turns", "Fixy's turns", 1.0, "{:.0f}", "turns"),
+    ("circularity_rate", "circularity", 100.0, "{:.1f}", "% of turn pairs"),
+    ("progress_rate", "progress", 100.0, "{:.1f}", "% of turns"),
+    ("loop_rate", "loop rate", 1.0, "{:.1f}", "% of turns"),  # already per 100 turns
+    ("fixy_per_50", "Fixy's share", 2.0, "{:.1f}", "% of turns"),  # per 50 turns, times 2
+    ("intervention_utility", "intervention utility", 100.0, "{:+.1f}", "points of circularity less after Fixy"),
+    ("topic_drift", "topic drift", 100.0, "{:.1f}", "% (mean 1 − cosine to the topic)"),
+    ("novelty_ratio", "novelty", 0.1, "{:.1f}", "new concepts per turn"),  # per 10 turns
+    ("conflict_trend", "conflict trend", 1.0, "{:+.3f}", "conflict index per turn"),
+    ("conflict_mean", "conflict mean", 1.0, "{:.1f}", "conflict index (0–20)"),
+)
+METRICS_TITLE = "Dialogue metrics (every share in % of turns or turn pairs; other signals in their unit)"
+
+
+def metric_rows(metrics: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(signal, value, unit) for each metric the table shows; "n/a" where a metric has no value."""
+    rows = []
+    for key, name, factor, shape, unit in METRIC_ROWS:
+        if key not in metrics:
+            continue
+        value = metrics[key]
+        rows.append((name, "n/a" if value is None else shape.format(value * factor), unit))
+    return rows
+
+
 def print_metrics(console: Any, metrics: dict[str, Any]) -> None:
-    """The metrics table: one row per signal (lists and per-turn series are left to --json)."""
+    """The metrics table: one row per signal, on one scale (lists and per-turn series are
+    left to --json)."""
     from rich.table import Table
 
-    table = Table(title="Dialogue metrics", title_justify="left")
+    table = Table(title=METRICS_TITLE, title_justify="left")
     table.add_column("signal")
     table.add_column("value", justify="right")
-    for name, value in metrics.items():
-        if isinstance(value, list | dict):
-            continue
-        if value is None:
-            cell = "n/a"
-        elif isinstance(value, float):
-            cell = f"{value:.3f}"
-        else:
-            cell = str(value)
-        table.add_row(markup_safe(name.replace("_", " ")), markup_safe(cell))
+    table.add_column("unit")
+    for name, value, unit in metric_rows(metrics):
+        table.add_row(markup_safe(name), markup_safe(value), markup_safe(unit))
     console.print()
     console.print(table)
-

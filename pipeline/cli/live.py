@@ -120,14 +120,16 @@ class LiveView:
             self._print(lines)
 
     def _print(self, lines: list[str]) -> None:
-        if self.prompting:
+        # no prompt (piped input or output, `repl.prompt_for`): nothing to clear or write back
+        prompted = self.prompting and bool(self.prompt)
+        if prompted:
             if self.console.is_terminal:
                 self.console.file.write("\r\x1b[2K")  # clear the prompt line; it is written back
             else:
                 self.console.print()
         for text in lines:
             self.console.print(text, highlight=False)
-        if self.prompting:
+        if prompted:
             self.console.file.write(self.prompt + _typed() if self.console.is_terminal else self.prompt)
             self.console.file.flush()
 

@@ -65,6 +65,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
             continue
         _print_diagnostics(checked.diagnostics)
         errors, warnings = len(checked.errors), len(checked.warnings)
+        if args.tools and not errors and checked.blueprint is not None:
+            from soul.cli.tools import print_tools  # starts the MCP servers: only when asked
+
+            errors += print_tools(checked.blueprint, start=True)
         name = checked.blueprint.file if checked.blueprint else target
         if errors:
             say(f"{name}: invalid — {errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}", err=True)
@@ -89,10 +93,20 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
+    if args.turn is not None:  # a stored turn's context window
+        from soul.cli.window import explain_turn
+
+        return explain_turn(args)
+    if args.message is None:
+        raise SoulError("soul explain needs -m MESSAGE to dry-run a blueprint's first turn, or --turn N SESSION for a stored turn")
     from soul.runtime import explain, render
 
     plan = _compile(args.blueprint)
     say(render(plan, args.message, explain(plan, args.message, user=args.user)), end="")  # type: ignore[arg-type]
+    from soul.cli.tools import print_tools
+
+    if print_tools(plan.blueprint, start=args.tools):  # type: ignore[attr-defined]
+        return EXIT_INVALID
     return EXIT_OK
 
 
@@ -145,7 +159,9 @@ def cmd_new(args: argparse.Namespace) -> int:
 
     for path in scaffold(args.name, Path(args.dir)):
         say(f"created {path}")
-    say(f"next: soul validate {Path(args.dir) / (args.name + '.yaml')}")
+    # a name is found as ./NAME.yaml (soul.language.finding); elsewhere, the file's path
+    where = args.name if Path(args.dir).resolve() == Path.cwd().resolve() else Path(args.dir) / (args.name + ".yaml")
+    say(f"next: soul validate {where}")
     return EXIT_OK
 
 
@@ -171,6 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("validate", help="check blueprints; print every error as FILE:LINE:COL", description="Check blueprint files or built-in souls. Exit 0 valid, 1 invalid, 2 usage error.")
     p.add_argument("blueprints", nargs="+", metavar="PATH_OR_NAME")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing for valid blueprints")
+    p.add_argument("--tools", action="store_true", help="also start the blueprint's MCP servers, list their tools and check "
+                   "their JSON Schemas (a command runs only if you allowed it: --allow-command)")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("graph", help="draw the compiled graph with its model calls", description="Print the compiled plan: layers, model calls (fused or chained), gates.")
@@ -178,10 +196,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", "-f", choices=("text", "mermaid", "dot"), default="text")
     p.set_defaults(func=cmd_graph)
 
-    p = sub.add_parser("explain", help="dry-run the first turn: every prompt, with token counts", description="Show the exact prompt of every model call of the first turn, with token counts. No model is called.")
-    p.add_argument("blueprint", metavar="PATH_OR_NAME")
-    p.add_argument("-m", "--message", required=True, help="the user's first message")
+    p = sub.add_parser("explain", help="dry-run the first turn, or show a stored turn's context window",
+                       description="Show the exact prompt of every model call of the first turn, with token counts (no model is "
+                       "called); or, with --turn N SESSION, the context window of a stored turn: each part of each call with "
+                       "its tokens, the window, the budget and what was cut.")
+    p.add_argument("blueprint", metavar="PATH_OR_NAME|SESSION", help="a blueprint; with --turn, a session id or unique prefix")
+    p.add_argument("-m", "--message", help="the user's first message (a dry run)")
+    p.add_argument("--turn", type=int, help="the stored turn whose context window to show")
+    p.add_argument("--json", action="store_true", help="with --turn: the context window as JSON")
     p.add_argument("--user", default="user", help="the user's name (default: user)")
+    p.add_argument("--tools", action="store_true", help="start the blueprint's MCP servers and show the tools they list, "
+                   "with their JSON Schemas (without it, the entries are shown as written)")
     p.set_defaults(func=cmd_explain)
 
     p = sub.add_parser("new", help="scaffold a blueprint and persona, valid as written", description="Create NAME.yaml and NAME.md in a folder.")
@@ -231,6 +256,9 @@ def build_parser() -> argparse.ArgumentParser:
     from soul.cli.sessions import add_parsers as add_session_parsers
 
     add_session_parsers(sub)
+    from soul.cli.bundles import add_parsers as add_bundle_parsers
+
+    add_bundle_parsers(sub)
     add_memory_parsers(sub)
     add_models_parser(sub)
     add_dialogue_parsers(sub)
@@ -244,6 +272,10 @@ def build_parser() -> argparse.ArgumentParser:
             help="send your API key to this model host (host, host:port or URL) when a blueprint's base_url points "
                  "there; repeatable. Without it such a host is called with no key (also: SOUL_ALLOW_HOSTS, "
                  "$SOUL_HOME/allowed-hosts; docs/providers.md)")
+
+    from soul.cli.tools import add_allow_command
+
+    add_allow_command(sub)
 
     p = sub.add_parser("schema", help="print the blueprint JSON Schema", description="Print the JSON Schema (draft 2020-12) of blueprints, for editors.")
     p.set_defaults(func=cmd_schema)
@@ -262,6 +294,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             allow_hosts(args.allow_host)
         except SoulError as exc:
             parser.error(f"--allow-host: {exc}")
+    from soul.cli.tools import apply_allow_command
+
+    apply_allow_command(args)
     try:
         return int(args.func(args))
     except BlueprintInvalid as exc:

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 from typing import Any
 
 from soul.cli.terminal import say, say_json
 
 
 def runtime_installed() -> bool:
-    """Whether llama-cpp-python, which runs every local model, is installed (not imported)."""
-    return importlib.util.find_spec("llama_cpp") is not None
+    """Whether the llama.cpp engine (xllamacpp), which runs every local model, is installed
+    (looked up, not imported)."""
+    from soul.providers import local_engine_installed
+
+    return local_engine_installed()
 
 
 def cmd_models(args: argparse.Namespace) -> int:
@@ -21,16 +23,16 @@ def cmd_models(args: argparse.Namespace) -> int:
     if args.json:
         say_json({"runtime_installed": runtime_installed(), "models": [
             {"name": m.name, "model": m.model, "package": m.package, "installed": m.installed,
-             "default": m.default, "note": m.note} for m in models]})
+             "default": m.default, "note": m.note, "install": m.install} for m in models]})
         return 0
     say("Local models (model: local/NAME; `local` alone is the default, marked *):")
     for m in models:
         mark = "*" if m.default else " "
-        state = "installed" if m.installed else f"not installed: pip install {m.package}"
+        state = "installed" if m.installed else f"not installed: {m.install}"
         say(f" {mark} {m.name:12} {m.model:38} {state}")
     say("Any other GGUF file: model: local/PATH/TO/MODEL.gguf. Why only these: docs/models.md.")
     if not runtime_installed():
-        say("llama-cpp-python is not installed, so none can run yet: pip install 'soulgraph[local]'")
+        say("the llama.cpp engine (xllamacpp) is not installed, so none can run yet: pip install 'soulgraph[local]'")
     return 0
 
 

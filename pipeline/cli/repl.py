@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import sys
 from typing import Any
 
 from soul.cli.printer import Printer, one_turn, warnings_to
@@ -23,6 +24,15 @@ HELP = "commands: /thoughts (toggle), /state, /user, /chetana, /quit"
 # a soul with background work (processes, triggers) has these too
 BACKGROUND_HELP = "commands: /thoughts (toggle), /state, /user, /chetana, /pause, /resume, /mood, /quit"
 PROMPT = "you> "
+
+
+def prompt_for(stdin: Any, stdout: Any) -> str:
+    """The prompt, when someone types at a terminal and reads it; none when either side is
+    piped (`echo hi | soul run csd > log`): a prompt in the output is noise there."""
+    try:
+        return PROMPT if stdin.isatty() and stdout.isatty() else ""
+    except (AttributeError, ValueError):  # a replaced or closed stream
+        return ""
 
 
 class _Loop:
@@ -74,7 +84,8 @@ def repl(soul: Any, session: Any, args: argparse.Namespace) -> int:
     background = session.work is not None
     commands = BACKGROUND_HELP if background else HELP
     console.print(f"[bold]{soul.name}[/] · session {session.id} · {commands}")
-    view = LiveView(console, soul.name, args.layers, PROMPT)
+    prompt = prompt_for(sys.stdin, sys.stdout)
+    view = LiveView(console, soul.name, args.layers, prompt)
     loop = _Loop()
     feed = None
     uninstall = warnings_to(ViewLogHandler(view, console))
@@ -86,7 +97,7 @@ def repl(soul: Any, session: Any, args: argparse.Namespace) -> int:
         while True:
             view.prompting = True
             try:
-                line = input(PROMPT)
+                line = input(prompt)
             except (EOFError, KeyboardInterrupt):
                 console.print()
                 break

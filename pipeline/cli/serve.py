@@ -3,8 +3,9 @@
 It builds the soul exactly as `soul run` does (`--model`, `--script`, `--record`,
 `--replay`: `cli/run.py`'s `_soul_for`), and a turn's JSON is `soul run --json`'s (quiet
 sections left out unless asked for, redacted). It listens on 127.0.0.1 unless `--host` says
-otherwise, which needs SOUL_SERVE_TOKEN (`soul.serve.guard`); Ctrl-C stops it, and every
-open session's background work stops with it.
+otherwise, which needs SOUL_SERVE_TOKEN (`soul.serve.guard`), on uvicorn's h11 protocol with a
+deadline on request headers and a bound on connections (`soul.serve.transport`); Ctrl-C
+stops it, and every open session's background work stops with it.
 """
 
 from __future__ import annotations
@@ -26,14 +27,22 @@ def _turn_json(soul: Any) -> Any:
     return shaped
 
 
+def require_serve() -> None:
+    """The serve extra, or a `MissingExtra` naming it: without a WebSocket library uvicorn
+    would start anyway and the page would never connect (the `local` extra brings uvicorn
+    alone)."""
+    from soul.extras import require
+
+    require("serve", "soul serve", ("starlette", "uvicorn", ("websockets", "wsproto")))
+
+
 def build(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     """(soul, app, guard) for the parsed arguments; refuses a public host without a token."""
     from soul.cli.run import _soul_for
 
-    try:
-        from soul.serve import Guard, create_app
-    except ImportError as exc:  # starlette or uvicorn missing
-        raise SoulError(f"soul serve needs the serve extra: pip install 'soul[serve]' ({exc})") from exc
+    require_serve()
+    from soul.serve import Guard, create_app
+
     guard = Guard.from_env(args.host)
     open_runner, script = _dialogue(args)
     if script is None:
@@ -42,7 +51,9 @@ def build(args: argparse.Namespace) -> tuple[Any, Any, Any]:
         from soul.runtime import load
 
         soul = load(args.blueprint, model=args.model, provider=script)
-    return soul, create_app(soul, _turn_json(soul), guard, cycles=args.cycles, open_runner=open_runner), guard
+    app = create_app(soul, _turn_json(soul), guard, cycles=args.cycles, open_runner=open_runner,
+                     idle_grace=args.idle_grace, max_sessions=args.max_sessions)
+    return soul, app, guard
 
 
 def _dialogue(args: argparse.Namespace) -> tuple[Any, Any]:
@@ -75,16 +86,15 @@ def _dialogue(args: argparse.Namespace) -> tuple[Any, Any]:
 
 def serve_command(args: argparse.Namespace) -> int:
     """`soul serve`."""
-    try:
-        import uvicorn
-    except ImportError as exc:
-        raise SoulError(f"soul serve needs the serve extra: pip install 'soul[serve]' ({exc})") from exc
-    from soul.serve import MAX_SOCKET_BYTES
+    require_serve()
+    import uvicorn
+
+    from soul.serve import MAX_SOCKET_BYTES, uvicorn_config
 
     soul, app, guard = build(args)
     try:
-        config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning",
-                                ws_max_size=MAX_SOCKET_BYTES, lifespan="on")
+        config = uvicorn_config(app, args.host, args.port, max_size=MAX_SOCKET_BYTES,
+                                max_connections=args.max_connections)
         server = uvicorn.Server(config)
         host = f"[{args.host}]" if ":" in args.host else args.host
         query = "?token=…(SOUL_SERVE_TOKEN)" if guard.token else ""
@@ -125,6 +135,14 @@ def add_parser(sub: Any, cycles: Any) -> None:
     p.add_argument("--record", metavar="CASSETTE", help="write every model call to this YAML cassette (replaces it)")
     p.add_argument("--replay", metavar="CASSETTE", help="serve model calls from a cassette, with no network")
     p.add_argument("--cycles", type=cycles, metavar="N", help="run each session's background loops at most N cycles")
+    p.add_argument("--max-connections", type=_positive, default=1000, metavar="N",
+                   help="open connections the server holds, sockets included; past it, 503 (default 1000)")
+    p.add_argument("--idle-grace", type=_seconds, default=60.0, metavar="SECONDS",
+                   help="close a session (stopping its background loops) or dialogue this long after its last "
+                        "client left with no turn running (default 60)")
+    p.add_argument("--max-sessions", type=_positive, default=500, metavar="N",
+                   help="sessions and dialogues open at once; past it, the idlest closes, or 503 when all are in use "
+                        "(default 500)")
     p.set_defaults(func=_run, session=None, user="user")
 
 
@@ -132,6 +150,24 @@ def _port(text: str) -> int:
     """--port: 1..65535."""
     if not text.isdigit() or not 0 < int(text) < 65536:
         raise argparse.ArgumentTypeError(f"expected a port number from 1 to 65535, not {text!r}")
+    return int(text)
+
+
+def _seconds(text: str) -> float:
+    """A number of seconds, 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds (0 or more), not {text!r}")
+    return value
+
+
+def _positive(text: str) -> int:
+    """A whole number of at least 1."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, not {text!r}")
     return int(text)
 
 

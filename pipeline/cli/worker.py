@@ -39,6 +39,7 @@ def add_parser(sub: Any, cycles: Any) -> None:
 
 def worker_command(args: argparse.Namespace) -> int:
     from soul.cli.run import _soul_for
+    from soul.extras import require
     from soul.runtime import DurableEngine as Engine
     from soul.runtime import DurableHeartbeat as Heartbeat
     from soul.runtime import DurableWorker as Worker
@@ -47,6 +48,7 @@ def worker_command(args: argparse.Namespace) -> int:
 
     url = os.environ.get("SOUL_STORE", "")
     system_database_url(url)  # refuses the SQLite default before anything loads
+    require("durable", "soul worker", ("dbos", "psycopg"))
     rate = parse_rate(args.rate) if args.rate else None
     if args.poll <= 0:
         raise SoulError(f"--poll {args.poll}: give a positive number of seconds")

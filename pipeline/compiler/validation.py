@@ -17,7 +17,7 @@ from soul.compiler.model_rules import check_model_hosts
 from soul.compiler.references import Scope, check_expression, check_includes, check_template
 from soul.compiler.tool_rules import check_tools
 from soul.compiler.topology import ancestors, find_cycles, reachable
-from soul.diagnostics import Diagnostic, did_you_mean, one_of, sort_diagnostics
+from soul.diagnostics import Diagnostic, Position, did_you_mean, one_of, sort_diagnostics
 from soul.errors import BlueprintError, BlueprintInvalid, FileRefused
 from soul.kinds import Registry, StepKind, default_registry
 from soul.language import (
@@ -26,9 +26,11 @@ from soul.language import (
     KeyPath,
     SourceMap,
     Step,
+    attribute_pattern,
     build,
     check_schema,
     check_schema_at,
+    column,
     field_folder,
     read,
 )
@@ -127,11 +129,19 @@ class _Rules:
                 return None
         return target
 
-    def at_line(self, path: KeyPath, line: int, text: str, message: str, hint: str | None) -> None:
+    def at_line(self, path: KeyPath, line: int, text: str, message: str, hint: str | None,
+                near: str | None = None, col: int | None = None) -> None:
         """An error at line `line` of the string written at `path` (exact for `|` blocks;
-        otherwise at the string, naming the line when there are several)."""
+        otherwise at the string, naming the line when there are several), at the column of
+        `near` or `col` in it where the YAML shows that line as it is (no escapes)."""
         pos, exact = self.src.text_position(path, line)
         where = f" line {line}" if not exact and "\n" in text else ""
+        lines = text.splitlines()
+        if exact and (near or col) and 0 < line <= len(lines):
+            written = (self.src.line_text(pos.line) or "")[pos.col - 1:]
+            quote = 1 if written[:1] in ("'", '"') else 0
+            if written[quote:].startswith(lines[line - 1]):
+                pos = Position(pos.line, pos.col + quote + (col or column(lines[line - 1], near)) - 1)
         self.out.append(self.src.diagnostic(path, f"`{path[-1]}`{where} {message}", hint=hint, at=pos))
 
     def inline_templates(self, step: Step, kind: type[StepKind]) -> None:
@@ -151,12 +161,14 @@ class _Rules:
             at = (*step.path, "with", key)
             if analysis.error:
                 if declared:  # otherwise not necessarily a template: the kind reads it as it likes
-                    self.at_line(at, analysis.error_line, value, f"does not compile: {analysis.error}", None)
+                    self.at_line(at, analysis.error_line, value, f"does not compile: {analysis.error}", None,
+                                 analysis.error_near, analysis.error_col)
                 continue
             for attr, line in analysis.private:
-                self.at_line(at, line, value, f"reads '{attr}', a Python internal the sandbox refuses", "templates read only the names soul gives them")
-            for line, message, hint in analysis.refused:
-                self.at_line(at, line, value, message, hint)
+                self.at_line(at, line, value, f"reads '{attr}', a Python internal the sandbox refuses",
+                             "templates read only the names soul gives them", attribute_pattern(attr))
+            for line, message, hint, near in analysis.refused:
+                self.at_line(at, line, value, message, hint, near)
             check_includes(self, analysis, f"{step.name}.with.{key}", at)
 
     # -- models --------------------------------------------------------------------------
@@ -304,6 +316,9 @@ def check_rules(blueprint: Blueprint, registry: Registry, *, allow_field_paths: 
         rules.model_ref(pr.model, ("processes", name, "model"))
         if pr.persona:
             rules.file_beside(pr.persona, ("processes", name, "persona"), "persona")
+    summary = bp.summary_model()  # the slot that writes every summary of older turns is used
+    if summary is not None:
+        rules.model_ref(summary, ("working_memory", "summary", "model") if bp.summary.get("model") else ("models", summary))
     _check_triggers(rules)
     check_model_hosts(rules)
     check_dialogue(rules, validate)

@@ -144,6 +144,18 @@ class StepEnv:
     session: str | None = None  # the session's id (memory priming), None outside a session
 
 
+class Seen(Protocol):
+    """What `StepKind.refusals` may ask about a reply: whether a text (case and whitespace
+    aside) is a copy of what the turn said before the call — the user's message, earlier
+    steps' text (the reply, in a chained soul) — or of what the model wrote in another section
+    of the same reply (the reply, in a fused one)."""
+
+    def holds(self, text: str, besides: str) -> bool:
+        """Whether `text` lies within what the turn said or within a section of the reply
+        other than `besides`."""
+        ...
+
+
 @dataclass(frozen=True)
 class ChangeContext:
     """What `StepKind.changes` may consult: the declared state and its current values."""
@@ -199,6 +211,13 @@ class StepKind:
         if isinstance(value, bool):
             meta["result"] = value
         return Changes(messages=(MessageRecord(cls.layer, first.tag, content, step, outputs.get("verb"), meta),))
+
+    @classmethod
+    def refusals(cls, outputs: Mapping[str, Any], seen: Seen) -> Mapping[str, str]:
+        """Sections written but not what they ask for, by tag, each with the reason the model
+        is told: the runtime re-asks as for a missing section and, when the re-ask is no
+        better, refuses them (their outputs None, the step flagged). None by default."""
+        return {}
 
     @classmethod
     async def run(cls, step: str, params: Mapping[str, Any], env: StepEnv) -> dict[str, Any]:

@@ -15,10 +15,15 @@ from soul.language.blueprint import (
     Subprocess,
     Trigger,
     build,
-    builtin_names,
     display_path,
-    locate,
     read,
+)
+from soul.language.columns import attribute_pattern, column, name_pattern, read_pattern
+from soul.language.commands import (
+    allow_commands,
+    command_allowed,
+    forget_allowed_commands,
+    how_to_allow,
 )
 from soul.language.dialogue import Dialogue, DialogueAgent, Observer, build_dialogue
 from soul.language.expressions import (
@@ -30,16 +35,27 @@ from soul.language.expressions import (
     environment,
 )
 from soul.language.files import ALLOW_FIELD_PATHS, field_folder
+from soul.language.finding import builtin_names, locate
 from soul.language.schema import blueprint_schema, schema_text
 from soul.language.schema import check as check_schema
 from soul.language.schema import check_at as check_schema_at
 from soul.language.sourcemap import KeyPath, Loaded, SourceMap, load_yaml
-from soul.language.tools import DEFAULT_ROUNDS, StepTools, ToolDecl, ToolFinding, locate_tool
+from soul.language.tools import (
+    DEFAULT_ROUNDS,
+    McpServerDecl,
+    StepTools,
+    ToolDecl,
+    ToolFinding,
+    find_module,
+    locate_tool,
+)
+from soul.language.tools import NAME as TOOL_NAME
 
 __all__ = [
     "ALLOW_FIELD_PATHS",
     "DEFAULT_ROUNDS",
     "TEMPLATE_FORMAT",
+    "TOOL_NAME",
     "Analysis",
     "Bindings",
     "Blueprint",
@@ -47,6 +63,7 @@ __all__ = [
     "DialogueAgent",
     "KeyPath",
     "Loaded",
+    "McpServerDecl",
     "ModelSlot",
     "Observer",
     "Process",
@@ -60,20 +77,29 @@ __all__ = [
     "ToolDecl",
     "ToolFinding",
     "Trigger",
+    "allow_commands",
     "analyse_expression",
     "analyse_template",
+    "attribute_pattern",
     "blueprint_schema",
     "build",
     "build_dialogue",
     "builtin_names",
     "check_schema",
     "check_schema_at",
+    "column",
+    "command_allowed",
     "display_path",
     "environment",
     "field_folder",
+    "find_module",
+    "forget_allowed_commands",
+    "how_to_allow",
     "load_yaml",
     "locate",
     "locate_tool",
+    "name_pattern",
     "read",
+    "read_pattern",
     "schema_text",
 ]

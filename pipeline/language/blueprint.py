@@ -1,6 +1,6 @@
 """Blueprint: the typed form of a soul's YAML, with the source map of where everything was.
 
-`read()` finds the file (a path, or the name of a built-in soul) and parses it with positions;
+`read()` finds the file (`finding.py`: a path, a folder or a name) and parses it with positions;
 `build()` turns the plain data into frozen dataclasses. `build` is tolerant: parts the schema
 has already rejected are skipped, so the graph rules can still report on the rest in the same
 pass.
@@ -8,7 +8,6 @@ pass.
 
 from __future__ import annotations
 
-import importlib.resources
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -16,12 +15,21 @@ from typing import Any, Literal
 from soul.errors import BlueprintNotFound, BlueprintTooLarge
 from soul.language.dialogue import Dialogue, build_dialogue
 from soul.language.files import TemplateFiles, confine, read_text
+from soul.language.finding import locate
 from soul.language.sourcemap import KeyPath, Loaded, SourceMap, load_yaml
-from soul.language.tools import StepTools, ToolDecl, build_step_tools, build_tools
+from soul.language.tools import (
+    McpServerDecl,
+    StepTools,
+    ToolDecl,
+    build_mcp_servers,
+    build_step_tools,
+    build_tools,
+)
 
 MAX_BYTES = 1024 * 1024
 DEFAULT_MODEL = "local"
 BUILTIN_REGION_ORDER = ("core", "summary", "context", "default")
+SUMMARY_SLOT = "cheap"  # the model slot summaries use, by convention, when the blueprint has one
 
 Mode = Literal["fused", "chained"]
 
@@ -126,11 +134,21 @@ class Blueprint:
     dialogue: dict[str, Any] | None = None
     dialogue_spec: Dialogue | None = None  # the `dialogue:` block, typed (language/dialogue.py)
     tools: dict[str, ToolDecl] = field(default_factory=dict)  # the `tools:` block (language/tools.py)
+    mcp: dict[str, McpServerDecl] = field(default_factory=dict)  # its MCP server entries (language/tools.py)
     observer: dict[str, Any] | None = None  # the `observer:` block: Fixy as a gate on replies
 
     @property
     def file(self) -> str:
         return self.source.file
+
+    def summary_model(self) -> str | None:
+        """The slot (or provider/model) that writes the summaries of older turns:
+        `working_memory.summary.model`, else a slot named `cheap`; None when the blueprint names
+        neither (older turns then fold into a digest: no model call its author did not ask for)."""
+        declared = self.summary.get("model")
+        if declared:
+            return str(declared)
+        return SUMMARY_SLOT if SUMMARY_SLOT in self.models else None
 
     def persona_path(self) -> Path | None:
         return self.folder / self.persona if self.folder and self.persona else None
@@ -152,44 +170,6 @@ class Blueprint:
         built-in templates): BlueprintError (FileRefused) when it resolves outside them or is
         over 1 MiB, jinja2.TemplateNotFound when absent."""
         return TemplateFiles(self.folder).get_source(None, name)[0]
-
-
-def builtin_folder() -> Path:
-    """The folder of the built-in souls (inside the installed package)."""
-    return Path(str(importlib.resources.files("soul.blueprints")))
-
-
-def builtin_names() -> list[str]:
-    """Names of the built-in souls: `soul run NAME` accepts these."""
-    return sorted(p.stem for p in builtin_folder().glob("*.yaml"))
-
-
-def locate(name_or_path: str | Path) -> Path:
-    """The blueprint file for a path, or for the name of a built-in soul."""
-    text = str(name_or_path)
-    path = Path(text).expanduser()
-    if path.is_file():
-        return path
-    if path.is_dir():
-        candidates = sorted(path.glob("*.yaml")) + sorted(path.glob("*.yml"))
-        if len(candidates) == 1:
-            return candidates[0]
-        raise BlueprintNotFound(
-            f"{text}: a folder with {len(candidates)} YAML files; name the blueprint file"
-        )
-    if "/" not in text and "\\" not in text and not text.endswith((".yaml", ".yml")):
-        builtin = builtin_folder() / f"{text}.yaml"
-        if builtin.is_file():
-            return builtin
-        names = builtin_names()
-        from soul.diagnostics import did_you_mean
-
-        hint = did_you_mean(text, names)
-        raise BlueprintNotFound(
-            f"no blueprint file '{text}' and no built-in soul by that name; "
-            f"built-in souls: {', '.join(names)}" + (f" ({hint})" if hint else "")
-        )
-    raise BlueprintNotFound(f"{text}: no such file")
 
 
 def read(name_or_path: str | Path) -> tuple[Loaded, Path]:
@@ -366,5 +346,6 @@ def build(data: Any, source: SourceMap, folder: Path | None) -> Blueprint:
         dialogue=data["dialogue"] if isinstance(data.get("dialogue"), dict) else None,
         dialogue_spec=build_dialogue(data.get("dialogue")),
         tools=build_tools(data.get("tools")),
+        mcp=build_mcp_servers(data.get("tools")),
         observer=data["observer"] if isinstance(data.get("observer"), dict) else None,
     )

@@ -21,6 +21,7 @@ from jinja2 import StrictUndefined, TemplateSyntaxError, nodes
 from jinja2.meta import find_undeclared_variables
 from jinja2.parser import Parser
 
+from soul.language import columns
 from soul.language.files import TemplateFiles
 from soul.language.refusals import Refusal, refusals
 from soul.language.sandbox import Sandbox
@@ -48,11 +49,14 @@ class Analysis:
     refs: tuple[Reference, ...]
     error: str | None = None
     error_line: int = 1
+    error_near: str | None = None  # where on its line (soul.language.columns), or
+    error_col: int | None = None  # the column itself, when the lexer said
     constant: Any = None
     is_constant: bool = False
     includes: tuple[tuple[str, int, bool], ...] = ()  # (name, line, ignore missing): include/import/extends
     private: tuple[tuple[str, int], ...] = ()  # (attribute, line): `__x` reads the sandbox refuses
-    refused: tuple[Refusal, ...] = ()  # (line, message, hint): fails whenever it runs (refusals.py)
+    refused: tuple[Refusal, ...] = ()  # (line, message, hint, near): fails whenever it runs (refusals.py)
+    name_lines: tuple[tuple[str, int], ...] = ()  # (name, the first line reading it), for every name read
 
 
 def environment(folder: Path | None = None, *, templates: bool = False) -> Sandbox:
@@ -137,6 +141,7 @@ def _dedupe(refs: Iterator[Reference]) -> tuple[Reference, ...]:
 def analyse_expression(text: str) -> Analysis:
     """Parse a gate expression such as `steps.check.result and turn.number > 1` (cached)."""
     env = _env()
+    parser: Parser | None = None
     try:
         parser = Parser(env, text, state="variable")
         expr = parser.parse_expression()
@@ -144,7 +149,7 @@ def analyse_expression(text: str) -> Analysis:
             token = parser.stream.current
             raise TemplateSyntaxError(f"unexpected '{token.value}' after the expression", token.lineno)
     except TemplateSyntaxError as exc:
-        return Analysis(frozenset(), (), error=exc.message or str(exc), error_line=exc.lineno or 1)
+        return _not_compiling(exc, parser, text)
     template = nodes.Template([nodes.Output([expr])]).set_environment(env)
     # an expression declares nothing, so every loaded Name is a read of the context
     names = frozenset(n.name for n in template.find_all(nodes.Name) if n.ctx == "load")
@@ -153,26 +158,46 @@ def analyse_expression(text: str) -> Analysis:
         with contextlib.suppress(nodes.Impossible):
             constant, is_constant = expr.as_const(), True
     return Analysis(names, _dedupe(_refs(template)), constant=constant, is_constant=is_constant,
-                    private=_private(template), refused=refusals(template, env))
+                    private=_private(template), refused=refusals(template, env), name_lines=_name_lines(template, names))
 
 
 def analyse_template(text: str) -> Analysis:
     """Parse a whole template and list what it reads."""
     env = _env()
+    parser: Parser | None = None
     try:
-        tree = env.parse(text)
+        parser = Parser(env, text)
+        tree = parser.parse()
     except TemplateSyntaxError as exc:
-        return Analysis(frozenset(), (), error=exc.message or str(exc), error_line=exc.lineno or 1)
+        return _not_compiling(exc, parser, text)
     refused = refusals(tree, env)
     try:
         env.compile(tree)
     except TemplateSyntaxError as exc:
         # an unknown filter or test is already a refusal, with a "did you mean"
-        unknown = any(m.startswith(("no filter named", "no test named")) for _, m, _ in refused)
+        unknown = any(m.startswith(("no filter named", "no test named")) for _, m, _, _ in refused)
         if not (unknown and (exc.message or "").startswith(("No filter named", "No test named"))):
             return Analysis(frozenset(), (), error=exc.message or str(exc), error_line=exc.lineno or 1)
-    return Analysis(_undeclared(tree, env), _dedupe(_refs(tree)), includes=_includes(tree),
-                    private=_private(tree), refused=refused)
+    names = _undeclared(tree, env)
+    return Analysis(names, _dedupe(_refs(tree)), includes=_includes(tree),
+                    private=_private(tree), refused=refused, name_lines=_name_lines(tree, names))
+
+
+def _not_compiling(exc: TemplateSyntaxError, parser: Parser | None, text: str) -> Analysis:
+    """The analysis of a text that does not parse: the error, its line, and where on it."""
+    current = parser.stream.current if parser is not None else None
+    near, col = columns.syntax_error(exc, current, text)
+    return Analysis(frozenset(), (), error=exc.message or str(exc), error_line=exc.lineno or 1,
+                    error_near=near, error_col=col)
+
+
+def _name_lines(tree: nodes.Node, names: frozenset[str]) -> tuple[tuple[str, int], ...]:
+    """The first line each of `names` is read on."""
+    first: dict[str, int] = {}
+    for node in tree.find_all(nodes.Name):
+        if node.ctx == "load" and node.name in names:
+            first[node.name] = min(first.get(node.name, node.lineno), node.lineno)
+    return tuple(sorted(first.items()))
 
 
 def _undeclared(tree: nodes.Template, env: Sandbox) -> frozenset[str]:

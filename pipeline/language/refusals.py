@@ -22,9 +22,10 @@ from jinja2 import TemplateError, nodes
 from jinja2.sandbox import SecurityError
 
 from soul.diagnostics import did_you_mean
+from soul.language import columns
 from soul.language.sandbox import MAX_OUTPUT, MAX_POWER_BITS, Sandbox
 
-Refusal = tuple[int, str, str | None]  # (line in the template, message, hint)
+Refusal = tuple[int, str, str | None, str | None]  # (line in the template, message, hint, near: columns.py)
 
 FOLD_BUDGET = 2 * MAX_OUTPUT  # characters or items all folded values of one text may make
 # Filters folded on constants: the padding ones the sandbox bounds, and a few that only convert.
@@ -52,10 +53,24 @@ def refusals(tree: nodes.Node, env: Sandbox) -> tuple[Refusal, ...]:
 def _unknown(tree: nodes.Node, env: Sandbox) -> Iterator[Refusal]:
     for node in tree.find_all(nodes.Filter):
         if node.name not in env.filters:
-            yield node.lineno, f"no filter named '{node.name}'", did_you_mean(node.name, env.filters) or "see the built-in filters in Jinja's documentation"
+            yield (node.lineno, f"no filter named '{node.name}'",
+                   did_you_mean(node.name, env.filters) or "see the built-in filters in Jinja's documentation", columns.filter_pattern(node.name))
     for test in tree.find_all(nodes.Test):
         if test.name not in env.tests:
-            yield test.lineno, f"no test named '{test.name}'", did_you_mean(test.name, env.tests) or "see the built-in tests in Jinja's documentation"
+            yield (test.lineno, f"no test named '{test.name}'",
+                   did_you_mean(test.name, env.tests) or "see the built-in tests in Jinja's documentation", columns.test_pattern(test.name))
+
+
+def _near(node: nodes.Expr) -> str | None:
+    """What to look for on the line of a folded expression that fails: its operator, its
+    filter, or the call to `range`."""
+    if isinstance(node, nodes.BinExpr):
+        return columns.literal_pattern(node.operator)
+    if isinstance(node, nodes.Filter):
+        return columns.filter_pattern(node.name)
+    if isinstance(node, nodes.Call):
+        return columns.call_pattern("range")
+    return None
 
 
 class _Folder:
@@ -93,15 +108,15 @@ class _Folder:
         try:
             return self._checked(self._compute(node, values))
         except SecurityError as exc:
-            self.found.append((node.lineno, f"always refused by the sandbox: {exc}", _LIMIT_HINT))
+            self.found.append((node.lineno, f"always refused by the sandbox: {exc}", _LIMIT_HINT, _near(node)))
         except TemplateError:
             pass  # the filter machinery wants a render's context: not foldable
         except (ArithmeticError, TypeError, ValueError) as exc:
             words = exc.args[-1] if len(exc.args) == 2 and isinstance(exc.args[-1], str) else str(exc)  # (errno, text)
             if isinstance(node, nodes.Call):  # the sandbox's range() refuses past MAX_RANGE items
-                self.found.append((node.lineno, f"always refused by the sandbox: {words}", _LIMIT_HINT))
+                self.found.append((node.lineno, f"always refused by the sandbox: {words}", _LIMIT_HINT, _near(node)))
             else:
-                self.found.append((node.lineno, f"fails whenever it runs: {words}", None))
+                self.found.append((node.lineno, f"fails whenever it runs: {words}", None, _near(node)))
         return _NOT
 
     def _operands(self, node: nodes.Expr) -> list[nodes.Expr] | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable
+from pathlib import PurePath
 from typing import Any
 
 from jinja2 import Template, TemplateError, nodes
@@ -117,12 +118,30 @@ class SoulTemplate(Template):
         try:
             return super().render(*args, **kwargs)
         except (TemplateError, BlueprintError) as exc:
-            raise StepError(f"{self._shown()}: {exc}") from exc
+            raise StepError(f"{self._shown()}{_where(exc, self.filename)}: {exc}") from exc
         except RecursionError as exc:
             raise StepError(f"{self._shown()}: includes nest without end (a template includes itself)") from exc
 
     def _shown(self) -> str:
         return f"template '{self.name}'" if self.name else "inline template"
+
+
+def _where(exc: BaseException, filename: str | None) -> str:
+    """" line N" (or ", in 'other.j2' line N" inside an included template): the innermost
+    template line of a render's failure, from the frames Jinja rewrites to point at its
+    templates (each frame's globals hold `__jinja_exception__`)."""
+    found: tuple[str, int] | None = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if "__jinja_exception__" in tb.tb_frame.f_globals:
+            found = (tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+        tb = tb.tb_next
+    if found is None:
+        return ""
+    where, line = found
+    if where == (filename or "<template>"):
+        return f" line {line}"
+    return f", in '{PurePath(where).name}' line {line}"
 
 
 class Sandbox(ImmutableSandboxedEnvironment):

@@ -2,7 +2,9 @@
 tool's function *without running any code*.
 
 `tools: {name: "module:function"}` or `{name: {ref: "module:function", timeout: S,
-description: TEXT, max_chars: N}}` declares Python functions a model may call. `soul validate`
+description: TEXT, max_chars: N}}` declares Python functions a model may call; `{name: {mcp:
+COMMAND_OR_URL, use: [tools] | "*", ...}}` declares an MCP server and which of its tools the
+model may call (`McpServerDecl`; started by soul.runtime.tools.mcp, never by validation). `soul validate`
 must not run code from a blueprint it is asked to check (a cloned repository is hostile input
 until the user runs it), so `locate_tool` looks for the module's file the way the import system
 would — the blueprint's folder first, then `sys.path` — with `PathFinder`, which reads
@@ -15,10 +17,11 @@ What only running could show is a doubt, not an error. `soul run` imports the fu
 from __future__ import annotations
 
 import re
+import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from soul.language.bindings import Bindings, find_module
 from soul.language.sourcemap import KeyPath
@@ -57,6 +60,92 @@ class StepTools:
 
     names: tuple[str, ...]
     rounds: int = DEFAULT_ROUNDS
+
+
+Lifetime = Literal["process", "session"]
+DEFAULT_START_TIMEOUT = 30.0  # seconds an MCP server may take to start and answer `initialize`
+
+
+@dataclass(frozen=True)
+class McpServerDecl:
+    """One MCP server a blueprint names: a stdio command (`command`, run in the blueprint's
+    folder) or a Streamable HTTP `url`; the tools of it the model may call (`use`: None means
+    every tool it lists — `"*"`, or no `use:` at all); how long one server lives (`process`: shared by every
+    session of the process; `session`: one per session, for servers that keep state)."""
+
+    name: str
+    path: KeyPath
+    command: tuple[str, ...] = ()
+    url: str = ""
+    use: tuple[str, ...] | None = None
+    lifetime: Lifetime = "process"
+    env: tuple[tuple[str, str], ...] = ()
+    timeout: float = DEFAULT_TIMEOUT
+    start_timeout: float = DEFAULT_START_TIMEOUT
+    max_chars: int = DEFAULT_MAX_CHARS
+
+    @property
+    def stdio(self) -> bool:
+        return not self.url
+
+    @property
+    def target(self) -> str:
+        """The command line or URL, for messages."""
+        return self.url or shlex.join(self.command)
+
+
+def mcp_target(value: Any) -> tuple[tuple[str, ...], str] | None:
+    """An entry's `mcp:` value as (command, url): a string starting with http:// or https://
+    is a URL, any other string a command line (split as a POSIX shell would, nothing
+    expanded), a list the command's arguments, a mapping `{command, args}` or `{url}` (the
+    shape MCP clients' configurations use); None when it is none of these."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lower().startswith(("http://", "https://")):
+            return (), text
+        try:
+            argv = tuple(shlex.split(text))
+        except ValueError:
+            return None
+        return (argv, "") if argv else None
+    if isinstance(value, list) and value and all(isinstance(a, str) for a in value):
+        return tuple(value), ""
+    if isinstance(value, dict):  # the MCP clients' own shape: {command, args} or {url}
+        if isinstance(value.get("url"), str):
+            return mcp_target(value["url"]) if value["url"].lower().startswith(("http://", "https://")) else None
+        args = value.get("args", [])
+        if isinstance(value.get("command"), str) and value["command"] and isinstance(args, list) and all(isinstance(a, str) for a in args):
+            return (value["command"], *args), ""
+    return None
+
+
+def build_mcp_servers(raw: Any) -> dict[str, McpServerDecl]:
+    """The MCP entries of the `tools:` block; malformed ones (the schema reports them) skipped."""
+    servers: dict[str, McpServerDecl] = {}
+    if not isinstance(raw, dict):
+        return servers
+    for name, value in raw.items():
+        if not isinstance(value, dict) or "mcp" not in value:
+            continue
+        target = mcp_target(value["mcp"])
+        if target is None:
+            continue
+        use_raw = value.get("use", "*")  # no `use:`: every tool the server lists (docs/tools.md says why)
+        use = tuple(u for u in use_raw if isinstance(u, str)) if isinstance(use_raw, list) else None
+        env_raw = value.get("env")
+        env = tuple((k, v) for k, v in env_raw.items() if isinstance(k, str) and isinstance(v, str)) if isinstance(env_raw, dict) else ()
+        servers[name] = McpServerDecl(
+            name, ("tools", name), target[0], target[1], use,
+            "session" if value.get("lifetime") == "session" else "process", env,
+            _positive(value.get("timeout"), DEFAULT_TIMEOUT),
+            _positive(value.get("start_timeout"), DEFAULT_START_TIMEOUT),
+            int(_positive(value.get("max_chars"), DEFAULT_MAX_CHARS)),
+        )
+    return servers
+
+
+def _positive(value: Any, default: float) -> float:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and value > 0 else default
 
 
 def build_tools(raw: Any) -> dict[str, ToolDecl]:

@@ -36,6 +36,15 @@ from soul.providers.secrets import redact
 
 if TYPE_CHECKING:
     from soul.providers.cassette import Cassette
+    from soul.providers.prices import (
+        Price,
+        PriceTable,
+        Total,
+        call_cost,
+        price_table,
+        traces_total,
+        usd_text,
+    )
     from soul.providers.replay import RecordingProvider, ReplayProvider, recording
     from soul.providers.scripted import ScriptedProvider, ScriptExhausted
     from soul.providers.windows import context_window, reply_tokens
@@ -48,6 +57,8 @@ __all__ = [
     "Guarded",
     "Message",
     "Policy",
+    "Price",
+    "PriceTable",
     "Provider",
     "ProviderError",
     "RecordingProvider",
@@ -58,16 +69,22 @@ __all__ = [
     "ScriptedProvider",
     "ToolCall",
     "ToolSpec",
+    "Total",
     "Usage",
     "allow_hosts",
     "allowed_hosts",
+    "call_cost",
     "context_window",
     "estimate_tokens",
+    "local_engine_installed",
     "local_model_catalogue",
+    "price_table",
     "recording",
     "redact",
     "reply_tokens",
     "resolve",
+    "traces_total",
+    "usd_text",
 ]
 
 # Loaded on first use (they import yaml): name -> module.
@@ -79,8 +96,10 @@ _LAZY = {
     "ScriptedProvider": "soul.providers.scripted",
     "ScriptExhausted": "soul.providers.scripted",
     "context_window": "soul.providers.windows",
+    "local_engine_installed": "soul.providers.local_models",  # `soul models`
     "local_model_catalogue": "soul.providers.local_models",  # `soul models`
     "reply_tokens": "soul.providers.windows",
+    **dict.fromkeys(("Price", "PriceTable", "Total", "call_cost", "price_table", "traces_total", "usd_text"), "soul.providers.prices"),
 }
 
 

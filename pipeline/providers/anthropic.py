@@ -1,6 +1,8 @@
 """`anthropic/MODEL` — the Messages API through the official `anthropic` SDK.
 
-The system prompt goes in `system`, not among the messages; replies stream as SSE events;
+The system prompt goes in `system`, not among the messages — cut into text blocks with
+`cache_control` breakpoints where the prompt builder marked its stable prefixes (the persona,
+the summary), so Anthropic bills the repeated prefix as a cache read; replies stream as SSE events;
 usage comes from the API (input tokens at `message_start`, output tokens at `message_delta`).
 The SDK's own retries are off: the policy in `policy.py` decides (see `resolve`).
 
@@ -18,6 +20,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from soul.errors import AuthError, ProviderUnavailable
+from soul.providers.arguments import arguments_json
 from soul.providers.base import Chunk, Completion, Message, Provider, Request, ToolCall, Usage
 from soul.providers.sdk import LoopClients, cost, load_sdk, sampling, translate
 from soul.providers.secrets import NO_KEY, find_key
@@ -49,7 +52,7 @@ class AnthropicProvider(Provider):
         self.where = f"anthropic/{model}"
 
     def _arguments(self, request: Request) -> dict[str, Any]:
-        system = "\n\n".join(m.content for m in request.messages if m.role == "system")
+        system = system_blocks(request.messages)
         arguments: dict[str, Any] = {
             "model": self.model,
             "messages": anthropic_messages(request.messages),
@@ -63,10 +66,11 @@ class AnthropicProvider(Provider):
                                   for s in request.tools]
         return arguments
 
-    def _usage(self, started: float, first: float | None, input_tokens: int, output_tokens: int) -> Usage:
+    def _usage(self, started: float, first: float | None, input_tokens: int, output_tokens: int,
+               read: int = 0, written: int = 0) -> Usage:
         return Usage(
             input_tokens, output_tokens, time.perf_counter() - started, first,
-            cost(self.model, input_tokens, output_tokens),
+            cost("anthropic", self.model, input_tokens, output_tokens, read, written), read, written,
         )
 
     async def complete(self, request: Request) -> Completion:
@@ -76,15 +80,16 @@ class AnthropicProvider(Provider):
         except Exception as exc:
             raise translate(exc, self.sdk, self.where, self.key_source) from exc
         text = "".join(block.text for block in message.content if block.type == "text")
-        calls = tuple(ToolCall(block.id, block.name, json.dumps(block.input, ensure_ascii=False))
+        calls = tuple(ToolCall(block.id, block.name, arguments_json(block.input))
                       for block in message.content if block.type == "tool_use")
-        usage = self._usage(started, None, message.usage.input_tokens, message.usage.output_tokens)
+        read, written = cache_usage(message.usage)
+        usage = self._usage(started, None, message.usage.input_tokens, message.usage.output_tokens, read, written)
         return Completion(text, usage, calls)
 
     async def stream(self, request: Request) -> AsyncIterator[Chunk]:
         started = time.perf_counter()
         first: float | None = None
-        input_tokens = output_tokens = 0
+        input_tokens = output_tokens = read = written = 0
         finished = False
         try:
             events = await self.clients.get().messages.create(**self._arguments(request), stream=True)
@@ -93,6 +98,7 @@ class AnthropicProvider(Provider):
                     if event.type == "message_start":
                         input_tokens = event.message.usage.input_tokens
                         output_tokens = event.message.usage.output_tokens or 0
+                        read, written = cache_usage(event.message.usage)
                     elif event.type == "content_block_delta" and event.delta.type == "text_delta":
                         first = first if first is not None else time.perf_counter() - started
                         yield Chunk(event.delta.text)
@@ -104,7 +110,42 @@ class AnthropicProvider(Provider):
             raise translate(exc, self.sdk, self.where, self.key_source) from exc
         if not finished:  # the connection closed cleanly but the message never ended
             raise ProviderUnavailable(f"{self.where}: the stream ended before message_stop")
-        yield Chunk("", self._usage(started, first, input_tokens, output_tokens))
+        yield Chunk("", self._usage(started, first, input_tokens, output_tokens, read, written))
+
+
+MAX_BREAKPOINTS = 4  # the Messages API takes at most four cache_control marks per request
+CACHE_CONTROL = {"type": "ephemeral"}  # the 5-minute cache
+
+
+def system_blocks(messages: Sequence[Message]) -> str | list[dict[str, Any]]:
+    """The system prompt: the text as is, or — when the prompt builder marked where its stable
+    prefixes end (`Message.cache_points`) — text blocks cut there, each ending at a mark
+    carrying `cache_control`. The blocks' texts put together are the text: the model reads
+    the same prompt; the API caches the prefix up to each mark (tools, then system)."""
+    system = [m for m in messages if m.role == "system"]
+    text = "\n\n".join(m.content for m in system)
+    points: list[int] = []
+    offset = 0
+    for m in system:
+        points += [offset + p for p in m.cache_points if 0 < p <= len(m.content)]
+        offset += len(m.content) + 2
+    points = sorted(set(points))[-MAX_BREAKPOINTS:]
+    if not text or not points:
+        return text
+    blocks: list[dict[str, Any]] = []
+    start = 0
+    for point in points:
+        blocks.append({"type": "text", "text": text[start:point], "cache_control": dict(CACHE_CONTROL)})
+        start = point
+    if start < len(text):
+        blocks.append({"type": "text", "text": text[start:]})
+    return blocks
+
+
+def cache_usage(usage: Any) -> tuple[int, int]:
+    """(cache reads, cache writes) of a Messages API usage object; 0 where not reported."""
+    return (int(getattr(usage, "cache_read_input_tokens", 0) or 0),
+            int(getattr(usage, "cache_creation_input_tokens", 0) or 0))
 
 
 def anthropic_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:

@@ -46,18 +46,34 @@ class Message:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     is_error: bool = False  # a tool message reporting a failed call
+    # Where a prefix that stays the same from call to call ends: offsets into `content`, in
+    # order (the prompt builder marks the persona's end and the summary's in the system
+    # message). Providers that cache prompts put a breakpoint there (Anthropic: `cache_control`);
+    # the text is the same either way, and the marks never key a cassette.
+    cache_points: tuple[int, ...] = ()
 
 
 # Not frozen: built on every model call (a frozen init costs 4x); treat it as immutable.
 @dataclass(slots=True)
 class Usage:
-    """Tokens and time of one call; `cost` in USD where the provider reports prices."""
+    """Tokens and time of one call; `cost` in USD where the provider reports prices.
+
+    `input_tokens` are the prompt tokens billed at the full input price; prompt tokens read
+    from a provider's prompt cache are `cache_read_tokens` (Anthropic's cache reads, OpenAI's
+    `cached_tokens`, the local model's saved prompt head), and those written to it
+    `cache_write_tokens` (Anthropic's cache creation). The prompt is their sum (`prompt_tokens`)."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     latency_s: float = 0.0
     first_token_s: float | None = None
     cost: float | None = None
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
 
 
 # Not frozen: built on every model call (a frozen init costs 4x); treat it as immutable.

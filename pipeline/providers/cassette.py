@@ -237,6 +237,8 @@ def _message_data(m: Message) -> dict[str, Any]:
         data["tool_call_id"] = m.tool_call_id
     if m.is_error:
         data["is_error"] = True
+    if m.cache_points:  # where a provider may cache the prompt: shown, never part of the key
+        data["cache_points"] = list(m.cache_points)
     return data
 
 
@@ -248,6 +250,10 @@ def _usage_data(usage: Usage) -> dict[str, Any]:
         data["first_token_s"] = round(usage.first_token_s, 3)
     if usage.cost is not None:
         data["cost"] = usage.cost
+    if usage.cache_read_tokens:
+        data["cache_read_tokens"] = usage.cache_read_tokens
+    if usage.cache_write_tokens:
+        data["cache_write_tokens"] = usage.cache_write_tokens
     return data
 
 
@@ -255,6 +261,7 @@ def usage_from(data: Mapping[str, Any]) -> Usage:
     return Usage(
         int(data.get("input_tokens", 0)), int(data.get("output_tokens", 0)), float(data.get("latency_s", 0.0)),
         data.get("first_token_s"), data.get("cost"),
+        int(data.get("cache_read_tokens", 0)), int(data.get("cache_write_tokens", 0)),
     )
 
 

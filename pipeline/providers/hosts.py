@@ -25,12 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from soul.credentials import host_label, is_own_host
+from soul.credentials import allow_list_entries, allow_list_file, host_label, is_own_host
 from soul.errors import ProviderError
 
 ALLOW_ENV = "SOUL_ALLOW_HOSTS"
 ALLOW_FILE = "allowed-hosts"
-ALLOW_FILE_BYTES = 64 << 10  # an allow-list longer than this is read up to here
 
 _allowed_here: set[str] = set()  # --allow-host, for this process
 
@@ -73,20 +72,14 @@ def forget_allowed_hosts() -> None:
 
 def allow_file() -> Path:
     """The data home's allow-list (not created)."""
-    configured = os.environ.get("SOUL_HOME")
-    return (Path(configured).expanduser() if configured else Path.home() / ".soul") / ALLOW_FILE
+    return allow_list_file(ALLOW_FILE)
 
 
 def allowed_hosts() -> list[Host]:
     """Every host the user allowed: the variable, the flag, the file (bad entries skipped:
     a typo allows nothing)."""
     entries = [*re.split(r"[,\s]+", os.environ.get(ALLOW_ENV, "")), *_allowed_here]
-    try:
-        with allow_file().open("rb") as f:
-            text = f.read(ALLOW_FILE_BYTES).decode("utf-8", "replace")
-        entries += [line.split("#", 1)[0] for line in text.splitlines()]
-    except OSError:
-        pass
+    entries += allow_list_entries(ALLOW_FILE)
     hosts = []
     for entry in entries:
         if entry.strip():

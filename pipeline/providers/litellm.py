@@ -23,6 +23,7 @@ from soul.errors import AuthError
 from soul.providers.base import Chunk, Completion, Provider, Request, Usage, estimate_tokens
 from soul.providers.openai import KEY_ENV as OPENAI_KEY_ENV
 from soul.providers.sdk import (
+    cached_tokens,
     load_sdk,
     openai_chunks,
     openai_messages,
@@ -92,13 +93,17 @@ class LiteLLMProvider(Provider):
         return float(prompt + completion)
 
     def _usage(self, request: Request, text: str, started: float, first: float | None, reported: Any) -> Usage:
+        cached = 0
         if reported is not None and getattr(reported, "prompt_tokens", None) is not None:
             input_tokens, output_tokens = reported.prompt_tokens or 0, reported.completion_tokens or 0
+            cached = cached_tokens(reported, input_tokens)
         else:
             input_tokens = estimate_tokens([m.content for m in request.messages])
             output_tokens = estimate_tokens([text])
+        # litellm's price list knows no cache rates for every model: the whole prompt is priced as input
         return Usage(
-            input_tokens, output_tokens, time.perf_counter() - started, first, self._cost(input_tokens, output_tokens)
+            input_tokens - cached, output_tokens, time.perf_counter() - started, first,
+            self._cost(input_tokens, output_tokens), cached,
         )
 
     def _translate(self, exc: Exception) -> Exception:

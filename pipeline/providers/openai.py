@@ -17,6 +17,7 @@ from soul.errors import AuthError
 from soul.providers.base import Chunk, Completion, Provider, Request, Usage, estimate_tokens
 from soul.providers.sdk import (
     LoopClients,
+    cached_tokens,
     cost,
     load_sdk,
     openai_chunks,
@@ -66,14 +67,17 @@ class OpenAIProvider(Provider):
         return arguments
 
     def _usage(self, request: Request, text: str, started: float, first: float | None, reported: Any) -> Usage:
+        cached = 0
         if reported is not None:
             input_tokens, output_tokens = reported.prompt_tokens or 0, reported.completion_tokens or 0
+            cached = cached_tokens(reported, input_tokens)
+            input_tokens -= cached  # the cached part of the prompt is billed at its own rate
         else:
             input_tokens = estimate_tokens([m.content for m in request.messages])
             output_tokens = estimate_tokens([text])
         return Usage(
             input_tokens, output_tokens, time.perf_counter() - started, first,
-            cost(self.model, input_tokens, output_tokens),
+            cost("openai", self.model, input_tokens, output_tokens, cached), cached,
         )
 
     async def complete(self, request: Request) -> Completion:

@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 
 from soul.errors import ProviderError
+from soul.providers.arguments import arguments_json
 from soul.providers.base import Chunk, Clock, Completion, Provider, Request, ToolCall
 from soul.providers.files import read_text
 
@@ -169,7 +170,7 @@ def _reply(item: str | Mapping[str, Any], source: str, n: int) -> tuple[str, tup
         if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
             raise ProviderError(f"scripted replies: {source}: reply {n}, tool call {i} needs a `name`")
         arguments = call.get("arguments", {})
-        text_arguments = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+        text_arguments = arguments if isinstance(arguments, str) else arguments_json(arguments)
         out.append(ToolCall(str(call.get("id") or f"call_{n}_{i}"), call["name"], text_arguments))
     return text, tuple(out), float(seconds)
 

@@ -1,5 +1,5 @@
 """What the SDK-backed providers share: loading the SDK, one client per event loop, sampling
-options, prices, reading an OpenAI-style chunk stream, and translating the Stainless-generated SDKs' errors (anthropic and openai
+options, the price of a call, reading an OpenAI-style chunk stream, and translating the Stainless-generated SDKs' errors (anthropic and openai
 raise the same family of classes) into soul's ProviderError tree at one boundary."""
 
 from __future__ import annotations
@@ -27,22 +27,6 @@ from soul.providers.secrets import redact
 
 SAMPLING = ("temperature", "max_tokens", "top_p")  # the slot options that reach the model
 
-# USD per million tokens (input, output), by model-name prefix; longest prefix wins. Prices
-# change: a model not listed reports no cost rather than a wrong one.
-PRICES: dict[str, tuple[float, float]] = {
-    "claude-haiku-4-5": (1.0, 5.0),
-    "claude-3-5-haiku": (0.80, 4.0),
-    "claude-3-5-sonnet": (3.0, 15.0),
-    "claude-3-7-sonnet": (3.0, 15.0),
-    "claude-sonnet-4": (3.0, 15.0),
-    "claude-opus-4": (15.0, 75.0),
-    "claude-opus-4-5": (5.0, 25.0),
-    "claude-3-haiku": (0.25, 1.25),
-    "gpt-4o-mini": (0.15, 0.60),
-    "gpt-4o": (2.50, 10.0),
-}
-
-
 def load_sdk(module: str, extra: str) -> ModuleType:
     """Import an SDK, or say which extra installs it."""
     try:
@@ -53,13 +37,25 @@ def load_sdk(module: str, extra: str) -> ModuleType:
         ) from exc
 
 
-def cost(model: str, input_tokens: int, output_tokens: int) -> float | None:
-    """The call's price in USD, if the model's prices are known."""
-    match = max((p for p in PRICES if model.startswith(p)), key=len, default=None)
-    if match is None:
-        return None
-    price_in, price_out = PRICES[match]
-    return (input_tokens * price_in + output_tokens * price_out) / 1_000_000
+def cost(provider: str, model: str, input_tokens: int, output_tokens: int, cache_read: int = 0,
+         cache_write: int = 0) -> float | None:
+    """The call's price in USD from the price table (`providers/prices.py`: input, output, cache
+    read and cache write prices), None if unknown; `input_tokens` excludes the cached ones."""
+    from soul.providers.prices import call_cost
+
+    return call_cost(provider, f"{provider}/{model}", input_tokens, output_tokens,  # type: ignore[no-any-return]
+                     cache_read, cache_write)["usd"]
+
+
+def cached_tokens(reported: Any, prompt_tokens: int) -> int:
+    """The prompt tokens an OpenAI-style usage says came from the provider's automatic prompt
+    cache (`prompt_tokens_details.cached_tokens`), at most the prompt; 0 when not reported."""
+    details = getattr(reported, "prompt_tokens_details", None)
+    if isinstance(details, dict):
+        value = details.get("cached_tokens")
+    else:
+        value = getattr(details, "cached_tokens", None)
+    return min(int(value), prompt_tokens) if isinstance(value, int) and value > 0 else 0
 
 
 def sampling(options: Mapping[str, Any], method: Callable[..., Any] | None = None) -> dict[str, Any]:

@@ -21,7 +21,15 @@ mind, the observer gate), `souls` (a compiled soul and its services), `dry_run` 
 """
 
 from soul.runtime.background import runner_choice
-from soul.runtime.bridges import MemoryBridge, MemoryReader, field_errors, session_report
+from soul.runtime.bridges import (
+    MemoryBridge,
+    MemoryReader,
+    field_errors,
+    field_files,
+    restore_field,
+    session_report,
+)
+from soul.runtime.conversation import call_window, turn_window
 from soul.runtime.dialogue import DialogueResult, DialogueRunner, dialogues_dir
 from soul.runtime.dry_run import ExplainedCall, count_tokens, dry_services, explain, render
 from soul.runtime.durable import (
@@ -100,6 +108,7 @@ __all__ = [
     "TurnCommitted",
     "TurnResult",
     "as_data",
+    "call_window",
     "commit_events",
     "count_tokens",
     "dialogues_dir",
@@ -107,12 +116,15 @@ __all__ = [
     "explain",
     "feed_for",
     "field_errors",
+    "field_files",
     "load",
     "parse_rate",
     "refresh_minds",
     "render",
+    "restore_field",
     "runner_choice",
     "services_for",
     "session_report",
     "system_database_url",
+    "turn_window",
 ]

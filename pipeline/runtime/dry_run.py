@@ -10,7 +10,8 @@ context comes from the services, as in a real turn.
 
 Each call is fitted to its budget as in a real turn (the slot's window and reply reserve,
 `runtime/conversation/budget.py`), and the explanation shows it: the window, what is kept for the reply,
-what the fixed parts take, the tokens used, and anything cut.
+what the prompt may take and what these very messages take as the budget counts them (the
+tokens shown above them, and the chat template's markers), and anything cut.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 from soul.compiler import CallPlan, Gate, Plan, PlannedStep, Unit
 from soul.providers import Message
 from soul.records import SessionInfo, Snapshot
-from soul.runtime.conversation import TOKENIZER, Budget, budget_for, count_tokens
+from soul.runtime.conversation import MESSAGE_OVERHEAD, TOKENIZER, Budget, budget_for, count_tokens
 from soul.runtime.events import CallTrace
 from soul.runtime.turn import (
     CallOutcome,
@@ -34,7 +35,7 @@ from soul.runtime.turn import (
     services_for,
     start_turn,
 )
-from soul.sections import StepParse
+from soul.sections import Instructions, StepParse
 
 TOKENIZER_NOTE = "tokens counted with the SmolLM2 tokenizer of the bundled local model"
 __all__ = ["DryRun", "ExplainedCall", "count_tokens", "dry_services", "explain", "first_snapshot", "render"]
@@ -56,6 +57,7 @@ class ExplainedCall:
     tokens: tuple[int, ...]
     budget: dict[str, Any] | None = None  # window, reserve, counter, fixed, used, parts
     cut: tuple[dict[str, Any], ...] = ()
+    counted: int | None = None  # these messages as the budget counts them (markers included)
 
 
 def placeholders(step: PlannedStep) -> dict[str, Any]:
@@ -75,6 +77,10 @@ class DryRun(ScopeRunner):
 
     applies_changes = False
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.counted: dict[int, int] = {}  # unit -> its messages as its budget counts them
+
     async def step_outputs(self, step: PlannedStep, ts: TurnState) -> dict[str, Any]:
         return placeholders(step)
 
@@ -88,8 +94,10 @@ class DryRun(ScopeRunner):
         return budget_for(bp, call.steps, spec, options)
 
     async def ask(self, call: CallPlan, messages: tuple[Message, ...], gated_off: GatedOff | None,
-                  budget: Budget | None = None) -> CallOutcome:
+                  budget: Budget | None = None, instructions: Instructions | None = None) -> CallOutcome:
         parses = {s.name: StepParse(placeholders(s), (), ()) for s in call.steps}
+        if budget is not None:
+            self.counted[call.unit.index] = budget.counter.messages([m.content for m in messages])
         names = tuple(s.name for s in call.steps)
         trace = CallTrace(call.unit.index, call.unit.model or "", names, messages, "", 0, 0, 0, 0.0)
         return CallOutcome(parses, frozenset(), trace, False)
@@ -124,7 +132,8 @@ def explain(plan: Plan, message: str, user: str = "user", services: Services | N
     elif not isinstance(services.gates, UndecidedGates):
         services = replace(services, gates=UndecidedGates())
     ts = start_turn(plan, services, first_snapshot(plan, user), message, "message")
-    asyncio.run(DryRun(plan, plan.turn, services).run(ts))
+    runner = DryRun(plan, plan.turn, services)
+    asyncio.run(runner.run(ts))
     status = {trace.step: trace.status for trace in ts.steps}
     steps = plan.turn.steps
     calls = []
@@ -139,7 +148,7 @@ def explain(plan: Plan, message: str, user: str = "user", services: Services | N
                 after_gates.append((name, gate.when + decided))
         tokens = tuple(count_tokens(m.content) for m in call.messages)
         calls.append(ExplainedCall(unit, call.steps, skipped, tuple(after_gates), tuple(call.messages), tokens,
-                                   call.budget, tuple(call.cut)))
+                                   call.budget, tuple(call.cut), runner.counted.get(call.unit)))
     return calls
 
 
@@ -172,9 +181,16 @@ def _budget_lines(call: ExplainedCall) -> list[str]:
     budget = call.budget
     if budget is None:
         return []
-    counted = "" if budget["counter"] == TOKENIZER else f"; budgeted with the {budget['counter']}"
-    lines = [f"─── budget: window {budget['window']} tokens, {budget['reserve']} kept for the reply, "
-             f"{budget['fixed']} fixed, {budget['used']} used{counted}"]
+    prompt = budget["window"] - budget["reserve"]
+    head = f"─── budget: window {budget['window']} tokens, {budget['reserve']} kept for the reply, so the prompt may take {prompt}"
+    markers = f"{MESSAGE_OVERHEAD} a message for the chat template's markers"
+    if call.counted is None:
+        lines = [head]
+    elif budget["counter"] == TOKENIZER:  # the same tokenizer as the counts above: they add up
+        lines = [f"{head}; it takes {call.counted} (the {sum(call.tokens)} above and {markers})"]
+    else:
+        lines = [f"{head}; it takes {call.counted} as budgeted with the {budget['counter']} ({markers} included; "
+                 "the counts above are the bundled tokenizer's)"]
     for cut in call.cut:
         lines.append(f"    cut: {cut['part']}: {cut['what']} ({cut['why']})")
     return lines

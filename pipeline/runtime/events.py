@@ -219,6 +219,15 @@ class CallTrace:
     cut: tuple[dict[str, Any], ...] = ()
     # the tools the call ran (runtime/tools/loop.py): tool, arguments, result, error, ms, source
     tools: tuple[dict[str, Any], ...] = ()
+    # prompt tokens read from / written to the provider's prompt cache (not in input_tokens)
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    # where each part of the prompt lies in `messages` (runtime/conversation/layout.py), read
+    # back as the call's context window (runtime/conversation/window.py); None: not recorded
+    window: dict[str, Any] | None = None
+    # what the call cost: {"usd" (None: unknown), "model" (the price table's key), "date",
+    # "source", "per_million"} (soul.providers.call_cost); None for calls made without prices
+    cost: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)
@@ -256,10 +265,19 @@ class Trace:
             "calls": len(self.calls),
             "input_tokens": sum(c.input_tokens for c in self.calls),
             "output_tokens": sum(c.output_tokens for c in self.calls),
+            "cache_read_tokens": sum(c.cache_read_tokens for c in self.calls),
+            "cache_write_tokens": sum(c.cache_write_tokens for c in self.calls),
+            "cost": _cost(self.calls),
             "total_ms": round(self.total_ms, 3),
             "framework_ms": round(self.framework_ms, 3),
             "steps": {s.step: s.status for s in self.steps},
         }
+
+
+def _cost(calls: tuple[CallTrace, ...]) -> dict[str, Any]:
+    from soul.providers import traces_total
+
+    return traces_total([{"calls": [{"cost": c.cost} for c in calls]}]).to_dict()
 
 
 def as_data(value: Any) -> Any:

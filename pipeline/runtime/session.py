@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from soul.compiler import Plan
 from soul.errors import SoulError
 from soul.records import Fence, SessionInfo
+from soul.runtime import tracing
 from soul.runtime.background import S_LOUD_REASONS, Background, Mind, observed_in
 from soul.runtime.bridges import RecallUse, recall_use
 from soul.runtime.events import (
@@ -135,10 +136,13 @@ class Session:
         await self.settle()
 
     async def close(self) -> None:
-        """Stop the background work and cancel what still runs."""
+        """Stop the background work and cancel what still runs; the MCP servers the session
+        held alone (lifetime `session`) stop."""
         if self.work is not None:
             await self.work.stop()
         await self._cancel_background()
+        if self.services.tools is not None:
+            self.services.tools.release(self.id)
 
     async def __aenter__(self) -> Session:
         await self.start()
@@ -207,6 +211,13 @@ class Session:
 
     async def _run_locked(self, text: str, kind: str, emit: Callable[[Any], None] | None,
                           impulses: tuple[str, ...], persona: str | None = None) -> TurnResult:
+        work = self._held(text, kind, emit, impulses, persona)
+        if tracing.on():  # the turn's span: its steps, calls and tools below it
+            return await tracing.turn(work, self.plan.blueprint.name, self.id, kind, text)  # type: ignore[no-any-return]
+        return await work
+
+    async def _held(self, text: str, kind: str, emit: Callable[[Any], None] | None,
+                    impulses: tuple[str, ...], persona: str | None = None) -> TurnResult:
         await self._cancel_background()  # a new input cancels what still runs from the last turn
         memory = self.services.memory
         if memory is None or not memory.leased:
@@ -243,6 +254,9 @@ class Session:
             events=(tuple({"event": n, **d} for n, d in ts.cognition.events) if ts.cognition else ())
             + ((gated,) if gated else ()),
         )
+        # a cancellation (Ctrl-C) requested while the turn ran without yielding — a tool
+        # blocking the loop, a model answering at once — lands here, before anything is stored
+        await asyncio.sleep(0)
         commit, reply = build_commit(snapshot, ts, self._order, kind, trace)
         if ts.cognition is not None:
             commit = replace(commit, chetana=chetana_state, messages=commit.messages + ts.cognition.event_records())

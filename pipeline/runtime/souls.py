@@ -16,7 +16,8 @@ from typing import Any
 from soul.compiler import Plan, compile_blueprint, load_valid
 from soul.kinds import Registry
 from soul.language import Blueprint
-from soul.providers import Provider
+from soul.providers import Provider, price_table
+from soul.runtime import tracing
 from soul.runtime.background import runner_choice
 from soul.runtime.bridges import MemoryBridge
 from soul.runtime.routing import TurnSender
@@ -64,7 +65,7 @@ class Soul:
         tape: Any = (cassette, "record") if cassette is not None else (replaying, "replay") if replaying is not None else None
         self.memory = MemoryBridge(self.blueprint, home, tape, allow_field_paths=allow_field_paths,
                                    store=lambda: self.store)
-        self.services = services_for(plan, providers=self.provider_for, memory=self.memory)
+        self.services = services_for(plan, providers=self.provider_for, memory=self.memory, prices=price_table(home))
         self._user_services: dict[str, Services] = {}
         self._turn_sender: TurnSender | None = None
 
@@ -113,6 +114,8 @@ class Soul:
         if self._store is not None:
             self._store.close()
             self._store = None
+        if self.services.tools is not None:
+            self.services.tools.close()  # the MCP servers it held stop (unless another soul holds one)
 
     def __enter__(self) -> Soul:
         return self
@@ -274,4 +277,5 @@ def load(
                 allow_field_paths=allow_field_paths)
     MemoryBridge.check_installed(soul.blueprint)
     soul.check_providers()
+    tracing.on()  # OTEL_* asking for traces without the otel extra fails here, before a session is touched
     return soul

@@ -144,7 +144,9 @@ def call_grammar(
     # no trailing whitespace rule: after the last section the only way on is the end (a small
     # model otherwise pads with blank lines up to its token budget)
     head = f"root ::= {' '.join(sequence)}"
-    tail = ["ws ::= [ \\t\\n]*", "text ::= [^<]+"]
+    # free text holds a visible character: whitespace alone is no content (a small model
+    # otherwise answers a section with its indentation and closes it)
+    tail = ["ws ::= [ \\t\\n]*", "text ::= [ \\t\\n]* [^< \\t\\n] [^<]*"]
     # ensure_ascii: the comment stays one line whatever the tags or options hold
     plan = PLAN_PREFIX + json.dumps(section_plan(steps, optional_steps), ensure_ascii=True)
     return "\n".join([head, *rules, *tail, plan]) + "\n"

@@ -10,7 +10,8 @@ N turns or one, pause, and the runner's events on a WebSocket per dialogue.
 
 The server is transport only: `app` routes requests to the Python API, `hub` fans a
 session's events out to every tab watching it, `wire` encodes events, `views` the JSON of a
-soul and its sessions, `guard` keeps it local and token-checked. docs/serve.md is the manual.
+soul and its sessions, `guard` keeps it local and token-checked, `frames` reads what a socket
+sends, `transport` bounds connections and times out slow headers. docs/serve.md is the manual.
 """
 
 from soul.serve.app import create_app, message_text
@@ -25,6 +26,7 @@ from soul.serve.guard import (
     is_loopback,
 )
 from soul.serve.hub import Hubs, SessionHub, TurnError
+from soul.serve.transport import uvicorn_config
 from soul.serve.wire import encode, event_data
 
 __all__ = [
@@ -43,4 +45,5 @@ __all__ = [
     "event_data",
     "is_loopback",
     "message_text",
+    "uvicorn_config",
 ]

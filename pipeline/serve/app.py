@@ -13,6 +13,8 @@ returns what it gives, as JSON. The routes (docs/serve.md has the table):
     POST   /api/sessions/{id}/pause|resume    the background loops
     GET    /api/sessions/{id}/turns/{n}/trace the stored trace of turn n
     GET    /api/sessions/{id}/chetana         Chetana's cognitive report (`soul chetana --json`)
+    ...    /api/sessions/{id}/layers|user-model/...|commits|turns/{n}/window|cost|fork
+                                              inspecting and forking (serve/inspect_api.py)
     POST   /api/sessions/{id}/recall          {"query": "..."} → memories with their explanation
     WS     /api/sessions/{id}/events          Hello, then every event as JSON with `type`
     ...    /api/dialogues[/{id}[/step|pause|events]]  a dialogue soul's runs (serve/dialogue_api.py)
@@ -24,6 +26,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 from collections.abc import AsyncIterator
 from importlib import resources
 from typing import Any
@@ -38,15 +41,18 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from soul.errors import LeaseHeld, RunError, SessionNotFound, SoulError
 from soul.runtime import refresh_minds
-from soul.serve import views, wire
+from soul.serve import frames, views, wire
 from soul.serve.dialogues import DialogueRefused, Dialogues
-from soul.serve.guard import MAX_BODY_BYTES, MAX_MESSAGE_CHARS, Guard
+from soul.serve.guard import MAX_BODY_BYTES, MAX_MESSAGE_CHARS, Guard, Lockout
 from soul.serve.hub import Hubs, TurnError, TurnJson, send_queued
+from soul.serve.idle import IDLE_GRACE, MAX_OPEN, Keeper, TooManyOpen
 from soul.store import redact, redact_data
 
 log = logging.getLogger(__name__)
 
 STATIC = resources.files("soul.serve") / "static"
+BODY_SECONDS = 30.0  # a request body must arrive within this (its headers: serve/transport.py)
+MAX_TURN = 2**63 - 1  # the largest turn number a store holds
 # No inline script or style, no other origin: model text that slipped into markup could run nothing.
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
@@ -77,6 +83,7 @@ class GuardMiddleware:
 
     def __init__(self, app: ASGIApp, guard: Guard) -> None:
         self.app, self.guard = app, guard
+        self.lockout = Lockout()  # wrong tokens per client address
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -89,9 +96,10 @@ class GuardMiddleware:
         refusal = None
         if not self.guard.host_ok(headers):
             refusal = (421, "bad_host", "this server answers only to localhost names (the Host header was another)")
-        elif path.startswith("/api/") and not self.guard.token_ok(headers, query):
-            refusal = (401, "token", "this server needs its token: `Authorization: Bearer $SOUL_SERVE_TOKEN` or ?token=")
-        elif (scope["type"] == "websocket" or scope.get("method") not in ("GET", "HEAD")) and not self.guard.origin_ok(headers):
+        elif path.startswith("/api/") and self.guard.token is not None:
+            refusal = self._token_refusal(scope, headers, query)
+        writes = scope["type"] == "websocket" or scope.get("method") not in ("GET", "HEAD")
+        if refusal is None and writes and not self.guard.origin_ok(headers):
             refusal = (403, "origin", "requests from another site's page are refused (the Origin is not this server)")
         if refusal is None:
             return await self.app(scope, receive, send)
@@ -99,7 +107,26 @@ class GuardMiddleware:
             await receive()  # websocket.connect; closing before accept answers HTTP 403
             await send({"type": "websocket.close", "code": 1008, "reason": refusal[2][:120]})
             return
-        await _error(*refusal)(scope, receive, send)
+        response = _error(*refusal[:3])
+        if len(refusal) > 3:
+            response.headers["retry-after"] = refusal[3]
+        await response(scope, receive, send)
+
+    def _token_refusal(self, scope: Scope, headers: dict[str, str], query: dict[str, str]) -> tuple[Any, ...] | None:
+        """None when the request carries the token and its address is not locked out; else
+        (status, code, message[, retry-after])."""
+        address = (scope.get("client") or ("?",))[0]
+        wait = self.lockout.wait(address)
+        if wait <= 0:
+            if self.guard.token_ok(headers, query):
+                self.lockout.succeeded(address)
+                return None
+            self.lockout.failed(address)
+            wait = self.lockout.wait(address)
+            if wait <= 0:
+                return (401, "token", "this server needs its token: `Authorization: Bearer $SOUL_SERVE_TOKEN` or ?token=")
+        seconds = math.ceil(wait)
+        return (429, "token_lockout", f"too many wrong tokens from this address: try again in {seconds} s", str(seconds))
 
 
 async def _body(request: Request) -> dict[str, Any]:
@@ -110,15 +137,21 @@ async def _body(request: Request) -> dict[str, Any]:
     if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
         raise Refused(413, "too_large", f"the request body is {int(declared):,} bytes; the limit is {MAX_BODY_BYTES:,}")
     chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise Refused(413, "too_large", f"the request body is over the limit of {MAX_BODY_BYTES:,} bytes")
-        chunks.append(chunk)
+    try:
+        async with asyncio.timeout(BODY_SECONDS):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > MAX_BODY_BYTES:
+                    raise Refused(413, "too_large", f"the request body is over the limit of {MAX_BODY_BYTES:,} bytes")
+                chunks.append(chunk)
+    except TimeoutError:
+        raise Refused(408, "slow_body", f"the request body did not arrive within {BODY_SECONDS:.0f} s") from None
     try:
         data = json.loads(b"".join(chunks) or b"{}")
     except ValueError as exc:
         raise Refused(400, "bad_json", f"the body is not valid JSON: {exc}") from exc
+    except RecursionError:
+        raise Refused(400, "bad_json", "the body's JSON nests too deeply") from None
     if not isinstance(data, dict):
         raise Refused(400, "bad_json", "the body must be a JSON object")
     return data
@@ -135,26 +168,36 @@ def message_text(data: dict[str, Any]) -> str:
 
 
 def create_app(soul: Any, turn_json: TurnJson, guard: Guard, *, cycles: int | None = None,
-               open_runner: Any = None) -> Starlette:
+               open_runner: Any = None, idle_grace: float = IDLE_GRACE, max_sessions: int = MAX_OPEN) -> Starlette:
     """The app serving `soul`: `turn_json(result, thoughts)` shapes a turn's JSON (the CLI
     passes `soul run --json`'s), `guard` the host and token, `cycles` bounds each session's
-    background loops (a scripted run ends by itself; None: until the server stops),
-    `open_runner(resume=, seed=)` opens a `DialogueRunner` for a dialogue soul (None: no dialogues)."""
-    from soul.serve import dialogue_api
+    background loops (a scripted run ends by itself; None: until its hub closes),
+    `open_runner(resume=, seed=)` opens a `DialogueRunner` for a dialogue soul (None: no
+    dialogues); a session or dialogue nobody uses for `idle_grace` seconds is closed (its
+    loops stop), and at most `max_sessions` are open at once (serve/idle.py)."""
+    from soul.serve import dialogue_api, inspect_api
 
-    hubs = Hubs(soul, turn_json, cycles)
-    dialogues = Dialogues(soul.name, open_runner) if open_runner is not None else None
+    keeper = Keeper(idle_grace, max_sessions)
+    hubs = Hubs(soul, turn_json, cycles, keeper)
+    dialogues = Dialogues(soul.name, open_runner, keeper) if open_runner is not None else None
 
     def handled(endpoint: Any) -> Any:
         async def run(request: Request) -> Response:
             try:
                 return await endpoint(request)  # type: ignore[no-any-return]
-            except (Refused, DialogueRefused) as exc:
-                return _error(exc.status, exc.code, exc.message)
+            except (Refused, DialogueRefused, inspect_api.InspectRefused) as exc:
+                refused = _error(exc.status, exc.code, exc.message)
+                if exc.status in (408, 413):  # a body left unread: the connection cannot be reused
+                    refused.headers["connection"] = "close"
+                return refused
             except (SessionNotFound, RunError) as exc:  # RunError: another soul's session
                 return _error(404, "no_session", str(exc))
             except TurnError as exc:
                 return _error(422 if exc.user_error else 500, "turn_failed", exc.message)
+            except TooManyOpen as exc:
+                crowded = _error(exc.status, exc.code, exc.message)
+                crowded.headers["retry-after"] = str(exc.retry_after)
+                return crowded
             except SoulError as exc:
                 return _error(422, "error", str(exc))
         return run
@@ -205,13 +248,17 @@ def create_app(soul: Any, turn_json: TurnJson, guard: Guard, *, cycles: int | No
         hub = await hubs.get(sid)
         if (elsewhere := loops_elsewhere(hub.session)) is not None:
             return _error(409, "loops_in_workers", elsewhere)
-        hub.session.pause() if request.url.path.endswith("/pause") else hub.session.resume()
+        hubs.steer(hub, pause=request.url.path.endswith("/pause"))
         return _json(views.background_view(hub.session) or {"loops": {}})
 
     async def trace(request: Request) -> Response:
         sid = request.path_params["id"]
-        own(sid)
-        return _json(soul.store.trace(sid, int(request.path_params["turn"])))
+        info = own(sid)
+        turn = int(request.path_params["turn"])  # digits only (the route); any length
+        if not 0 < turn <= info.turns:  # a huge number never reaches the store's 64-bit column
+            raise Refused(404, "no_turn", f"session {sid} has no turn {turn if turn <= MAX_TURN else 'that large'}:"
+                                          f" its turns are 1 to {info.turns}")
+        return _json(soul.store.trace(sid, turn))
 
     async def chetana(request: Request) -> Response:
         sid = request.path_params["id"]
@@ -239,16 +286,19 @@ def create_app(soul: Any, turn_json: TurnJson, guard: Guard, *, cycles: int | No
 
     async def events(ws: WebSocket) -> None:
         sid = ws.path_params["id"]
+        await ws.accept()
         try:
             own(sid)
             hub = await hubs.get(sid)
+        except TooManyOpen as exc:
+            await ws.send_text(wire.encode(wire.error(exc.code, exc.message)))
+            await ws.close(1013, exc.message[:120])  # try again later
+            return
         except (Refused, SessionNotFound, RunError) as exc:
-            await ws.accept()
             await ws.send_text(wire.encode(wire.error("no_session", getattr(exc, "message", str(exc)))))
             await ws.close(4404)
             return
-        await ws.accept()
-        client = hub.attach()
+        client = hub.attach()  # no await since the hub was got: the keeper cannot close it between
         # attached before the snapshot, with no await between: nothing falls in a gap
         refresh_minds(hub.session)  # loops run in workers (SOUL_RUNNER=dbos): their mood and cycle now
         hello = {"type": "Hello", **views.session_view(soul.store, hub.session.info, hub.session)}
@@ -256,10 +306,11 @@ def create_app(soul: Any, turn_json: TurnJson, guard: Guard, *, cycles: int | No
         pump = asyncio.create_task(send_queued(ws, client))
         try:
             while True:
-                raw = await ws.receive_text()
-                await _on_socket_message(ws, hub, raw)
+                await _on_socket_message(ws, hubs, hub, await frames.next_request(ws))
         except WebSocketDisconnect:
             pass
+        except frames.Refused as refused:
+            await frames.close_refused(ws, refused)
         finally:
             hub.detach(client)
             pump.cancel()
@@ -291,12 +342,14 @@ def create_app(soul: Any, turn_json: TurnJson, guard: Guard, *, cycles: int | No
         Route("/api/sessions/{id}/recall", handled(recall), methods=["POST"]),
         WebSocketRoute("/api/sessions/{id}/events", events),
         *dialogue_api.routes(dialogues, soul.name, handled, _body, _json),
+        *inspect_api.routes(soul, own, handled, _body, _json),
         Mount("/static", StaticFiles(directory=str(STATIC)), name="static"),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.hubs = hubs
     app.state.dialogues = dialogues
-    return GuardMiddleware(app, guard)  # type: ignore[return-value]
+    app.state.keeper = keeper
+    return GuardMiddleware(app, guard)  # type: ignore[return-value]  # its `lockout` is reachable
 
 
 def _settled(task: asyncio.Task[Any]) -> None:
@@ -315,9 +368,9 @@ def loops_elsewhere(session: Any) -> str | None:
             "workers to hold or continue them")
 
 
-async def _on_socket_message(ws: WebSocket, hub: Any, raw: str) -> None:
+async def _on_socket_message(ws: WebSocket, hubs: Hubs, hub: Any, request: tuple[str | None, dict[str, Any]]) -> None:
     """A client's request on the socket: {"type": "message", "text"}, "pause", "resume"."""
-    kind, data = wire.request(raw)
+    kind, data = request
     if kind == "message":
         try:
             text = message_text(data)
@@ -330,6 +383,6 @@ async def _on_socket_message(ws: WebSocket, hub: Any, raw: str) -> None:
         if (elsewhere := loops_elsewhere(hub.session)) is not None:
             await ws.send_text(wire.encode(wire.error("loops_in_workers", elsewhere)))
             return
-        hub.session.pause() if kind == "pause" else hub.session.resume()
+        hubs.steer(hub, pause=kind == "pause")
     else:
         await ws.send_text(wire.encode(wire.error("bad_request", 'send {"type": "message", "text": "..."}, {"type": "pause"} or {"type": "resume"}')))

@@ -24,9 +24,10 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from soul.serve import wire
+from soul.serve import frames, wire
 from soul.serve.dialogues import DialogueHub, DialogueRefused, Dialogues
 from soul.serve.hub import send_queued
+from soul.serve.idle import TooManyOpen
 
 
 def _turns(data: Any) -> int:
@@ -52,15 +53,16 @@ def routes(dialogues: Dialogues | None, soul_name: str, handled: Callable[[Any],
             seed = data.get("seed")
             if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
                 raise DialogueRefused(400, "bad_seed", '`seed` is a whole number: {"seed": 7}')
-            return as_json(known.create(seed).info(), 201)
+            return as_json((await known.create(seed)).info(), 201)
         return as_json(known.listed())
 
     async def one(request: Request) -> Response:
-        hub = need().get(request.path_params["id"])
-        return as_json({"dialogue": hub.info(), "result": hub.runner.result().to_dict()})
+        hub = await need().get(request.path_params["id"])
+        payload = {"dialogue": hub.info(), "result": await hub.result()}
+        return await asyncio.to_thread(as_json, payload)  # redacting and encoding 10,000 turns: off the loop too
 
     async def step(request: Request) -> Response:
-        hub = need().get(request.path_params["id"])
+        hub = await need().get(request.path_params["id"])
         data = await body(request)
         task = hub.run(_turns(data))
         if data.get("wait", True) is False:
@@ -68,27 +70,28 @@ def routes(dialogues: Dialogues | None, soul_name: str, handled: Callable[[Any],
         return as_json(await asyncio.shield(task))  # the caller may go away; the run does not
 
     async def pause(request: Request) -> Response:
-        hub = need().get(request.path_params["id"])
+        hub = await need().get(request.path_params["id"])
         hub.pause()
         return as_json(hub.info())
 
     async def events(ws: WebSocket) -> None:
-        try:
-            hub = need().get(ws.path_params["id"])
-        except DialogueRefused as exc:
-            await ws.accept()
-            await ws.send_text(wire.encode(wire.error(exc.code, exc.message)))
-            await ws.close(4404)
-            return
         await ws.accept()
-        client = hub.attach()
+        try:
+            hub = await need().get(ws.path_params["id"])
+        except (DialogueRefused, TooManyOpen) as exc:
+            await ws.send_text(wire.encode(wire.error(exc.code, exc.message)))
+            await ws.close(1013 if isinstance(exc, TooManyOpen) else 4404, exc.message[:120])
+            return
+        client = hub.attach()  # no await since the hub was got: the keeper cannot close it between
         await ws.send_text(wire.encode(hub.hello()))  # attached first, no await between: no gap
         pump = asyncio.create_task(send_queued(ws, client))
         try:
             while True:
-                await _on_message(ws, hub, await ws.receive_text())
+                await _on_message(ws, hub, await frames.next_request(ws))
         except WebSocketDisconnect:
             pass
+        except frames.Refused as refused:
+            await frames.close_refused(ws, refused)
         finally:
             hub.detach(client)
             pump.cancel()
@@ -104,9 +107,9 @@ def routes(dialogues: Dialogues | None, soul_name: str, handled: Callable[[Any],
     ]
 
 
-async def _on_message(ws: WebSocket, hub: DialogueHub, raw: str) -> None:
+async def _on_message(ws: WebSocket, hub: DialogueHub, request: tuple[str | None, dict[str, Any]]) -> None:
     """A client's request on the dialogue socket: {"type": "run", "turns": N} or {"type": "pause"}."""
-    kind, data = wire.request(raw)
+    kind, data = request
     if kind == "run":
         try:
             hub.run(_turns(data))

@@ -16,6 +16,7 @@ import contextlib
 import json
 import logging
 import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from typing import Any
 from soul.errors import SoulError
 from soul.serve import wire
 from soul.serve.hub import Audience, broadcast
+from soul.serve.idle import Keeper
 from soul.store import redact
 
 log = logging.getLogger(__name__)
@@ -44,11 +46,13 @@ class DialogueRefused(Exception):
 class DialogueHub(Audience):
     """One open dialogue, the clients watching it, and the run in progress (one at a time)."""
 
-    def __init__(self, runner: Any) -> None:
-        super().__init__()
+    def __init__(self, runner: Any, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(clock)
         self.runner = runner
         self.task: asyncio.Task[dict[str, Any]] | None = None
         self.stopping = False
+        self._result: tuple[int, dict[str, Any]] | None = None  # (events then, the result)
+        self._reading = 0  # results being worked out on a thread
         self._unsubscribe = runner.subscribe(self.publish)
 
     @property
@@ -59,6 +63,10 @@ class DialogueHub(Audience):
     def running(self) -> bool:
         return self.task is not None and not self.task.done()
 
+    @property
+    def working(self) -> bool:
+        return self.running or self._reading > 0
+
     def publish(self, event: Any) -> None:
         broadcast(self.clients, event, f"dialogue {self.id}")
 
@@ -68,6 +76,22 @@ class DialogueHub(Audience):
         return {"id": self.id, "soul": runner.name, "seed": runner.seed, "turns": runner.rules.turn - 1,
                 "agents": list(runner.agent_names), "observer": runner.observer,
                 "running": self.running, "stopping": self.running and self.stopping}
+
+    async def result(self) -> dict[str, Any]:
+        """The dialogue's result (`soul dialogue --json`'s shape), worked out on a thread so the
+        event loop keeps serving, and kept until the dialogue has more events."""
+        key = len(self.runner.events)
+        cached = self._result
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        self._reading += 1  # busy meanwhile: the keeper does not close it under the thread
+        try:
+            data = await asyncio.to_thread(lambda: dict(self.runner.result().to_dict()))
+        finally:
+            self._reading -= 1
+            self.touch()
+        self._result = (key, data)
+        return data
 
     def hello(self) -> dict[str, Any]:
         """What a new connection starts from: the info and every event so far, in order."""
@@ -83,6 +107,8 @@ class DialogueHub(Audience):
         self.stopping = False
         self.task = asyncio.create_task(self._run(turns))
         self.task.add_done_callback(_retrieved)
+        self.touch()
+        self.task.add_done_callback(lambda _: self.touch())
         return self.task
 
     def pause(self) -> None:
@@ -108,7 +134,7 @@ class DialogueHub(Audience):
             done = runner.rules.turn - 1
             state = "failed" if error else "paused" if runner.rules.turn <= end else "done"
             self.publish({"type": "DialogueIdle", "state": state, "turns": done, "error": error})
-        return dict(runner.result().to_dict())
+        return await self.result()
 
     async def close(self) -> None:
         """Let a run in progress finish its turn, then close the agents' souls."""
@@ -134,35 +160,43 @@ def _retrieved(task: asyncio.Task[Any]) -> None:
 class Dialogues:
     """The dialogues of one soul: the open ones by id, the saved ones in `$SOUL_HOME/dialogues`."""
 
-    def __init__(self, soul_name: str, open_runner: OpenRunner) -> None:
+    def __init__(self, soul_name: str, open_runner: OpenRunner, keeper: Keeper | None = None) -> None:
         self.soul_name = soul_name
         self.open_runner = open_runner
+        self.keeper = keeper if keeper is not None else Keeper()
         self.open: dict[str, DialogueHub] = {}
+        self.keeper.watch(self.open)
 
     def folder(self) -> Path:
         from soul.runtime import dialogues_dir
 
         return Path(dialogues_dir())
 
-    def create(self, seed: int | None = None) -> DialogueHub:
+    async def create(self, seed: int | None = None) -> DialogueHub:
         """A new dialogue, saved at once (so it is listed before its first turn)."""
-        hub = DialogueHub(self.open_runner(seed=seed))
+        await self.keeper.make_room()
+        hub = DialogueHub(self.open_runner(seed=seed), self.keeper.clock)
         hub.runner.save()
         self.open[hub.id] = hub
         return hub
 
-    def get(self, dialogue_id: str) -> DialogueHub:
-        """The hub of a saved dialogue of this soul (an exact id), resumed on first use."""
+    async def get(self, dialogue_id: str) -> DialogueHub:
+        """The hub of a saved dialogue of this soul (an exact id), resumed on first use; the
+        server's `Keeper` closes it when nobody has used it for its grace."""
         hub = self.open.get(dialogue_id)
         if hub is not None:
             return hub
         if not DIALOGUE_ID.fullmatch(dialogue_id) or not (self.folder() / f"{dialogue_id}.json").is_file():
             raise DialogueRefused(404, "no_dialogue", f"no saved dialogue {dialogue_id!r} (GET /api/dialogues lists them)")
+        await self.keeper.make_room()
+        hub = self.open.get(dialogue_id)  # opened by another request meanwhile
+        if hub is not None:
+            return hub
         try:
             runner = self.open_runner(resume=dialogue_id)
         except SoulError as exc:  # another soul's dialogue, or an unreadable file
             raise DialogueRefused(404, "no_dialogue", str(exc)) from exc
-        hub = self.open[dialogue_id] = DialogueHub(runner)
+        hub = self.open[dialogue_id] = DialogueHub(runner, self.keeper.clock)
         return hub
 
     def listed(self) -> list[dict[str, Any]]:
@@ -188,7 +222,9 @@ class Dialogues:
         return out
 
     async def close(self) -> None:
-        hubs, self.open = list(self.open.values()), {}
+        await self.keeper.close()
+        hubs = list(self.open.values())
+        self.open.clear()  # the same dict: the keeper watches it
         for hub in hubs:
             with contextlib.suppress(Exception):
                 await hub.close()

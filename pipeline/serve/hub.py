@@ -7,7 +7,8 @@ client's queue. A turn runs as a task of the hub, not of the request or socket t
 for it: a client that disconnects mid-turn loses nothing — the turn commits and the next
 connection reads it from the store.
 
-`Hubs` opens hubs on first use (starting the session's background work) and closes them all
+`Hubs` opens hubs on first use (starting the session's background work); the server's
+`Keeper` (serve/idle.py) closes one nobody has used for its grace, and `Hubs` closes them all
 when the server stops. A slow client whose queue fills is dropped (it reconnects and reloads
 the session), so one stalled tab never holds the others or the turn back.
 """
@@ -24,6 +25,7 @@ from typing import Any
 from soul.errors import SoulError
 from soul.serve import wire
 from soul.serve.clock import LoopClock
+from soul.serve.idle import Keeper
 from soul.store import redact
 
 log = logging.getLogger(__name__)
@@ -84,18 +86,35 @@ async def send_queued(ws: Any, client: Client) -> None:
 
 class Audience:
     """The clients watching one thing (a session, a dialogue): each attaches a queue, and
-    `broadcast` reaches them all."""
+    `broadcast` reaches them all. `busy` and `last_active` tell the server's `Keeper` when it
+    was last used (a client came or went, work started or ended)."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.clients: set[Client] = set()
+        self.clock = clock
+        self.last_active = clock()
+
+    def touch(self) -> None:
+        self.last_active = self.clock()
+
+    @property
+    def working(self) -> bool:
+        """Whether work runs that a client asked for (a turn, a run)."""
+        return False
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.clients) or self.working
 
     def attach(self) -> Client:
         client = Client()
         self.clients.add(client)
+        self.touch()
         return client
 
     def detach(self, client: Client) -> None:
         self.clients.discard(client)
+        self.touch()
 
 
 class TurnError(Exception):
@@ -110,12 +129,22 @@ class TurnError(Exception):
 class SessionHub(Audience):
     """A session and the clients watching it."""
 
-    def __init__(self, session: Any, turn_json: TurnJson) -> None:
-        super().__init__()
+    def __init__(self, session: Any, turn_json: TurnJson, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(clock)
         self.session = session
         self.turn_json = turn_json
         self.tasks: set[asyncio.Task[Any]] = set()
+        self.paused = False  # its loops paused by a client (kept when the hub closes)
         self._unsubscribe = session.subscribe(self.publish)
+
+    @property
+    def working(self) -> bool:
+        return bool(self.tasks)
+
+    def steer(self, pause: bool) -> None:
+        """Pause or resume the session's background loops (a client asked)."""
+        self.paused = pause
+        self.session.pause() if pause else self.session.resume()
 
     @property
     def id(self) -> str:
@@ -138,8 +167,13 @@ class SessionHub(Audience):
         clock = LoopClock()
         task = asyncio.create_task(clock.run(self._turn(text, clock)))
         self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+        self.touch()
+        task.add_done_callback(self._finished)
         return task
+
+    def _finished(self, task: asyncio.Task[Any]) -> None:
+        self.tasks.discard(task)
+        self.touch()
 
     async def _turn(self, text: str, clock: LoopClock) -> tuple[Any, dict[str, Any]]:
         started = time.perf_counter()
@@ -174,17 +208,22 @@ class SessionHub(Audience):
 
 
 class Hubs:
-    """The open sessions of one soul, by id."""
+    """The open sessions of one soul, by id, kept by the server's `Keeper` (serve/idle.py): a
+    hub opens on first use and closes when nobody has used it for the keeper's grace."""
 
-    def __init__(self, soul: Any, turn_json: TurnJson, cycles: int | None = None) -> None:
+    def __init__(self, soul: Any, turn_json: TurnJson, cycles: int | None = None, keeper: Keeper | None = None) -> None:
         self.soul = soul
         self.turn_json = turn_json
         self.cycles = cycles
+        self.keeper = keeper if keeper is not None else Keeper()
         self.open: dict[str, SessionHub] = {}
+        self.paused: set[str] = set()  # sessions a client paused: they reopen paused
         self._opening: asyncio.Lock | None = None
+        self.keeper.watch(self.open)
 
     async def get(self, session_id: str) -> SessionHub:
-        """The hub of a stored session (an exact id), opened and started on first use."""
+        """The hub of a stored session (an exact id), opened and started on first use
+        (TooManyOpen when the server's bound is reached and every open hub is in use)."""
         hub = self.open.get(session_id)
         if hub is not None:
             return hub
@@ -194,10 +233,19 @@ class Hubs:
             hub = self.open.get(session_id)
             if hub is None:
                 self.soul.store.session(session_id)  # SessionNotFound for an unknown id
-                hub = SessionHub(self.soul.session(session_id), self.turn_json)
-                self.open[session_id] = hub
+                await self.keeper.make_room()
+                hub = SessionHub(self.soul.session(session_id), self.turn_json, self.keeper.clock)
                 await hub.session.start(cycles=self.cycles)
+                if session_id in self.paused:
+                    hub.steer(True)  # before its loops' first cycle: they start paused
+                hub.touch()
+                self.open[session_id] = hub  # after its start: the keeper never sees it half-open
             return hub
+
+    def steer(self, hub: SessionHub, pause: bool) -> None:
+        """A client pauses or resumes a session's loops; a paused session reopens paused."""
+        hub.steer(pause)
+        (self.paused.add if pause else self.paused.discard)(hub.id)
 
     def create(self, user: str) -> Any:
         """A new stored session (not opened until someone talks to it or watches it)."""
@@ -207,10 +255,14 @@ class Hubs:
         hub = self.open.pop(session_id, None)
         if hub is not None:
             await hub.close()
+        self.paused.discard(session_id)
         self.soul.store.delete_session(session_id)
 
     async def close(self) -> None:
-        hubs, self.open = list(self.open.values()), {}
+        await self.keeper.close()
+        hubs = list(self.open.values())
+        self.open.clear()  # the same dict: the keeper watches it
         for hub in hubs:
             with contextlib.suppress(Exception):
                 await hub.close()
+

@@ -70,3 +70,11 @@ def session_view(store: Any, info: Any, session: Any = None) -> dict[str, Any]:
         "messages": history(store, info.id),
         "background": background_view(session) if session is not None else None,
     })
+
+
+def layers_view(soul: Any, layers: dict[str, Any]) -> dict[str, Any]:
+    """A session's layers (`SessionStore.layers`) as the page shows them: the soul state with
+    every declared key (defaults where the session set none), the rest as the store gives it."""
+    state = layers.get("state")
+    shown = soul.plan.initial_state(state or {}) if layers.get("state_known", True) else None
+    return redact_data({**layers, "state": shown, "state_declared": list(soul.blueprint.state)})

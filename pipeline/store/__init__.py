@@ -1,8 +1,10 @@
 """Persistence under the data home (`$SOUL_HOME`, default `~/.soul`): the SQLite session store
 (sessions, messages, state, versioned user models, working memory; one transaction a turn),
 its migrations, export, and the JSONL log mirror; and the redaction of secret values that
-every writer of soul applies (`redact`)."""
+every writer of soul applies (`redact`), and a store locator's passwords masked in messages
+(`mask_passwords`)."""
 
+from soul.store.conninfo import mask_passwords
 from soul.store.due import Impulse, SessionMark, TriggerMarks
 from soul.store.home import (
     data_home,
@@ -49,6 +51,7 @@ __all__ = [
     "data_home",
     "db_path",
     "fields_dir",
+    "mask_passwords",
     "moves",
     "owner_of",
     "redact",

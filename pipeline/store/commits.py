@@ -94,12 +94,12 @@ class Commits:
 
         def body(conn: Connection) -> tuple[int, int, dict[str, Any], int] | int:
             row = conn.execute(
-                "SELECT turns, soul, user FROM sessions WHERE id = ?" + dialect.for_update,
+                "SELECT turns, soul, coalesce(user_model_key, user) FROM sessions WHERE id = ?" + dialect.for_update,
                 (commit.session_id,),
             ).fetchone()
             if row is None:
                 raise SessionNotFound(f"no session {commit.session_id!r}")
-            turns, soul, user = row
+            turns, soul, user = row  # `user`: the name its user-model versions are kept under
             if commit.fence is not None:
                 check_fence(conn, commit.fence)
             if once:
@@ -142,10 +142,10 @@ class Commits:
             if commit.summaries:
                 event["summaries"] = len(commit.summaries)
             cid = conn.execute(
-                "INSERT INTO commits (session_id, turn, kind, time, meta, process, cycle, remember)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                "INSERT INTO commits (session_id, turn, kind, time, meta, process, cycle, state,"
+                " chetana, remember) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 (commit.session_id, turn, commit.kind, now, dumps(event), commit.process,
-                 commit.cycle, remember),
+                 commit.cycle, state, chetana, remember),
             ).fetchone()[0]
             sid = commit.session_id
             cycle = commit.cycle

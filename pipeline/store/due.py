@@ -57,6 +57,7 @@ class TriggerMarks:
     last_message_time: float  # its time (the session's creation when none)
     last_spontaneous_time: float  # the last spontaneous turn's time (0: none)
     pending: tuple[Impulse, ...]  # oldest first
+    unanswered: int = 0  # spontaneous turns that spoke since the last user message
 
 
 class Due:
@@ -119,6 +120,12 @@ class Due:
                 " AND kind = 'spontaneous'",
                 (session_id,),
             ).fetchone()[0]
+            unanswered = conn.execute(
+                "SELECT count(DISTINCT c.id) FROM commits c JOIN messages m ON m.commit_id = c.id"
+                " WHERE c.session_id = ? AND c.kind = 'spontaneous' AND c.id > ?"
+                " AND m.layer = 'external' AND m.tag <> 'user'",
+                (session_id, int(message[0]) if message else 0),
+            ).fetchone()[0]
             rows = conn.execute(
                 "SELECT m.commit_id, m.time, c.process, m.meta FROM messages m"
                 " JOIN commits c ON c.id = m.commit_id"
@@ -136,4 +143,5 @@ class Due:
             float(message[1]) if message else float(created[0] if created else 0.0),
             float(spontaneous or 0.0),
             pending,
+            int(unanswered or 0),
         )

@@ -15,7 +15,7 @@ from soul.store.connection import Connection
 from soul.store.database import dicts
 from soul.store.user_models import VERSION_COLUMNS
 
-SESSION_COLUMNS = "id, soul, user, turns, created, updated, blueprint"
+SESSION_COLUMNS = "id, soul, user, turns, created, updated, blueprint, forked_from, forked_at"
 
 
 class Export:

@@ -251,7 +251,28 @@ def m002_background_processes(conn: Connection) -> None:
 
 
 @migration
-def m003_field_partitions(conn: Connection) -> None:
+def m003_forks(conn: Connection) -> None:
+    """Turns as they were, and sessions forked from them (`soul sessions fork`).
+
+    `commits.state` and `commits.chetana` keep the soul state and Chetana's state a commit
+    carried (NULL when it carried none), so what a session was after any turn can be read
+    back and a fork started from it. `sessions.forked_from/forked_at` name the session and
+    turn a fork was made from; `sessions.user_model_key` is the name its user-model versions
+    are kept under when it keeps a line of its own (a fork's: `user@fork:<id>`; NULL: the
+    session's user, the line every session of that soul and user shares).
+    """
+    _run(
+        conn,
+        "ALTER TABLE commits ADD COLUMN state TEXT",
+        "ALTER TABLE commits ADD COLUMN chetana TEXT",
+        "ALTER TABLE sessions ADD COLUMN forked_from TEXT",
+        "ALTER TABLE sessions ADD COLUMN forked_at INTEGER",
+        "ALTER TABLE sessions ADD COLUMN user_model_key TEXT",
+    )
+
+
+@migration
+def m004_field_partitions(conn: Connection) -> None:
     """Memory past one machine (docs/scale.md): a memory field partitioned by (soul, user),
     each partition owned by one process at a time, and sessions spread over workers by shard.
 

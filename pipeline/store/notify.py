@@ -30,6 +30,7 @@ from typing import Any
 
 from soul.records import MessageRecord
 from soul.store.connection import Connection
+from soul.store.conninfo import mask_passwords
 from soul.store.due import LAST_TURN
 
 log = logging.getLogger(__name__)
@@ -191,7 +192,8 @@ class Listener:
                     self._deliver(notice)
             except Exception as exc:  # the server went away: listen again, then say so
                 self.listening.clear()
-                log.warning("listening on %s failed (%s); again in %.1f s", self.channel, exc, delay)
+                log.warning("listening on %s failed (%s); again in %.1f s", self.channel,
+                            mask_passwords(str(exc), self.url), delay)
                 self._stop.wait(delay)
                 delay = min(delay * 2, 10.0)
             first = False

@@ -49,9 +49,10 @@ class Reading:
                 "SELECT json FROM chetana WHERE session_id = ?", (session_id,)
             ).fetchone()
             model = conn.execute(
-                "SELECT version, text FROM user_models WHERE soul = ? AND user = ?"
+                "SELECT version, text FROM user_models WHERE soul = ? AND user = ("
+                "SELECT coalesce(user_model_key, user) FROM sessions WHERE id = ?)"
                 " ORDER BY version DESC LIMIT 1",
-                (info.soul, info.user),
+                (info.soul, session_id),
             ).fetchone()
             memory_rows = conn.execute(
                 "SELECT region, entry_type, content, verb, meta, time FROM working_memory"

@@ -4,8 +4,10 @@ The store redacts every text and JSON field of a commit before its transaction (
 mirror, written from the same data, is clean too); providers redact their error messages and
 cassettes; the CLI redacts what it prints. One list of secrets serves them all: values a
 provider registered (`remember`, when it found its key), values of environment variables
-whose names look secret (`ANTHROPIC_API_KEY`, `*_TOKEN`, ...), and strings shaped like common
-API keys. It lives in the store because the store is the earliest stage every writer may use.
+whose names look secret (`ANTHROPIC_API_KEY`, `*_TOKEN`, ...), the passwords in `SOUL_STORE`
+(`conninfo.passwords`), and strings shaped like common API keys and private keys
+(`key_shapes`). It lives in the store because the store is the earliest stage every writer
+may use.
 
 A secret's every occurrence is blanked, overlapping ones as one `[redacted]`, so no part of
 one key survives next to another. Streamed text (a reply shown as the model writes it) goes
@@ -24,12 +26,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from soul.records import Commit
+from soul.store.conninfo import passwords
+from soul.store.key_shapes import REDACTED, ShapeStream, substitute
 
-REDACTED = "[redacted]"
 _SECRET_NAME = re.compile(r"(API_KEY|_KEY$|TOKEN|SECRET|PASSWORD)")
-# Each alternative consumes one bounded-class run greedily, so a scan stays linear in the text.
-# `_KEY_PARTIAL` and `_KEY_RUN` (the streaming scan, below) mirror it: change them together.
-_KEY_SHAPES = re.compile(r"\b(?:sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}|AKIA[0-9A-Z]{16}|xox[abp]-[A-Za-z0-9\-]{10,})")
 _MIN_SECRET = 8  # shorter env values ("1", "true") are not secrets and would blank ordinary words
 
 _known: set[str] = set()
@@ -61,6 +61,7 @@ def secrets() -> list[str]:
     with _lock:
         version = _version
         names = {v for k, v in os.environ.items() if _SECRET_NAME.search(k.upper()) and len(v) >= _MIN_SECRET}
+        names.update(p for p in passwords(os.environ.get("SOUL_STORE", "")) if len(p) >= _MIN_SECRET)
         ordered = sorted(names | _known, key=len, reverse=True)
     if raw is not None:
         _cached = (dict(raw), version, ordered)
@@ -74,10 +75,7 @@ def redact(text: str, known: list[str] | None = None) -> str:
     """
     if not text:
         return text
-    text = _blank_secrets(text, secrets() if known is None else known)
-    if "sk-" in text or "AKIA" in text or "xox" in text:  # every key shape opens with one: skip the scan
-        text = _KEY_SHAPES.sub(REDACTED, text)
-    return text
+    return substitute(_blank_secrets(text, secrets() if known is None else known))
 
 
 def _blank_secrets(text: str, known: Sequence[str]) -> str:
@@ -154,23 +152,15 @@ def redact_commit(commit: Commit) -> Commit:
     )
 
 
-# What may still grow into a `_KEY_SHAPES` match at the end of the text seen so far, and the
-# runs the two open-ended shapes swallow once they are certain (16 / 10 characters seen).
-_KEY_START = re.compile(r"\b[sAx]")
-_KEY_PARTIAL = re.compile(
-    r"s(?:k(?:-[A-Za-z0-9_\-]{0,15})?)?|A(?:K(?:I(?:A[0-9A-Z]{0,15})?)?)?|x(?:o(?:x(?:[abp](?:-[A-Za-z0-9\-]{0,9})?)?)?)?"
-)
-_KEY_RUN = {"s": re.compile(r"[A-Za-z0-9_\-]*"), "x": re.compile(r"[A-Za-z0-9\-]*")}
-
-
 class StreamRedactor:
     """`redact` for text that arrives in pieces: `feed` each piece, `flush` at the end.
 
     The pieces it returns, joined with `flush()`, equal `redact` of the whole text, however the
     text was cut. It holds back only a tail that could still become a secret (at most the
     longest secret's length less one) and, before that, one that could still become a key shape
-    (at most 19 characters more, and only from the start of a word that could open one: `s`,
-    `A`, `x`); with no secrets, text that could not open a key shape passes at once, unchanged.
+    (from a place one could open, `key_shapes.ShapeStream`: a few characters for most shapes,
+    at most a JWT's two first parts); with no secrets, text that could not open a key shape
+    passes at once, unchanged.
     Linear in the text. One per stream: a secret is matched across the pieces of one stream,
     never across two.
     """
@@ -178,7 +168,7 @@ class StreamRedactor:
     def __init__(self, known: Sequence[str] | None = None) -> None:
         known = secrets() if known is None else known
         self._secrets = _SecretStream([s for s in known if s]) if any(known) else None
-        self._shapes = _ShapeStream()
+        self._shapes = ShapeStream()
 
     def feed(self, text: str) -> str:
         """What of the text so far can be shown now, redacted."""
@@ -281,58 +271,4 @@ class _SecretStream:
             parts.append(buf[out - base : decided - base])
             out = decided
         self._buf, self._out = buf[out - base :], out
-        return "".join(parts)
-
-
-class _ShapeStream:
-    """`_KEY_SHAPES.sub` over a stream, scanning as the regex does: each place a shape could
-    start (a word starting `s`, `A` or `x`) is tried in order; the scan stops at the first
-    whose outcome the text seen so far cannot decide, and what follows it waits."""
-
-    def __init__(self) -> None:
-        self._before = ""  # the character before `_held` (for `\b`), "" at the start
-        self._held = ""
-        self._swallow: re.Pattern[str] | None = None  # the run of a certain, open-ended match
-
-    def feed(self, text: str) -> str:
-        if not text:
-            return ""
-        if self._swallow is not None:
-            end = self._swallow.match(text).end()  # type: ignore[union-attr]  # `*` always matches
-            if end:
-                self._before = text[end - 1]
-            if end == len(text):
-                return ""
-            text, self._swallow = text[end:], None
-        buf = self._before + self._held + text
-        at = done = len(self._before)
-        parts: list[str] = []
-        while (start := _KEY_START.search(buf, at)) is not None:
-            at = start.start()
-            shape = _KEY_SHAPES.match(buf, at)
-            if shape is not None:
-                parts += (buf[done:at], REDACTED)
-                done = at = shape.end()
-                if at == len(buf) and buf[shape.start()] in _KEY_RUN:  # the run may go on
-                    self._swallow = _KEY_RUN[buf[shape.start()]]
-                    break
-            elif _KEY_PARTIAL.fullmatch(buf, at):  # may still become a key: wait for more
-                parts.append(buf[done:at])
-                self._before, self._held = buf[at - 1 : at], buf[at:]
-                return "".join(parts)
-            else:
-                at += 1
-        parts.append(buf[done:])
-        self._before, self._held = buf[-1:], ""
-        return "".join(parts)
-
-    def flush(self) -> str:
-        buf, start = self._before + self._held, len(self._before)
-        self._before, self._held, self._swallow = "", "", None
-        parts: list[str] = []
-        done = start
-        for shape in _KEY_SHAPES.finditer(buf, start):
-            parts += (buf[done : shape.start()], REDACTED)
-            done = shape.end()
-        parts.append(buf[done:])
         return "".join(parts)

@@ -9,8 +9,10 @@ The JSONL logs are written after the transaction commits and repaired from the d
 process dies in between (see `soul.store.logs`).
 
 Several processes may use one home at once (see `soul.store.database`). Reading a session back,
-committing, user models, export and background processes live in `soul.store.reading`,
-`soul.store.commits`, `soul.store.user_models`, `soul.store.export` and `soul.store.minds`,
+committing, user models, export, moving sessions between stores and background processes live in
+`soul.store.reading`, `soul.store.commits`, `soul.store.user_models`, `soul.store.export`,
+`soul.store.transfer` and `soul.store.minds`, a session through time and forking it in
+`soul.store.timeline` and `soul.store.forks`,
 mixed into `SessionStore`; reading a commit another
 process announced (`soul.store.notify`), what `soul worker` polls (`soul.store.due`), its
 heartbeats (`soul.store.workers`) and the memory partitions' leases (`soul.store.partitions`)
@@ -40,6 +42,7 @@ from soul.store.database import Checkpointer, connect, damaged, retry
 from soul.store.dialect import Dialect, dialect_of
 from soul.store.due import Due
 from soul.store.export import SESSION_COLUMNS, Export
+from soul.store.forks import Forks
 from soul.store.migrations import migrate
 from soul.store.minds import Minds
 from soul.store.notify import Notices
@@ -47,6 +50,8 @@ from soul.store.partitions import Partitions
 from soul.store.reading import Reading, session_info
 from soul.store.redaction import redact_data
 from soul.store.shards import shard_of
+from soul.store.timeline import Timeline
+from soul.store.transfer import Transfer
 from soul.store.user_models import UserModels
 from soul.store.workers import Workers
 
@@ -55,7 +60,8 @@ __all__ = ["SessionNotFound", "SessionStore", "StaleTurn", "StoreError"]
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
-class SessionStore(Reading, Commits, UserModels, Export, Minds, Notices, Due, Workers, Partitions):
+class SessionStore(Reading, Commits, UserModels, Export, Transfer, Minds, Notices, Due, Workers, Partitions,
+                   Timeline, Forks):
     """Sessions, messages, state, user models, working memory and traces of one data home."""
 
     def __init__(self, conn: Connection, home: Path) -> None:

@@ -121,3 +121,27 @@ def test_soul_chetana_on_a_soul_without_it_says_so(soul_home: Path, capsys: pyte
     session.turn_sync("hi")
     assert main(["chetana", session.id]) == 1
     assert "has no Chetana state" in capsys.readouterr().err
+
+
+def test_a_correction_raises_frustration_in_this_turns_prompt(write_blueprint, soul_home: Path) -> None:  # type: ignore[no-untyped-def]
+    """The user's correction is felt when it is read, so the reply it asks for is written
+    with it (before, it showed only in the next turn's prompt)."""
+    path = write_blueprint(
+        "soul: c\nversion: 1\nchetana: {}\nsteps:\n"
+        "  reply: {uses: external_dialogue, template: reply.j2}\n",
+        **{"reply.j2": "Frustration {{ '%.2f' % chetana.affect.frustration }}; correction {{ chetana.correction }}\n"},
+    )
+    provider = ScriptedProvider(["<external_dialogue>ok</external_dialogue>"] * 3)
+    s = soul.load(path, provider=provider, home=soul_home)
+    session = s.session()
+    session.turn_sync("Please refactor the tokenizer module")
+    session.turn_sync("No, that's wrong. I meant the lexer.")
+    session.turn_sync("Thanks, go on.")
+    systems = [r.messages[0].content for r in provider.requests]
+    assert "Frustration 0.00; correction False" in systems[0]
+    assert "Frustration 0.25; correction True" in systems[1]  # this turn's prompt, at once
+    assert "correction False" in systems[2]
+    state = s.store.snapshot(session.id).chetana
+    assert state is not None
+    log = (soul_home / "logs" / session.id / "events.jsonl").read_text()
+    assert log.count("user_correction") == 1

@@ -11,7 +11,7 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 
 from soul.cli.main import main
-from soul.language.blueprint import builtin_names
+from soul.language.finding import builtin_names
 
 Write = Callable[..., Path]
 

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 import soul
-from soul.language.blueprint import builtin_folder
+from soul.language.finding import builtin_folder
 from soul.runtime.events import CycleFinished, ImpulseQueued, LoopStatus, Reply, Token, TriggerFired
 
 BUILTIN = builtin_folder()
@@ -148,7 +148,8 @@ def test_a_csd_turn_without_impulses_or_quiet_history_shows_no_empty_blocks(make
 
 
 def test_impulses_batch_by_count_and_by_delay(make: Make) -> None:
-    triggers = {"speak_up": {"kind": "s_loud", "source": "subconscious.impulse", "batch_seconds": 0.3, "batch_max": 2}}
+    triggers = {"speak_up": {"kind": "s_loud", "source": "subconscious.impulse", "batch_seconds": 0.3, "batch_max": 2,
+                             "unanswered_max": 2}}  # two spontaneous replies with no user message
     s = make([con("two at once"), con("one after a while")],
              [sub(loud="first"), sub(loud="second"), sub(loud="third")], triggers=triggers)
     events = asyncio.run(run(s.session(), [], cycles=3))
@@ -348,3 +349,96 @@ def test_a_streamed_internal_dialog_never_streams_its_silence_word(make: Make, t
     events = asyncio.run(go())
     assert "".join(e.text for e in events if isinstance(e, Token)) == shown
     assert [e.text for e in events if isinstance(e, Reply)] == [shown]
+
+
+def test_the_context_window_names_the_mood_the_impulses_and_a_cycles_input(make: Make) -> None:
+    from soul.runtime import turn_window
+
+    s = make([con("Hello!"), con("How was the trip?")],
+             [sub("calm", "be brief", loud="ask about the trip", trigger=True), sub()])
+    session = s.session()
+    asyncio.run(run(session, ["hi, back from a trip"], cycles=2))
+    traces = s.store.traces(session.id)
+    spontaneous = next(t for t in traces if t["kind"] == "spontaneous")
+    window = turn_window(spontaneous["trace"])["calls"][0]
+    parts = [(x["part"], x["label"]) for x in window["sections"]]
+    assert ("mood & criteria", "") in parts and ("impulses", "S_loud") in parts and ("message", "spontaneous") in parts
+    assert sum(x["tokens"] for x in window["sections"]) == window["input_tokens"] > 0
+    cycle = next(t for t in traces if t["kind"] == "cycle")
+    cycle_window = turn_window(cycle["trace"])
+    assert cycle_window["kind"] == "cycle:subconscious" and ("message", "cycle") in [(x["part"], x["label"]) for x in cycle_window["calls"][0]["sections"]]
+
+
+def _speaking(session: Any, cycles: int, then: str | None = None) -> Any:
+    """Run `cycles` cycles (each with an impulse to act on now), then optionally a user turn;
+    the events, the spontaneous replies and what is still pending."""
+
+    async def go() -> tuple[list[Any], tuple[str, ...]]:
+        events: list[Any] = []
+        session.subscribe(events.append)
+        await session.start(cycles=cycles)
+        await session.idle()
+        pending = tuple(session.mind.pending)
+        if then is not None:
+            async for event in session.stream(then):
+                events.append(event)
+        await session.close()
+        return events, pending
+
+    return asyncio.run(go())
+
+
+def test_a_soul_speaks_unprompted_at_most_once_then_waits_for_the_user(make: Make) -> None:
+    # csd spoke unprompted three times before the user typed anything: by default an s_loud
+    # trigger's second impulse waits for the user's message instead
+    s = make([con("By the way, how was the trip?"), con("Yes, and the photos?")],
+             [sub(loud="ask about the trip", trigger=True), sub(loud="ask about the photos", trigger=True),
+              sub(loud="and the weather", trigger=True)], loop="interval", interval_seconds=0.05)
+    events, pending = _speaking(s.session(), 3, then="It was lovely.")
+    spoken = [e.text for e in events if isinstance(e, Reply) and e.spontaneous]
+    assert spoken == ["By the way, how was the trip?"]
+    assert pending == ("ask about the photos", "and the weather")  # kept for the user's message
+    prompt = requests(s, "conscious")[-1].messages[-1].content
+    assert "ask about the photos" in prompt and "and the weather" in prompt  # the user's turn took them
+
+
+def test_after_the_user_speaks_the_soul_may_speak_unprompted_again(make: Make) -> None:
+    s = make([con("How was the trip?"), con("Lovely, tell me more."), con("And the photos?")],
+             [sub(loud="ask about the trip", trigger=True), sub(loud="ask how it felt", trigger=True),
+              sub(loud="ask about the photos", trigger=True)], loop="interval", interval_seconds=1.0)
+
+    async def go() -> tuple[list[str], tuple[str, ...]]:
+        session = s.session()
+        events: list[Any] = []
+        session.subscribe(events.append)
+        await session.start(cycles=3)
+        while len(session.mind.pending) < 1:  # cycle 2's impulse waits: the first one was spoken
+            await asyncio.sleep(0.01)
+        taken = tuple(session.mind.pending)
+        await session.turn("It was lovely.")  # the user answers: it takes the waiting impulse
+        await session.idle()  # cycle 3's impulse may be spoken unprompted again
+        await session.close()
+        return [e.text for e in events if isinstance(e, Reply) and e.spontaneous], taken
+
+    spoken, taken = asyncio.run(go())
+    assert taken == ("ask how it felt",)
+    assert spoken == ["How was the trip?", "And the photos?"]
+
+
+def test_unanswered_max_is_the_blueprints_to_change(make: Make) -> None:
+    triggers = {"speak_up": {"kind": "s_loud", "source": "subconscious.impulse", "unanswered_max": 2}}
+    s = make([con("One."), con("Two."), con("Three.")],
+             [sub(loud="a", trigger=True), sub(loud="b", trigger=True), sub(loud="c", trigger=True)],
+             loop="interval", interval_seconds=0.05, triggers=triggers)
+    events, pending = _speaking(s.session(), 3)
+    assert [e.text for e in events if isinstance(e, Reply) and e.spontaneous] == ["One.", "Two."]
+    assert pending == ("c",)
+
+
+def test_a_spontaneous_turn_that_stays_silent_does_not_count(make: Make) -> None:
+    s = make([con("[NO_EXTERNAL_OUTPUT]"), con("Now I have something to say.")],
+             [sub(loud="a passing thought", trigger=True), sub(loud="a real question", trigger=True)],
+             loop="interval", interval_seconds=0.05)
+    events, pending = _speaking(s.session(), 2)
+    assert [e.text for e in events if isinstance(e, Reply) and e.spontaneous] == ["Now I have something to say."]
+    assert pending == ()

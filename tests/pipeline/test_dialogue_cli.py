@@ -41,7 +41,7 @@ def test_scripted_dialogue_json_has_the_hand_computed_metrics_and_interventions(
     ]
     m = data["metrics"]
     assert m["turns"] == 10 and m["fixy_turns"] == 2
-    assert m["circularity_rate"] == pytest.approx(1 / 45)  # one pair of 45 (turns 1 and 3)
+    assert m["circularity_rate"] == pytest.approx(1 / 35)  # one pair (turns 1 and 3) of the 35 at most 5 apart
     assert m["progress_rate"] == pytest.approx(1.0)  # every turn's words differ from the one before
     assert m["loop_rate"] == pytest.approx(10.0)  # one loop turn (3) per 10 turns, times 100
     assert m["fixy_per_50"] == pytest.approx(10.0)  # 2 of 10 turns, times 50
@@ -54,7 +54,29 @@ def test_scripted_dialogue_json_has_the_hand_computed_metrics_and_interventions(
     assert m["conflict_trend"] == pytest.approx(10 / 58.875)
     assert m["conflict_mean"] == pytest.approx(4.0)
     assert "Fixy stepped in: synthesis_opportunity" in stdout
-    assert "Dialogue metrics" in stdout and "circularity rate" in stdout
+    assert "Dialogue metrics" in stdout and "circularity" in stdout
+
+
+def test_the_dialogue_prints_its_topic_first_and_every_share_in_percent(
+        capsys: pytest.CaptureFixture[str], hand: Path) -> None:
+    code, stdout, err = run(capsys, "dialogue", str(hand), "--turns", "10", "--script", str(hand.parent / "script.yaml"))
+    assert code == 0, err
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    assert lines[0].endswith("random seed 3")  # the dialogue's random seed, named so
+    assert lines[1] == "topic: freedom"  # before anyone speaks
+    assert lines[2].startswith("A (turn 1")
+    assert "(every share in % of turns or turn pairs; other signals in their unit)" in " ".join(stdout.split())
+    rows = {cells[0]: cells[1:] for line in lines if line.startswith("│")
+            for cells in [[c.strip() for c in line.strip("│").split("│")]]}
+    # the hand-computed metrics of the test above, each share as a percentage
+    assert rows["circularity"] == ["2.9", "% of turn pairs"]  # 1 of the 35 pairs at most 5 apart
+    assert rows["progress"] == ["100.0", "% of turns"]
+    assert rows["loop rate"] == ["10.0", "% of turns"]
+    assert rows["Fixy's share"] == ["20.0", "% of turns"]  # 2 of 10 turns (fixy_per_50 = 10)
+    assert rows["intervention utility"] == ["+10.0", "points of circularity less after Fixy"]
+    assert rows["novelty"] == ["3.2", "new concepts per turn"]  # 32 over 10 turns
+    assert rows["conflict mean"] == ["4.0", "conflict index (0–20)"]
+    assert rows["topic drift"][0] == "n/a"  # a scripted run has no embedder
 
 
 def test_json_to_stdout_is_only_json(capsys: pytest.CaptureFixture[str], hand: Path) -> None:
@@ -125,7 +147,7 @@ def test_resume_continues_the_stored_dialogue(capsys: pytest.CaptureFixture[str]
     assert code == 0, err
     whole = json.loads(stdout)
     assert [t["speaker"] for t in whole["transcript"]] == ["a", "b", "a", "b", "a", "fixy", "b", "a", "b", "fixy"]
-    assert whole["metrics"]["circularity_rate"] == pytest.approx(1 / 45)
+    assert whole["metrics"]["circularity_rate"] == pytest.approx(1 / 35)
 
 
 def test_script_keys_match_agents_in_any_case_and_a_stray_key_is_an_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -72,9 +72,10 @@ def test_fixys_interventions_are_the_hand_computed_ones(scripted: dict) -> None:
 def test_the_metrics_are_the_hand_computed_ones(scripted: dict) -> None:
     m = scripted["metrics"]
     assert (m["turns"], m["fixy_turns"]) == (14, 3)
-    # C is said at turns 3, 6, 7, 9, 10: its C(5, 2) = 10 pairs are the only ones with J >= 0.5,
-    # of the 91 pairs of 14 turns (every turn has keywords, so every pair counts)
-    assert m["circularity_rate"] == pytest.approx(10 / 91)
+    # C is said at turns 3, 6, 7, 9, 10: of its C(5, 2) = 10 pairs, the only ones with J >= 0.5,
+    # 8 are at most 5 turns apart (not 3-9, 3-10); of the 55 pairs of 14 turns at most 5 apart
+    # (0 + 1 + 2 + 3 + 4 + 9 × 5; every turn has keywords, so every pair counts)
+    assert m["circularity_rate"] == pytest.approx(8 / 55)
     # of the 13 turns after the first, all move on but turns 7 and 10 (C after C: J = 1, no
     # synthesis marker, no "?" before); "both" is a synthesis marker, but J < 0.4 already there
     assert m["progress_rate"] == pytest.approx(11 / 13)

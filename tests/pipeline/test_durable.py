@@ -20,7 +20,7 @@ import yaml
 
 import soul
 from soul.errors import RunError
-from soul.language.blueprint import builtin_folder
+from soul.language.finding import builtin_folder
 from soul.runtime.background.cycles import Background
 from soul.runtime.background.processes import runner_choice
 from soul.runtime.durable.engine import parse_rate, system_database_url, workflow_id
@@ -91,6 +91,10 @@ def test_a_worker_without_a_reachable_database_says_so_in_one_line(tmp_path: Pat
     assert done.returncode != 0
     assert "DBOS could not start" in done.stderr and "Traceback" not in done.stderr
     assert "secret" not in done.stderr and "ann:***@" in done.stderr
+    env["SOUL_STORE"] = "postgresql://ann@127.0.0.1:1/soul?password=hidden-word"  # a query password too
+    done = subprocess.run([sys.executable, "-m", "soul.cli", "worker", "csd"], env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert "DBOS could not start" in done.stderr and "hidden-word" not in done.stderr
     env.pop("SOUL_STORE")
     done = subprocess.run([sys.executable, "-m", "soul.cli", "worker", "csd"], env=env,
                           capture_output=True, text=True, timeout=120, check=False)

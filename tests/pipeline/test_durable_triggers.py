@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import time
 from pathlib import Path
 
 import postgres_server
@@ -15,7 +16,7 @@ import yaml
 from test_durable import CON, _cycles, _env, _pending, _worker
 
 import soul
-from soul.language.blueprint import builtin_folder
+from soul.language.finding import builtin_folder
 from soul.runtime.background.triggers import TriggerSpec
 from soul.runtime.durable.triggers import answered, firing, run_spontaneous
 from soul.store.due import Impulse, TriggerMarks
@@ -30,8 +31,8 @@ EVERY = TriggerSpec("daily", "schedule", interval_seconds=100)
 
 
 def marks(*pending: Impulse, last_turn: int = 0, message: int = 0, message_time: float = 0.0,
-          spontaneous: float = 0.0) -> TriggerMarks:
-    return TriggerMarks("s1", last_turn, message, message_time, spontaneous, tuple(pending))
+          spontaneous: float = 0.0, unanswered: int = 0) -> TriggerMarks:
+    return TriggerMarks("s1", last_turn, message, message_time, spontaneous, tuple(pending), unanswered)
 
 
 def impulse(commit: int, at: float, trigger: bool = False, process: str = "subconscious") -> Impulse:
@@ -75,6 +76,32 @@ def test_idle_fires_once_per_silence_and_schedule_once_per_window() -> None:
 def test_an_s_loud_firing_is_answered_by_any_turn_after_its_impulse() -> None:
     assert not answered(S_LOUD, marks(impulse(9, 1.0), last_turn=3), since=9, due=0.0)
     assert answered(S_LOUD, marks(last_turn=10), since=9, due=0.0)
+
+
+def test_s_loud_waits_for_the_user_once_it_spoke_unanswered_unanswered_max_times() -> None:
+    now_due = (impulse(9, 100.0, trigger=True),)
+    assert firing(S_LOUD, marks(*now_due, unanswered=1), created=0.0, now=100.5) is None  # the default: once
+    twice = TriggerSpec("speak_up", "s_loud", "subconscious.impulse", unanswered_max=2)
+    assert firing(twice, marks(*now_due, unanswered=1), created=0.0, now=100.5) is not None
+    assert firing(twice, marks(*now_due, unanswered=2), created=0.0, now=100.5) is None
+
+
+def test_the_store_counts_the_spontaneous_turns_that_spoke_since_the_user_did(tmp_path: Path, soul_home: Path) -> None:
+    s = soul.load(_csd(tmp_path, [LOUD] * 3), home=soul_home)
+    session = s.session()
+    from soul.runtime.background.cycles import Background
+
+    work = Background(s.plan, s.services, s.store, session.id, lambda e: None, lambda t, r: asyncio.sleep(0))
+    asyncio.run(work.run_cycle("subconscious", 1))
+    since = s.store.trigger_marks(session.id).pending[-1].commit_id
+    assert s.store.trigger_marks(session.id).unanswered == 0
+    assert asyncio.run(run_spontaneous(s, session.id, "speak_up", "trigger", since, 0.0)) is True
+    assert s.store.trigger_marks(session.id).unanswered == 1
+    asyncio.run(work.run_cycle("subconscious", 2))
+    assert firing(TriggerSpec.all_of(s.blueprint)["speak_up"], s.store.trigger_marks(session.id), 0.0, time.time()) is None
+    s.session(session.id).turn_sync("hello")  # the user answers
+    assert s.store.trigger_marks(session.id).unanswered == 0
+    s.close()
 
 
 def test_a_spontaneous_turn_runs_once_for_a_firing_however_often_its_step_runs(

@@ -204,3 +204,20 @@ def test_ingest_no_context_embeds_each_item_alone_and_the_default_chains_them(tm
         np.testing.assert_allclose(stored["alone"][text], vector, atol=1e-5)
     np.testing.assert_allclose(stored["chained"][lines[0]], own[0], atol=1e-5)  # a chain starts unmixed
     assert float(np.dot(stored["chained"][lines[1]], own[1])) < 0.99  # the second carries the first
+
+
+def test_recall_lists_only_the_memories_that_matched(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # hybrid recall once padded its k with 0.000 rows: memories with no signal at all
+    (tmp_path / "notes.txt").write_text("I love painting watercolours by the sea.\nMy cat is called Miso.\n"
+                                        "The lighthouse was built in 1890.\nCompilers turn source into machine code.\n")
+    field = str(tmp_path / "field")
+    assert main(["memory", "ingest", str(tmp_path / "notes.txt"), "--field", field]) == 0
+    capsys.readouterr()
+    assert main(["memory", "recall", "my cat", "--field", field]) == 0
+    (line,) = capsys.readouterr().out.splitlines()  # one hit, not four
+    assert line.startswith(" 1. ") and line.endswith("[episode] My cat is called Miso.")
+    assert "0.000" not in line
+    assert main(["memory", "recall", "my cat", "--field", field, "--json"]) == 0
+    hits = json.loads(capsys.readouterr().out)
+    assert [h["text"] for h in hits] == ["My cat is called Miso."]
+    assert all(h["score"] > 0 for h in hits)

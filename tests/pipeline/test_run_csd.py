@@ -269,3 +269,37 @@ def test_the_repl_leaves_with_its_loop_still_running(leave: str, tmp_path: Path)
         if repl.proc.poll() is None:
             repl.proc.kill()
     assert code == 0 and "Traceback" not in err
+
+
+def test_piped_input_and_output_hold_no_prompt(tmp_path: Path) -> None:
+    # `echo hi | soul run csd --layers > log`: a `you>` after every layer line was noise
+    repl = Repl("csd", "--script", write(tmp_path, SCRIPT), "--cycles", "3", "--layers")
+    try:
+        repl.wait_for("csd (unprompted)> Hello, I'm Csd.")
+        repl.wait_for("[subconscious] done")
+        repl.send("/mood")
+        repl.send("/quit")
+        code, out, err = repl.finish()
+    finally:
+        if repl.proc.poll() is None:
+            repl.proc.kill()
+    assert code == 0, err
+    assert "[subconscious #1]" in out and "mood: warm" in out  # the layers and the command were printed
+    assert "you>" not in out and "you>" not in err
+    assert "\n\n\n" not in out  # nor the blank line that made room for it
+
+
+def test_a_prompt_only_at_a_terminal() -> None:
+    import pty
+
+    from soul.cli.repl import PROMPT, prompt_for
+
+    master, slave = pty.openpty()
+    try:
+        with open(slave, "w", closefd=False) as tty, open(os.devnull, "w") as piped:
+            assert prompt_for(tty, tty) == PROMPT
+            assert prompt_for(tty, piped) == ""
+            assert prompt_for(piped, tty) == ""
+    finally:
+        os.close(master)
+        os.close(slave)

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from soul.cli.main import main
-from soul.language.blueprint import builtin_folder, builtin_names
+from soul.language.finding import builtin_folder, builtin_names
 from soul.language.schema import blueprint_schema
 
 

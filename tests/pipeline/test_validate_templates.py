@@ -45,13 +45,13 @@ def test_a_syntax_error_in_a_block_template_is_reported_at_its_own_line(check: C
         "        {% if turn.first %}first{% endfi %}\n"
     )
     (line,) = check(text)
-    assert line.startswith("soul.yaml:12:9: error: `content` does not compile: Encountered unknown tag 'endfi'")
+    assert line.startswith("soul.yaml:12:36: error: `content` does not compile: Encountered unknown tag 'endfi'")  # at endfi
 
 
 def test_a_syntax_error_in_a_flow_string_is_reported_at_the_string(check: Check) -> None:
     text = HEAD + "memory: {field: f}\nsteps:\n  recall: {uses: memory.recall, with: {query: '{{ input.text }'}}\n  reply: {uses: external_dialogue, after: [recall]}\n"
     (line,) = check(text)
-    assert line == "soul.yaml:5:47: error: `query` does not compile: unexpected '}'"
+    assert line == "soul.yaml:5:62: error: `query` does not compile: unexpected '}'"  # the string opens at 47
 
 
 def test_a_quoted_multiline_template_names_the_line_it_cannot_point_at(check: Check) -> None:
@@ -85,13 +85,14 @@ def _registry() -> Registry:
 def test_a_plugin_kind_declares_its_template_parameters(write_blueprint: Callable[..., Path]) -> None:
     text = HEAD + "steps:\n  reply: {uses: external_dialogue}\n  n: {uses: test.noted, after: [reply], with: {text: '{{ oops', label: '{{ not a template'}}\n"
     diagnostics = [d.format() for d in soul.validate(write_blueprint(text), _registry()).diagnostics]
-    assert diagnostics == ["soul.yaml:5:54: error: `text` does not compile: unexpected end of template, expected 'end of print statement'."]
+    # the string opens at 54; the caret after `oops`, where the template ended too soon
+    assert diagnostics == ["soul.yaml:5:62: error: `text` does not compile: unexpected end of template, expected 'end of print statement'."]
 
 
 def test_an_inline_template_that_always_fails_is_reported(check: Check) -> None:
     text = HEAD + "memory: {field: f}\nsteps:\n  reply: {uses: external_dialogue}\n  note: {uses: memory.store, after: [reply], with: {content: '{{ \"ab\" * 10**7 }}'}}\n"
     (line,) = check(text)
-    assert line == ("soul.yaml:6:62: error: `content` always refused by the sandbox: '*' would make 20,000,000 "
+    assert line == ("soul.yaml:6:71: error: `content` always refused by the sandbox: '*' would make 20,000,000 "
                     f"characters or items; templates may make at most 1,048,576 ({LIMITS})")
 
 
@@ -101,24 +102,28 @@ def test_an_inline_template_that_always_fails_is_reported(check: Check) -> None:
 def test_an_unknown_filter_inside_an_if_is_reported_with_a_suggestion(check: Check) -> None:
     out = check(WITH_TEMPLATE, **{"reply.j2": "Hi\n{% if input.text|lenght > 3 %}long{% endif %}\n{% if turn is evn %}x{% endif %}"})
     assert out == [
-        "reply.j2:2:1: error: no filter named 'lenght' (did you mean 'length'?)",
-        "reply.j2:3:1: error: no test named 'evn' (did you mean 'even'?)",
+        "reply.j2:2:18: error: no filter named 'lenght' (did you mean 'length'?)",
+        "reply.j2:3:15: error: no test named 'evn' (did you mean 'even'?)",
     ]
 
 
-@pytest.mark.parametrize(("expression", "message"), [
-    ('"x" * 10**9', "always refused by the sandbox: '*' would make 1,000,000,000"),
-    ('"x"|center(10**9)', "always refused by the sandbox: filter 'center' would make 1,000,000,000"),
-    ('"%999999999d" % 1', "always refused by the sandbox: % formatting would make 999,999,999"),
-    ("2 ** (10**9)", "always refused by the sandbox: '**' would make a number of over 65,536 bits"),
-    ('("ab"|upper) ~ ("x" * 10**7)', "always refused by the sandbox: '*' would make 10,000,000"),
-    ("range(10**6)|list", "always refused by the sandbox: Range too big"),
-    ("1 / 0", "fails whenever it runs: division by zero"),
-    ('"a" + 1', 'fails whenever it runs: can only concatenate str (not "int") to str'),
+# the caret goes under the part that fails: the operator (not a `%` inside a string), the
+# filter's name, the call to range
+@pytest.mark.parametrize(("expression", "at", "message"), [
+    ('"x" * 10**9', "*", "always refused by the sandbox: '*' would make 1,000,000,000"),
+    ('"x"|center(10**9)', "center", "always refused by the sandbox: filter 'center' would make 1,000,000,000"),
+    ('"%999999999d" % 1', "% 1", "always refused by the sandbox: % formatting would make 999,999,999"),
+    ("2 ** (10**9)", "** (", "always refused by the sandbox: '**' would make a number of over 65,536 bits"),
+    ('("ab"|upper) ~ ("x" * 10**7)', "* 10", "always refused by the sandbox: '*' would make 10,000,000"),
+    ("range(10**6)|list", "range", "always refused by the sandbox: Range too big"),
+    ("1 / 0", "/", "fails whenever it runs: division by zero"),
+    ('"a" + 1', "+", 'fails whenever it runs: can only concatenate str (not "int") to str'),
 ])
-def test_a_constant_expression_that_always_fails_is_reported_at_its_line(check: Check, expression: str, message: str) -> None:
+def test_a_constant_expression_that_always_fails_is_reported_at_its_line_and_column(
+        check: Check, expression: str, at: str, message: str) -> None:
     (line,) = check(WITH_TEMPLATE, **{"reply.j2": f"Hello\n{{{{ {expression} }}}}"})
-    assert line.startswith(f"reply.j2:2:1: error: {message}")
+    col = len("{{ ") + expression.index(at) + 1
+    assert line.startswith(f"reply.j2:2:{col}: error: {message}")
 
 
 def test_an_include_that_always_fails_is_reported_at_the_step(check: Check) -> None:

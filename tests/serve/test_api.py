@@ -155,15 +155,15 @@ def test_off_localhost_the_server_will_not_start_without_a_token(monkeypatch: py
 
 def test_off_localhost_every_request_and_socket_needs_the_token(soul_home: Path) -> None:
     s = soul.load("claudius", provider=ScriptedProvider([claudius_reply("ok")]))
-    app = create_app(s, lambda result, thoughts: result.to_json(), Guard("0.0.0.0", "sekrit-token"))
+    app = create_app(s, lambda result, thoughts: result.to_json(), Guard("0.0.0.0", "sekrit-token-of-the-test-7Hq2"))
     with TestClient(app, base_url="http://192.0.2.10:8765") as api:  # a public address
         assert api.get("/").status_code == 200  # the page holds nothing; the API does
         assert api.get("/api/sessions").status_code == 401
         assert api.get("/api/sessions", headers={"authorization": "Bearer wrong"}).status_code == 401
-        sid = api.post("/api/sessions?token=sekrit-token", json={}).json()["id"]
+        sid = api.post("/api/sessions?token=sekrit-token-of-the-test-7Hq2", json={}).json()["id"]
         with pytest.raises(WebSocketDisconnect), api.websocket_connect(f"ws://192.0.2.10:8765/api/sessions/{sid}/events"):
             pass
-        with api.websocket_connect(f"ws://192.0.2.10:8765/api/sessions/{sid}/events?token=sekrit-token") as ws:
+        with api.websocket_connect(f"ws://192.0.2.10:8765/api/sessions/{sid}/events?token=sekrit-token-of-the-test-7Hq2") as ws:
             assert ws.receive_json()["type"] == "Hello"
     s.close()
 

@@ -111,7 +111,7 @@ def test_a_second_run_while_one_goes_on_is_refused(soul_home: Path, tmp_path: Pa
 
     async def go() -> None:
         dialogues = Dialogues("entelgia", lambda resume=None, seed=None: open_runner("entelgia", script=script, seed=seed, resume=resume))
-        hub = dialogues.create()
+        hub = await dialogues.create()
         task = hub.run(2)
         with pytest.raises(DialogueRefused) as refused:
             hub.run(1)
@@ -163,3 +163,33 @@ def test_the_chat_of_a_dialogue_soul_served_with_a_dialogue_script_says_it_is_no
     failed = api.post(f"/api/sessions/{sid}/messages", json={"text": "What is freedom?"})
     assert failed.status_code == 422
     assert "scripts the dialogue's agents; the chat with the soul alone has no scripted replies" in failed.json()["error"]
+
+
+def test_a_dialogues_result_is_worked_out_off_the_event_loop_and_kept_until_it_changes(serve: Make) -> None:
+    # At 400 turns one GET froze every session for 0.3-0.9 s: the metrics ran on the loop.
+    import threading
+
+    api, app = serve()
+    did = api.post("/api/dialogues", json={}).json()["id"]
+    runner = app.app.state.dialogues.open[did].runner
+    threads: list[str] = []
+    plain = runner.result
+
+    def counted() -> Any:
+        threads.append(threading.current_thread().name)
+        return plain()
+
+    runner.result = counted
+
+    def by_the_server() -> list[str]:  # (the runner's own `run` also ends with a result, on the loop)
+        return [t for t in threads if t.startswith("asyncio_")]  # asyncio.to_thread's worker threads
+
+    stepped = api.post(f"/api/dialogues/{did}/step", json={"turns": 2}).json()
+    assert len(by_the_server()) == 1
+    first = api.get(f"/api/dialogues/{did}").json()
+    again = api.get(f"/api/dialogues/{did}").json()
+    assert first == again and first["result"] == stepped
+    assert len(threads) == 2 and len(by_the_server()) == 1  # kept: nothing new since the step
+    api.post(f"/api/dialogues/{did}/step", json={"turns": 1})
+    grown = api.get(f"/api/dialogues/{did}").json()
+    assert grown["result"]["metrics"]["turns"] == 3 and len(by_the_server()) == 2

@@ -171,3 +171,31 @@ def test_with_a_token_the_page_works_and_the_api_refuses_without_it(serve: Serve
     assert "token" not in page.url  # kept in sessionStorage, out of the address bar
     say(page, "hi")
     expect(panel(page, "chat")).to_contain_text("Token accepted.")
+
+
+def test_the_panels_keep_their_height_and_scroll_as_cycles_come(serve: Serve, tmp_path: Path, page: Page) -> None:
+    # the page grew taller with every cycle: each panel's log and list must scroll instead
+    long = "a long quiet thought that wraps over several lines of the panel " * 6
+    cycles = 24
+    script = {
+        "conscious": [conscious(f"Reply {i}: " + "words " * 40, f"private {i} " + long) for i in range(12)],
+        "subconscious": [cycle(f"mood {i} " + "calm and " * 8, f"criteria {i} " + "be brief and kind " * 10,
+                               f"S_quiet {i} " + long, loud=f"impulse {i}" if i % 3 == 0 else "")
+                         for i in range(cycles)],
+    }
+    blueprint = csd_folder(tmp_path / "csd", loop="interval", interval_seconds=0.3)
+    server = serve(str(blueprint), "--script", str(write_script(tmp_path, script)), "--cycles", str(cycles))
+    open_page(page, server.url)  # measured at once, with (almost) nothing in the panels yet
+    status = page.locator('[data-role="loop-status"]')
+    heights = ("() => Object.fromEntries([['page', document.documentElement.scrollHeight],"
+               " ...[...document.querySelectorAll('[data-panel]')].map(p => [p.dataset.panel, p.offsetHeight])])")
+    early = page.evaluate(heights)
+    for i in range(3):
+        say(page, f"message {i} " + "text " * 30)
+        expect(panel(page, "chat")).to_contain_text(f"message {i}")
+    expect(status).to_contain_text(f"cycle {cycles}", timeout=60_000)
+    late = page.evaluate(heights)
+    assert late == early  # the page and every panel: not a pixel taller
+    for role in ("chat-log", "internal-log", "subconscious-log"):
+        log = page.locator(f'[data-role="{role}"]')
+        assert log.evaluate("n => n.scrollHeight > n.clientHeight"), role  # it holds more than it shows: it scrolls

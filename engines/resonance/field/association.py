@@ -7,7 +7,7 @@ scorer or the learner.
 
 On disk, beside the memory store, in the field's folder:
     graph/          the knowledge graph's own write-ahead log (graph/kg.py)
-    scoring.json    the scoring pipeline's weights, hot-reloaded if present (scoring.py)
+    scoring.json    the scoring pipeline's weights, hot-reloaded, read when created (scoring.py)
     learner.json    the Thompson learner's posteriors (learner.py), when learning is on
     code/           the code index (code/index.py), when code has been indexed
 
@@ -112,13 +112,13 @@ class Association:
 
     @property
     def scorer(self) -> Scorer:
-        """The scoring pipeline: ``<field>/scoring.json`` (hot-reloaded) if it exists when the
-        field opens, else the shipped defaults."""
+        """The scoring pipeline: ``<field>/scoring.json``, watched whether or not it exists
+        yet (created, edited or removed while the field is open, it is read within a second),
+        else the shipped defaults."""
         if self._scorer is None:
             from ..resonate.scoring import Scorer
 
-            path = self.path / "scoring.json"
-            self._scorer = Scorer(path if path.exists() else None)
+            self._scorer = Scorer(self.path / "scoring.json", optional=True)
         return self._scorer
 
     @property

@@ -24,7 +24,9 @@ scaling of both signals gains +3.9 R@10 over keyword-only, these choices +7.2.
 RRF (`method="rrf"`): relevance = Σ_s 1/(60 + rank_s) over the signals that ranked the
 candidate (ranks from 1), times the same confidence factor; tags add 0.05·tag/60.
 
-Every hit carries its `Components` (raw and normalised signals, ranks) for explanation.
+Every hit carries its `Components` (raw and normalised signals, ranks) for explanation. With
+the calibrated normalisation (the default) a candidate whose relevance is 0 — no signal at
+all — is no hit: recall returns fewer than k rather than memories that did not match.
 """
 
 from __future__ import annotations
@@ -150,6 +152,10 @@ def fuse(
         return []
     score, sem, kw, tag_v, conf_v = fused_scores(cands, cfg, tag=tag, confidence=confidence)
     order = np.lexsort((cands.ids, -score))[:k]
+    if cfg.normalisation == "calibrated":
+        # on the absolute scale a relevance of 0 means no signal at all (a cosine the hub
+        # penalty cancels, no query word, no tag): a candidate, not a hit
+        order = order[score[order] > 0]
     return [_hit(cands, int(i), float(score[i]), sem, kw, tag_v, conf_v) for i in order]
 
 

@@ -104,14 +104,17 @@ class Scorer:
     """Scores candidate rows with the factor pipeline; hot-reloads its scoring.json."""
 
     def __init__(self, path: str | Path | None = None, *, check_every: float = 1.0,
-                 config: ScoringConfig | None = None) -> None:
+                 config: ScoringConfig | None = None, optional: bool = False) -> None:
         """``path`` None: the shipped defaults (or ``config``), never reloaded. Otherwise the
-        file is watched: stat at most every ``check_every`` seconds, re-read on a change."""
+        file is watched: stat at most every ``check_every`` seconds, re-read on a change —
+        including a file created after the scorer (a field's own scoring.json). ``optional``:
+        a file that was never there is the normal case (the defaults, no warning); one that
+        goes away after it was read is warned about either way."""
         self._path = Path(path).expanduser() if path is not None else None
         self._check_every = check_every
         self._config = config or ScoringConfig.defaults()
         self._stamp: tuple[int, int, int] | None = None  # the version last read (good or bad)
-        self._missing = False
+        self._missing = optional  # optional: absent from the start, without a word
         self._next_check = 0.0
         self._lock = threading.Lock()
         self._scaled: tuple[ScoringConfig, str, ScoringConfig] | None = None

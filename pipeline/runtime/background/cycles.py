@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from soul.compiler import Plan, ScopePlan
 from soul.errors import RunError
 from soul.records import Commit, MoodRecord, SummaryRecord
+from soul.runtime import tracing
 from soul.runtime.background.mind import SUMMARY_PREFIX, CycleInput, CycleResult, Mind
 from soul.runtime.background.processes import AsyncioRunner, LoopRunner, LoopSchedule, runner_choice
 from soul.runtime.background.triggers import Triggers, TriggerSpec
@@ -178,7 +179,10 @@ class Background:
         taken = proc.mind.begin_cycle()
         self.emit(CycleStarted(proc.name, taken.cycle))
         try:
-            outputs, result, commit_cycle = await self._run(proc, taken)
+            run = self._run(proc, taken)
+            if tracing.on():
+                run = tracing.cycle(run, self.plan.blueprint.name, self.session_id, proc.name, taken.cycle)
+            outputs, result, commit_cycle = await run
         except BaseException:
             proc.mind.undo(taken)  # nothing committed: what it took is pending again
             raise

@@ -3,7 +3,9 @@
 - `s_loud` (AgentCSD): each S_loud impulse the subconscious writes is queued; a spontaneous
   turn runs `batch_seconds` (5) after the first queued one, at once when the cycle set
   `trigger`, or when `batch_max` (5) are queued. A user message drains pending impulses into
-  its own prompt, which also cancels the wait.
+  its own prompt, which also cancels the wait. At most `unanswered_max` (1) spontaneous turns
+  speak in a row: then the trigger waits for the user (the impulses queue for their message),
+  so a soul speaks before being spoken to at most once, and then at most once per message.
 - `idle`: after `idle_seconds` of user silence (once per silence; the next message re-arms it).
 - `schedule`: every `interval_seconds`.
 
@@ -24,6 +26,7 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 Fire = Callable[[str, str], Awaitable[Any]]
+UNANSWERED_MAX = 1  # an s_loud trigger's spontaneous replies before the user must speak again
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,7 @@ class TriggerSpec:
     batch_max: int = 5
     idle_seconds: float = 600.0
     interval_seconds: float = 86400.0
+    unanswered_max: int = UNANSWERED_MAX  # s_loud: spontaneous replies in a row, none from the user
 
     @classmethod
     def of(cls, name: str, kind: str, options: dict[str, Any]) -> TriggerSpec:
@@ -48,6 +52,7 @@ class TriggerSpec:
             name, kind, options.get("source") if isinstance(options.get("source"), str) else None,
             number("batch_seconds", 5.0), int(number("batch_max", 5)),
             number("idle_seconds", 600.0), number("interval_seconds", 86400.0),
+            int(number("unanswered_max", UNANSWERED_MAX)),
         )
 
     @property
@@ -75,6 +80,8 @@ class Triggers:
         self._timers: list[asyncio.Task[None]] = []  # idle and schedule
         self._idle: dict[str, asyncio.Task[None]] = {}
         self._firing: set[asyncio.Task[Any]] = set()
+        self._unanswered: dict[str, int] = {}  # s_loud trigger -> its replies since the user spoke
+        self._speaking: dict[str, int] = {}  # s_loud trigger -> its spontaneous turns running
         self.started = False
 
     def start(self) -> None:
@@ -90,6 +97,8 @@ class Triggers:
         for spec in self.specs:
             if spec.kind != "s_loud" or (spec.process and spec.process != process):
                 continue
+            if not self._may_speak(spec):
+                continue  # it spoke unanswered enough: the impulses wait for the user's message
             if trigger:
                 self._now(spec, "trigger")
             elif pending >= spec.batch_max:
@@ -98,26 +107,43 @@ class Triggers:
                 self._batch[spec.name] = asyncio.get_running_loop().create_task(self._after(spec))
 
     def user_spoke(self) -> None:
-        """A user message: it drains the impulses (no batch to wait for) and re-arms idle."""
+        """A user message: it drains the impulses (no batch to wait for), answers what the
+        soul said unprompted, and re-arms idle."""
         for task in self._batch.values():
             task.cancel()
         self._batch.clear()
+        self._unanswered.clear()
         for spec in self.specs:
             if spec.kind == "idle" and self.started:
                 self._arm_idle(spec)
+
+    def _may_speak(self, spec: TriggerSpec) -> bool:
+        """Whether an s_loud trigger may start another spontaneous turn: fewer than
+        `unanswered_max` have spoken (or run now) since the user last spoke."""
+        return self._unanswered.get(spec.name, 0) + self._speaking.get(spec.name, 0) < spec.unanswered_max
 
     def _now(self, spec: TriggerSpec, reason: str) -> None:
         timer = self._batch.pop(spec.name, None)  # a batch timer that fires has left already
         if timer is not None:
             timer.cancel()
+        if spec.kind == "s_loud":
+            if not self._may_speak(spec):
+                return
+            self._speaking[spec.name] = self._speaking.get(spec.name, 0) + 1
         task = asyncio.get_running_loop().create_task(self._fire(spec.name, reason))
         self._firing.add(task)
-        task.add_done_callback(self._fired)
+        task.add_done_callback(lambda done: self._fired(spec, done))
 
-    def _fired(self, task: asyncio.Task[Any]) -> None:
+    def _fired(self, spec: TriggerSpec, task: asyncio.Task[Any]) -> None:
         self._firing.discard(task)
-        if not task.cancelled() and task.exception() is not None:
+        if spec.kind == "s_loud":
+            self._speaking[spec.name] -= 1
+        if task.cancelled():
+            return
+        if task.exception() is not None:
             log.warning("a spontaneous turn failed: %s", task.exception())
+        elif spec.kind == "s_loud" and getattr(task.result(), "reply", None):
+            self._unanswered[spec.name] = self._unanswered.get(spec.name, 0) + 1
 
     async def _after(self, spec: TriggerSpec) -> None:
         await asyncio.sleep(spec.batch_seconds)

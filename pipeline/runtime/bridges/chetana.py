@@ -2,7 +2,8 @@
 
 When a blueprint has a `chetana:` block, each session carries a ChetanaController whose state
 is stored with the session (in the turn's Commit, all or nothing). Per turn: `before_turn` on
-the input (with a correction flag when the user is correcting the soul), one
+the input (with a correction flag when the user is correcting the soul, and then
+`after_user_correction`, so the frustration it brings is in this turn's prompt), one
 `after_tool_execution` per step that ran (name = the step, success = it parsed, latency, its
 output as content) and one per call of a blueprint tool (name = the tool, success = it returned
 within its timeout, its latency, its result or error as content), then `after_turn`. Templates see the context as `chetana.*`; events go to
@@ -57,7 +58,6 @@ class Cognition:
     context: dict[str, Any]
     correction: bool
     events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    _correction_reported: bool = False
 
     @classmethod
     def begin(cls, block: Mapping[str, Any], state: Mapping[str, Any] | None, text: str) -> Cognition:
@@ -78,20 +78,18 @@ class Cognition:
                 controller = ChetanaController(config, on_event, priors)
         correction = is_correction(text)
         with _ChetanaErrors(doing="the turn's input"):
-            context = controller.before_turn(text or None, correction=correction).to_dict()
-        context["correction"] = correction
-        return cls(controller, context, correction, events)
+            context = controller.before_turn(text or None, correction=correction)
+            if correction:  # felt when read: this turn's prompt is built with it
+                context = controller.after_user_correction()
+        data = context.to_dict()
+        data["correction"] = correction
+        return cls(controller, data, correction, events)
 
     def record(self, step: str, ok: bool, latency_ms: float, outputs: Mapping[str, Any]) -> None:
-        """Report one step's run as a tool execution.
-
-        A user correction is one event: it goes with the turn's first step only, so a
-        four-step call does not count it four times.
-        """
-        correction = self.correction and not self._correction_reported
-        self._correction_reported = self._correction_reported or correction
+        """Report one step's run as a tool execution (a user correction was reported once,
+        when the turn began: `begin`)."""
         with _REPORTING:
-            self.controller.after_tool_execution(step, ok, max(0.0, latency_ms), _content(outputs), correction=correction)
+            self.controller.after_tool_execution(step, ok, max(0.0, latency_ms), _content(outputs))
 
     def tool(self, name: str, ok: bool, latency_ms: float, content: str | None) -> None:
         """Report one call of a blueprint tool (soul.runtime.tools): its real outcome (False

@@ -26,7 +26,6 @@ to the live field: the model replay then says what differs, with the prompt diff
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -34,7 +33,8 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from soul.errors import FileRefused, LeaseLost, MemoryFieldError, MissingExtra
+from soul.errors import FileRefused, LeaseLost, MemoryFieldError
+from soul.extras import require
 from soul.language import Blueprint, field_folder
 from soul.records import Fence
 from soul.runtime.bridges.learning import RecallUse, judge, learn_config
@@ -176,11 +176,7 @@ class MemoryBridge:
         """A soul that uses memory needs the `memory` extra: say so at load, not mid-turn."""
         if not uses_memory(blueprint):
             return
-        missing = [m for m in ("numpy", "numba", "onnxruntime", "hnswlib") if importlib.util.find_spec(m) is None]
-        if missing:
-            raise MissingExtra(
-                f"soul '{blueprint.name}' uses memory steps, which need {', '.join(missing)}: "
-                "install them with pip install 'soulgraph[memory]'")
+        require("memory", f"soul '{blueprint.name}' (its memory steps)", ("numpy", "numba", "onnxruntime", "hnswlib"))
 
     def path(self) -> Path:
         """The field's folder: `memory.field` resolved inside the blueprint's folder, else

@@ -6,6 +6,7 @@ gives each call its budget and folds the turns no call shows any more into the r
 summary, which `summaries` writes (a model call, or a truncation digest).
 """
 
+from soul.runtime.conversation import layout as parts  # the prompt's parts, where they lie
 from soul.runtime.conversation.budget import (
     MESSAGE_OVERHEAD,
     TOKENIZER,
@@ -25,6 +26,7 @@ from soul.runtime.conversation.history import (
     history_of,
     label_of,
     labelled,
+    labelled_messages,
     messages_of,
 )
 from soul.runtime.conversation.summaries import (
@@ -34,6 +36,7 @@ from soul.runtime.conversation.summaries import (
     system_prompt,
     truncation_digest,
 )
+from soul.runtime.conversation.window import call_window, share_out, turn_window
 
 __all__ = [
     "DEFAULT_WORDS",
@@ -49,14 +52,19 @@ __all__ = [
     "HistoryTurn",
     "SummaryCall",
     "budget_for",
+    "call_window",
     "count_tokens",
     "fold_history",
     "history_of",
     "instructions",
     "label_of",
     "labelled",
+    "labelled_messages",
     "messages_of",
     "over_budget",
+    "parts",
+    "share_out",
     "system_prompt",
     "truncation_digest",
+    "turn_window",
 ]

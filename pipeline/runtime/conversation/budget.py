@@ -125,6 +125,7 @@ class BudgetReport:
     used: int = 0
     parts: dict[str, int] = field(default_factory=dict)
     cut: list[dict[str, Any]] = field(default_factory=list)
+    layout: dict[str, Any] | None = None  # where each part of the prompt lies (layout.py)
 
     def to_dict(self) -> dict[str, Any]:
         return {"window": self.window, "reserve": self.reserve, "counter": self.counter,

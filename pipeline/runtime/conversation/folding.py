@@ -41,7 +41,6 @@ from soul.runtime.conversation.summaries import (
 log = logging.getLogger(__name__)
 
 SUMMARY_LAYER = "conversation"  # the history's name in context_summaries
-SUMMARY_SLOT = "cheap"  # the model slot summaries use when the blueprint declares one
 
 
 class SummaryServices(Protocol):
@@ -83,13 +82,9 @@ def budget_for(bp: Blueprint, steps: Sequence[PlannedStep], spec: str, options: 
 
 
 def summary_model(bp: Blueprint) -> str | None:
-    """The slot summaries are written on: `working_memory.summary.model`, else a slot named
-    `cheap`; None when the blueprint names neither (older turns then fold into a digest, so
-    a soul makes no model call its author did not ask for: a fused soul stays one call a turn)."""
-    declared = (getattr(bp, "summary", None) or {}).get("model")
-    if declared:
-        return str(declared)
-    return SUMMARY_SLOT if SUMMARY_SLOT in bp.models else None
+    """The slot summaries are written on (`Blueprint.summary_model`: validation counts it as
+    used); None folds into a digest, so a fused soul stays one call a turn."""
+    return bp.summary_model()
 
 
 async def fold_history(plan: Plan, services: SummaryServices, ts: Any) -> None:
@@ -118,7 +113,7 @@ async def fold_history(plan: Plan, services: SummaryServices, ts: Any) -> None:
         digest = False
     except Exception as exc:  # the turn stands: a digest keeps the history bounded all the same
         (log.debug if model is None else log.warning)("summarising turns %d-%d failed (%s); kept a truncation digest", folded[0].number, folded[-1].number, exc)
-        text, digest = truncation_digest(previous.text if previous else None, entries), True
+        text, digest = truncation_digest(previous.text if previous else None, entries, noun="turn"), True
     first = previous.turn_from if previous else folded[0].number
     last = folded[-1].number
     ts.summaries.append(SummaryRecord(SUMMARY_LAYER, text, first, last, digest))

@@ -121,6 +121,26 @@ def messages_of(turns: Sequence[HistoryTurn]) -> list[Message]:
     return out
 
 
+def labelled_messages(turns: Sequence[HistoryTurn]) -> tuple[list[Message], list[str]]:
+    """`messages_of(turns)`, and beside each message which turns it holds and whose it is
+    (`turn 3 · user`, `turns 3–4 · user` when merged): the context window's labels."""
+    out: list[Message] = []
+    labels: list[str] = []
+    spans: list[tuple[int, int]] = []
+    for turn in turns:
+        for message in turn.messages():
+            if out and out[-1].role == message.role:
+                out[-1] = Message(message.role, f"{out[-1].content}\n\n{message.content}")
+                spans[-1] = (spans[-1][0], turn.number)
+            else:
+                out.append(message)
+                spans.append((turn.number, turn.number))
+    for (first, last), message in zip(spans, out, strict=True):
+        who = "user" if message.role == "user" else "soul"
+        labels.append(f"turn {first} · {who}" if first == last else f"turns {first}–{last} · {who}")
+    return out, labels
+
+
 def labelled(entry: MemoryEntry, step: str, kind: str, turn: int, extra: Mapping[str, Any] | None = None) -> MemoryEntry:
     """`entry` carrying the step and kind that wrote it and the turn it came from."""
     meta = {"step": step, "kind": kind, "turn": turn, **(extra or {}), **entry.meta}

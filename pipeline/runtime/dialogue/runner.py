@@ -32,12 +32,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from soul.errors import ProviderError, RunError, SoulError
 from soul.language import Blueprint, Dialogue
+from soul.runtime import tracing
 from soul.runtime.bridges import DialogueRules, resonance_embedder, uses_memory
 from soul.runtime.dialogue.agents import (
     agent_blueprint,
@@ -198,9 +199,9 @@ class DialogueRunner:
             # the detectors judge the turns so far (as after an agent's turn); none firing, Fixy
             # reflects on the dialogue
             detection = self._detect(number - 1, topic) or rules.scheduled(number)
-            await self._fixy(number, topic, detection)
+            await self._traced(self._fixy(number, topic, detection), number, speaker)
             return
-        await self._agent(number, topic, speaker)
+        await self._traced(self._agent(number, topic, speaker), number, speaker)
         nxt = rules.turn
         if end is not None and nxt > end:
             return
@@ -208,7 +209,11 @@ class DialogueRunner:
             detection = self._detect(nxt - 1, topic)
             if detection is not None:
                 self.save()
-                await self._fixy(nxt, rules.topic(nxt), detection)
+                await self._traced(self._fixy(nxt, rules.topic(nxt), detection), nxt, rules.observer or "fixy")
+
+    async def _traced(self, work: Awaitable[None], number: int, speaker: str) -> None:
+        """A dialogue turn, in its span when tracing is on (the speaker's own turn below it)."""
+        await (tracing.dialogue_turn(work, self.id, number, speaker) if tracing.on() else work)
 
     def _detect(self, turn: int, topic: str, extra: Any = None) -> Any:
         history = [*self.rules.history, extra] if extra is not None else self.rules.history

@@ -40,10 +40,11 @@ commit notices (`soul.store.notify`), not through DBOS.
 from __future__ import annotations
 
 import logging
-import re
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
 from soul.errors import RunError
+from soul.runtime import tracing
 from soul.runtime.routing import (
     APPLICATION,
     CYCLE_QUEUE,
@@ -52,6 +53,7 @@ from soul.runtime.routing import (
     owner_queue,
     system_database_url,
 )
+from soul.store import mask_passwords
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -92,9 +94,6 @@ def parse_rate(text: str) -> tuple[int, float]:
     return out
 
 
-def _masked(text: str) -> str:
-    """`text` with the password of any URL in it replaced by ***."""
-    return re.sub(r"(://[^:/@\s]+:)[^@\s]*@", r"\1***@", text)
 
 
 def _dbos() -> Any:
@@ -165,17 +164,14 @@ async def _run_cycle(soul_name: str, session_id: str, process: str, number: int)
     user = soul.store.session(session_id).user
     services = soul.services_for(user)  # a partitioned field: this user's partition
     memory = services.memory
-    with memory.using() if memory is not None else _nothing():
+    with memory.using() if memory is not None else nullcontext():
         if memory is not None and memory.leased:
             await asyncio.to_thread(memory.hold)  # LeaseHeld when another live worker owns it
         work = Background(soul.plan, services, soul.store, session_id, lambda event: None, no_trigger)
-        return await work.run_cycle(process, number)
-
-
-def _nothing() -> Any:
-    import contextlib
-
-    return contextlib.nullcontext()
+        ran = work.run_cycle(process, number)
+        if tracing.on():  # the worker's span, the cycle's below it
+            return await tracing.worker_cycle(ran, soul_name, session_id, process, number)
+        return await ran
 
 
 class Engine:
@@ -211,7 +207,7 @@ class Engine:
             dbos.DBOS.destroy()
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise RunError(f"soul worker: DBOS could not start on the session store's database"
-                           f" {_masked(self.url)}: {_masked(reason)}; check that the server runs and"
+                           f" {mask_passwords(self.url)}: {mask_passwords(reason, self.url)}; check that the server runs and"
                            " the URL's user may create tables there") from exc
         finally:
             quiet.disabled = False

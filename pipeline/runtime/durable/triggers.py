@@ -7,7 +7,7 @@ in-process ones (`runtime/background/triggers.py`), read from rows instead of ti
 
 | trigger | due | the firing's key (its workflow id's end) |
 |---|---|---|
-| `s_loud` | an impulse committed after the last turn (in the last 5 minutes, or 10 batches) has `trigger`, or `batch_max` are pending, or the first pending one is `batch_seconds` old | the last pending impulse's commit id |
+| `s_loud` | an impulse committed after the last turn (in the last 5 minutes, or 10 batches) has `trigger`, or `batch_max` are pending, or the first pending one is `batch_seconds` old — unless `unanswered_max` spontaneous turns spoke since the last user message | the last pending impulse's commit id |
 | `idle` | `idle_seconds` after the last user message (after the session's creation when none), for another `idle_seconds` at most | that message's commit id |
 | `schedule` | every `interval_seconds` from the session's creation | the window's number |
 
@@ -66,6 +66,8 @@ class Firing:
 def firing(spec: TriggerSpec, marks: TriggerMarks, created: float, now: float) -> Firing | None:
     """Whether `spec` is due for a session (a pure rule over the store's marks)."""
     if spec.kind == "s_loud":
+        if marks.unanswered >= spec.unanswered_max:
+            return None  # it spoke unprompted enough: the impulses wait for the user's message
         horizon = now - max(STALE_IMPULSE_SECONDS, 10 * spec.batch_seconds)
         pending = [i for i in marks.pending
                    if (spec.process is None or i.process == spec.process) and i.time >= horizon]

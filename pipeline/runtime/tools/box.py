@@ -36,9 +36,11 @@ from soul.errors import ToolLoadError
 from soul.language import Blueprint, ToolDecl
 from soul.providers import ToolSpec
 from soul.runtime.surrogates import replace_lone_surrogates
+from soul.runtime.tools.arguments import kept, read_arguments
+from soul.runtime.tools.guard import ToolRaised, carried, guarded, guarded_call, worded
+from soul.runtime.tools.mcp import McpBox, McpTools
 
 MAX_ERROR_CHARS = 1000  # of an exception's text shown to the model
-MAX_ARGUMENT_CHARS = 100_000  # of a model's arguments text: more is refused unparsed
 _IMPORT_LOCK = threading.Lock()  # sys.path is process-wide: one tool import at a time
 
 TapeMode = Literal["record", "replay"]
@@ -74,7 +76,7 @@ class Tool:
     signature: inspect.Signature
 
 
-class ToolBox:
+class ToolBox(McpBox):
     """The blueprint's tools, imported on first use."""
 
     def __init__(self, blueprint: Blueprint) -> None:
@@ -82,17 +84,16 @@ class ToolBox:
         self.decls = blueprint.tools
         self._tools: dict[str, Tool] = {}
         self._validators: dict[str, Any] = {}
-
-    def __bool__(self) -> bool:
-        return bool(self.decls)
-
-    def names(self) -> tuple[str, ...]:
-        return tuple(self.decls)
+        self.mcp = McpTools(blueprint) if blueprint.mcp else None  # its MCP servers (McpBox, tools/mcp.py)
 
     def get(self, name: str) -> Tool:
         """The tool `name`, imported now if it was not yet; ToolLoadError (at the blueprint's
         FILE:LINE:COL) when its module or function cannot be imported or described."""
         tool = self._tools.get(name)
+        if tool is None and name not in self.decls and self.mcp is not None and name in self.mcp:
+            decl, spec = self.mcp.describe(name)
+            signature = inspect.Signature([inspect.Parameter("arguments", inspect.Parameter.VAR_KEYWORD)])
+            tool = self._tools[name] = Tool(decl, self.mcp.call, spec, signature)
         if tool is None:
             decl = self.decls[name]
             function = self._import(decl)
@@ -117,10 +118,11 @@ class ToolBox:
             if added:
                 sys.path.insert(0, folder)  # the blueprint's folder first, as its docs say
             try:
-                target: Any = importlib.import_module(decl.module)
-            except Exception as exc:  # user code: any exception it raises on import
+                target: Any = guarded_call(importlib.import_module, decl.module)
+            except Exception as exc:  # user code: anything it raises on import, sys.exit too
+                shown = exc.original if isinstance(exc, ToolRaised) else exc
                 raise ToolLoadError(f"{where}: tool '{decl.name}': cannot import module '{decl.module}': "
-                                    f"{type(exc).__name__}: {exc} — put it beside the blueprint or install it") from exc
+                                    f"{type(shown).__name__}: {shown} — put it beside the blueprint or install it") from exc
             finally:
                 if added:
                     sys.path.remove(folder)
@@ -135,15 +137,9 @@ class ToolBox:
     def check(self, name: str, arguments: Any) -> tuple[dict[str, Any] | None, str | None]:
         """The arguments as keyword arguments of the tool, or why they do not fit."""
         tool = self.get(name)
-        if isinstance(arguments, str):
-            if len(arguments) > MAX_ARGUMENT_CHARS:
-                return None, f"the arguments are {len(arguments):,} characters; at most {MAX_ARGUMENT_CHARS:,}"
-            try:
-                arguments = json.loads(arguments) if arguments.strip() else {}
-            except ValueError as exc:
-                return None, f"the arguments are not JSON: {exc}"
-        if not isinstance(arguments, dict):
-            return None, f"the arguments must be a JSON object, not {type(arguments).__name__}"
+        arguments, problem = read_arguments(arguments)  # length and depth first: nothing recurses before
+        if arguments is None:
+            return None, problem
         validator = self._validators.get(name)
         if validator is None:
             import jsonschema
@@ -161,27 +157,34 @@ class ToolBox:
         return arguments, None
 
     async def call(self, name: str, arguments: Any, *, call_id: str = "", source: str = "model",
-                   tape: tuple[Any, TapeMode] | None = None) -> ToolRun:
-        """Run the tool; every failure is in the returned ToolRun's `error`."""
+                   tape: tuple[Any, TapeMode] | None = None, session: str | None = None) -> ToolRun:
+        """Run the tool; every failure is in the returned ToolRun's `error`. `session` is the
+        one calling (an MCP server of lifetime `session` is its own)."""
         started = time.perf_counter()
-        if name not in self.decls:
-            known = ", ".join(self.decls) or "none"
+        if not self.has(name):
+            known = ", ".join(self.names()) or "none"
             return ToolRun(call_id, name, arguments, None, f"there is no tool '{name}' (tools: {known})", 0.0, source)
         kwargs, problem = self.check(name, arguments)
         if kwargs is None:
-            return ToolRun(call_id, name, arguments, None, problem, (time.perf_counter() - started) * 1000, source)
+            return ToolRun(call_id, name, kept(arguments), None, problem, (time.perf_counter() - started) * 1000, source)
         if tape is not None and tape[1] == "replay":
             served = _served(tape[0], name, kwargs)
             if served is not None:
                 return ToolRun(call_id, name, kwargs, served.get("result"), served.get("error"), float(served.get("ms", 0.0)), "tape")
-        decl = self.decls[name]
+        tool = self.get(name)
+        decl = tool.decl
         result: str | None = None
         error: str | None = None
         try:
-            value = await invoke(self.get(name).function, kwargs, decl.timeout, name)
-            result = as_text(value, decl.max_chars)
+            if name not in self.decls and self.mcp is not None:  # an MCP tool: the server's own loop times it
+                value = await asyncio.wait_for(self.mcp.call(name, kwargs, decl.timeout, session), decl.timeout)
+            else:
+                value = await invoke(tool.function, kwargs, decl.timeout, name)
+            result = guarded_call(as_text, value, decl.max_chars)  # a result's str() is tool code too
         except TimeoutError:
             error = f"the tool timed out after {decl.timeout:g} s"
+        except ToolRaised as exc:  # SystemExit, KeyboardInterrupt, ... of the tool's own
+            error = replace_lone_surrogates(worded(exc.original))[:MAX_ERROR_CHARS]
         except Exception as exc:  # the tool's own failure: data for the model
             error = replace_lone_surrogates(f"{type(exc).__name__}: {exc}")[:MAX_ERROR_CHARS]
         run = ToolRun(call_id, name, kwargs, result, error, (time.perf_counter() - started) * 1000, source)
@@ -211,9 +214,13 @@ def canonical(arguments: Any) -> str:
 
 async def invoke(function: Callable[..., Any], kwargs: Mapping[str, Any], timeout: float, name: str) -> Any:
     """Call `function(**kwargs)` within `timeout` seconds (TimeoutError past it): awaited when
-    it is a coroutine function, else in a daemon thread of its own."""
+    it is a coroutine function, else in a daemon thread of its own. Whatever BaseException the
+    tool raises comes out as `ToolRaised` (soul.runtime.tools.guard): no tool stops the process."""
+    # asyncio.timeout, not wait_for: the tool runs in the turn's own task, so the turn's
+    # cancellation (a Ctrl-C) reaches it, and is not lost when the tool ends in the same step
     if inspect.iscoroutinefunction(function):
-        return await asyncio.wait_for(function(**kwargs), timeout)
+        async with asyncio.timeout(timeout):
+            return await guarded(lambda: function(**kwargs))
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
 
@@ -227,8 +234,8 @@ async def invoke(function: Callable[..., Any], kwargs: Mapping[str, Any], timeou
     def work() -> None:
         try:
             value, error = function(**kwargs), None
-        except BaseException as exc:  # handed to the awaiting side, which words it
-            value, error = None, exc
+        except BaseException as exc:  # the tool's own, whatever it is: no signal lands in this thread
+            value, error = None, carried(exc)
         # RuntimeError: the loop is gone (the call timed out and the run ended): nobody waits
         with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(settle, value, error)
@@ -236,9 +243,12 @@ async def invoke(function: Callable[..., Any], kwargs: Mapping[str, Any], timeou
     # A daemon thread, not the loop's executor: a tool that never returns must not keep the
     # process alive at exit (the executor's threads are joined then).
     threading.Thread(target=work, name=f"soul-tool-{name}", daemon=True).start()
-    value = await asyncio.wait_for(future, timeout)
+    async with asyncio.timeout(timeout):
+        value = await future
     if inspect.isawaitable(value):  # a plain function that returned a coroutine
-        value = await asyncio.wait_for(value, timeout)
+        awaitable = value
+        async with asyncio.timeout(timeout):
+            value = await guarded(lambda: awaitable)
     return value
 
 

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from soul.compiler import PlannedStep
 from soul.errors import SoulError, StepError
 from soul.language import DEFAULT_ROUNDS, Blueprint, Step
 from soul.providers import Message, Provider, Request, ToolCall, ToolSpec, Usage
+from soul.runtime import tracing
 from soul.runtime.surrogates import replace_lone_surrogates
 from soul.runtime.tools.box import TapeMode, ToolBox, ToolRun
 from soul.runtime.untrusted import escape_untrusted
@@ -50,9 +51,12 @@ class ToolUse:
     names: tuple[str, ...]
     rounds: int = DEFAULT_ROUNDS
     chosen: tuple[tuple[str, Mapping[str, Any]], ...] = ()
+    session: str | None = None  # the session calling (MCP servers of lifetime `session`)
 
     def specs(self) -> tuple[ToolSpec, ...]:
-        return tuple(self.box.get(name).spec for name in self.names)
+        """The tools' specs; an MCP entry's name stands for the tools its server listed."""
+        names = self.box.mcp.expand(self.names) if self.box.mcp is not None else self.names
+        return tuple(self.box.get(name).spec for name in names)
 
 
 @dataclass
@@ -78,7 +82,7 @@ def scope_steps(blueprint: Blueprint, scope: str) -> Mapping[str, Step]:
 
 
 def tool_use_for(box: ToolBox | None, written: Mapping[str, Step], steps: Sequence[PlannedStep],
-                 render: Callable[[str], str]) -> ToolUse | None:
+                 render: Callable[[str], str], session: str | None = None) -> ToolUse | None:
     """The tools a call over `steps` may use (the union of its steps' `tools:`; a `tool` step
     without one may use every declared tool), or None when it may use none. `render` renders
     the template arguments of a `tool` step's chosen call."""
@@ -91,7 +95,7 @@ def tool_use_for(box: ToolBox | None, written: Mapping[str, Step], steps: Sequen
         step = written.get(planned.name)
         declared = step.tools if step is not None else None
         if declared is not None:
-            names.update(dict.fromkeys(n for n in declared.names if n in box.decls))
+            names.update(dict.fromkeys(n for n in declared.names if box.declares(n)))
             rounds = max(rounds, declared.rounds)
         elif planned.kind.name == TOOL_STEP:
             names.update(dict.fromkeys(box.names()))
@@ -102,7 +106,7 @@ def tool_use_for(box: ToolBox | None, written: Mapping[str, Step], steps: Sequen
             chosen.append((tool, {k: render(v) if isinstance(v, str) else v for k, v in arguments.items()}))
     if not names and not chosen:
         return None
-    return ToolUse(box, tuple(names), rounds or DEFAULT_ROUNDS, tuple(chosen))
+    return ToolUse(box, tuple(names), rounds or DEFAULT_ROUNDS, tuple(chosen), session)
 
 
 def tool_outputs(runs: Sequence[ToolRun]) -> dict[str, Any]:
@@ -131,6 +135,8 @@ async def converse(provider: Provider, request: Request, use: ToolUse, *, first:
     """The call `request` with tool rounds; `first` runs the blueprint's chosen calls (not on
     a re-ask, whose history already holds them)."""
     native = provider.can_call_tools
+    # MCP servers started and listed, each entry as its tools
+    use = replace(use, names=await use.box.ready((*use.names, *(n for n, _ in use.chosen)), use.session))
     specs = use.specs()
     tape = tape_of(provider)
     # a re-ask's history already holds the description and the chosen calls
@@ -138,7 +144,8 @@ async def converse(provider: Provider, request: Request, use: ToolUse, *, first:
     turn = ToolTurn("", Usage(), messages)
     if first:
         for i, (name, arguments) in enumerate(use.chosen, 1):
-            run = await use.box.call(name, dict(arguments), call_id=f"chosen_{i}", source="template", tape=tape)
+            ran = use.box.call(name, dict(arguments), call_id=f"chosen_{i}", source="template", tape=tape, session=use.session)
+            run = await (tracing.tool(ran, name, f"chosen_{i}") if tracing.on() else ran)
             turn.runs.append(run)
             call = ToolCall(run.id, name, json.dumps(run.arguments, ensure_ascii=False, default=str))
             messages = (*messages, *_exchange(native, "", [call], [run]))
@@ -162,7 +169,9 @@ async def converse(provider: Provider, request: Request, use: ToolUse, *, first:
             turn.raw, turn.messages = text, messages
             return turn
         rounds += 1
-        runs = [await use.box.call(c.name, c.arguments, call_id=c.id, tape=tape) for c in calls]
+        runs = [await (tracing.tool(use.box.call(c.name, c.arguments, call_id=c.id, tape=tape, session=use.session), c.name, c.id)
+                       if tracing.on() else use.box.call(c.name, c.arguments, call_id=c.id, tape=tape, session=use.session))
+                for c in calls]
         turn.runs.extend(runs)
         longer = (*messages, *_exchange(native, text, calls, runs, rounds >= use.rounds))
         if fits is not None and not fits(longer):
@@ -180,6 +189,8 @@ async def converse(provider: Provider, request: Request, use: ToolUse, *, first:
 def _add_usage(total: Usage, usage: Usage) -> None:
     total.input_tokens += usage.input_tokens
     total.output_tokens += usage.output_tokens
+    total.cache_read_tokens += usage.cache_read_tokens
+    total.cache_write_tokens += usage.cache_write_tokens
     total.latency_s += usage.latency_s
     if total.first_token_s is None:
         total.first_token_s = usage.first_token_s
@@ -267,4 +278,4 @@ def tools_of(runner: Any, call: Any, ts: Any) -> ToolUse | None:
             name = next((p.name for p in call.steps if p.kind.name == TOOL_STEP), call.steps[0].name)
             raise StepError.from_exception(exc, step=name, kind=TOOL_STEP, what="a tool argument failed") from exc
 
-    return tool_use_for(box, written, call.steps, render)
+    return tool_use_for(box, written, call.steps, render, getattr(ts, "session", None))

@@ -1,12 +1,19 @@
 """One model call over the steps of a unit: prompt, stream or complete, parse, re-ask, fall back.
 
-A reply is read with the tolerant section parser. When a required section is missing, the
-model is asked once more (bounded by the steps' `retry`) with the problem fed back — unless
-part of a streamed section already reached the user, in which case what they saw stands and
-the missing parts fall back. An empty reply section counts as missing (the user would see
-nothing). The external dialogue falls back as the Claudius seed does — the raw text with tags
-stripped, or a fixed line when nothing is left — but only from the text outside every
-section-like element (`soul.sections.fallback`): the soul's thoughts never become its reply.
+A reply is read with the tolerant section parser. When a required section is missing — or
+empty (a reply section: the user would see nothing), or refused by its kind
+(`StepKind.refusals`: an update that is not a user model), or a repeat of the call's
+instructions (`soul.sections.echo`: six words in a row of its persona or response format, a
+note such as "(optional)") — the model is asked once more (bounded by the steps' `retry`)
+with the problem fed back. What an earlier attempt read whole stands: a re-ask fills in the
+rest, so a streamed reply the user already saw is kept (the re-ask is not streamed) and a turn
+makes the same calls whether or not anyone listens to its stream. What is still missing falls
+back; what is still refused is None, flagged; what still echoes is dropped — unless it was
+streamed, when it stands, flagged (a streamed section's opening is held while it may still be
+an echo, so an echo from the start is never shown). The external dialogue falls back as the
+Claudius seed does — the raw text with tags stripped, or a fixed line when nothing is left —
+but only from the text outside every section-like element (`soul.sections.fallback`): the
+soul's thoughts never become its reply.
 
 Model text passes `replace_lone_surrogates` as it arrives, so what is streamed, parsed and
 stored can always be encoded. Streamed text is redacted as it goes (`StreamRedactor`, one per
@@ -19,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -30,6 +37,7 @@ from soul.runtime.surrogates import replace_lone_surrogates
 from soul.runtime.tools import TOOL_STEP, ToolRun, ToolUse, converse, tool_outputs
 from soul.sections import (
     Closed,
+    Instructions,
     SectionStream,
     StepParse,
     Text,
@@ -54,9 +62,13 @@ class CallOutcome:
     tool_runs: tuple[ToolRun, ...] = ()  # the tools the call ran, in order (tool_loop.py)
 
 
-def _reask(missing: Sequence[str], tags: Sequence[str], empty: Sequence[str] = ()) -> str:
+def _reask(missing: Sequence[str], tags: Sequence[str], empty: Sequence[str] = (),
+           refused: Mapping[str, str] | None = None, echoes: Sequence[Echo] = ()) -> str:
     order = " ".join(f"<{t}>" for t in tags)
     problems = []
+    for echo in echoes:
+        problems.append(f"<{echo.tag}> repeats the instructions (\"{echo.what}\") instead of doing what they ask; "
+                        "write it in your own words")
     if missing:
         problems.append(
             f"the section{'s' if len(missing) > 1 else ''} "
@@ -64,10 +76,79 @@ def _reask(missing: Sequence[str], tags: Sequence[str], empty: Sequence[str] = (
         )
     if empty:
         problems.append(f"{', '.join(f'<{m}>' for m in empty)} {'are' if len(empty) > 1 else 'is'} empty")
+    problems.extend(f"<{tag}> {reason}" for tag, reason in (refused or {}).items())
     return (
         f"Your reply could not be read: {'; '.join(problems)}. "
         f"Write the whole reply again with every section, in this order: {order}"
     )
+
+
+class _Seen:
+    """`soul.kinds.Seen` over one call: what the turn said before it (the user's message,
+    earlier steps' text; normalised once, when first asked) and one reply's sections."""
+
+    __slots__ = ("_known", "_plain_known", "sections")
+
+    def __init__(self, known: Sequence[str]) -> None:
+        self._known = known
+        self._plain_known: tuple[str, ...] | None = None
+        self.sections: Mapping[str, Any] = {}
+
+    def holds(self, text: str, besides: str) -> bool:
+        wanted = _plain(text)
+        if not wanted:
+            return False
+        if self._plain_known is None:
+            self._plain_known = tuple(_plain(k) for k in self._known)
+        if any(wanted in k for k in self._plain_known):
+            return True
+        return any(tag != besides and wanted in _plain(section.text) for tag, section in self.sections.items())
+
+
+def _plain(text: str) -> str:
+    """Case and runs of whitespace aside: how a copy is recognised."""
+    return " ".join(text.casefold().split())
+
+
+def _refusals(steps: Sequence[PlannedStep], parses: dict[str, StepParse], seen: _Seen,
+              gated_off: Callable[[str, dict[str, StepParse]], bool] | None) -> dict[str, dict[str, str]]:
+    """Per step, the sections its kind refuses in this reply (a gated-off step's do not count)."""
+    out: dict[str, dict[str, str]] = {}
+    for step in steps:
+        found = step.kind.refusals(parses[step.name].outputs, seen)
+        if found and not (gated_off and gated_off(step.name, parses)):
+            out[step.name] = dict(found)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Echo:
+    """A section whose text repeats the instructions: which step and output, and what of them."""
+
+    step: str
+    tag: str
+    output: str
+    what: str
+
+
+def _echoes(steps: Sequence[PlannedStep], parses: dict[str, StepParse], instructions: Instructions | None,
+            gated_off: Callable[[str, dict[str, StepParse]], bool] | None = None) -> list[Echo]:
+    """The sections of this reply that repeat the call's instructions (a gated-off step's do
+    not count: its outputs are not used, as its missing sections and refusals do not count)."""
+    if instructions is None:
+        return []
+    found = []
+    for step in steps:
+        if gated_off and gated_off(step.name, parses):
+            continue
+        outputs = parses[step.name].outputs
+        for section in step.kind.sections:
+            value = outputs.get(section.output)
+            if isinstance(value, str) and value.strip() and value.strip() != step.kind.silence:
+                what = instructions.echoed(value)
+                if what is not None:
+                    found.append(Echo(step.name, section.tag, section.output, what))
+    return found
 
 
 def _empty_reply(step: PlannedStep, parse: StepParse) -> bool:
@@ -94,6 +175,8 @@ async def run_call(
     grammar: str | None = None,
     fits: Callable[[tuple[Message, ...]], bool] | None = None,
     tools: ToolUse | None = None,
+    known: Sequence[str] = (),
+    instructions: Instructions | None = None,
 ) -> CallOutcome:
     """Run one call; `attempts` counts the first try plus re-asks. `fits(messages)` says
     whether a re-ask's longer history still fits the model's window: when not, none is made.
@@ -102,7 +185,12 @@ async def run_call(
     reply: its sections are then not required (Claudius writes no update after a false check).
 
     With `tools`, each attempt may take tool rounds before its reply (`tool_loop.converse`;
-    no streaming then); a `tool` step's outputs carry the runs.
+    no streaming then); a `tool` step's outputs carry the runs. `known`: what the turn said
+    before this call (the user's message, earlier steps' text), which a kind's refusals may
+    tell a copy of (`StepKind.refusals`).
+
+    `instructions` (the call's persona and response format, `soul.sections.instructions_of`):
+    a section repeating them is re-asked like a missing one, then dropped.
     """
     if tags is None:
         tags = tuple(section.tag for step in steps for section in step.kind.sections)
@@ -112,7 +200,7 @@ async def run_call(
     by_tag = {(step.kind.stream_tag or step.kind.sections[0].tag): step.name for step in steps if step.name in stream_steps} if stream_steps else {}
     history = messages
     reasks: list[str] = []
-    input_tokens = output_tokens = 0
+    input_tokens = output_tokens = cache_read = cache_write = 0
     raw = ""
     streamed = False
     parses: dict[str, StepParse] = {}
@@ -120,6 +208,9 @@ async def run_call(
     started = time.perf_counter()
     runs: list[ToolRun] = []
     notes: list[str] = []
+    seen = _Seen(known)
+    read: dict[str, StepParse] = {}  # steps read whole by an earlier attempt: they stand
+    refused: dict[str, dict[str, str]] = {}
     for attempt in range(1, max(1, attempts) + 1):
         request = Request(model, history, options, tags, grammar)
         if tools is not None:
@@ -127,17 +218,21 @@ async def run_call(
             raw, usage, history = turn.raw, turn.usage, turn.messages
             runs += turn.runs
             notes += turn.flags
-        elif emit is not None and by_tag and provider.can_stream:
-            raw, usage, emitted = await _stream(provider, request, tags, by_tag, emit, silence)
+        elif emit is not None and by_tag and provider.can_stream and not streamed:
+            raw, usage, emitted = await _stream(provider, request, tags, by_tag, emit, silence, instructions)
             streamed = streamed or emitted
-        else:
+        else:  # a re-ask after a streamed reply is not shown: what the user saw stands
             completion = await provider.complete(request)
             raw, usage = replace_lone_surrogates(completion.text), completion.usage
         input_tokens += usage.input_tokens
         output_tokens += usage.output_tokens
+        cache_read += usage.cache_read_tokens
+        cache_write += usage.cache_write_tokens
         result = extract_sections(raw, tags)
         repairs = result.repairs
-        parses = {step.name: parse_step(step.kind, step.params, result) for step in steps}
+        seen.sections = result.sections
+        parses = {step.name: read.get(step.name) or parse_step(step.kind, step.params, result) for step in steps}
+        refused = _refusals(steps, parses, seen, gated_off)
         missing = [
             tag
             for name, p in parses.items()
@@ -145,24 +240,49 @@ async def run_call(
             for tag in p.missing
         ]
         empty = [step.kind.sections[0].tag for step in steps if _empty_reply(step, parses[step.name])]
-        if not (missing or empty) or streamed or attempt == attempts:
+        echoes = _echoes(steps, parses, instructions, gated_off)
+        if not (missing or empty or refused or echoes) or attempt == attempts:
             break
-        problem = _reask(missing, tags, empty)
+        # A re-ask fills in what is missing; what was read whole stands (so a reply the user
+        # already saw streamed, and the same re-asks whether anyone listens to the stream)
+        echoed = {echo.step for echo in echoes}
+        for step in steps:
+            parse = parses[step.name]
+            if not parse.missing and step.name not in refused and step.name not in echoed and not _empty_reply(step, parse):
+                read[step.name] = parse
+        problem = _reask(missing, tags, empty, {tag: why for found in refused.values() for tag, why in found.items()}, echoes)
         longer = (*history, Message("assistant", raw), Message("user", problem))
         if fits is not None and not fits(longer):
             break  # the re-ask would overrun the window: what parsed stands, the rest falls back
         reasks.append(problem)
         history = longer
+    for name, found in refused.items():  # still not what they ask for: refused
+        parse = parses[name]
+        outputs = dict(parse.outputs)
+        step = next(p for p in steps if p.name == name)
+        for section in step.kind.sections:
+            if section.tag in found:
+                outputs[section.output] = None
+        parses[name] = replace(parse, outputs=outputs, flags=(*parse.flags, *(f"<{t}> refused: {why}" for t, why in found.items())))
     if tools is not None:
         for step in steps:
             parse = parses[step.name]
             extra = tool_outputs(runs) if step.kind.name == TOOL_STEP else {}
             parses[step.name] = replace(parse, outputs={**parse.outputs, **extra}, flags=(*parse.flags, *notes))
+    dropped = set()
+    for echo in _echoes(steps, parses, instructions, gated_off):
+        parse = parses[echo.step]
+        if streamed and echo.tag in by_tag:  # the user saw it as it came: it stands
+            parses[echo.step] = replace(parse, flags=(*parse.flags, f"echo: <{echo.tag}> repeats the instructions (shown as streamed)"))
+            continue
+        parses[echo.step] = replace(parse, outputs={**parse.outputs, echo.output: None},
+                                    flags=(*parse.flags, f"echo: <{echo.tag}> repeated the instructions (\"{echo.what}\"); dropped"))
+        dropped.add(echo.step)
     fallbacks = set()
     for step in steps:
         parse = parses[step.name]
         into = step.kind.unparsed
-        if into and all(v is None for v in parse.outputs.values()):
+        if into and step.name not in dropped and all(v is None for v in parse.outputs.values()):
             # none of its sections parsed: the whole reply goes to `into` (AgentCSD: quiet)
             whole = strip_tags(raw).strip()
             parses[step.name] = replace(parse, outputs={**parse.outputs, into: whole or None},
@@ -175,7 +295,7 @@ async def run_call(
     trace = CallTrace(
         unit, model, tuple(s.name for s in steps), history, raw, len(reasks) + 1,
         input_tokens, output_tokens, (time.perf_counter() - started) * 1000, repairs, tuple(reasks),
-        tools=tuple(r.to_dict() for r in runs),
+        tools=tuple(r.to_dict() for r in runs), cache_read_tokens=cache_read, cache_write_tokens=cache_write,
     )
     return CallOutcome(parses, frozenset(fallbacks), trace, streamed, tuple(runs))
 
@@ -187,8 +307,12 @@ async def _stream(
     by_tag: dict[str, str],
     emit: Callable[[Any], None],
     silence: dict[str, str] | None = None,
+    instructions: Instructions | None = None,
 ) -> tuple[str, Usage, bool]:
-    """Stream a reply; only the streamed sections' text reaches `emit`, redacted."""
+    """Stream a reply; only the streamed sections' text reaches `emit`, redacted. With
+    `instructions`, a streamed section's opening is held while it may still be an echo of
+    them (its words so far begin a run of theirs): an echo from the start is then never shown,
+    so it can be re-asked; other text streams as it comes."""
     parser = SectionStream(tags, set(by_tag))
     known = secrets()
     redactors: dict[str, StreamRedactor] = {}
@@ -198,6 +322,24 @@ async def _stream(
 
     silence = silence or {}
     held: dict[str, str] = dict.fromkeys(silence, "")  # text that may still be the silence word
+    # a streamed section's opening, held until it is known not to echo the instructions
+    opening: dict[str, str] = dict.fromkeys(by_tag, "") if instructions is not None else {}
+    echoing: set[str] = set()
+
+    def unechoed(tag: str, text: str, closed: bool) -> str:
+        """`text` to show now: "" while the opening is held or when the section echoes."""
+        if tag in echoing:
+            return ""
+        if tag not in opening:
+            return text
+        start = opening.pop(tag) + text
+        if not closed and instructions is not None and instructions.may_echo(start):
+            opening[tag] = start
+            return ""
+        if instructions is not None and instructions.echoed(start) is not None:
+            echoing.add(tag)
+            return ""
+        return start
 
     def send(events: list[Any]) -> None:
         nonlocal emitted
@@ -208,7 +350,7 @@ async def _stream(
                 text = redactor.feed(event.text)
             elif closed and event.tag in redactors:
                 text = redactors.pop(event.tag).flush()  # a key cannot span two sections
-            elif closed and event.tag in held:
+            elif closed and (event.tag in held or event.tag in opening):
                 text = ""
             else:
                 continue
@@ -222,6 +364,8 @@ async def _stream(
                     continue
                 if closed and text.strip() == word:
                     continue
+            if event.tag in by_tag:
+                text = unechoed(event.tag, text, closed)
             if text:
                 emit(Token(by_tag[event.tag], text))
                 emitted = True

@@ -6,12 +6,14 @@ working memory, region by region, each entry labelled with its turn, step and ki
 earlier steps of this turn (chained mode); the response format — one XML section per step of
 the call, with its instructions from the step's template. Then the conversation's recent turns
 as user / assistant messages (`runtime/conversation/history.py`), and last the current input, fenced and
-labelled UNTRUSTED, with `<`, `>` and `&` escaped so it can never become structure.
+labelled UNTRUSTED, with `<`, `>` and `&` escaped so it can never become structure (the
+system message's stable prefixes marked for prompt caching: `cache_points`).
 
 With a `Budget` (`runtime/conversation/budget.py`), `fit` keeps the prompt within the call's window: the
 fixed parts must fit; the summary, the recent turns and the working memory get what is left,
 in that order, and what is cut is reported. Regions are also held to their declared size
-(`working_memory.limits`), oldest entries dropped first.
+(`working_memory.limits`), oldest entries dropped first. The report also keeps where each part
+of the prompt lies in the messages (`runtime/conversation/layout.py`): the call's context window.
 """
 
 from __future__ import annotations
@@ -33,9 +35,11 @@ from soul.runtime.conversation import (
     Budget,
     BudgetReport,
     label_of,
-    messages_of,
+    labelled_messages,
     over_budget,
+    parts,
 )
+from soul.runtime.turn.blocks import cache_points, inert_mind, mind_blocks, turn_blocks
 from soul.runtime.turn.context import TurnContext
 from soul.runtime.untrusted import escape_untrusted, fence
 
@@ -86,7 +90,7 @@ class PromptBuilder:
         self._static_templates: dict[str, bool] = {}
         self._formats: dict[int, tuple[Sequence[PlannedStep], str]] = {}
         self._user_message: tuple[tuple[str, str, str], str] = (("", "", ""), "")
-        self._head_cache: tuple[TurnContext | None, str] = (None, "")
+        self._head_cache: tuple[TurnContext | None, parts.Piece] = (None, parts.EMPTY)
         self._lines: dict[int, tuple[Mapping[str, Any], str]] = {}
         self.limits: Mapping[str, int] = getattr(blueprint, "region_limits", None) or {}
         self._counts: dict[tuple[bool, str], int] = {}
@@ -114,7 +118,7 @@ class PromptBuilder:
             "chetana": dict(ctx.chetana or {}),
             "params": dict(params or {}),
             "steps": dict(ctx.steps if earlier is None else earlier),
-            "mind": _inert(ctx.mind) if ctx.mind else {},
+            "mind": inert_mind(ctx.mind) if ctx.mind else {},
         }
 
     def _regions(self, ctx: TurnContext) -> list[str]:
@@ -195,26 +199,26 @@ class PromptBuilder:
         """The system message with everything in it (no budget; regions at their limits)."""
         return self.fit(steps, ctx, earlier)[0][0].content
 
-    def _head(self, ctx: TurnContext) -> str:
+    def _head(self, ctx: TurnContext) -> parts.Piece:
         """Persona, mood, soul state, user model: the same for every call of a turn while its
         context object stays the same, so it is built once per context."""
         if self._head_cache[0] is ctx:
             return self._head_cache[1]
         bp = self.blueprint
-        parts = [ctx.persona.strip() if ctx.persona else self.persona]
+        pieces = [parts.piece(parts.PERSONA, ctx.persona.strip() if ctx.persona else self.persona)]
         mind = ctx.mind
         if mind and ctx.kind != "cycle" and (mind.get("mood") or mind.get("criteria")):
             # AgentCSD: the conscious layer's system prompt carries the current mood & criteria
-            parts.append("## Mood and Criteria\n"
-                         f"- mood: {escape_untrusted(str(mind.get('mood') or '(none yet)'))}\n"
-                         f"- criteria: {escape_untrusted(str(mind.get('criteria') or '(none yet)'))}")
+            pieces.append(parts.piece(parts.MOOD, "## Mood and Criteria\n"
+                          f"- mood: {escape_untrusted(str(mind.get('mood') or '(none yet)'))}\n"
+                          f"- criteria: {escape_untrusted(str(mind.get('criteria') or '(none yet)'))}"))
         changed = {k: v for k, v in ctx.state.items() if k in bp.state and v != bp.state[k].default}
         if changed:
-            parts.append("## Soul State\n" + "\n".join(f"- {k}: {v}" for k, v in changed.items()))
+            pieces.append(parts.piece(parts.STATE, "## Soul State\n" + "\n".join(f"- {k}: {v}" for k, v in changed.items())))
         if ctx.inject_user_model:
             body = ctx.user_model.strip() or f"(nothing is known about {ctx.user} yet)"
-            parts.append(f"## User Model: {ctx.user}\n{body}")
-        head = "\n\n".join(parts)
+            pieces.append(parts.piece(parts.USER_MODEL, f"## User Model: {ctx.user}\n{body}"))
+        head = parts.join(pieces)
         self._head_cache = (ctx, head)
         self._lines.clear()  # a new context: last turn's step lines are not needed again
         return head
@@ -251,7 +255,7 @@ class PromptBuilder:
         report = None
         available = 0
         if budget is not None:
-            fixed = {"persona, state and user model": count(budget, head), "steering": count(budget, steering),
+            fixed = {"persona, state and user model": count(budget, head.text), "steering": count(budget, steering),
                      "this turn so far": count(budget, this_turn), "response format": count(budget, form),
                      "the current message": count(budget, user), "message overhead": 2 * MESSAGE_OVERHEAD}
             report = BudgetReport(budget.window, budget.reserve, budget.counter.name, sum(fixed.values()))
@@ -286,16 +290,35 @@ class PromptBuilder:
             report.parts["history"] = used
             available -= used
         memory, left = self._fit_memory(ctx, budget, report, available)
-        system = "\n\n".join(p for p in (head, summary, memory, steering, this_turn, form) if p)
-        history = messages_of(turns)
+        system = parts.join((head, parts.piece(parts.SUMMARY, summary), memory, parts.piece(parts.STEERING, steering),
+                             parts.piece(parts.THIS_TURN, this_turn), parts.piece(parts.FORMAT, form)))
+        history, labels = labelled_messages(turns)
+        message = self._message_piece(ctx, user)
         if history and history[-1].role == "user":  # a turn that got no reply: keep roles alternating
             last = history.pop()
-            user = f"{last.content}\n\n{user}"
+            message = parts.join((parts.piece(parts.HISTORY, last.content, labels.pop()), message))
+            user = message.text
         if report is not None:
             report.used = budget.prompt - left if budget is not None else 0
-        return (Message("system", system), *history, Message("user", user)), report
+            layout = parts.Layout()  # where each part lies, for the context window of the trace
+            layout.add(system)
+            for m, label in zip(history, labels, strict=True):
+                layout.add(parts.piece(parts.HISTORY, m.content, label))
+            layout.add(message)
+            report.layout = layout.to_dict()
+        points = cache_points(ctx.persona.strip() if ctx.persona else self.persona, head.text, summary)
+        return (Message("system", system.text, cache_points=points), *history, Message("user", user)), report
 
-    def _fit_memory(self, ctx: TurnContext, budget: Budget | None, report: BudgetReport | None, available: int) -> tuple[str, int]:
+    def _message_piece(self, ctx: TurnContext, user: str) -> parts.Piece:
+        """The current message as a part, the impulses beside it (AgentCSD) as their own."""
+        label = "" if ctx.kind == "message" else ctx.kind
+        blocks = turn_blocks(ctx.mind) if ctx.mind and ctx.kind != "cycle" else ""
+        if blocks and user.endswith("\n\n" + blocks):
+            cut = len(user) - len(blocks)
+            return parts.Piece(user, ((parts.MESSAGE, label, 0, cut), (parts.IMPULSES, "S_loud", cut, len(user))))
+        return parts.piece(parts.MESSAGE, user, label)
+
+    def _fit_memory(self, ctx: TurnContext, budget: Budget | None, report: BudgetReport | None, available: int) -> tuple[parts.Piece, int]:
         """The working-memory section: each region's newest entries within its limit and the
         tokens left; what is dropped goes to the report."""
         blocks = []
@@ -325,8 +348,9 @@ class PromptBuilder:
                     lines = lines[len(lines) - keep:]
                 report.parts[f"working memory: {region}"] = sum(self._count(budget, x) + 1 for x in lines)
             if lines:
-                blocks.append(f"{title}\n" + "\n".join(lines))
-        return (f"{heading}\n" + "\n\n".join(blocks) if blocks else ""), available
+                recalled = all(e.entry_type == "recollection" for e in shown)
+                blocks.append(parts.piece(parts.RECALLED if recalled else parts.MEMORY, f"{title}\n" + "\n".join(lines), region))
+        return parts.headed(f"{heading}\n", parts.join(blocks)), available
 
     def user(self, ctx: TurnContext) -> str:
         if ctx.mind:  # built per turn or cycle: what the mind holds changes between them
@@ -361,40 +385,3 @@ class PromptBuilder:
         fitted to `budget` when given; the budget's report rides along as `.report`."""
         messages, report = self.fit(steps, ctx, earlier, budget, where)
         return Prompt(messages, report)
-
-
-def _inert(mind: Mapping[str, Any]) -> dict[str, Any]:
-    """The mind as templates see it: every text escaped (it holds user and model text)."""
-    def clean(value: Any) -> Any:
-        if isinstance(value, str):
-            return escape_untrusted(value)
-        if isinstance(value, Mapping):
-            return {k: clean(v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
-            return [clean(v) for v in value]
-        return value
-
-    return {k: clean(v) for k, v in mind.items()}
-
-
-def _block(tag: str, texts: Sequence[Any], empty: str, hint: str = "", bullets: bool = False) -> str:
-    lines = [f"- {escape_untrusted(str(t))}" if bullets else escape_untrusted(str(t)) for t in texts]
-    return f"<{tag}>{hint}\n" + ("\n".join(lines) or empty) + f"\n</{tag}>"
-
-
-def turn_blocks(mind: Mapping[str, Any]) -> str:
-    """AgentCSD's internal-dialog input beside the message: the S_loud impulses drained into
-    this turn and the conscious layer's own quiet history (escaped, as all model text). A block
-    with nothing in it is left out (the seed: S_loud "may be empty or absent"): small models
-    copied a placeholder such as "(no impulse from the subconscious)" into their reply."""
-    blocks = (("S_loud", mind.get("impulses") or ()), ("ID_quiet_history", mind.get("ID_quiet_history") or ()))
-    return "\n\n".join(_block(tag, texts, "", bullets=True) for tag, texts in blocks if texts)
-
-
-def mind_blocks(mind: Mapping[str, Any]) -> str:
-    """A subconscious cycle's input, as the seed's tagged blocks: what changed since the last
-    cycle, then the loud and quiet histories (escaped: text never becomes structure)."""
-    blocks = [_block(tag, texts, "(nothing new)") for tag, texts in (mind.get("changes") or {}).items()]
-    blocks.append(_block("S_loud_history", mind.get("S_loud_history") or (), "(empty)", " (do not repeat these)", True))
-    blocks.append(_block("S_quiet_history", mind.get("S_quiet_history") or (), "(empty)", bullets=True))
-    return "\n\n".join(blocks)

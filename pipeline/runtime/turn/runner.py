@@ -16,6 +16,7 @@ anything of it is streamed.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
@@ -27,18 +28,20 @@ from jinja2 import TemplateError
 from soul.compiler import CallPlan, Plan, PlannedStep, ScopePlan, Unit
 from soul.errors import RunError, SoulError, StepError
 from soul.kinds import ChangeContext, Changes, StepEnv
-from soul.providers import Message
+from soul.providers import Message, call_cost
 from soul.records import (
     MemoryEntry,
     Snapshot,
 )
+from soul.runtime import tracing
 from soul.runtime.conversation import (
     Budget,
+    BudgetReport,
     budget_for,
     fold_history,
     labelled,
 )
-from soul.runtime.events import StepFinished, StepStarted, StepTrace
+from soul.runtime.events import CallTrace, StepFinished, StepStarted, StepTrace
 from soul.runtime.tools import ToolUse, tools_of
 from soul.runtime.turn.calls import CallOutcome, run_call
 from soul.runtime.turn.context import TurnState, context_for
@@ -46,6 +49,7 @@ from soul.runtime.turn.eager import gather_eagerly
 from soul.runtime.turn.gates import EXPRESSION_ERRORS, every_open
 from soul.runtime.turn.not_run import not_run_steps
 from soul.runtime.turn.services import Services
+from soul.sections import Instructions, instructions_of
 
 GatedOff = Callable[[str, dict[str, Any]], bool]
 
@@ -59,6 +63,12 @@ def busy_seconds(spans: Sequence[tuple[float, float]]) -> float:
             total += end - max(start, reach)
             reach = end
     return total
+
+
+def _said(ts: TurnState) -> tuple[str, ...]:
+    """What the turn said before a call: the user's message and earlier steps' text outputs."""
+    return (ts.ctx.text, *(v for out in ts.done.values() if isinstance(out, Mapping)
+                           for v in out.values() if isinstance(v, str) and v))
 
 
 def start_turn(plan: Plan, services: Services, snapshot: Snapshot, text: str, kind: str, session: str | None = None) -> TurnState:
@@ -77,6 +87,15 @@ def _labelled(changes: Changes, step: str, kind: str, turn: int) -> Changes:
         return changes
     changes.memory = tuple(labelled(e, step, kind, turn) for e in changes.memory)
     return changes
+
+
+def _window(layout: dict[str, Any] | None, tools: ToolUse | None, provider: Any) -> dict[str, Any] | None:
+    """The prompt's layout for the trace, with the tools' specs when they went beside the
+    messages (native tool calling: the provider counts them in the call's input)."""
+    if layout is not None and tools is not None and getattr(provider, "can_call_tools", False):
+        specs = [{"name": s.name, "description": s.description, "parameters": s.parameters} for s in tools.specs()]
+        return {**layout, "tool_specs": json.dumps(specs, ensure_ascii=False)}
+    return layout
 
 
 def _no_memory() -> Any:
@@ -156,9 +175,17 @@ class ScopeRunner:
             active.append(name)
         if not active:
             return
+        if self.applies_changes and tracing.on():  # the unit's span (a dry run makes none)
+            steps = [(name, planned[name].kind.name) for name in active]
+            await tracing.unit(self._run_active(unit, active, ts), steps, self.scope.scope, ts.steps)
+            return
+        await self._run_active(unit, active, ts)
+
+    async def _run_active(self, unit: Unit, active: list[str], ts: TurnState) -> None:
         if unit.is_call:
             await self.run_llm_unit(unit, active, ts)
         else:
+            planned = self.scope.steps
             for name in active:
                 await self.run_local_step(planned[name], ts)
 
@@ -186,15 +213,17 @@ class ScopeRunner:
             raise StepError.from_exception(exc, step=step.name, kind=step.kind.name, what="its template failed") from exc
 
     def ask(self, call: CallPlan, messages: tuple[Message, ...], gated_off: GatedOff | None, budget: Budget | None = None,
-            tools: ToolUse | None = None) -> Awaitable[CallOutcome]:
+            tools: ToolUse | None = None, known: Sequence[str] = (),
+            instructions: Instructions | None = None) -> Awaitable[CallOutcome]:
         """One model call over `call`'s steps, through the provider its unit's model resolves to
-        (the call's coroutine itself: no frame of its own on the hot path)."""
+        (the call's coroutine itself: no frame of its own on the hot path); a section repeating
+        `instructions` is re-asked, then dropped (`calls.py`)."""
         bound = self.services.bind(call)
         return run_call(
             bound.provider, bound.model, bound.options, call.steps, messages,
             unit=call.unit.index, stream_steps=call.stream_steps, emit=self.emit, attempts=call.attempts,
             gated_off=gated_off, tags=call.tags, grammar=bound.grammar, fits=budget.fits if budget is not None else None,
-            tools=tools,
+            tools=tools, known=known, instructions=instructions,
         )
 
     async def run_local_step(self, step: PlannedStep, ts: TurnState) -> None:
@@ -250,15 +279,26 @@ class ScopeRunner:
 
         started = time.perf_counter()
         tools = tools_of(self, call, ts) if self.applies_changes else None  # a dry run calls none
-        outcome = await (self.ask(call, messages, gated_off, budget, tools) if tools else self.ask(call, messages, gated_off, budget))
+        # what a section must not parrot: the persona and the response format (not what was said)
+        persona = ts.ctx.persona.strip() if ts.ctx.persona else self.builder.persona
+        parroted = instructions_of(persona, self.builder.response_format(call.steps, ts.ctx, earlier))
+        # what a kind's refusals tell a copy of (a dry run parses nothing)
+        asked = (self.ask(call, messages, gated_off, budget, tools, _said(ts), parroted) if self.applies_changes
+                 else self.ask(call, messages, gated_off, budget, instructions=parroted))
+        report = getattr(messages, "report", None)
+        if self.applies_changes and tracing.on():  # the call's span, its trace complete before it ends
+            bound = self.services.bind(call)
+            attributes = tracing.call_attributes(bound.provider.name, bound.model, bound.options, call.unit.index,
+                                                 [s.name for s in call.steps], ts.session)
+            outcome = await tracing.call(asked, attributes, partial(self._complete, call, report, tools))
+        else:
+            outcome = await asked
+            self._complete(call, report, tools, outcome.trace)
         ts.provider_spans.append((started, time.perf_counter()))
         if ts.cognition is not None:  # Chetana learns each tool's outcomes and latencies
             for run in outcome.tool_runs:
                 ts.cognition.tool(run.tool, run.ok, run.ms, run.result if run.ok else run.error)
-        report = getattr(messages, "report", None)
         if report is not None:
-            outcome.trace.budget = report.to_dict()
-            outcome.trace.cut = tuple(report.cut)
             ts.shown.append(len(ts.ctx.history) - sum(c.get("turns", 0) for c in report.cut if c["part"] == "history"))
         ts.calls.append(outcome.trace)
         change_ctx = ChangeContext(self.state_spec, ts.ctx.state)
@@ -288,6 +328,19 @@ class ScopeRunner:
             if emit is not None:
                 emit(StepFinished(name, dict(parse.outputs), status in ("ran", "fallback")))
 
+
+    def _complete(self, call: CallPlan, report: BudgetReport | None, tools: ToolUse | None, trace: CallTrace) -> None:
+        """The call's trace completed: its budget, what was cut, where each part of the prompt
+        lies, and (a real call) its cost from its usage and the price table (providers/prices.py)."""
+        if report is not None:
+            trace.budget = report.to_dict()
+            trace.cut = tuple(report.cut)
+            trace.window = _window(report.layout, tools, self.services.bind(call).provider if tools else None)
+        if self.applies_changes:  # a dry run made no call: it cost nothing to price
+            bound = self.services.bind(call)
+            trace.cost = call_cost(bound.provider.name, bound.model, trace.input_tokens, trace.output_tokens,
+                                   getattr(trace, "cache_read_tokens", 0), getattr(trace, "cache_write_tokens", 0),
+                                   table=self.services.prices)
 
     def _render_error(self, call: CallPlan, ts: TurnState, earlier: Mapping[str, Any], exc: Exception) -> StepError:
         """The StepError for a prompt that failed to render, naming the step whose template

@@ -15,7 +15,7 @@ from functools import partial
 from typing import Any, Protocol
 
 from soul.compiler import CallPlan, Plan
-from soul.providers import Provider
+from soul.providers import PriceTable, Provider
 from soul.runtime.bridges import Cognition, MemoryBridge
 from soul.runtime.tools import ToolBox
 from soul.runtime.turn.gates import GateEvaluator
@@ -55,6 +55,7 @@ class Services:
     memory: MemoryBridge | None = None
     chetana: ChetanaStart | None = None
     tools: ToolBox | None = None  # the blueprint's tools, imported on first use (runtime/tools/box.py)
+    prices: PriceTable | None = None  # what calls cost (providers/prices.py); None: the data home's table
     # each call plan bound once to its provider and grammar (see `bind`)
     _bound: dict[CallPlan, BoundCall] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -87,11 +88,12 @@ def services_for(
     providers: ProviderResolver | None = None,
     memory: MemoryBridge | None = None,
     gates: Gates | None = None,
+    prices: PriceTable | None = None,
 ) -> Services:
     """The services a plan runs with: a prompt builder and a gate evaluator built from its
     blueprint, Chetana's starter when the blueprint enables Chetana, and what is passed in."""
     builder = PromptBuilder(plan.blueprint)
     block = plan.blueprint.chetana
     chetana = partial(Cognition.begin, block) if block is not None and block.get("enabled", True) else None
-    tools = ToolBox(plan.blueprint) if plan.blueprint.tools else None
-    return Services(builder, gates or GateEvaluator(builder.env), providers, memory, chetana, tools)
+    tools = ToolBox(plan.blueprint) if plan.blueprint.tools or plan.blueprint.mcp else None
+    return Services(builder, gates or GateEvaluator(builder.env), providers, memory, chetana, tools, prices)

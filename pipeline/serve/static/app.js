@@ -48,12 +48,32 @@ function showError(message) {
 
 // ---- chat -----------------------------------------------------------------------------
 
-function chatMessage(who, text, spontaneous) {
+function chatMessage(who, text, spontaneous, turn) {
   const node = el("div", `msg ${who}${spontaneous ? " spontaneous" : ""}`);
   if (spontaneous) node.append(el("span", "tag", "unprompted"));
   node.append(el("span", "text", text));
   if (spontaneous) node.dataset.spontaneous = "true";
+  if (turn) stamp(node, turn);
+  else (who === "user" ? unstamped.user : unstamped.soul).push(node);
   return append($("chat-log"), node);
+}
+
+// messages shown before their turn committed: a user's message waits for its turn's commit (a
+// message sent while a turn commits belongs to the next one); the soul's belong to the running turn
+const unstamped = { user: [], soul: [], spontaneous: false };
+
+// a message of turn `turn`: a click inspects that turn (its trace, context window and layers)
+function stamp(node, turn) {
+  node.dataset.turn = turn;
+  node.title = `turn ${turn}: click to inspect it`;
+  node.addEventListener("click", () => chooseTurn(turn));
+}
+
+function stampTurn(turn) {
+  const asked = unstamped.spontaneous ? null : unstamped.user.shift();
+  if (asked) stamp(asked, turn);
+  for (const node of unstamped.soul.splice(0)) stamp(node, turn);
+  unstamped.spontaneous = false;
 }
 
 function onToken(event) {
@@ -69,6 +89,7 @@ function onToken(event) {
 }
 
 function onReply(event) {
+  unstamped.spontaneous = Boolean(event.spontaneous);
   // The Reply is the whole text: it replaces what streamed (the soul's one voice per turn).
   const streamed = Object.values(state.streaming);
   state.streaming = {};
@@ -221,20 +242,30 @@ async function explainMemory(hit) {
   }
 }
 
-async function showTrace(turn) {
-  try {
-    const trace = await api(`/api/sessions/${state.session}/turns/${turn}/trace`);
-    const total = Math.max(trace.total_ms || 0, 0.001);
-    const tokensIn = trace.calls.reduce((n, c) => n + c.input_tokens, 0);
-    const tokensOut = trace.calls.reduce((n, c) => n + c.output_tokens, 0);
-    $("trace-summary").textContent = `turn ${trace.turn} (${trace.kind}) · ${trace.total_ms.toFixed(1)} ms, framework ${trace.framework_ms.toFixed(1)} ms · ${trace.calls.length} call(s) · ${tokensIn} → ${tokensOut} tokens`;
-    const rows = [];
-    for (const call of trace.calls) rows.push(timelineRow("call", `call ${call.unit} · ${call.model}`, call.latency_ms, total, `${call.input_tokens}→${call.output_tokens} tok`));
-    for (const step of trace.steps) rows.push(timelineRow(`step ${step.status}`, `${step.step} · ${step.status}`, step.ms, total, `${step.ms.toFixed(1)} ms`));
-    $("timeline").replaceChildren(...rows);
-  } catch (err) {
-    $("trace-summary").textContent = err.message;
-  }
+function costText(calls) {
+  const known = calls.filter((c) => c.cost && c.cost.usd !== null && c.cost.usd !== undefined);
+  if (!calls.length) return "no model call";
+  if (!known.length) return "cost unknown";
+  const usd = known.reduce((n, c) => n + c.cost.usd, 0);
+  const unknown = calls.length - known.length;
+  return `cost $${usd.toPrecision(3)}${unknown ? ` + ${unknown} call(s) at unknown prices` : ""}`;
+}
+
+function renderTrace(trace) {
+  const total = Math.max(trace.total_ms || 0, 0.001);
+  const tokensIn = trace.calls.reduce((n, c) => n + c.input_tokens, 0);
+  const tokensOut = trace.calls.reduce((n, c) => n + c.output_tokens, 0);
+  $("trace-summary").textContent = `turn ${trace.turn} (${trace.kind}) · ${(trace.total_ms || 0).toFixed(1)} ms, framework ${(trace.framework_ms || 0).toFixed(1)} ms · ${trace.calls.length} call(s) · ${tokensIn} → ${tokensOut} tokens · ${costText(trace.calls)}`;
+  const rows = [];
+  for (const call of trace.calls) rows.push(timelineRow("call", `call ${call.unit} · ${call.model}`, call.latency_ms, total, `${call.input_tokens}→${call.output_tokens} tok`));
+  for (const step of trace.steps) rows.push(timelineRow(`step ${step.status}`, `${step.step} · ${step.status}`, step.ms || 0, total, `${(step.ms || 0).toFixed(1)} ms`));
+  $("timeline").replaceChildren(...rows);
+}
+
+let layersSoon = null;  // background events refresh the live layers, at most every 300 ms
+function refreshSoon() {
+  if (inspecting() || layersSoon) return;
+  layersSoon = setTimeout(() => { layersSoon = null; refreshInspector(); }, 300);
 }
 
 function timelineRow(cls, label, ms, total, right) {
@@ -263,28 +294,34 @@ function onEvent(event) {
     }
     case "Reply": return onReply(event);
     case "TurnCommitted":
-      showTrace(event.turn);
+      stampTurn(event.turn);
       refreshChetana();
       loadSessions();
+      refreshInspector();
       return;
     case "TurnFailed":
+      unstamped.user.shift();  // its turn never committed
+      unstamped.soul.splice(0);
       state.streaming = {};
       append($("chat-log"), el("div", "msg failed", `the turn failed: ${event.error}`));
       return;
     case "Error": return showError(event.error);
     default:
       if (["DialogueTurn", "FixyIntervened", "FixyGated", "DreamCycle", "MetricsUpdated"].includes(event.type)) return onDialogueEvent(event);
+      if (["CycleFinished", "MoodChanged"].includes(event.type)) refreshSoon();
       return onBackgroundEvent(event);
   }
 }
 
 function onHello(hello) {
   state.streaming = {};
+  unstamped.user = [];
+  unstamped.soul = [];
   for (const role of ["chat-log", "internal-log", "subconscious-log"]) $(role).replaceChildren();
   for (const m of hello.messages) {
     if (m.layer === "external") {
-      if (m.tag === "user") { state.lastQuery = m.content; chatMessage("user", m.content); }
-      else chatMessage("soul", m.content, m.spontaneous);
+      if (m.tag === "user") { state.lastQuery = m.content; chatMessage("user", m.content, false, m.turn); }
+      else chatMessage("soul", m.content, m.spontaneous, m.turn);
     } else if (m.layer === "internal") {
       line("internal-log", m.tag.endsWith("quiet") ? "quiet" : "internal", `#${m.turn} ${m.step || ""} · ${m.tag}${m.verb ? ` (${m.verb})` : ""}`, m.content);
     } else if (m.layer === "subconscious") {
@@ -292,8 +329,8 @@ function onHello(hello) {
     }
   }
   setBackground(hello.background);
+  refreshInspector();  // live: the latest turn's trace, context window and layers
   if (hello.session.turns) {
-    showTrace(hello.session.turns).catch(() => {});
     refreshChetana();
   } else if (state.soul.chetana) {  // no state before the first turn: nothing to ask the server
     $("affect").replaceChildren();
@@ -328,6 +365,7 @@ async function loadSessions() {
     const item = el("li", s.id === state.session ? "current" : "");
     item.dataset.session = s.id;
     item.append(el("code", "", s.id.slice(0, 8)), el("span", "", ` ${s.user} · ${s.turns} turn(s)`));
+    if (s.forked_from) item.append(el("span", "dim", ` · fork of ${s.forked_from.slice(0, 8)} at turn ${s.forked_at}`));
     const resume = el("button", "", s.id === state.session ? "open" : "resume");
     resume.type = "button";
     resume.dataset.role = "resume-session";
@@ -345,6 +383,8 @@ async function openSession(id) {
   showMemories([]);
   $("timeline").replaceChildren();
   $("trace-summary").textContent = "no turn yet";
+  $("session-cost").textContent = "";
+  resetInspector();
   connect();
   await loadSessions();
 }
@@ -382,6 +422,7 @@ async function start() {
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); send(); }
   });
   $("new-session").addEventListener("click", () => newSession().catch((e) => showError(e.message)));
+  startInspector();
   for (const verb of ["pause", "resume"]) {
     $(verb).addEventListener("click", async () => {
       try { setBackground(await api(`/api/sessions/${state.session}/${verb}`, { method: "POST", body: "{}" })); }

@@ -359,3 +359,23 @@ def test_context_and_report_also_answer_to_the_originals_names():
     assert report.top_concepts is report.concepts and report.top_tools is report.tools
     assert "authentication" in report.top_concepts
     assert report["top_concepts"] is report.concepts
+
+
+def test_a_user_correction_is_felt_in_the_context_it_returns():
+    events = []
+    chetana = ChetanaController(None, lambda name, data: events.append((name, data)))
+    before = chetana.before_turn("no, I meant the session tokens", correction=True)
+    assert before.affect.frustration == 0.0
+    context = chetana.after_user_correction()
+    assert context.affect.frustration == pytest.approx(0.25)
+    assert chetana.bhava.frustration == pytest.approx(0.25)
+    chetana.after_tool_execution("edit", True, 30, "session tokens")  # the step ran: relief, no second count
+    assert chetana.bhava.frustration == pytest.approx(0.20)
+    for _ in range(2):
+        chetana.after_user_correction()
+    assert any(name == "frustrated" and data["tool"] == "user" for name, data in events)
+
+
+def test_a_disabled_controller_feels_no_correction():
+    chetana = ChetanaController({"enabled": False})
+    assert chetana.after_user_correction().affect.frustration == 0.0

@@ -197,3 +197,28 @@ def test_an_atomic_replace_with_the_same_mtime_and_size_is_seen(tmp_path: Path) 
     write(tmp, {"factors": {"Kind": {"weight": 3.0}}}, 1)
     os.replace(tmp, path)
     assert scorer.config.factor("Kind").weight == 3.0
+
+
+def test_an_optional_file_created_later_is_read_and_its_absence_is_quiet(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "scoring.json"
+    caplog.set_level(logging.DEBUG, logger=LOGGER)
+    scorer = Scorer(path, check_every=0.0, optional=True)
+    assert scorer.config.to_dict() == ScoringConfig.defaults().to_dict()
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]  # no file yet is normal
+    write(path, {"factors": {"Kind": {"weight": 2.0}}}, 1)
+    assert scorer.config.factor("Kind").weight == 2.0
+    path.unlink()  # once it existed, its going away is worth a warning
+    assert scorer.config.factor("Kind").weight == 1.0
+    assert len([r for r in caplog.records if r.levelno >= logging.WARNING and "is missing" in r.getMessage()]) == 1
+
+
+def test_a_fields_scoring_json_created_after_its_first_use_is_read(tmp_path: Path) -> None:
+    from word_embedder import WordEmbedder
+
+    from soul.engines.resonance import Field
+
+    with Field.open(tmp_path / "f", WordEmbedder()) as field:
+        assert field.scorer.config.factor("Kind").weight == ScoringConfig.defaults().factor("Kind").weight
+        write(tmp_path / "f" / "scoring.json", {"factors": {"Kind": {"weight": 2.5}}}, 1)
+        assert field.scorer.reload().factor("Kind").weight == 2.5
