@@ -84,13 +84,24 @@ class Workers:
 
     def take_over(self, executor: str, dead_before: float) -> list[str]:
         """Claim for `executor` the workers silent since before `dead_before` that nobody
-        claimed; their ids (each returned to one claimant only)."""
+        claimed; their ids (each returned to one claimant only). In the same transaction the
+        memory-partition leases they held lapse: a lease renewed after a worker's last beat
+        would otherwise outlive the death by up to its time, and the turns re-run for it would
+        find the partition still held. A claimed worker that was only stalled finds its leases
+        moved on when it writes (the fence refuses it)."""
         self._workers_table()
-        rows = self._write(lambda conn: conn.execute(
-            f"UPDATE {TABLE} SET taken_by = ? WHERE executor <> ? AND taken_by IS NULL AND beat < ?"
-            " RETURNING executor",
-            (executor, executor, dead_before),
-        ).fetchall())
+
+        def body(conn: Connection) -> list[Any]:
+            rows = conn.execute(
+                f"UPDATE {TABLE} SET taken_by = ? WHERE executor <> ? AND taken_by IS NULL AND beat < ?"
+                " RETURNING executor",
+                (executor, executor, dead_before),
+            ).fetchall()
+            for (dead,) in rows:
+                conn.execute("UPDATE field_leases SET expires = 0 WHERE owner = ?", (dead,))
+            return rows
+
+        rows = self._write(body)
         return sorted(r[0] for r in rows)
 
     def worker_beats(self, soul: str | None = None) -> list[WorkerBeat]:

@@ -125,6 +125,22 @@ def test_live_workers_follow_each_workers_own_dead_after(store: SessionStore) ->
     assert store.live_workers("claudius", now=106.0) == []
 
 
+def test_claiming_a_dead_worker_lets_its_leases_lapse_at_once(store: SessionStore) -> None:
+    sid = store.create_session("claudius", "ann").id
+    store.beat("w1", "claudius", now=100.0)
+    store.beat("w2", "claudius", now=100.0)
+    # w1 renewed its lease mid-turn after its last beat: the lease outlives the beat's deadline
+    old = store.take_lease("claudius", "ann", "w1", ttl=30, now=105.0)
+    store.take_lease("claudius", "bob", "w2", ttl=30, now=105.0)
+    store.beat("w2", "claudius", now=131.0)
+    assert store.take_over("w2", dead_before=131.0 - 30) == ["w1"]
+    taken = store.take_lease("claudius", "ann", "w2", ttl=30, now=131.0)  # not at 135: now
+    assert taken is not None and (taken.owner, taken.epoch) == ("w2", 2)
+    assert store.lease("claudius", "bob").expires == 135.0  # the survivor's own: untouched
+    with pytest.raises(LeaseLost):  # the dead worker's late commit, should it come back
+        store.apply(_turn(sid, 0, "a late word", old.fence))
+
+
 @pytest.mark.parametrize("backend", ["postgresql"])
 def test_two_processes_racing_for_a_lapsed_lease_one_gets_it(soul_home: Path, store_url: str | None) -> None:  # noqa: F811
     stores = [SessionStore.open(soul_home) for _ in range(4)]

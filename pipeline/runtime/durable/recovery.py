@@ -13,7 +13,8 @@ The beat also renews the leases of the memory partitions this worker has used wi
 time (a partition idle longer lapses, for whichever worker the shards give it next), and
 refreshes the list of live workers the scheduler splits the shards by. A dead worker's own
 queues (`soul-turns@<dead>`, `soul-cycles@<dead>`) are emptied too: what waited there, and
-what it was running, goes to the queue of the partition's next owner (`routing.route`).
+what it was running, goes to the queue of the partition's next owner (`routing.route`); its
+partitions' leases lapse as it is claimed (`SessionStore.take_over`), so that owner can take them.
 
 How death is told, and its limits: a worker is "dead" when it has not beaten for `dead_after`
 seconds (30 by default). A worker that is only stalled that long (a stopped VM, a network
