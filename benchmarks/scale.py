@@ -14,11 +14,15 @@ been silent for `--dead-after` seconds, then everything stops and the store is r
 - cycles lost: sessions whose last cycle is older than interval + dead-after + 10 s at the end
   (each such session missed at least one due cycle), plus any gap in a session's cycle numbers;
 - cycles run twice: cycle numbers committed more than once (the store; goal 0), and cycle
-  workflows DBOS dispatched more than once (`recovery_attempts` > 1: the killed worker's
-  in-flight ones, each re-run as a no-op or as its first complete run);
+  workflows dispatched more than once: the killed worker's in-flight ones, put back on their
+  queue by the survivor (its `recovered`; DBOS's `resume_workflows` resets
+  `recovery_attempts`, so that column no longer counts them) and each re-run as a no-op or
+  as its first complete run;
 - store rows per second: rows added to the session store's tables, and to DBOS's;
 - CPU: PostgreSQL's (the postmaster, its live backends, and its reaped children) against the
-  workers' (each one's own user+system time, from /proc) and the scheduler's tick time.
+  workers' (each one's own user+system time, from /proc) and the scheduler's tick time;
+- the split: how many shards each worker holds, how many sessions each poll reads (its
+  shards' only), and how many shards moved when a worker joined or died.
 
 PostgreSQL is started as the tests start it (`tests/postgres_server.py`: initdb in a temp dir,
 fsync off) unless `--url` names one (then its CPU is not measured). Usage:
@@ -95,12 +99,15 @@ def worker_main(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: worker.stop())
     ticks: list[float] = []
+    polled: list[float] = []
     written = 0.0
 
     def summary() -> None:
         data = {"executor": args.executor, "ticks": len(ticks), "tick_ms": _spread([t * 1000 for t in ticks]),
+                "polled": _spread(polled[-200:]), "shards": len(worker.shards or ()), "moved": worker.moved,
                 "enqueued": worker.enqueued, "model_calls": slots["subconscious"].calls,
-                "cpu_s": _cpu(os.getpid()), "taken_over": worker.heartbeat.taken if worker.heartbeat else []}
+                "cpu_s": _cpu(os.getpid()), "taken_over": worker.heartbeat.taken if worker.heartbeat else [],
+                "recovered": worker.heartbeat.recovered if worker.heartbeat else 0}
         Path(args.summary).write_text(json.dumps(data))
 
     try:
@@ -110,6 +117,7 @@ def worker_main(args: argparse.Namespace) -> int:
             worker.heartbeat.tick()
             worker.tick()
             ticks.append(time.perf_counter() - started)
+            polled.append(float(worker.polled))
             if time.monotonic() - written > 3:
                 summary()
                 written = time.monotonic()
@@ -234,12 +242,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         rows = _rows(conn)
         result = measure(conn, args, started, killed, ended)
         result["in_flight_at_kill"] = in_flight
+        summaries = [json.loads(summary.read_text()) if summary.exists() else {} for _, summary in workers]
+        result["dispatched_twice"] = sum(int(w.get("recovered", 0)) for w in summaries)
         result.update(rows_per_s={"store": round((rows[0] - rows0[0]) / (ended - started), 1),
                                   "dbos": round((rows[1] - rows0[1]) / (ended - started), 1)},
                       cpu_s={"postgres": round(pg_cpu, 1) if pg_cpu is not None else None,
                              "workers": [round(c, 1) for c in cpus]},
                       workers=[json.loads(summary.read_text()) if summary.exists() else None for _, summary in workers],
-                      old_poll_ms=old_poll(s, args.sessions))
+                      old_poll_ms=old_poll(s, args.sessions, args.workers))
     s.close()
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
@@ -272,17 +282,16 @@ def measure(conn: Any, args: argparse.Namespace, started: float, killed: float, 
         for (_, prev_end, _), (_, _, start) in itertools.pairwise(cycles):
             lag = start - (prev_end + args.interval)
             (before if start < killed else after).append(lag * 1000)
-    dispatched = conn.execute(
-        "SELECT count(*) FROM dbos.workflow_status WHERE workflow_uuid LIKE 'soul-cycle:%%' AND recovery_attempts > 1"
-    ).fetchone()[0]
     return {"cycles": len(rows), "lag_ms_before_kill": _spread(before), "lag_ms_after_kill": _spread(after),
-            "sessions_behind_at_end": lost, "cycle_gaps": gaps, "committed_twice": twice,
-            "dispatched_twice": int(dispatched)}
+            "sessions_behind_at_end": lost, "cycle_gaps": gaps, "committed_twice": twice}
 
 
-def old_poll(s: Any, sessions: int) -> dict[str, float]:
-    """What the previous scheduler read on each poll (a mind_history per session), timed once,
-    against this scheduler's per-poll reads (one session query)."""
+def old_poll(s: Any, sessions: int, workers: int) -> dict[str, float]:
+    """What the first scheduler read on each poll (a mind_history per session), timed once,
+    against one query of every session (the second scheduler) and one of a worker's shards
+    (this one, with `workers` live)."""
+    from soul.store.shards import share
+
     started = time.perf_counter()
     ids = [info.id for info in s.store.sessions(s.name)]
     for sid in ids:
@@ -290,7 +299,12 @@ def old_poll(s: Any, sessions: int) -> dict[str, float]:
     old = (time.perf_counter() - started) * 1000
     started = time.perf_counter()
     s.store.session_marks(s.name)
-    return {"old_reads_ms": round(old, 1), "new_reads_ms": round((time.perf_counter() - started) * 1000, 1)}
+    every = (time.perf_counter() - started) * 1000
+    mine = share("w1", [f"w{i}" for i in range(1, workers + 1)])
+    started = time.perf_counter()
+    s.store.session_marks(s.name, mine)
+    return {"old_reads_ms": round(old, 1), "all_sessions_ms": round(every, 1),
+            "own_shards_ms": round((time.perf_counter() - started) * 1000, 1)}
 
 
 def main() -> int:

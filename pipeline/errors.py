@@ -10,7 +10,9 @@
     ├── StoreError                the session store refused or failed an operation
     │   ├── SessionNotFound       no session has that id (or unique prefix)
     │   ├── SessionExists         an imported session's id (or user model) is taken here
-    │   └── StaleTurn             another writer committed the session's turn first
+    │   ├── StaleTurn             another writer committed the session's turn first
+    │   ├── LeaseHeld             another live process owns the memory partition
+    │   └── LeaseLost             a write under a memory partition's lease that has moved on
     ├── BundleError               a soul bundle cannot be written, or is refused on reading
     ├── RunError                  a turn failed
     │   ├── StepError             a step failed; `.step` and `.kind` name it
@@ -103,6 +105,21 @@ class StaleTurn(StoreError):
 class SessionExists(StoreError):
     """An imported session's id is already in the store, or its user model's versions differ
     from the store's: nothing of the import was written."""
+
+
+class LeaseHeld(StoreError):
+    """A (soul, user) memory partition is owned by another live process: its turns and
+    cycles run there (docs/scale.md). `owner` and `expires` say who and until when."""
+
+    def __init__(self, message: str, *, owner: str = "", expires: float = 0.0) -> None:
+        super().__init__(message)
+        self.owner = owner
+        self.expires = expires
+
+
+class LeaseLost(StoreError):
+    """A commit or memory write carried a memory partition's lease (its fence epoch) that
+    has since passed to another owner: it is refused, nothing of it is written."""
 
 
 class BundleError(SoulError):

@@ -79,6 +79,18 @@ class SummaryRecord:
 
 
 @dataclass(frozen=True)
+class Fence:
+    """The lease a commit is made under: the (soul, user) memory partition, its owner and
+    the lease's epoch. The store refuses the commit (`LeaseLost`) unless the lease still has
+    this owner and this epoch (docs/scale.md, "Memory fields at scale")."""
+
+    soul: str
+    user: str
+    owner: str
+    epoch: int
+
+
+@dataclass(frozen=True)
 class Commit:
     """Everything one turn changes, applied atomically by the store.
 
@@ -101,6 +113,10 @@ class Commit:
     cycle: int | None = None
     mood: MoodRecord | None = None  # a new mood & criteria (kind "cycle")
     summaries: tuple[SummaryRecord, ...] = ()
+    # What the turn writes to the memory field once committed, kept with it so the field can
+    # be rebuilt from the store (None: nothing recorded; a commit of a soul without memory)
+    remember: tuple[dict[str, Any], ...] | None = None
+    fence: Fence | None = None  # a partitioned memory field's lease (None: no lease checked)
 
     @property
     def turn(self) -> int:

@@ -78,11 +78,13 @@ RUNTIME_MAY_IMPORT: dict[str, frozenset[str]] = {k: frozenset(RT + p for p in v)
     RT + "turn": ("events", "untrusted", "surrogates", "tracing", "conversation", "tools", "bridges"),
     RT + "background": ("events", "tracing", "conversation", "turn"),
     # what ties the concerns together, at the top
-    RT + "session": ("events", "surrogates", "tracing", "bridges", "turn", "background"),
-    RT + "souls": ("session", "tracing", "turn", "bridges"),
+    # a memory soul's turns sent to the worker owning the user's memory partition
+    RT + "routing": ("events",),
+    RT + "session": ("events", "surrogates", "tracing", "bridges", "turn", "background", "routing"),
+    RT + "souls": ("session", "tracing", "turn", "bridges", "background", "routing"),
     RT + "dry_run": ("events", "conversation", "turn"),
     # built on sessions and souls
-    RT + "durable": ("events", "tracing", "background", "session", "souls"),
+    RT + "durable": ("events", "tracing", "background", "session", "souls", "routing"),
     RT + "dialogue": ("events", "tracing", "bridges", "turn", "session", "souls"),
 }.items()}
 

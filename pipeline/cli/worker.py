@@ -18,7 +18,10 @@ def add_parser(sub: Any, cycles: Any) -> None:
         description="Run the due background cycles of every session of a soul stored in SOUL_STORE "
         "(PostgreSQL), one DBOS workflow per cycle, and the spontaneous turns its triggers fire: a worker "
         "killed mid-cycle loses nothing and runs nothing twice once another worker takes over "
-        "(--dead-after) or it restarts with the same --executor (docs/scale.md).",
+        "(--dead-after) or it restarts with the same --executor. Workers split the sessions among "
+        "themselves by shard. For a soul with memory, each worker owns the memory partitions of its "
+        "shards' users and runs their turns, which `soul run` and `soul serve` send with SOUL_RUNNER=dbos "
+        "(docs/scale.md).",
     )
     p.add_argument("blueprint", metavar="SOUL_OR_PATH", nargs="?", default="csd", help="the soul (default: csd)")
     p.add_argument("--model", help="use this model for every step (overrides the blueprint and SOUL_MODEL)")
@@ -52,8 +55,11 @@ def worker_command(args: argparse.Namespace) -> int:
     if args.dead_after < 0:
         raise SoulError(f"--dead-after {args.dead_after}: give seconds (0: never take over a dead worker)")
     soul = _soul_for(args)
-    if not soul.blueprint.processes:
-        raise SoulError(f"soul '{soul.name}' has no background process: a worker has nothing to run for it")
+    parts = soul.memory.partitions()
+    if not soul.blueprint.processes and parts is None:
+        raise SoulError(f"soul '{soul.name}' has no background process and no memory: a worker has nothing to run for it")
+    if parts is not None:  # its users' memory partitions are owned under this executor's name
+        parts.claim_as(args.executor, args.dead_after or 30.0)
     engine = Engine(soul, url, executor=args.executor, rate=rate, poll_seconds=min(args.poll, 1.0))
     engine.launch()
     store = SessionStore.open(url=url)
@@ -66,5 +72,6 @@ def worker_command(args: argparse.Namespace) -> int:
         worker.run()
     finally:
         engine.shutdown()
+        soul.close()  # a memory soul's partitions closed and their leases given up, for the next owner
     say(f"soul worker: stopped after enqueuing {worker.enqueued} cycles and {worker.fired} spontaneous turns", flush=True)
     return 0

@@ -8,6 +8,8 @@ A reply may also be a mapping, a native tool call: `{tool_calls: [{name: NAME, a
 {...}}], text: ...}` (`arguments` a mapping or JSON text, `id` optional). A script holding
 one acts as a provider with native tool calling (`can_call_tools`); a script of strings only,
 as one without it (the model writes `<tool_call name="...">` in its text: docs/tools.md).
+A mapping may say `seconds: N`: that reply comes N seconds late, as a slow model's would
+(`{text: ..., seconds: 3}`; a demo of streaming, or a test that kills a worker mid-turn).
 
 `soul run --script FILE` also takes a mapping of model slot names to lists
 (`{conscious: [...], subconscious: [...]}`, and `default: [...]` for every other call):
@@ -49,7 +51,9 @@ class ScriptedProvider(Provider):
         """`latency`: seconds each call waits before answering, as a model would (benchmarks)."""
         self.replies = list(replies)
         self.latency = latency
-        self._parsed = [_reply(r, source, i) for i, r in enumerate(self.replies, 1)]
+        parsed = [_reply(r, source, i) for i, r in enumerate(self.replies, 1)]
+        self._parsed = [(text, calls) for text, calls, _ in parsed]
+        self._delays = [seconds for _, _, seconds in parsed]
         self.source = source
         self.calls = 0
         self.requests: list[Request] = []
@@ -85,6 +89,7 @@ class ScriptedProvider(Provider):
         return SlotScripts(slots, str(path))
 
     def _next(self, request: Request) -> tuple[str, tuple[ToolCall, ...]]:
+        self._wait = self._delays[self.calls] if self.calls < len(self._delays) else 0.0
         if self.calls >= len(self.replies):
             raise ScriptExhausted(
                 f"scripted replies ran out: {self.source} has {len(self.replies)} "
@@ -98,16 +103,16 @@ class ScriptedProvider(Provider):
     async def complete(self, request: Request) -> Completion:
         clock = Clock()
         reply, calls = self._next(request)
-        if self.latency > 0:
-            await asyncio.sleep(self.latency)
+        if self.latency + self._wait > 0:
+            await asyncio.sleep(self.latency + self._wait)
         clock.token()
         return Completion(reply, clock.usage(request, reply), calls)
 
     async def stream(self, request: Request) -> AsyncIterator[Chunk]:
         clock = Clock()
         reply, _ = self._next(request)  # a stream carries text only (tool calls: `complete`)
-        if self.latency > 0:
-            await asyncio.sleep(self.latency)
+        if self.latency + self._wait > 0:
+            await asyncio.sleep(self.latency + self._wait)
         for i in range(0, len(reply), CHUNK_CHARS):
             clock.token()
             yield Chunk(reply[i : i + CHUNK_CHARS])
@@ -146,15 +151,20 @@ def _read(path: str | Path, within: Path | None) -> tuple[Path, object]:
         raise ProviderError(f"scripted replies: {path} is not valid YAML/JSON: {exc}") from exc
 
 
-def _reply(item: str | Mapping[str, Any], source: str, n: int) -> tuple[str, tuple[ToolCall, ...]]:
-    """A reply as (text, tool calls): a string, or a mapping with `tool_calls` and `text`."""
+def _reply(item: str | Mapping[str, Any], source: str, n: int) -> tuple[str, tuple[ToolCall, ...], float]:
+    """A reply as (text, tool calls, seconds late): a string, or a mapping with `tool_calls`
+    and `text`, or `text` and `seconds`."""
     if isinstance(item, str):
-        return item, ()
-    calls = item.get("tool_calls")
+        return item, (), 0.0
+    calls = item.get("tool_calls", [] if "seconds" in item else None)
     text = item.get("text", "")
-    if not isinstance(calls, list) or not calls or not isinstance(text, str) or set(item) - {"tool_calls", "text"}:
+    seconds = item.get("seconds", 0.0)
+    if (not isinstance(calls, list) or not (calls or "seconds" in item) or not isinstance(text, str)
+            or set(item) - {"tool_calls", "text", "seconds"} or isinstance(seconds, bool)
+            or not isinstance(seconds, int | float) or not 0 <= seconds <= 3600):
         raise ProviderError(f"scripted replies: {source}: reply {n} must be a string or a mapping "
-                            "{tool_calls: [{name: TOOL, arguments: {...}}], text: ...}")
+                            "{tool_calls: [{name: TOOL, arguments: {...}}], text: ...} (or {text: ..., seconds: N},"
+                            " N from 0 to 3600)")
     out = []
     for i, call in enumerate(calls, 1):
         if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
@@ -162,7 +172,7 @@ def _reply(item: str | Mapping[str, Any], source: str, n: int) -> tuple[str, tup
         arguments = call.get("arguments", {})
         text_arguments = arguments if isinstance(arguments, str) else arguments_json(arguments)
         out.append(ToolCall(str(call.get("id") or f"call_{n}_{i}"), call["name"], text_arguments))
-    return text, tuple(out)
+    return text, tuple(out), float(seconds)
 
 
 def _replies(data: object, path: Path, slot: str | None = None, hint: str = "") -> list[str | Mapping[str, Any]]:

@@ -7,7 +7,9 @@ run after the reply is delivered and are cancelled by the next input (Open Souls
 a cancelled subprocess writes nothing.
 
 A session runs its turns from the soul's plan and services (`runtime/turn/services.py`) and commits
-them through the session store; it knows nothing of the `Soul` that opened it.
+them through the session store; it knows nothing of the `Soul` that opened it. Given a
+`TurnSender` (a memory soul on PostgreSQL, `SOUL_RUNNER=dbos`), its user turns run on the worker
+owning the user's memory partition instead (`runtime/routing.py`, docs/scale.md).
 
 Text policy: a message holding lone surrogates (invalid UTF-8 read with `surrogateescape`, a
 stray `\ud83d`) is not refused: each lone surrogate becomes U+FFFD before the turn starts, so
@@ -34,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from soul.compiler import Plan
 from soul.errors import SoulError
-from soul.records import SessionInfo
+from soul.records import Fence, SessionInfo
 from soul.runtime import tracing
 from soul.runtime.background import S_LOUD_REASONS, Background, Mind, observed_in
 from soul.runtime.bridges import RecallUse, recall_use
@@ -65,6 +67,7 @@ from soul.runtime.turn import (
 )
 
 if TYPE_CHECKING:
+    from soul.runtime.routing import TurnSender
     from soul.store import SessionStore
 
 log = logging.getLogger(__name__)
@@ -74,8 +77,9 @@ class Session:
     """A stored conversation; create with `Soul.session()`."""
 
     def __init__(self, plan: Plan, services: Services, store: SessionStore, info: SessionInfo,
-                 runner: str | None = None) -> None:
+                 runner: str | None = None, turns: TurnSender | None = None) -> None:
         self.plan = plan
+        self.turns_sent = turns  # a memory soul's turns run on the worker owning the partition
         self.services = services
         self.store = store  # where the session lives: snapshots, commits, traces
         self.info = info
@@ -168,6 +172,10 @@ class Session:
         (`SOUL_RUNNER=dbos`, or `runner="dbos"`), not this process."""
         return self.work is not None and self.work.delegated
 
+    def sent_here(self, turn: int) -> bool:
+        """Whether this process sent turn `turn` to a worker (and announces its events)."""
+        return self.turns_sent is not None and (self.id, turn) in self.turns_sent.sent
+
     @property
     def id(self) -> str:
         return self.info.id
@@ -191,6 +199,9 @@ class Session:
 
     async def _run(self, text: str, kind: str, emit: Callable[[Any], None] | None,
                    persona: str | None = None) -> TurnResult:
+        if self.turns_sent is not None and kind == "message":
+            async with self._turn_lock():
+                return await self.turns_sent.send(self, replace_lone_surrogates(text), emit)
         async with self._turn_lock():
             if kind == "message" and self.work is not None:
                 self.work.triggers.user_spoke()  # its impulses go into this turn: no batch waits
@@ -200,14 +211,23 @@ class Session:
 
     async def _run_locked(self, text: str, kind: str, emit: Callable[[Any], None] | None,
                           impulses: tuple[str, ...], persona: str | None = None) -> TurnResult:
-        work = self._turn(text, kind, emit, impulses, persona)
+        work = self._held(text, kind, emit, impulses, persona)
         if tracing.on():  # the turn's span: its steps, calls and tools below it
             return await tracing.turn(work, self.plan.blueprint.name, self.id, kind, text)  # type: ignore[no-any-return]
         return await work
 
-    async def _turn(self, text: str, kind: str, emit: Callable[[Any], None] | None,
+    async def _held(self, text: str, kind: str, emit: Callable[[Any], None] | None,
                     impulses: tuple[str, ...], persona: str | None = None) -> TurnResult:
         await self._cancel_background()  # a new input cancels what still runs from the last turn
+        memory = self.services.memory
+        if memory is None or not memory.leased:
+            return await self._turn(text, kind, emit, impulses, persona, None)
+        with memory.using():  # a partitioned field: this user's partition, held for the turn
+            fence = await asyncio.to_thread(memory.hold)  # may rebuild the partition: not on the loop
+            return await self._turn(text, kind, emit, impulses, persona, fence)
+
+    async def _turn(self, text: str, kind: str, emit: Callable[[Any], None] | None, impulses: tuple[str, ...],
+                    persona: str | None, fence: Fence | None) -> TurnResult:
         if self.loops_in_workers:
             self.work.restore()  # SOUL_RUNNER=dbos: a worker ran the cycles; read what they left
         text = replace_lone_surrogates(text)  # before anything is shown, prompted or stored
@@ -242,13 +262,17 @@ class Session:
             commit = replace(commit, chetana=chetana_state, messages=commit.messages + ts.cognition.event_records())
         if mind is not None:
             commit = replace(commit, process=mind.process, cycle=mind.cycle)
-        turn = store.commit(commit)
+        items = memory_items(plan, ts, self._order, reply, kind)
+        # the items go with the commit (a partition is rebuilt from them), under the lease's fence
+        commit = replace(commit, remember=tuple(items) if items else None, fence=fence)
+        applied = store.apply(commit)
+        turn = applied.turn
         self.info = store.session(self.id)
         if mind is not None and self.work is not None:  # the next cycle sees what this turn said
             mind.observe_turn(observed_in(commit.messages, reply, kind))
             self.work.after_turn()
         use = recall_use(plan.blueprint.memory, plan.turn.steps, ts.outputs, [c.raw for c in ts.calls], reply, text)
-        await self._remember(memory_items(plan, ts, self._order, reply, kind), ts.recalled, use)
+        await self._remember(items, ts.recalled, use, applied.commit_id)
         spontaneous = kind == "spontaneous"
         if emit is not None:
             if reply or not spontaneous:  # a spontaneous turn that stays silent shows nothing
@@ -308,7 +332,8 @@ class Session:
             if emit is not None:
                 emit(SubprocessFinished(name, True))
 
-    async def _remember(self, items: list[dict[str, Any]], recalled: Sequence[str] = (), use: RecallUse | None = None) -> None:
+    async def _remember(self, items: list[dict[str, Any]], recalled: Sequence[str] = (), use: RecallUse | None = None,
+                        commit: int | None = None) -> None:
         """Write the turn's memories and log its recalls as accesses; the turn is already
         committed, so a failure here is logged, not raised (the turn stands; the memory is
         lost and the log says so). A turn that failed never gets here: its recalls log nothing.
@@ -322,9 +347,10 @@ class Session:
                 log.warning("session %s: %d memory item(s) dropped: these services have no memory bridge", self.id, len(items))
             return
         if recalled or use is not None or items:  # one trip to a worker thread for all three
-            await asyncio.to_thread(self._remember_now, memory, items, recalled, use)
+            await asyncio.to_thread(self._remember_now, memory, items, recalled, use, commit)
 
-    def _remember_now(self, memory: Any, items: list[dict[str, Any]], recalled: Sequence[str], use: RecallUse | None) -> None:
+    def _remember_now(self, memory: Any, items: list[dict[str, Any]], recalled: Sequence[str], use: RecallUse | None,
+                      commit: int | None) -> None:
         """`_remember`'s work, in a worker thread: each part's failure is logged, not raised."""
         if recalled:
             try:
@@ -338,7 +364,7 @@ class Session:
                 log.exception("session %s: feeding back %d recall(s) after the turn failed", self.id, len(use.shown))
         if items:
             try:
-                memory.remember(items, session=self.id)
+                memory.remember(items, session=self.id, commit=commit)
             except Exception:
                 log.exception("session %s: remembering %d item(s) after the turn failed", self.id, len(items))
 

@@ -9,6 +9,7 @@ turns run from the plan and the services and commit through the store, all or no
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +18,11 @@ from soul.kinds import Registry
 from soul.language import Blueprint
 from soul.providers import Provider, price_table
 from soul.runtime import tracing
+from soul.runtime.background import runner_choice
 from soul.runtime.bridges import MemoryBridge
+from soul.runtime.routing import TurnSender
 from soul.runtime.session import Session
-from soul.runtime.turn import services_for
+from soul.runtime.turn import Services, services_for
 from soul.store import SessionStore
 
 
@@ -60,8 +63,11 @@ class Soul:
         cassette = getattr(wrap, "cassette", None)
         replaying = getattr(provider, "cassette", None)
         tape: Any = (cassette, "record") if cassette is not None else (replaying, "replay") if replaying is not None else None
-        self.memory = MemoryBridge(self.blueprint, home, tape, allow_field_paths=allow_field_paths)
+        self.memory = MemoryBridge(self.blueprint, home, tape, allow_field_paths=allow_field_paths,
+                                   store=lambda: self.store)
         self.services = services_for(plan, providers=self.provider_for, memory=self.memory, prices=price_table(home))
+        self._user_services: dict[str, Services] = {}
+        self._turn_sender: TurnSender | None = None
 
     @property
     def name(self) -> str:
@@ -74,20 +80,40 @@ class Soul:
             self._store = SessionStore.open(self.home)
         return self._store
 
-    def memory_field(self) -> Any:
-        """The soul's resonance memory field, opened on first use (see `soul.runtime.memory`)."""
-        return self.memory.field()
+    def services_for(self, user: str) -> Services:
+        """The services a session of `user` runs with: the soul's, with that user's memory
+        partition when the field is partitioned (a PostgreSQL store; docs/scale.md)."""
+        memory = self.memory.for_user(user)
+        if memory is self.memory:
+            return self.services
+        found = self._user_services.get(user)
+        if found is None:
+            found = self._user_services[user] = replace(self.services, memory=memory)
+        return found
 
-    def remember(self, items: list[dict[str, Any]], session: str | None = None) -> list[str | None]:
+    def memory_field(self, user: str | None = None) -> Any:
+        """The soul's resonance memory field, opened on first use (see `soul.runtime.memory`);
+        on a partitioned field, `user`'s partition (its lease taken)."""
+        return (self.memory.for_user(user) if user is not None else self.memory).field()
+
+    def remember(self, items: list[dict[str, Any]], session: str | None = None, user: str | None = None) -> list[str | None]:
         """Write items to the memory field (after a turn has committed); with `session`, they
-        prime that session's next resonance queries."""
-        return self.memory.remember(items, session)
+        prime that session's next resonance queries. On a partitioned field, into `user`'s
+        partition (its lease taken)."""
+        bridge = self.memory.for_user(user) if user is not None else self.memory
+        if bridge is not self.memory:
+            bridge.hold()
+        return bridge.remember(items, session)
 
     def close(self) -> None:
+        if self._turn_sender is not None:
+            self._turn_sender.close()
+            self._turn_sender = None
+        self.memory.close()  # first: a partitioned field gives its leases up through the store
+        self._user_services.clear()
         if self._store is not None:
             self._store.close()
             self._store = None
-        self.memory.close()
         if self.services.tools is not None:
             self.services.tools.close()  # the MCP servers it held stop (unless another soul holds one)
 
@@ -185,7 +211,18 @@ class Soul:
                 from soul.errors import RunError
 
                 raise RunError(f"session {info.id} belongs to soul '{info.soul}', not '{self.name}'")
-        return Session(self.plan, self.services, self.store, info, runner)
+        return Session(self.plan, self.services_for(info.user), self.store, info, runner, self._sender(runner))
+
+    def _sender(self, runner: str | None) -> TurnSender | None:
+        """Who runs this soul's user turns when not this process: with `runner` (or
+        SOUL_RUNNER) `dbos`, a memory soul on a PostgreSQL store sends them to the worker that
+        owns the user's partition, unless this process is that worker (docs/scale.md)."""
+        parts = self.memory.partitions()
+        if parts is None or parts.claimed or runner_choice(runner) != "dbos":
+            return None
+        if self._turn_sender is None:
+            self._turn_sender = TurnSender(self.name, lambda: self.store)
+        return self._turn_sender
 
 
 PERSONA_CORE_BYTES = 1 << 20

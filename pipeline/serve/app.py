@@ -39,7 +39,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from soul.errors import RunError, SessionNotFound, SoulError
+from soul.errors import LeaseHeld, RunError, SessionNotFound, SoulError
 from soul.runtime import refresh_minds
 from soul.serve import frames, views, wire
 from soul.serve.dialogues import DialogueRefused, Dialogues
@@ -277,7 +277,11 @@ def create_app(soul: Any, turn_json: TurnJson, guard: Guard, *, cycles: int | No
         if not soul.blueprint.memory:
             raise Refused(404, "no_memory", f"{soul.name} has no `memory:` block: nothing is recalled")
         k = (soul.blueprint.memory.get("recall") or {}).get("k") or 5
-        hits = await asyncio.to_thread(lambda: soul.memory_field().resonate(query, int(k), session=sid, explain=True))
+        user = soul.store.session(sid).user  # on PostgreSQL the field is the user's partition (docs/scale.md)
+        try:
+            hits = await asyncio.to_thread(lambda: soul.memory_field(user).resonate(query, int(k), session=sid, explain=True))
+        except LeaseHeld as exc:
+            raise Refused(409, "memory_elsewhere", str(exc)) from None
         return _json([{"id": h.id, "text": h.text, "score": h.score, "kind": h.kind, "components": h.components} for h in hits])
 
     async def events(ws: WebSocket) -> None:

@@ -16,6 +16,7 @@ from soul.store.home import (
 )
 from soul.store.minds import MindHistory, MindMessage, MindMood, PersonaCore
 from soul.store.notify import ORIGIN, Listener, Notice, StoredCommit, channel
+from soul.store.partitions import Lease
 from soul.store.redaction import (
     REDACTED,
     StreamRedactor,
@@ -26,11 +27,14 @@ from soul.store.redaction import (
     secrets,
 )
 from soul.store.sessions import SessionStore
+from soul.store.shards import SHARDS, assignment, moves, owner_of, shard_of, share
 
 __all__ = [
     "ORIGIN",
     "REDACTED",
+    "SHARDS",
     "Impulse",
+    "Lease",
     "Listener",
     "MindHistory",
     "MindMessage",
@@ -42,17 +46,22 @@ __all__ = [
     "StoredCommit",
     "StreamRedactor",
     "TriggerMarks",
+    "assignment",
     "channel",
     "data_home",
     "db_path",
     "fields_dir",
     "mask_passwords",
+    "moves",
+    "owner_of",
     "redact",
     "redact_commit",
     "redact_data",
     "remember",
     "secrets",
     "session_logs_dir",
+    "shard_of",
+    "share",
     "soul_home",
     "valid_session_id",
 ]

@@ -26,6 +26,7 @@ from soul.store.connection import Connection
 from soul.store.database import Checkpointer
 from soul.store.dialect import dialect_of
 from soul.store.minds import write_cycle_rows
+from soul.store.partitions import check_fence
 from soul.store.redaction import could_hold_secrets, redact_commit, secrets
 
 log = logging.getLogger(__name__)
@@ -41,15 +42,16 @@ def dumps(value: Any) -> str:
     return _ENCODE(value)
 
 
-def _serialised(commit: Commit) -> tuple[str | None, str | None, str, list[str], list[str]]:
+def _serialised(commit: Commit) -> tuple[str | None, str | None, str, list[str], list[str], str | None]:
     """The JSON the transaction writes: state, Chetana state, trace, each message's and each
-    memory entry's meta."""
+    memory entry's meta, and what the turn writes to the memory field (`remember`)."""
     return (
         dumps(commit.state) if commit.state is not None else None,
         dumps(commit.chetana) if commit.chetana is not None else None,
         dumps(commit.trace),
         [dumps(m.meta) if m.meta else "{}" for m in commit.messages],
         [dumps(m.meta) if m.meta else "{}" for m in commit.memory],
+        dumps(list(commit.remember)) if commit.remember is not None else None,
     )
 
 
@@ -81,7 +83,12 @@ class Commits:
     home: Path
 
     def commit(self, commit: Commit, *, once: bool = False) -> int:
-        """Apply a turn's changes in one transaction; the session's new turn number.
+        """Apply a turn's changes in one transaction; the session's new turn number (see
+        `apply`, which also says the commit's id)."""
+        return self.apply(commit, once=once).turn
+
+    def apply(self, commit: Commit, *, once: bool = False) -> Applied:
+        """Apply a turn's changes in one transaction; its new turn number and commit id.
 
         Refused with StaleTurn unless the session's turn count equals `commit.base_turn`
         (subprocess commits keep the count but check it all the same). A cycle commit is not
@@ -94,6 +101,11 @@ class Commits:
         stamped with is returned. The check runs inside the commit's transaction, under its
         lock, so a cycle re-run after a crash (a durable runner's retry) is applied exactly
         once. Turns need no flag: their base-turn check already makes them once-only.
+
+        A commit with a `fence` (a partitioned memory field's lease) is refused with
+        `LeaseLost` unless that lease still has the fence's owner and epoch, checked in the
+        same transaction (`soul.store.partitions.check_fence`). `commit.remember` (what the
+        turn writes to the memory field) is kept with the commit, for rebuilding the field.
         """
         if commit.kind not in COMMIT_KINDS:
             raise StoreError(f"unknown commit kind {commit.kind!r}")
@@ -107,12 +119,12 @@ class Commits:
         # Serialised before the transaction: a value that is not JSON fails without a lock held.
         serialised = _serialised(commit)
         known = secrets()
-        state, chetana, trace, metas, memory = serialised
-        json_texts = [t for t in (state, chetana, trace, *metas, *memory) if t is not None]
+        state, chetana, trace, metas, memory, remember = serialised
+        json_texts = [t for t in (state, chetana, trace, remember, *metas, *memory) if t is not None]
         if could_hold_secrets(_texts(commit), known, json_texts=json_texts):
             # a secret (or what may be one) somewhere: redacted field by field, then written
             commit = redact_commit(commit, known)
-            state, chetana, trace, metas, memory = _serialised(commit)
+            state, chetana, trace, metas, memory, remember = _serialised(commit)
         now = time.time()
         dialect = dialect_of(self._conn)
 
@@ -124,6 +136,8 @@ class Commits:
             if row is None:
                 raise SessionNotFound(f"no session {commit.session_id!r}")
             turns, soul, user = row  # `user`: the name its user-model versions are kept under
+            if commit.fence is not None:
+                check_fence(conn, commit.fence)
             if once:
                 done = conn.execute(
                     "SELECT turn FROM commits WHERE session_id = ? AND process = ?"
@@ -165,9 +179,9 @@ class Commits:
                 event["summaries"] = len(commit.summaries)
             cid = conn.execute(
                 "INSERT INTO commits (session_id, turn, kind, time, meta, process, cycle, state,"
-                " chetana) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                " chetana, remember) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 (commit.session_id, turn, commit.kind, now, dumps(event), commit.process,
-                 commit.cycle, state, chetana),
+                 commit.cycle, state, chetana, remember),
             ).fetchone()[0]
             sid = commit.session_id
             cycle = commit.cycle
@@ -227,7 +241,7 @@ class Commits:
 
         applied = self._write(body)
         if isinstance(applied, int):  # once=True, and this cycle was already stored
-            return applied
+            return Applied(applied, 0)
         previous, cid, event, turn = applied
         if self._checkpointer is not None:
             self._checkpointer.poke()
@@ -241,7 +255,7 @@ class Commits:
         except OSError as error:
             # The turn is committed; the mirror catches up on the next commit or open.
             log.warning("session %s: logs not written yet (%s)", commit.session_id, error)
-        return turn
+        return Applied(turn, cid)
 
     # -- the JSONL mirror ------------------------------------------------------------------
 
@@ -312,6 +326,15 @@ def _check_cycle(commit: Commit) -> None:
             f" {'state' if commit.state is not None else 'Chetana state'}: a cycle runs beside"
             " the turns and would overwrite one committed meanwhile; let the next turn write it"
         )
+
+
+@dataclass(frozen=True)
+class Applied:
+    """A commit as the store applied it: the session's turn number after it, and its id (0
+    when `once=True` found the cycle stored already and wrote nothing)."""
+
+    turn: int
+    commit_id: int
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,9 @@
 
 - `cycle_counts(soul, sessions)`: the highest committed cycle of every (session, process) of
   a soul (or of the sessions named) and when it was committed, in one grouped query (the scheduler reads it once, then follows its own workflows).
-- `session_marks(soul)`: every session's id, turn count, creation and last-change time, in
-  one query per poll: a session whose `updated` did not move needs nothing re-read.
+- `session_marks(soul, shards)`: every session's id, turn count, creation and last-change
+  time and user, in one query per poll, of the worker's own shards only
+  (`soul.store.shards`): a session whose `updated` did not move needs nothing re-read.
 - `trigger_marks(session)`: for the triggers of one changed session, what the store says of
   its pending impulses (S_loud committed after the session's last turn), its last user
   message and its last spontaneous turn, in one transaction.
@@ -33,6 +34,7 @@ class SessionMark:
     turns: int
     created: float
     updated: float
+    user: str = "user"
 
 
 @dataclass(frozen=True)
@@ -86,15 +88,20 @@ class Due:
                 out.update({(r[0], r[1]): (int(r[2] or 0), float(r[3] or 0.0)) for r in rows})
         return out
 
-    def session_marks(self, soul: str) -> list[SessionMark]:
-        """Every session of `soul`: id, turns, created, updated (oldest first)."""
+    def session_marks(self, soul: str, shards: Collection[int] | None = None) -> list[SessionMark]:
+        """Every session of `soul` (in these shards only, when given): id, turns, created,
+        updated, user (oldest first)."""
+        query = "SELECT id, turns, created, updated, user FROM sessions WHERE soul = ?"
+        args: tuple[object, ...] = (soul,)
+        if shards is not None:
+            if not shards:
+                return []
+            wanted = sorted(shards)
+            query += f" AND shard IN ({', '.join('?' * len(wanted))})"
+            args += tuple(wanted)
         with self._read() as conn:
-            rows = conn.execute(
-                "SELECT id, turns, created, updated FROM sessions WHERE soul = ?"
-                " ORDER BY created, rowid",
-                (soul,),
-            ).fetchall()
-        return [SessionMark(r[0], int(r[1]), float(r[2]), float(r[3])) for r in rows]
+            rows = conn.execute(query + " ORDER BY created, rowid", args).fetchall()
+        return [SessionMark(r[0], int(r[1]), float(r[2]), float(r[3]), str(r[4])) for r in rows]
 
     def trigger_marks(self, session_id: str) -> TriggerMarks:
         """The session's pending impulses, last user message and last spontaneous turn."""

@@ -8,8 +8,9 @@ soul state and Chetana's are those the last of those commits carried; its user m
 line of its own (`sessions.user_model_key` = `USER@fork:ID`) holding the versions that were
 current up to turn N, so what the fork learns of the user never changes the original's. The
 original is not touched. The memory field (the resonance engine's, per soul) is not copied: a
-fork shares it with every session of its soul. The fork's JSONL logs are written from the
-copied rows.
+fork shares it with every session of its soul (on a partitioned field, its user's partition;
+the copied commits carry no `remember` items, so a rebuild does not remember those turns
+twice). The fork's JSONL logs are written from the copied rows.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from soul.errors import StoreError
 from soul.records import SessionInfo
 from soul.store.commits import dumps
 from soul.store.connection import Connection
+from soul.store.shards import shard_of
 from soul.store.timeline import carried, line_of
 
 __all__ = ["Forks", "fork_key"]
@@ -83,8 +85,8 @@ class Forks:
             key = fork_key(user, fork)
             added = conn.execute(
                 "INSERT INTO sessions (id, soul, user, blueprint, turns, created, updated, forked_from, forked_at,"
-                " user_model_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
-                (fork, soul, user, blueprint, at, now, now, session_id, at, key),
+                " user_model_key, shard) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+                (fork, soul, user, blueprint, at, now, now, session_id, at, key, shard_of(soul, user)),
             ).rowcount
             if not added:
                 raise StoreError(f"a session {fork!r} exists already")

@@ -269,3 +269,43 @@ def m003_forks(conn: Connection) -> None:
         "ALTER TABLE sessions ADD COLUMN forked_at INTEGER",
         "ALTER TABLE sessions ADD COLUMN user_model_key TEXT",
     )
+
+
+@migration
+def m004_field_partitions(conn: Connection) -> None:
+    """Memory past one machine (docs/scale.md): a memory field partitioned by (soul, user),
+    each partition owned by one process at a time, and sessions spread over workers by shard.
+
+    - `field_leases`: one row per (soul, user) partition: its owner, the fence `epoch` (raised
+      by one each time the owner changes; commits and memory writes carry it, and a stale
+      one is refused), when the lease `expires` unless renewed, and when it was `taken`.
+    - `sessions.shard`: the session's shard (`soul.store.shards.shard_of(soul, user)`), so a
+      worker reads only its own shards' sessions; filled in here for existing sessions.
+    - `commits.remember`: the items the turn wrote to the memory field after it committed
+      (JSON), so a new owner rebuilds the partition from the store exactly; NULL before this.
+    """
+    from soul.store.shards import shard_of
+
+    _run(
+        conn,
+        """CREATE TABLE field_leases (
+            soul TEXT NOT NULL,
+            user TEXT NOT NULL,
+            owner TEXT NOT NULL,
+            epoch INTEGER NOT NULL,
+            expires REAL NOT NULL,
+            taken REAL NOT NULL,
+            PRIMARY KEY (soul, user)
+        )""",
+        "CREATE INDEX field_leases_owner ON field_leases(owner)",
+        "ALTER TABLE sessions ADD COLUMN shard INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE commits ADD COLUMN remember TEXT",
+    )
+    rows = conn.execute("SELECT id, soul, user FROM sessions").fetchall()
+    conn.executemany("UPDATE sessions SET shard = ? WHERE id = ?",
+                     [(shard_of(soul, user), sid) for sid, soul, user in rows])
+    _run(
+        conn,
+        "CREATE INDEX sessions_shard ON sessions(soul, shard)",
+        "CREATE INDEX sessions_user ON sessions(soul, user)",
+    )

@@ -93,6 +93,16 @@ class Notices:
 
     _read: Callable[[], AbstractContextManager[Connection]]
 
+    def turn_commit(self, session_id: str, turn: int) -> StoredCommit | None:
+        """The turn (a user's or a spontaneous one) that made the session's turn `turn`, or
+        None: what a turn re-run after a crash answers with, having found itself committed."""
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT id FROM commits WHERE session_id = ? AND turn = ? AND kind IN ('message', 'spontaneous')"
+                " ORDER BY id LIMIT 1", (session_id, turn),
+            ).fetchone()
+        return self.stored_commit(int(row[0])) if row is not None else None
+
     def stored_commit(self, commit_id: int) -> StoredCommit | None:
         """The commit with this id, or None (deleted, or another schema's)."""
         with self._read() as conn:

@@ -142,8 +142,9 @@ def _might_hold(text: str, known: Sequence[str]) -> bool:
 
 def redact_commit(commit: Commit, known: list[str] | None = None) -> Commit:
     """`commit` with every text and JSON field redacted: messages, state, user model, working
-    memory, Chetana state, trace, mood and criteria, and summaries. Identifiers (session id,
-    kind, tags, process, a summary's layer) are kept. `known`: a list from `secrets()`."""
+    memory, Chetana state, trace, mood and criteria, summaries, and the items for the memory
+    field. Identifiers (session id, kind, tags, process, a summary's layer) are kept. `known`:
+    a list from `secrets()`."""
     known = secrets() if known is None else known
 
     def text(value: str) -> str:
@@ -171,6 +172,7 @@ def redact_commit(commit: Commit, known: list[str] | None = None) -> Commit:
             else None
         ),
         summaries=tuple(replace(s, summary=text(s.summary)) for s in commit.summaries),
+        remember=tuple(data(item) for item in commit.remember) if commit.remember is not None else None,
     )
 
 

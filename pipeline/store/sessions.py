@@ -14,8 +14,9 @@ committing, user models, export, moving sessions between stores and background p
 `soul.store.transfer` and `soul.store.minds`, a session through time and forking it in
 `soul.store.timeline` and `soul.store.forks`,
 mixed into `SessionStore`; reading a commit another
-process announced (`soul.store.notify`), what `soul worker` polls (`soul.store.due`) and its
-heartbeats (`soul.store.workers`) too.
+process announced (`soul.store.notify`), what `soul worker` polls (`soul.store.due`), its
+heartbeats (`soul.store.workers`) and the memory partitions' leases (`soul.store.partitions`)
+too.
 """
 
 from __future__ import annotations
@@ -45,8 +46,10 @@ from soul.store.forks import Forks
 from soul.store.migrations import migrate
 from soul.store.minds import Minds
 from soul.store.notify import Notices
+from soul.store.partitions import Partitions
 from soul.store.reading import Reading, session_info
 from soul.store.redaction import redact_data
+from soul.store.shards import shard_of
 from soul.store.timeline import Timeline
 from soul.store.transfer import Transfer
 from soul.store.user_models import UserModels
@@ -57,7 +60,8 @@ __all__ = ["SessionNotFound", "SessionStore", "StaleTurn", "StoreError"]
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
-class SessionStore(Reading, Commits, UserModels, Export, Transfer, Minds, Notices, Due, Workers, Timeline, Forks):
+class SessionStore(Reading, Commits, UserModels, Export, Transfer, Minds, Notices, Due, Workers, Partitions,
+                   Timeline, Forks):
     """Sessions, messages, state, user models, working memory and traces of one data home."""
 
     def __init__(self, conn: Connection, home: Path) -> None:
@@ -122,6 +126,11 @@ class SessionStore(Reading, Commits, UserModels, Export, Transfer, Minds, Notice
     def backend(self) -> str:
         """Where the sessions live: "sqlite" or "postgresql"."""
         return self._dialect.name
+
+    @property
+    def url(self) -> str | None:
+        """The PostgreSQL store's URL (None for the SQLite file)."""
+        return getattr(self._conn, "url", None)
 
     @property
     def _dialect(self) -> Dialect:
@@ -212,9 +221,9 @@ class SessionStore(Reading, Commits, UserModels, Export, Transfer, Minds, Notice
         def body(conn: Connection) -> None:
             # ON CONFLICT: two processes creating one id at once get this error, not a crash.
             added = conn.execute(
-                "INSERT INTO sessions (id, soul, user, blueprint, created, updated)"
-                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
-                (sid, soul, user, blueprint, now, now),
+                "INSERT INTO sessions (id, soul, user, blueprint, created, updated, shard)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+                (sid, soul, user, blueprint, now, now, shard_of(soul, user)),
             ).rowcount
             if not added:
                 raise StoreError(f"session {sid} already exists")

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from soul.errors import SessionExists, SessionNotFound, StoreError
 from soul.store.connection import Connection
 from soul.store.home import valid_session_id
+from soul.store.shards import shard_of
 
 DUMP_FORMAT = 1
 T = TypeVar("T")
@@ -124,8 +125,9 @@ def _load(conn: Connection, dump: Mapping[str, Any], blueprint: str | None) -> s
                             f"delete it first (soul sessions delete {sid}) to import it again")
     if blueprint is not None:
         session["blueprint"] = blueprint
-    conn.execute(f"INSERT INTO sessions ({', '.join(SESSION_ROW)}, logged_commit) VALUES ({', '.join('?' * len(SESSION_ROW))}, 0)",
-                 tuple(session[c] for c in SESSION_ROW))
+    conn.execute(f"INSERT INTO sessions ({', '.join(SESSION_ROW)}, logged_commit, shard)"
+                 f" VALUES ({', '.join('?' * len(SESSION_ROW))}, 0, ?)",
+                 (*(session[c] for c in SESSION_ROW), shard_of(str(session["soul"]), str(session["user"]))))
     tables = dump["tables"]
     commits: dict[int, int] = {}
     for row in tables.get("commits", []):

@@ -31,6 +31,7 @@ EXPECTED = {
         ("forked_from", "TEXT"),
         ("forked_at", "INTEGER"),
         ("user_model_key", "TEXT"),
+        ("shard", "INTEGER"),
     ],
     "commits": [
         ("id", "INTEGER"),
@@ -43,6 +44,7 @@ EXPECTED = {
         ("cycle", "INTEGER"),
         ("state", "TEXT"),
         ("chetana", "TEXT"),
+        ("remember", "TEXT"),
     ],
     "messages": [
         ("id", "INTEGER"),
@@ -121,6 +123,14 @@ EXPECTED = {
         ("sha256", "TEXT"),
         ("text", "TEXT"),
         ("time", "REAL"),
+    ],
+    "field_leases": [
+        ("soul", "TEXT"),
+        ("user", "TEXT"),
+        ("owner", "TEXT"),
+        ("epoch", "INTEGER"),
+        ("expires", "REAL"),
+        ("taken", "REAL"),
     ],
 }
 
@@ -258,3 +268,47 @@ def test_two_connections_on_one_postgresql_schema_apply_once() -> None:
     finally:
         first.close()
         second.close()
+
+
+def test_a_store_at_the_forks_migration_moves_on_to_field_partitions(
+    db: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store last migrated at m003_forks (main before memory partitions): m004 alone runs,
+    gives every session (a fork too) its shard, and leaves what m003 kept as it was."""
+    from soul.store.shards import shard_of
+
+    later = [m for m in MIGRATIONS if m.__name__ >= "m004"]
+    assert [m.__name__ for m in later] == ["m004_field_partitions"]
+    monkeypatch.setattr(migrations, "MIGRATIONS", [m for m in MIGRATIONS if m.__name__ < "m004"])
+    assert migrate(db)[-1] == "m003_forks"
+    db.execute("INSERT INTO sessions (id, soul, user, created, updated) VALUES ('s1', 'claudius', 'ann', 0, 0)")
+    db.execute("INSERT INTO sessions (id, soul, user, created, updated, forked_from, forked_at, user_model_key)"
+               " VALUES ('f1', 'claudius', 'ann', 0, 0, 's1', 1, 'ann@fork:f1')")
+    db.execute("INSERT INTO commits (session_id, turn, kind, time, meta, state, chetana)"
+               " VALUES ('s1', 1, 'message', 0, '{}', '{\"n\": 1}', '{\"c\": 2}')")
+    monkeypatch.setattr(migrations, "MIGRATIONS", [*migrations.MIGRATIONS, *later])
+    assert migrate(db) == ["m004_field_partitions"]
+    assert tables(db) == EXPECTED
+    rows = db.execute("SELECT id, shard, forked_from, forked_at, user_model_key FROM sessions ORDER BY id").fetchall()
+    ann = shard_of("claudius", "ann")
+    assert [tuple(r) for r in rows] == [("f1", ann, "s1", 1, "ann@fork:f1"), ("s1", ann, None, None, None)]
+    commit = db.execute("SELECT state, chetana, remember FROM commits").fetchone()
+    assert tuple(commit) == ('{"n": 1}', '{"c": 2}', None)  # turns before m004 recorded no items
+    assert migrate(db) == []
+
+
+def test_field_partitions_migration_gives_existing_sessions_their_shard(
+    db: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from soul.store.shards import shard_of
+
+    later = [m for m in MIGRATIONS if m.__name__ >= "m004"]
+    monkeypatch.setattr(migrations, "MIGRATIONS", [m for m in MIGRATIONS if m.__name__ < "m004"])
+    migrate(db)
+    db.execute("INSERT INTO sessions (id, soul, user, created, updated) VALUES ('s1', 'claudius', 'ann', 0, 0)")
+    db.execute("INSERT INTO sessions (id, soul, user, created, updated) VALUES ('s2', 'claudius', 'bob', 0, 0)")
+    monkeypatch.setattr(migrations, "MIGRATIONS", [*migrations.MIGRATIONS, *later])
+    assert migrate(db) == [m.__name__ for m in later]
+    shards = dict(db.execute("SELECT id, shard FROM sessions ORDER BY id").fetchall())
+    assert shards == {"s1": shard_of("claudius", "ann"), "s2": shard_of("claudius", "bob")}
+    assert shards["s1"] != shards["s2"]  # these two land apart (checked once, here)

@@ -33,7 +33,7 @@ POINTS = [
     ("typing the outputs", soul.runtime.turn.calls, "parse_step"),
     ("a step's changes", soul.steps.user_model.UserModelUpdate, "changes"),
     ("building the commit", soul.runtime.session, "build_commit"),
-    ("the store's commit", None, "commit"),
+    ("the store's commit", None, "apply"),
 ]
 
 

@@ -96,3 +96,25 @@ def test_a_blueprint_naming_a_special_file_beside_it_fails_to_load_cleanly(tmp_p
     path.write_text("soul: z\nversion: 1\nmodel: scripted:replies.fifo\nsteps:\n  reply: {uses: external_dialogue}\n")
     with pytest.raises(ProviderError, match="not a regular file"):
         soul.load(path, home=soul_home).session().turn_sync("hi")
+
+
+def test_a_scripted_reply_may_come_late_as_a_slow_models_would(tmp_path: Path) -> None:
+    import asyncio
+
+    from soul.providers.base import Message, Request
+
+    path = tmp_path / "slow.yaml"
+    path.write_text(yaml.safe_dump([{"text": "late", "seconds": 0.3}, "at once"]))
+    provider = ScriptedProvider.from_file(path)
+    request = Request(model="x", messages=(Message("user", "hi"),))
+    started = time.perf_counter()
+    assert asyncio.run(provider.complete(request)).text == "late"
+    assert time.perf_counter() - started >= 0.3
+    started = time.perf_counter()
+    assert asyncio.run(provider.complete(request)).text == "at once"
+    assert time.perf_counter() - started < 0.3
+    for bad in ({"text": "x", "seconds": -1}, {"text": "x", "seconds": True}, {"text": "x", "seconds": "soon"},
+                {"text": "x", "seconds": 1, "extra": 2}, {"text": "x"}):
+        path.write_text(yaml.safe_dump([bad]))
+        with pytest.raises(ProviderError, match="seconds: N"):
+            ScriptedProvider.from_file(path)

@@ -5,9 +5,15 @@ then), writes a turn's memories after its commit, and hands steps a `MemoryReade
 and resonate, nothing that writes. Where: the `memory.field` folder (relative to the
 blueprint), else `$SOUL_HOME/fields/<soul>`.
 
+On a PostgreSQL session store the field is partitioned by user, each partition owned by one
+process at a time under a lease (`runtime/bridges/partitions.py`, docs/scale.md):
+`for_user(user)` is the bridge a session of that user gets, whose field is its partition's;
+`hold()` takes the lease before a turn and gives the fence its commit carries; its writes
+are checked against the lease first.
+
 Engine errors stop here: a `ResonanceError`, or an `OSError` from the field's files, leaves
 the bridge as a `MemoryFieldError` that names the field, what failed and how to fix it, with
-the engine's exception as its `__cause__` (`memory_errors.py`, also used by `soul memory`).
+the engine's exception as its `__cause__` (`field_errors`, also used by `soul memory`).
 
 Memory recalls on tape: a replayed turn must see the prompt the recorded turn saw, and the
 prompt holds what memory recalled. Between the recording and the replay the field has changed
@@ -20,27 +26,34 @@ to the live field: the model replay then says what differs, with the prompt diff
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from soul.errors import FileRefused, MemoryFieldError
+from soul.errors import FileRefused, LeaseLost, MemoryFieldError
 from soul.extras import require
 from soul.language import Blueprint, field_folder
+from soul.records import Fence
 from soul.runtime.bridges.learning import RecallUse, judge, learn_config
 from soul.runtime.bridges.memory_errors import field_errors
+from soul.runtime.bridges.partitions import Partition, Partitions
+from soul.runtime.bridges.tape import TapedField
 from soul.store import fields_dir, redact, secrets
 
 if TYPE_CHECKING:
     from soul.engines.resonance import Hit
     from soul.providers import Cassette
+    from soul.store import SessionStore
 
 __all__ = [
     "MemoryBridge", "MemoryReader", "TapedField", "confined_field_path", "field_errors",
     "uses_memory",
 ]
+
+log = logging.getLogger(__name__)
 
 _FUSION_NAMES = {"method": "method", "semantic": "semantic_weight", "keyword": "keyword_weight", "tag": "tag_weight"}
 
@@ -80,15 +93,83 @@ class MemoryBridge:
     """A soul's memory field, opened on first use; `tape` records or replays its recalls."""
 
     def __init__(self, blueprint: Blueprint, home: Path | None, tape: tuple[Cassette, Literal["record", "replay"]] | None = None,
-                 *, allow_field_paths: bool | None = None) -> None:
+                 *, allow_field_paths: bool | None = None, store: Callable[[], SessionStore] | None = None) -> None:
         self.blueprint = blueprint
         self.home = home
         self.allow_field_paths = allow_field_paths  # None: SOUL_ALLOW_FIELD_PATHS decides
         self._tape = tape
         self._field: Any = None
-        self._naming: tuple[Path, str, str] | None = None  # the open field's path and how errors name it
         self._opening = threading.Lock()  # steps query from worker threads: open the field once
         self._reader = MemoryReader(self)
+        self._store = store  # the session store: on PostgreSQL, the field is partitioned by user
+        self._partitions: Partitions | None = None
+        self._partition: Partition | None = None  # set on a user's bridge (`for_user`)
+        self._users: dict[str, MemoryBridge] = {}
+        self._embedder: Any = None
+
+    # -- partitions (a PostgreSQL store): docs/scale.md ---------------------------------------
+
+    def partitions(self) -> Partitions | None:
+        """The soul's partitioned field when its session store is PostgreSQL (None: one field)."""
+        if self._partition is not None:
+            return self._partition.owners
+        wanted = uses_memory(self.blueprint) or bool(self.blueprint.memory)
+        if self._partitions is None and self._store is not None and wanted and self._store().backend == "postgresql":
+            self._partitions = Partitions(self.blueprint.name, self.path(), self._store, self._open_at, self._one_item)
+        return self._partitions
+
+    def for_user(self, user: str) -> MemoryBridge:
+        """The bridge a session of `user` uses: its partition's, or this one when the field is
+        not partitioned."""
+        parts = self.partitions()
+        if parts is None or self._partition is not None:
+            return self
+        with self._opening:
+            child = self._users.get(user)
+            if child is None:
+                child = MemoryBridge(self.blueprint, self.home, self._tape, allow_field_paths=self.allow_field_paths)
+                child._partition = parts.partition(user)
+                self._users[user] = child
+        return child
+
+    @property
+    def leased(self) -> bool:
+        """Whether this is a user's bridge on a partitioned field (its turns hold a lease)."""
+        return self._partition is not None
+
+    def hold(self) -> Fence | None:
+        """Before a turn: take or renew this user's partition lease (`LeaseHeld` when another
+        live owner has it) and make its field ready; the fence the turn's commit carries.
+        None when the field is not partitioned."""
+        return self._partition.hold() if self._partition is not None else None
+
+    def using(self) -> AbstractContextManager[None]:
+        """Around a turn or cycle: its partition counts as in use (renewed, not handed away)."""
+        return self._partition.using() if self._partition is not None else nullcontext()
+
+    def _open_at(self, path: Path) -> Any:
+        """A partition's field at `path` (one embedder for every partition of the soul)."""
+        from soul.engines.resonance import Field, load_embedder
+
+        with self.errors("open"):
+            if self._embedder is None:
+                self._embedder = self.embedder() or load_embedder(None)
+            path.mkdir(parents=True, exist_ok=True)
+            return Field.open(path, self._embedder, **self.config())
+
+    def _one_item(self, item: dict[str, Any], session: str) -> dict[str, Any]:
+        return _prepared(item, secrets(), session)
+
+    def _fenced(self) -> bool:
+        """Whether writing is allowed: always, unless this partition's lease moved on."""
+        if self._partition is None:
+            return True
+        try:
+            self._partition.check()
+        except LeaseLost as exc:
+            log.warning("%s", exc)
+            return False
+        return True
 
     @staticmethod
     def check_installed(blueprint: Blueprint) -> None:
@@ -99,7 +180,10 @@ class MemoryBridge:
 
     def path(self) -> Path:
         """The field's folder: `memory.field` resolved inside the blueprint's folder, else
-        `$SOUL_HOME/fields/<soul>`. See `confined_field_path` for what is refused."""
+        `$SOUL_HOME/fields/<soul>`. See `confined_field_path` for what is refused. A user's
+        bridge on a partitioned field: its partition's folder of the epoch it holds."""
+        if self._partition is not None:
+            return self._partition.folder()
         where = (self.blueprint.memory or {}).get("field")
         if where:
             return confined_field_path(str(where), self.blueprint.folder, allow=self.allow_field_paths)
@@ -140,7 +224,16 @@ class MemoryBridge:
             return load_embedder(spec)
 
     def field(self) -> Any:
-        """The resonance Field (opened on first use); raises MemoryFieldError if it cannot be."""
+        """The resonance Field (opened on first use); raises MemoryFieldError if it cannot be.
+        A user's bridge on a partitioned field: its partition's, held first."""
+        if self._partition is not None:
+            live = self._partition.open_field()
+            if self._tape is None:
+                return live
+            with self._opening:
+                if self._field is None or self._field.live is not live:
+                    self._field = TapedField(live, *self._tape)
+                return self._field
         with self._opening:
             if self._field is None:
                 from soul.engines.resonance import Field
@@ -163,7 +256,7 @@ class MemoryBridge:
 
     def touch(self, memory_ids: Sequence[str]) -> None:
         """Log the accesses of a committed turn's recalls (use is evidence a memory matters)."""
-        if not memory_ids:
+        if not memory_ids or not self._fenced():
             return
         field = self.field()
         with self.errors("log recalls in"):
@@ -175,6 +268,8 @@ class MemoryBridge:
         and credits the learner's draw that surfaced it (resonate recalls). The learner is
         saved when it moved, so `soul memory stats` in another process sees it. Returns
         (used ids, unused ids); memories forgotten since the recall are skipped."""
+        if not self._fenced():
+            return [], []
         field = self.field()
         live = field.live if isinstance(field, TapedField) else field
 
@@ -194,18 +289,25 @@ class MemoryBridge:
                 learner.save()
         return used, unused
 
-    def remember(self, items: list[dict[str, Any]], session: str | None = None) -> list[str | None]:
+    def remember(self, items: list[dict[str, Any]], session: str | None = None, commit: int | None = None) -> list[str | None]:
         """Write items to the field (after a turn has committed); with `session`, they prime
         that session's next resonance queries, and each one's vector carries the memory
         remembered before it in that session (the previous exchange or dialogue line) as
-        context — the field's `context_weight`, docs/memory.md "Session context"."""
+        context — the field's `context_weight`, docs/memory.md "Session context".
+
+        On a partitioned field `commit` (the turn's commit id) marks them written, so a
+        partition rebuilt from the store does not write them twice, and the write is refused
+        (`LeaseLost`) when the partition's lease has moved on."""
         if not items:
             return []
-        field = self.field()
         # a key quoted in a turn must not reach the field's log (the store redacts the same way);
         # with `session`, recall can tell this conversation's memories from older ones
         known = secrets()
         items = [_prepared(item, known, session) for item in items]
+        if self._partition is not None:
+            with self.errors("remember into"):
+                return self._partition.remember(items, session, commit)
+        field = self.field()
         with self.errors("remember into"):
             ids: list[str | None] = field.remember_many(items, session=session)
             if session:
@@ -214,24 +316,23 @@ class MemoryBridge:
 
     def errors(self, doing: str) -> AbstractContextManager[None]:
         """Translate the engine's errors (and OSErrors) raised inside into MemoryFieldError."""
-        naming = self._naming
-        if naming is None:  # worked out once: every recall and every write passes here
-            raw = (self.blueprint.memory or {}).get("field")
-            path = self.path()
-            home_field = f"$SOUL_HOME/fields/{self.blueprint.name}"
-            if raw:
-                named = f"soul '{self.blueprint.name}': memory.field {raw!r}" + (f" ({path})" if str(path) != raw else "")
-                elsewhere = f"point memory.field at a folder (it is created), or remove it to use {home_field}"
-            else:
-                named = f"soul '{self.blueprint.name}': the memory field {path}"
-                elsewhere = f"move {path} away (the field's folder is created there), or set memory.field to a folder"
-            naming = (path, named, elsewhere)
-            if self._field is not None:  # the field's folder is settled once it is open
-                self._naming = naming
-        path, named, elsewhere = naming
+        raw = (self.blueprint.memory or {}).get("field")
+        path = self.path()
+        home_field = f"$SOUL_HOME/fields/{self.blueprint.name}"
+        if raw:
+            named = f"soul '{self.blueprint.name}': memory.field {raw!r}" + (f" ({path})" if str(path) != raw else "")
+            elsewhere = f"point memory.field at a folder (it is created), or remove it to use {home_field}"
+        else:
+            named = f"soul '{self.blueprint.name}': the memory field {path}"
+            elsewhere = f"move {path} away (the field's folder is created there), or set memory.field to a folder"
         return field_errors(path, doing, named=named, elsewhere=elsewhere)
 
     def close(self) -> None:
+        if self._partitions is not None:  # every partition's field closed, its lease given up
+            self._partitions.close()
+        if self._partition is not None:
+            self._field = None
+            return
         if self._field is not None:
             field, self._field = self._field, None
             with self.errors("close"):
@@ -283,59 +384,3 @@ def _engine_affect(affect: Mapping[str, float] | None) -> Any:
     from soul.engines.resonance import Affect
 
     return Affect(**affect)
-
-
-def _key(mode: str, k: int, query: str) -> tuple[str, int, str]:
-    return (mode, int(k), query)
-
-
-class TapedField:
-    """A Field whose recall and resonate answers are recorded to, or replayed from, a
-    cassette; every other attribute is the real field's."""
-
-    def __init__(self, field: Any, cassette: Cassette, mode: Literal["record", "replay"]) -> None:
-        self._field = field
-        self._cassette = cassette
-        self._mode = mode
-        self._served: dict[tuple[str, int, str], int] = {}
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._field, name)
-
-    @property
-    def live(self) -> Any:
-        """The real field (`in`, and writes that must reach it)."""
-        return self._field
-
-    def recall(self, query: str, k: int = 10, **options: Any) -> list[Any]:
-        mode = str(options.get("mode", "hybrid"))
-        return self._taped(mode, k, query, lambda: self._field.recall(query, k, **options))
-
-    def resonate(self, query: str, k: int = 10, **options: Any) -> list[Any]:
-        return self._taped("resonate", k, query, lambda: self._field.resonate(query, k, **options))
-
-    def _taped(self, mode: str, k: int, query: str, live: Any) -> list[Any]:
-        key = _key(mode, k, query)
-        if self._mode == "replay":
-            recorded = [r for r in self._cassette.recalls if _key(r.get("mode", ""), r.get("k", 0), r["query"]) == key]
-            if recorded:
-                n = self._served.get(key, 0)
-                self._served[key] = n + 1
-                return [_hit(h) for h in recorded[min(n, len(recorded) - 1)]["hits"]]
-            return live()
-        hits = live()
-        known = secrets()
-        self._cassette.recalls.append({
-            "mode": mode, "k": int(k), "query": redact(query, known),
-            "hits": [{"id": h.id, "text": redact(h.text, known), "score": round(float(h.score), 6), "kind": h.kind,
-                      "tags": list(h.tags)} for h in hits],
-        })
-        self._cassette.save()
-        return hits
-
-
-def _hit(data: dict[str, Any]) -> Any:
-    from soul.engines.resonance import Hit
-
-    return Hit(str(data["id"]), str(data["text"]), float(data["score"]), str(data.get("kind") or "episode"),
-               tuple(data.get("tags") or ()), {}, {})

@@ -176,6 +176,8 @@ class CommitFeed:
         commit = self._store.stored_commit(notice.commit_id)
         if commit is None or commit.session_id != notice.session_id:
             return
+        if commit.kind == "message" and session.sent_here(commit.turn):
+            return  # a turn this process sent to a worker: it announces the turn's events itself
         events = commit_events(commit)
         # a cycle sets the mood and queues impulses; a turn takes them: the minds as they are now
         fresh = commit.kind != "subprocess" and session.loops_in_workers

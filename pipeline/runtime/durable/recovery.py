@@ -3,11 +3,18 @@
 Each `soul worker` beats every `every` seconds: its row in the store's `soul_workers` table
 (`SessionStore.beat`). A worker whose last beat is older than `dead_after` seconds is dead:
 the first survivor to notice claims it (`SessionStore.take_over`, one claimant per death) and
-asks DBOS to recover its PENDING workflows (`Engine.recover`: DBOS's own
-`recover_pending_workflows`, which puts each back on its queue as ENQUEUED; the queue's
-atomic dequeue then gives it to exactly one live worker). A recovered cycle re-runs its step:
+asks DBOS to put its PENDING workflows back on their queues as ENQUEUED (`Engine.recover`:
+DBOS's public `list_workflows` and `resume_workflows`); the queue's atomic dequeue then gives
+each to exactly one live worker. A recovered cycle re-runs its step:
 a no-op if the dead worker had committed it (`once=True`), the cycle itself if not. A
 recovered spontaneous turn re-checks that it is still open. So every cycle is applied once.
+
+The beat also renews the leases of the memory partitions this worker has used within the lease
+time (a partition idle longer lapses, for whichever worker the shards give it next), and
+refreshes the list of live workers the scheduler splits the shards by. A dead worker's own
+queues (`soul-turns@<dead>`, `soul-cycles@<dead>`) are emptied too: what waited there, and
+what it was running, goes to the queue of the partition's next owner (`routing.route`); its
+partitions' leases lapse as it is claimed (`SessionStore.take_over`), so that owner can take them.
 
 How death is told, and its limits: a worker is "dead" when it has not beaten for `dead_after`
 seconds (30 by default). A worker that is only stalled that long (a stopped VM, a network
@@ -23,6 +30,8 @@ import logging
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from soul.runtime.routing import owner_queue, route, workflow_session
 
 if TYPE_CHECKING:
     from soul.runtime.durable.engine import Engine
@@ -43,6 +52,8 @@ class Heartbeat:
     every: float = 0.0  # 0: a fifth of dead_after, at most 5 s
     taken: list[str] = field(default_factory=list)  # executors this worker took over
     recovered: int = 0  # workflows it re-enqueued for them
+    live: list[str] = field(default_factory=list)  # the soul's live workers at the last beat
+    beats: int = 0
     _last: float = 0.0
 
     def __post_init__(self) -> None:
@@ -55,12 +66,30 @@ class Heartbeat:
         if at - self._last < self.every:
             return []
         self._last = at
-        self.store.beat(self.executor, self.soul, at)
+        self.beats += 1
+        self.store.beat(self.executor, self.soul, at, dead_after=self.dead_after)
+        parts = self.engine.soul.memory.partitions()
+        if parts is not None:
+            parts.renew(at)
         dead = self.store.take_over(self.executor, at - self.dead_after)
+        self.live = self.store.live_workers(self.soul, at)
         if dead:
-            found = self.engine.recover(dead)
+            found = self.engine.recover(dead, self._target)
             self.taken += dead
             self.recovered += found
             log.warning("executor %s took over %s (silent for over %.0f s): %d workflow(s) re-enqueued",
                         self.executor, ", ".join(dead), self.dead_after, found)
         return dead
+
+    def _target(self, queue: str, workflow_id: str) -> str:
+        """Where a dead worker's own-queue workflow goes: its partition's next owner's queue
+        (this worker's, when that cannot be told)."""
+        owner = None
+        sid = workflow_session(workflow_id)
+        if sid is not None:
+            try:
+                user = self.store.session(sid).user
+                owner = route(self.store, self.soul, user, live=[w for w in self.live if w != self.executor] + [self.executor])
+            except Exception:  # a deleted session: anyone may find out
+                owner = None
+        return owner_queue(queue, owner or self.executor)

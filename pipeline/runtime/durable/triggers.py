@@ -48,7 +48,8 @@ STALE_IMPULSE_SECONDS = 300.0
 class TurnQueue(Protocol):
     """Where firings go (`durable.Engine`)."""
 
-    def enqueue_turn(self, session_id: str, key: str, trigger: str, reason: str, since: int, due: float) -> str: ...
+    def enqueue_turn(self, session_id: str, key: str, trigger: str, reason: str, since: int, due: float,
+                     owner: str | None = None) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -150,8 +151,9 @@ class TriggerClock:
     def __post_init__(self) -> None:
         self.specs = TriggerSpec.all_of(self.soul.blueprint)
 
-    def tick(self, mark: SessionMark, now: float) -> None:
-        """Enqueue whatever trigger of this session is due."""
+    def tick(self, mark: SessionMark, now: float, owner: str | None = None) -> None:
+        """Enqueue whatever trigger of this session is due (on `owner`'s own queue when given:
+        a memory soul's partition owner)."""
         if not self.specs:
             return
         watched = self._watched.setdefault(mark.id, _Watched())
@@ -162,7 +164,7 @@ class TriggerClock:
             due = firing(spec, watched.marks, mark.created, now)
             if due is None or due.key in watched.asked:
                 continue
-            self.flying.add(self.engine.enqueue_turn(mark.id, due.key, spec.name, due.reason, due.since, due.due))
+            self.flying.add(self.engine.enqueue_turn(mark.id, due.key, spec.name, due.reason, due.since, due.due, owner))
             watched.asked[due.key] = None
             if len(watched.asked) > 64:  # old keys never come back (ids and windows only grow)
                 watched.asked = dict.fromkeys(list(watched.asked)[-32:])

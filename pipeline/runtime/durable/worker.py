@@ -19,7 +19,18 @@ enqueues the same id and gets the existing workflow):
 A cycle's workflow that failed (its model call kept failing) is retried as a new attempt of
 the same cycle number after the process's backoff (`backoff_initial` → ×2 → `backoff_max`).
 `cycles=N` stops enqueuing once the store holds N cycles of a process, and the worker returns
-when every session has them, or has nothing to react to (`after_turn`), so scripted runs end.
+when every session of the soul has them, or has nothing to react to (`after_turn`), so
+scripted runs end.
+
+**The split.** With a heartbeat, a worker reads only the sessions of its own shards
+(`soul.store.shards`: each session's (soul, user) hashed into 1,024 shards, each shard given to
+one live worker by rendezvous hashing), so no worker polls all of them, and a worker joining or
+leaving moves only the shards it takes or gives up. The list of live workers is the heartbeat
+table's, refreshed at each beat; a worker that has not seen a newcomer yet schedules a few
+sessions it no longer owns for a beat, which enqueues nothing twice (workflow ids are keyed).
+A memory soul's cycles and spontaneous turns go to the own queue of the worker holding the
+partition's lease (sticky), or else this one's; each beat the worker gives up the idle
+partitions the shards now give another worker (`Partitions.release`).
 Triggers are `runtime/durable/triggers.py`'s; heartbeats and taking over a dead worker's
 workflows `runtime/durable/recovery.py`'s.
 """
@@ -36,6 +47,7 @@ from soul.runtime.background import LoopSchedule, Mind
 from soul.runtime.durable.engine import Engine
 from soul.runtime.durable.recovery import Heartbeat
 from soul.runtime.durable.triggers import TriggerClock
+from soul.store import owner_of, shard_of, share
 
 if TYPE_CHECKING:
     from soul.runtime.souls import Soul
@@ -74,6 +86,11 @@ class Worker:
     _slots: dict[tuple[str, str], _Slot] = field(default_factory=dict)
     _seen: dict[str, SessionMark] = field(default_factory=dict)
     _triggers: TriggerClock | None = None
+    _ring: tuple[str, ...] = ()  # the live workers the current share was worked out for
+    shards: frozenset[int] | None = None  # this worker's shards (None: no heartbeat, all of them)
+    moved: int = 0  # shards that came or went since the worker started (rebalancing)
+    polled: int = 0  # sessions the last poll read
+    _released_at: int = -1  # the heartbeat's beat count when partitions were last handed on
 
     def __post_init__(self) -> None:
         self._triggers = TriggerClock(self.soul, self.engine)
@@ -97,6 +114,36 @@ class Worker:
     def stop(self) -> None:
         self.stopping.set()
 
+    def _split(self) -> frozenset[int] | None:
+        """This worker's shards among the live workers the heartbeat last saw (worked out
+        again only when they change), giving up the partitions it holds that are now
+        another's."""
+        beat = self.heartbeat
+        if beat is None or not beat.live:
+            return None
+        me = self.engine.executor
+        ring = tuple(sorted({*beat.live, me}))
+        if ring != self._ring:
+            mine = share(me, ring)
+            if self.shards is not None:
+                self.moved += len(mine ^ self.shards)
+            self.shards, self._ring = mine, ring
+        parts = self.soul.memory.partitions()
+        if parts is not None and beat.beats != self._released_at:  # once a beat, not once a poll
+            self._released_at = beat.beats
+            parts.release(keep=lambda user: owner_of(shard_of(self.soul.name, user), ring) == me)
+        return self.shards
+
+    def _owners(self, marks: list[SessionMark], now: float) -> dict[str, str]:
+        """A memory soul's sessions: the worker to run each one's work (by user): the
+        partition's lease holder while it is live, else this one."""
+        if self.soul.memory.partitions() is None:
+            return {}
+        live = set(self._ring) or {self.engine.executor}
+        leases = self.store.leases(self.soul.name, {m.user for m in marks})
+        return {user: lease.owner if lease.live(now) and lease.owner in live else self.engine.executor
+                for user, lease in leases.items()}
+
     def tick(self) -> bool:
         """One pass over the sessions; True when no session has a cycle left to run."""
         now = time.time()
@@ -107,7 +154,9 @@ class Worker:
         statuses = self.engine.statuses(flying) if flying else {}
         if triggers is not None:
             triggers.landed(statuses, DONE)
-        marks = self.store.session_marks(self.soul.name)
+        marks = self.store.session_marks(self.soul.name, self._split())
+        self.polled = len(marks)
+        owners = self._owners(marks, now)
         if any(m.id not in self._seen for m in marks) and self._schedules:
             self._first_seen({m.id for m in marks} - set(self._seen))
         gone = set(self._seen) - {m.id for m in marks}
@@ -116,16 +165,31 @@ class Worker:
             if triggers is not None:
                 triggers.forget(gone)
         finished = True
+        partitioned = self.soul.memory.partitions() is not None
         for mark in marks:
             changed = self._seen.get(mark.id) != mark
+            owner = owners.get(mark.user, self.engine.executor) if partitioned else None
             for name, (schedule, options) in self._schedules.items():
-                if not self._schedule(mark, name, schedule, options, statuses, changed, now):
+                if not self._schedule(mark, name, schedule, options, statuses, changed, now, owner):
                     finished = False
             if triggers is not None:
-                triggers.tick(mark, now)
+                triggers.tick(mark, now, owner)
         self._seen = {m.id: m for m in marks}
-        # with `cycles`, a spontaneous turn enqueued is waited for too
-        return finished and not (triggers is not None and triggers.flying)
+        # with `cycles`, a spontaneous turn enqueued is waited for too, and the other
+        # workers' shards are done too (a worker that stops early would leave them unowned)
+        done = finished and not (triggers is not None and triggers.flying)
+        return done and (self.shards is None or self._all_done())
+
+    def _all_done(self) -> bool:
+        """With `cycles`: every session of the soul, in every worker's shards, has them."""
+        if self.cycles is None:
+            return True
+        counts = self.store.cycle_counts(self.soul.name)
+        for mark in self.store.session_marks(self.soul.name):
+            for name, (schedule, _) in self._schedules.items():
+                if schedule.loop != "after_turn" and counts.get((mark.id, name), (0, 0.0))[0] < self.cycles:
+                    return False
+        return True
 
     def _first_seen(self, new: set[str]) -> None:
         """Where each new session's processes are: their cycle count and last cycle's time."""
@@ -139,7 +203,7 @@ class Worker:
                 self._slots[(sid, name)] = slot
 
     def _schedule(self, mark: SessionMark, process: str, schedule: LoopSchedule, options: dict[str, Any],
-                  statuses: dict[str, str], changed: bool, now: float) -> bool:
+                  statuses: dict[str, str], changed: bool, now: float, owner: str | None = None) -> bool:
         """Enqueue the next cycle of one process when due; True when it has none left."""
         slot = self._slots.setdefault((mark.id, process), _Slot(1))
         if slot.wid is not None:
@@ -169,6 +233,6 @@ class Worker:
                 slot.quiet = mind.begin_cycle().quiet
             if slot.quiet:
                 return True  # nothing to react to: not due (and, for `cycles`, nothing left now)
-        slot.wid = self.engine.enqueue(mark.id, process, slot.number, slot.attempt)
+        slot.wid = self.engine.enqueue(mark.id, process, slot.number, slot.attempt, owner)
         self.enqueued += 1
         return False
