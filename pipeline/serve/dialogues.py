@@ -113,7 +113,18 @@ class DialogueHub(Audience):
 
     def hello(self) -> dict[str, Any]:
         """What a new connection starts from: the info and every event so far, in order."""
-        return {"type": "Hello", "dialogue": self.info(), "events": [wire.event_data(e) for e in self.runner.events]}
+        return self._hello(self.info(), list(self.runner.events))
+
+    async def hello_text(self) -> str:
+        """`hello()` as the text sent: the events so far taken at once (a client attached
+        before gets every later one queued), encoded on a thread (10,000 turns' events take
+        a few hundred ms to redact and encode)."""
+        info, events = self.info(), list(self.runner.events)
+        return await asyncio.to_thread(lambda: wire.encode(self._hello(info, events)))
+
+    @staticmethod
+    def _hello(info: dict[str, Any], events: list[Any]) -> dict[str, Any]:
+        return {"type": "Hello", "dialogue": info, "events": [wire.event_data(e) for e in events]}
 
     def run(self, turns: int) -> asyncio.Task[dict[str, Any]]:
         """Start `turns` more turns (DialogueRefused 409 while a run goes on); the task ends

@@ -182,13 +182,15 @@ class DialogueRunner:
 
     async def run(self, turns: int | None = None, *, stop: Callable[[], bool] | None = None) -> DialogueResult:
         """Run `turns` more turns (default: the blueprint's `max_turns`, else 10); Fixy's
-        interventions are turns too. Saved after every turn; `stop`, asked between turns,
-        ends the run early when it says so (a server's pause)."""
+        interventions are turns too. Saved after every turn (on a worker thread: redacting and
+        writing 10,000 turns takes most of a second, which a server's other sessions must not
+        wait for; nothing changes the dialogue meanwhile, as the run waits for it); `stop`,
+        asked between turns, ends the run early when it says so (a server's pause)."""
         count = turns or self.spec.max_turns or DEFAULT_TURNS
         end = self.rules.turn - 1 + count
         while self.rules.turn <= end and not (stop is not None and stop()):
             await self.step(end)
-            self.save()
+            await asyncio.to_thread(self.save)
         return self.result()
 
     async def step(self, end: int | None = None) -> None:
@@ -210,7 +212,7 @@ class DialogueRunner:
         if rules.fixy_may_intervene(nxt):
             detection = self._detect(nxt - 1, topic)
             if detection is not None:
-                self.save()
+                await asyncio.to_thread(self.save)
                 await self._traced(self._fixy(nxt, rules.topic(nxt), detection), nxt, rules.observer or "fixy")
 
     async def _traced(self, work: Awaitable[None], number: int, speaker: str) -> None:
