@@ -7,8 +7,8 @@ Goal (issue 24.7): a 10,000-turn dialogue's metrics in well under 100 ms, linear
 including the first (cold) read of a stored one.
 
 Rows:
-- `first read`: `RunningMetrics` over the whole transcript, as on the first request after a
-  saved dialogue is resumed (one pass: every turn's words read once);
+- `first read`: `RunningMetrics` over the whole transcript (one pass: every turn's words read
+  once), as a resumed dialogue's first request did before checkpoints (see the cold rows);
 - `after one more turn`: `compute_metrics` on the transcript grown by one turn (what the
   runner asks after every turn, and the server's GET after it): the new turn's work plus
   the check that the first turns are the ones already read;
