@@ -344,8 +344,8 @@ class RunningMetrics:
         # earlier pair bits are never read again (every window reaches back 5 turns at most)
         self._counted = [0] * (n - tail) + counted
         self._circular = [0] * (n - tail) + circular
-        self._circularity = data["circularity"]
-        self._novelty = data["novelty"]
+        self._circularity = list(data["circularity"])  # copies: the reader appends to them
+        self._novelty = list(data["novelty"])
         self._novel = sum(self._novelty)
         self._drift = list(drift) if self.embedder is not None else []
         self._vocabulary = set(vocabulary.split("\n")) if vocabulary else set()

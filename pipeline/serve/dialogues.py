@@ -110,6 +110,8 @@ class DialogueHub(Audience):
         except OSError as exc:
             log.warning("dialogue %s: its metrics checkpoint could not be saved (%s); the next server "
                         "reads its turns again", self.id, exc)
+        except Exception:  # a cache not saved must never fail the run that waits for it
+            log.exception("dialogue %s: its metrics checkpoint could not be saved", self.id)
 
     def hello(self) -> dict[str, Any]:
         """What a new connection starts from: the info and every event so far, in order."""

@@ -270,8 +270,10 @@ class DialogueRules:
         """`result` of the metrics reader brought up to date with the transcript: the one kept
         from the last read (reading only the new turns), else the saved checkpoint's (after a
         restore), else a new one that reads every turn — once."""
-        turns = self.history  # a copy: the event loop may add a turn while a worker thread reads
         with self._reading:
+            # a copy (the event loop may add a turn while a worker thread reads), taken under the
+            # lock: never older than the turns the reader has read
+            turns = self.history
             reader = self._reader
             if reader is not None:
                 with reader.lock:

@@ -164,6 +164,7 @@ def test_a_checkpoint_restored_in_another_process_gives_the_metrics_of_a_whole_r
     before.extend(turns[:cut])
     saved = json.loads(json.dumps(before.checkpoint()))  # what the state file holds
     # restored over the stored transcript, which may have grown since (the turns after are read)
+    kept = json.dumps(saved)
     restored = RunningMetrics.from_checkpoint(saved, stored(turns), "alpha", embedder)
     whole = RunningMetrics("alpha", embedder)
     whole.extend(turns)
@@ -175,6 +176,7 @@ def test_a_checkpoint_restored_in_another_process_gives_the_metrics_of_a_whole_r
     whole.extend(more)
     assert restored.metrics() == whole.metrics()
     assert restored.series() == whole.series()
+    assert json.dumps(saved) == kept  # the checkpoint given is left as it was
     again, fresh = restored.checkpoint(), whole.checkpoint()
     assert set(again.pop("vocabulary").split("\n")) == set(fresh.pop("vocabulary").split("\n"))
     assert again == fresh
