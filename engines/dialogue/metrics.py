@@ -11,7 +11,7 @@ Notation: the transcript is turns 0..n−1, Fixy's turns included (a turn is Fix
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from .turns import as_turns
@@ -187,7 +187,8 @@ class MetricSeries:
     fixy: tuple[bool, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: (list(v) if v is not None else None) for k, v in asdict(self).items()}
+        # not `asdict`: it deep-copies every value of every series, 20 ms at 10,000 turns
+        return {f.name: (list(v) if (v := getattr(self, f.name)) is not None else None) for f in fields(self)}
 
 
 @dataclass(frozen=True)

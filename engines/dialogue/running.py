@@ -13,25 +13,54 @@ very same `Turn` objects (the runner asks after every turn), they read only the 
 the metrics of a 10,000-turn dialogue after its 10,001st turn cost one turn's work (and a
 check, by identity, that the first 10,000 are the ones read). A different transcript starts
 a new accumulator.
+
+`checkpoint` / `from_checkpoint` carry an accumulator to another process: a saved dialogue
+keeps its checkpoint, so reading a stored 10,000-turn dialogue's metrics for the first time
+restores its running sums and series instead of reading every turn's words again. A
+checkpoint names the turns it read by a digest of them (`transcript_digest`), and is used only
+on a transcript that starts with exactly those turns (the turns after it are read as usual).
 """
 
 from __future__ import annotations
 
+import hashlib
 import threading
+from array import array
 from collections import OrderedDict, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from .errors import StateError
 from .metrics import CIRCULAR, MOVED_ON, WINDOW, DialogueMetrics, MetricSeries
 from .turns import Turn, as_turns
 from .vectors import Embedder, cosine, embed
 from .words import KEYWORD_MIN_LENGTH, PROGRESS_MARKERS, RESOLUTION_MARKERS, words
 
-__all__ = ["RunningMetrics", "compute_metrics", "metric_series"]
+__all__ = ["CHECKPOINT_VERSION", "RunningMetrics", "compute_metrics", "metric_series", "transcript_digest"]
 
 UTILITY_WINDOW = 5  # the turns before and after a Fixy turn its utility compares
 MEMO = 32  # accumulators kept by `compute_metrics` / `metric_series` (one per dialogue being watched)
+CHECKPOINT_VERSION = 1
 T = TypeVar("T")
+
+
+def transcript_digest(turns: Sequence[Turn]) -> str:
+    """A digest of what the metrics read of each turn — its text, topic, Fixy flag and
+    conflict — so a checkpoint is used only on the turns it was taken over. One pass over
+    the texts (a few milliseconds for 10,000 turns)."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(len(turns).to_bytes(8, "little"))
+    for texts in ([t.text for t in turns], [t.topic or "" for t in turns]):
+        h.update(array("q", [len(text) for text in texts]).tobytes())  # where each text ends
+        h.update("".join(texts).encode("utf-8", "surrogatepass"))  # lone surrogates too (from JSON)
+    h.update(bytes([t.is_fixy | (t.conflict is not None) << 1 | (t.topic is not None) << 2 for t in turns]))
+    h.update(array("d", [t.conflict for t in turns if t.conflict is not None]).tobytes())
+    return h.hexdigest()
+
+
+def _keywords(text: str) -> frozenset[str]:
+    """A turn's keyword set, as `_add` finds it."""
+    return frozenset(w for w in set(words(text)) if len(w) >= KEYWORD_MIN_LENGTH)
 
 
 class _Markers:
@@ -232,6 +261,100 @@ class RunningMetrics:
         if len(seen) > len(turns) or (seen and turns[len(seen) - 1] is not seen[-1]):
             return False
         return all(a is b for a, b in zip(seen, turns, strict=False))
+
+    # -- carried to another process ------------------------------------------------------------
+
+    def checkpoint(self) -> dict[str, Any]:
+        """JSON-ready data from which `from_checkpoint` makes this accumulator again without
+        reading the turns: the digest of the turns read, the running sums, the per-turn series,
+        the vocabulary and the last turns' pair bits. What the turns themselves give (Fixy
+        flags, conflicts, the last keyword sets) is taken from them again. Like `metrics`,
+        under `lock` when another thread may read turns meanwhile."""
+        tail = WINDOW - 1  # the pair bits a later window may still read
+        return {
+            "version": CHECKPOINT_VERSION, "turns": len(self.seen), "digest": transcript_digest(self.seen),
+            "topic": self.topic, "drift": self.embedder is not None,
+            "pairs": [self._pairs, self._circular_pairs], "moved": self._moved, "loops": self._loops,
+            "counted": self._counted[-tail:], "circular": self._circular[-tail:],
+            "conflict": [self._c_n, self._c_mean_i, self._c_mean_c, self._c_comoment, self._c_spread, self._c_sum],
+            "utility": [self._gains, self._gained], "pending": [[k, v] for k, v in self._pending.items()],
+            "drift_sum": [self._drift_sum, self._drifted],
+            "circularity": list(self._circularity), "novelty": list(self._novelty),
+            "topic_drift": list(self._drift) if self.embedder is not None else None,
+            # words hold no whitespace: one string, one line a word
+            "vocabulary": "\n".join(self._vocabulary),
+        }
+
+    @classmethod
+    def from_checkpoint(cls, data: Mapping[str, Any], turns: Sequence[Any], topic: str | None = None,
+                        embedder: Embedder | None = None) -> RunningMetrics:
+        """The accumulator `checkpoint` gave, brought up to date with `turns`: `data` must have
+        been taken over the first turns of `turns` (its digest says which), with the same
+        `topic` and with an embedder when there is one now (drift values are kept as they were
+        computed); the turns after those are read as `extend` reads them. StateError saying
+        why when `data` does not fit (the caller reads the turns whole instead)."""
+        ts = as_turns(turns)
+        if not isinstance(data, Mapping) or data.get("version") != CHECKPOINT_VERSION:
+            raise StateError(f"metrics checkpoint: not one of version {CHECKPOINT_VERSION}")
+        try:
+            n = data["turns"]
+            if type(n) is not int or not 0 <= n <= len(ts):
+                raise StateError(f"metrics checkpoint: it read {n!r} turns; the transcript has {len(ts)}")
+            if data["topic"] != topic or data["drift"] is not (embedder is not None):
+                raise StateError("metrics checkpoint: taken with another topic or embedder")
+            read = ts[:n]
+            if data["digest"] != transcript_digest(read):
+                raise StateError(f"metrics checkpoint: taken over other turns than the first {n} of the transcript")
+            run = cls(topic, embedder)
+            run._restore(data, read)
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            if isinstance(exc, StateError):
+                raise
+            raise StateError(f"metrics checkpoint: malformed ({type(exc).__name__}: {exc})") from None
+        run.extend(ts[n:])
+        return run
+
+    def _restore(self, data: Mapping[str, Any], read: Sequence[Turn]) -> None:
+        n = len(read)
+        drift = data["topic_drift"]
+        series = {"circularity": (data["circularity"], (float,)), "novelty": (data["novelty"], (int,))}
+        if self.embedder is not None:
+            series["topic_drift"] = (drift, (float, type(None)))
+        for name, (values, kinds) in series.items():
+            if type(values) is not list or len(values) != n or not all(type(v) in kinds for v in values):
+                raise StateError(f"metrics checkpoint: `{name}` is not {n} values")
+        counted, circular = data["counted"], data["circular"]
+        tail = min(n, WINDOW - 1)
+        if not (type(counted) is type(circular) is list and len(counted) == len(circular) == tail
+                and all(type(b) is int for b in counted + circular)):
+            raise StateError(f"metrics checkpoint: the pair bits are not {tail} whole numbers each")
+        self._pairs, self._circular_pairs = (int(x) for x in data["pairs"])
+        self._moved, self._loops = int(data["moved"]), int(data["loops"])
+        c_n, *moments = data["conflict"]
+        self._c_n = int(c_n)
+        self._c_mean_i, self._c_mean_c, self._c_comoment, self._c_spread, self._c_sum = (float(x) for x in moments)
+        gains, gained = data["utility"]
+        self._gains, self._gained = float(gains), int(gained)
+        self._pending = OrderedDict((int(k), float(v)) for k, v in data["pending"])
+        drift_sum, drifted = data["drift_sum"]
+        self._drift_sum, self._drifted = float(drift_sum), int(drifted)
+        vocabulary = data["vocabulary"]
+        if type(vocabulary) is not str:
+            raise StateError("metrics checkpoint: `vocabulary` is not a string")
+        # earlier pair bits are never read again (every window reaches back 5 turns at most)
+        self._counted = [0] * (n - tail) + counted
+        self._circular = [0] * (n - tail) + circular
+        self._circularity = list(data["circularity"])  # copies: the reader appends to them
+        self._novelty = list(data["novelty"])
+        self._novel = sum(self._novelty)
+        self._drift = list(drift) if self.embedder is not None else []
+        self._vocabulary = set(vocabulary.split("\n")) if vocabulary else set()
+        self.seen = list(read)
+        self._recent.extend(_keywords(t.text) for t in read[-(WINDOW - 1):])
+        self._asked = bool(read) and "?" in read[-1].text
+        self._fixy_flags = [t.is_fixy for t in read]
+        self._fixy = sum(self._fixy_flags)
+        self._conflict = [t.conflict for t in read]
 
 
 _memo: OrderedDict[int, RunningMetrics] = OrderedDict()

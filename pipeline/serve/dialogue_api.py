@@ -54,7 +54,7 @@ def routes(dialogues: Dialogues | None, soul_name: str, handled: Callable[[Any],
             if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
                 raise DialogueRefused(400, "bad_seed", '`seed` is a whole number: {"seed": 7}')
             return as_json((await known.create(seed)).info(), 201)
-        return as_json(known.listed())
+        return as_json(await asyncio.to_thread(known.listed))  # it reads every saved dialogue's file
 
     async def one(request: Request) -> Response:
         hub = await need().get(request.path_params["id"])
@@ -83,9 +83,12 @@ def routes(dialogues: Dialogues | None, soul_name: str, handled: Callable[[Any],
             await ws.close(1013 if isinstance(exc, TooManyOpen) else 4404, exc.message[:120])
             return
         client = hub.attach()  # no await since the hub was got: the keeper cannot close it between
-        await ws.send_text(wire.encode(hub.hello()))  # attached first, no await between: no gap
-        pump = asyncio.create_task(send_queued(ws, client))
+        pump: asyncio.Task[None] | None = None
         try:
+            # attached first, then the events so far taken with no await between (no gap, no
+            # event twice: later ones wait in the client's queue until the hello is sent)
+            await ws.send_text(await hub.hello_text())
+            pump = asyncio.create_task(send_queued(ws, client))
             while True:
                 await _on_message(ws, hub, await frames.next_request(ws))
         except WebSocketDisconnect:
@@ -94,9 +97,10 @@ def routes(dialogues: Dialogues | None, soul_name: str, handled: Callable[[Any],
             await frames.close_refused(ws, refused)
         finally:
             hub.detach(client)
-            pump.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await pump
+            if pump is not None:
+                pump.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await pump
 
     return [
         Route("/api/dialogues", handled(collection), methods=["GET", "POST"]),

@@ -7,6 +7,12 @@ passed in as `open_runner`), its turns run by `DialogueRunner.run`, whose `stop`
 (`DialogueTurn`, `FixyIntervened`, `FixyGated`, `DreamCycle`, `MetricsUpdated`) goes to every
 client as JSON with its `type`, beside the server's own `DialogueRun` (a run started, with how
 many turns) and `DialogueIdle` (it ended: done, paused or failed).
+
+Nothing that grows with a dialogue's length runs on the event loop: a saved dialogue is
+opened (its file read, its turns and events rebuilt), its metrics first read and its result
+worked out on worker threads. A dialogue saved before metrics checkpoints existed has its
+turns read once, then is saved again with its checkpoint (on a read-only data home that save
+fails, is logged once, and the turns are read again by the next server).
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ class DialogueHub(Audience):
         self.stopping = False
         self._result: tuple[int, dict[str, Any]] | None = None  # (events then, the result)
         self._reading = 0  # results being worked out on a thread
+        self._saving: asyncio.Task[None] | None = None  # the checkpoint's save, after a first read
         self._unsubscribe = runner.subscribe(self.publish)
 
     @property
@@ -65,7 +72,7 @@ class DialogueHub(Audience):
 
     @property
     def working(self) -> bool:
-        return self.running or self._reading > 0
+        return self.running or self._reading > 0 or (self._saving is not None and not self._saving.done())
 
     def publish(self, event: Any) -> None:
         broadcast(self.clients, event, f"dialogue {self.id}")
@@ -91,11 +98,35 @@ class DialogueHub(Audience):
             self._reading -= 1
             self.touch()
         self._result = (key, data)
+        if self._saving is None and not self.running and self.runner.rules.metrics_read_whole:
+            self._saving = asyncio.create_task(self._save_checkpoint())
         return data
+
+    async def _save_checkpoint(self) -> None:
+        """Save a dialogue whose turns were read whole (saved before metrics checkpoints), so the
+        next server restores its metrics; once per hub, on a thread (a run waits for it)."""
+        try:
+            await asyncio.to_thread(self.runner.save)
+        except OSError as exc:
+            log.warning("dialogue %s: its metrics checkpoint could not be saved (%s); the next server "
+                        "reads its turns again", self.id, exc)
+        except Exception:  # a cache not saved must never fail the run that waits for it
+            log.exception("dialogue %s: its metrics checkpoint could not be saved", self.id)
 
     def hello(self) -> dict[str, Any]:
         """What a new connection starts from: the info and every event so far, in order."""
-        return {"type": "Hello", "dialogue": self.info(), "events": [wire.event_data(e) for e in self.runner.events]}
+        return self._hello(self.info(), list(self.runner.events))
+
+    async def hello_text(self) -> str:
+        """`hello()` as the text sent: the events so far taken at once (a client attached
+        before gets every later one queued), encoded on a thread (10,000 turns' events take
+        a few hundred ms to redact and encode)."""
+        info, events = self.info(), list(self.runner.events)
+        return await asyncio.to_thread(lambda: wire.encode(self._hello(info, events)))
+
+    @staticmethod
+    def _hello(info: dict[str, Any], events: list[Any]) -> dict[str, Any]:
+        return {"type": "Hello", "dialogue": info, "events": [wire.event_data(e) for e in events]}
 
     def run(self, turns: int) -> asyncio.Task[dict[str, Any]]:
         """Start `turns` more turns (DialogueRefused 409 while a run goes on); the task ends
@@ -122,6 +153,10 @@ class DialogueHub(Audience):
         self.publish({"type": "DialogueRun", "from": runner.rules.turn, "to": end})
         error: str | None = None
         try:
+            if self._saving is not None:
+                await self._saving  # the checkpoint's save reads the state the turns change
+            # the first read of the metrics (restored, or every turn read): not on the loop
+            await asyncio.to_thread(runner.read_metrics)
             await runner.run(turns, stop=lambda: self.stopping)
         except SoulError as exc:
             error = redact(str(exc))
@@ -144,6 +179,8 @@ class DialogueHub(Audience):
             assert self.task is not None
             with contextlib.suppress(Exception):
                 await self.task
+        if self._saving is not None:
+            await self._saving
         self.runner.close()
         for client in list(self.clients):
             client.close()
@@ -165,6 +202,7 @@ class Dialogues:
         self.open_runner = open_runner
         self.keeper = keeper if keeper is not None else Keeper()
         self.open: dict[str, DialogueHub] = {}
+        self._opening: dict[str, asyncio.Task[DialogueHub]] = {}  # saved dialogues being opened
         self.keeper.watch(self.open)
 
     def folder(self) -> Path:
@@ -188,12 +226,21 @@ class Dialogues:
             return hub
         if not DIALOGUE_ID.fullmatch(dialogue_id) or not (self.folder() / f"{dialogue_id}.json").is_file():
             raise DialogueRefused(404, "no_dialogue", f"no saved dialogue {dialogue_id!r} (GET /api/dialogues lists them)")
+        opening = self._opening.get(dialogue_id)
+        if opening is None:  # else another request is opening it: the same hub for both
+            opening = self._opening[dialogue_id] = asyncio.create_task(self._open(dialogue_id))
+            opening.add_done_callback(lambda done: self._opening.pop(dialogue_id, None))
+            opening.add_done_callback(_retrieved)
+        return await asyncio.shield(opening)  # a request that goes away leaves the opening to finish
+
+    async def _open(self, dialogue_id: str) -> DialogueHub:
         await self.keeper.make_room()
         hub = self.open.get(dialogue_id)  # opened by another request meanwhile
         if hub is not None:
             return hub
         try:
-            runner = self.open_runner(resume=dialogue_id)
+            # reading a long dialogue's file and rebuilding its events: off the event loop
+            runner = await asyncio.to_thread(self.open_runner, resume=dialogue_id)
         except SoulError as exc:  # another soul's dialogue, or an unreadable file
             raise DialogueRefused(404, "no_dialogue", str(exc)) from exc
         hub = self.open[dialogue_id] = DialogueHub(runner, self.keeper.clock)
@@ -223,6 +270,9 @@ class Dialogues:
 
     async def close(self) -> None:
         await self.keeper.close()
+        for opening in list(self._opening.values()):
+            with contextlib.suppress(Exception):
+                await opening
         hubs = list(self.open.values())
         self.open.clear()  # the same dict: the keeper watches it
         for hub in hubs:

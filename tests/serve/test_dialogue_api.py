@@ -1,10 +1,14 @@
 """The dialogue routes of `soul serve` in process (Starlette's TestClient): a scripted entelgia
 dialogue created, listed, run, read, streamed over its WebSocket, paused, resumed by a new
-server, and the errors a client meets."""
+server (opened and first read off the event loop, its metrics restored from the saved
+checkpoint, or read once and saved with one), and the errors a client meets."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -167,8 +171,6 @@ def test_the_chat_of_a_dialogue_soul_served_with_a_dialogue_script_says_it_is_no
 
 def test_a_dialogues_result_is_worked_out_off_the_event_loop_and_kept_until_it_changes(serve: Make) -> None:
     # At 400 turns one GET froze every session for 0.3-0.9 s: the metrics ran on the loop.
-    import threading
-
     api, app = serve()
     did = api.post("/api/dialogues", json={}).json()["id"]
     runner = app.app.state.dialogues.open[did].runner
@@ -193,3 +195,83 @@ def test_a_dialogues_result_is_worked_out_off_the_event_loop_and_kept_until_it_c
     api.post(f"/api/dialogues/{did}/step", json={"turns": 1})
     grown = api.get(f"/api/dialogues/{did}").json()
     assert grown["result"]["metrics"]["turns"] == 3 and len(by_the_server()) == 2
+
+
+def strip_checkpoint(home: Path, did: str) -> dict[str, Any]:
+    """Make the saved dialogue `did` one saved before metrics checkpoints existed; its state."""
+    path = home / "dialogues" / f"{did}.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    del data["metrics_checkpoint"]
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return dict(data)
+
+
+def checkpoint_turns(home: Path, did: str) -> int | None:
+    checkpoint = json.loads((home / "dialogues" / f"{did}.json").read_text(encoding="utf-8")).get("metrics_checkpoint")
+    return checkpoint["turns"] if checkpoint else None
+
+
+def test_a_saved_dialogue_is_opened_and_its_metrics_first_read_off_the_event_loop(soul_home: Path, tmp_path: Path) -> None:
+    from soul.cli.dialogue import open_runner
+
+    script = str(write_script(tmp_path, SCRIPT))
+    threads: list[str] = []
+
+    def opened(resume: str | None = None, seed: int | None = None) -> Any:
+        threads.append(threading.current_thread().name)
+        runner = open_runner("entelgia", script=script, seed=seed, resume=resume)
+        read = runner.rules._new_reader  # the first read of the metrics (restored or read whole)
+        runner.rules._new_reader = lambda turns: (threads.append(threading.current_thread().name), read(turns))[1]
+        return runner
+
+    async def go() -> None:
+        first = Dialogues("entelgia", opened)
+        hub = await first.create()
+        await hub.run(3)
+        await first.close()
+        threads.clear()
+        later = Dialogues("entelgia", opened)  # a new server: the dialogue is read from its file
+        hubs = await asyncio.gather(*(later.get(hub.id) for _ in range(3)))
+        assert hubs[0] is hubs[1] is hubs[2]  # requests at once share one opening
+        result = await hubs[0].result()
+        assert result["metrics"]["turns"] == 3
+        await later.close()
+
+    asyncio.run(go())
+    assert len(threads) == 2 and all(t.startswith("asyncio_") for t in threads), threads  # opened once, read once
+
+
+def test_a_dialogue_saved_before_checkpoints_is_read_once_and_saved_with_one(serve: Make, soul_home: Path) -> None:
+    api, _ = serve()
+    did = api.post("/api/dialogues", json={}).json()["id"]
+    stepped = api.post(f"/api/dialogues/{did}/step", json={"turns": 4}).json()
+    assert checkpoint_turns(soul_home, did) == 4  # saved after every turn
+    strip_checkpoint(soul_home, did)
+    later, _ = serve()
+    got = later.get(f"/api/dialogues/{did}").json()["result"]
+    assert got["metrics"] == stepped["metrics"] and got["series"] == stepped["series"]
+    deadline = time.monotonic() + 10
+    while checkpoint_turns(soul_home, did) is None and time.monotonic() < deadline:
+        time.sleep(0.05)  # the server saves it on a thread after the read
+    assert checkpoint_turns(soul_home, did) == 4
+    third, _ = serve()  # the next server restores the metrics: the same values
+    assert third.get(f"/api/dialogues/{did}").json()["result"]["metrics"] == stepped["metrics"]
+
+
+def test_a_dialogue_that_cannot_be_saved_again_is_read_all_the_same(serve: Make, soul_home: Path,
+                                                                    caplog: pytest.LogCaptureFixture) -> None:
+    api, _ = serve()
+    did = api.post("/api/dialogues", json={}).json()["id"]
+    stepped = api.post(f"/api/dialogues/{did}/step", json={"turns": 3}).json()
+    before = strip_checkpoint(soul_home, did)
+    (soul_home / "dialogues" / f"{did}.json.tmp").mkdir()  # where the save writes first: it cannot
+    later, app = serve()
+    got = later.get(f"/api/dialogues/{did}")
+    assert got.status_code == 200 and got.json()["result"]["metrics"] == stepped["metrics"]
+    hub = app.app.state.dialogues.open[did]
+    deadline = time.monotonic() + 10
+    while hub.working and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "its metrics checkpoint could not be saved" in caplog.text and "reads its turns again" in caplog.text
+    assert json.loads((soul_home / "dialogues" / f"{did}.json").read_text(encoding="utf-8")) == before  # untouched
+    assert later.get(f"/api/dialogues/{did}").json()["result"]["metrics"] == stepped["metrics"]

@@ -6,14 +6,19 @@ the rules' state — the transcript as the rules see it, each agent's mind (STM,
 conscious memory, LTM, energy), the last Fixy turn and the seeded random generator — and
 saves it as plain JSON (`to_dict` / `restore`). Every random choice of a dialogue (speaker,
 seed strategy, energy drain, hallucination risk, slips) draws from that one generator, in
-turn order, so the same seed and replies give the same transcript. The engine's errors
+turn order, so the same seed and replies give the same transcript. It keeps the dialogue's
+metrics reader too (the engine's `RunningMetrics`: each turn read once), and saves its
+checkpoint beside the state (`metrics_cache` / `restore`), so a process that resumes a long
+dialogue restores its metrics instead of reading every turn again. The engine's errors
 become `RunError`s here; an unknown speaker-policy or seed-strategy name is a
 `BlueprintInvalid` at its FILE:LINE:COL.
 """
 
 from __future__ import annotations
 
+import logging
 import random
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +27,7 @@ from soul.errors import BlueprintInvalid, RunError
 from soul.language import Blueprint, Dialogue
 
 DEFAULT_TOPIC = "whatever matters most to the speakers"
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,10 @@ class DialogueRules:
         self.policy = self._named(spec.speaker_policy_name, e.speaker_policies, ("dialogue", "speaker_policy", "kind"), "speaker policy")
         self.strategy = self._named(spec.seed_strategy_name, e.seed_strategies, ("dialogue", "seed_strategy"), "seed strategy")
         self.state = e.DialogueState.new(self.speakers, self.observer, seed, spec.energy_start)
+        self._reader: Any = None  # the metrics reader (RunningMetrics), made on the first read
+        self._reading = threading.Lock()  # the loop and a server's worker threads both read
+        self._cache: Mapping[str, Any] | None = None  # the saved checkpoint, until the first read
+        self.metrics_read_whole = 0  # turns the last new reader had to read (0: none, or restored)
 
     @property
     def history(self) -> list[Any]:
@@ -242,11 +252,53 @@ class DialogueRules:
         return AfterTurn(step, dream, tuple(marks))
 
     def metrics(self) -> dict[str, Any]:
-        topic = self.topic(1)
-        return dict(self._guard(lambda: self.engine.compute_metrics(self.history, topic, self.embedder)).to_dict())
+        """The metrics of the transcript (`DialogueMetrics` as a dict)."""
+        return dict(self._read(lambda reader: reader.metrics()).to_dict())
 
     def series(self) -> dict[str, Any]:
-        return dict(self._guard(lambda: self.engine.metric_series(self.history, self.topic(1), self.embedder)).to_dict())
+        """The per-turn series of the transcript (`MetricSeries` as a dict)."""
+        return dict(self._read(lambda reader: reader.series()).to_dict())
+
+    def metrics_cache(self) -> Mapping[str, Any] | None:
+        """The checkpoint of the metrics reader, to save with the state (`restore` takes it
+        back); the saved one, unused, when nothing has read the metrics since the restore."""
+        if self._reader is None:
+            return self._cache
+        return self._read(lambda reader: reader.checkpoint())  # type: ignore[no-any-return]
+
+    def _read(self, result: Callable[[Any], Any]) -> Any:
+        """`result` of the metrics reader brought up to date with the transcript: the one kept
+        from the last read (reading only the new turns), else the saved checkpoint's (after a
+        restore), else a new one that reads every turn — once."""
+        with self._reading:
+            # a copy (the event loop may add a turn while a worker thread reads), taken under the
+            # lock: never older than the turns the reader has read
+            turns = self.history
+            reader = self._reader
+            if reader is not None:
+                with reader.lock:
+                    if reader.follows(turns):
+                        reader.extend(turns[reader.count:])
+                        return result(reader)
+            reader = self._guard(lambda: self._new_reader(turns))
+            self._reader = reader
+            with reader.lock:
+                return result(reader)
+
+    def _new_reader(self, turns: Sequence[Any]) -> Any:
+        e, topic = self.engine, self.topic(1)
+        cache, self._cache = self._cache, None
+        if cache is not None:
+            try:
+                reader = e.RunningMetrics.from_checkpoint(cache, turns, topic, self.embedder)
+                self.metrics_read_whole = 0
+                return reader
+            except e.StateError as exc:  # another version, or the turns were changed: read them
+                log.info("the saved dialogue's metrics checkpoint is not used (%s); its turns are read again", exc)
+        reader = e.RunningMetrics(topic, self.embedder)
+        reader.extend(turns)
+        self.metrics_read_whole = len(turns)
+        return reader
 
     def _guard(self, call: Callable[[], Any]) -> Any:
         try:
@@ -259,8 +311,11 @@ class DialogueRules:
     def to_dict(self) -> dict[str, Any]:
         return dict(self.state.to_dict())
 
-    def restore(self, data: Mapping[str, Any]) -> None:
-        """Continue from a saved state (`to_dict`); RunError when it is not one."""
+    def restore(self, data: Mapping[str, Any], metrics_cache: Mapping[str, Any] | None = None) -> None:
+        """Continue from a saved state (`to_dict`) and, when saved with it, the metrics
+        checkpoint (`metrics_cache`: used on the first read if it fits the turns; without it,
+        as in dialogues saved before it existed, that read reads every turn); RunError when
+        the state is not one."""
         try:
             state = self.engine.DialogueState.from_dict(data)
         except self.engine.StateError as exc:
@@ -268,7 +323,10 @@ class DialogueRules:
         if tuple(state.agents) != tuple(self.speakers):
             raise RunError(f"the saved dialogue has agents {', '.join(state.agents)}; the blueprint now has "
                            f"{', '.join(self.speakers)}: start a new dialogue")
-        self.state = state
+        with self._reading:
+            self.state = state
+            self._reader = None
+            self._cache = metrics_cache if isinstance(metrics_cache, Mapping) else None
 
 
 def resonance_embedder() -> Callable[[Sequence[str]], list[list[float]]] | None:

@@ -23,8 +23,9 @@ the rules (`runtime/bridges/dialogue.py`, the engine bridge); `await runner.run(
 
 Each happening is an event (`DialogueTurn`, `FixyIntervened`, `FixyGated`, `DreamCycle`,
 `MetricsUpdated`) sent to `subscribe`d listeners. After every turn the dialogue is saved to
-`$SOUL_HOME/dialogues/<id>.json` (the rules' state, the agents' session ids and the events so
-far, secrets redacted); `DialogueRunner.open(..., resume=ID)` continues it.
+`$SOUL_HOME/dialogues/<id>.json` (the rules' state, the agents' session ids, the events so
+far and the metrics checkpoint, secrets redacted); `DialogueRunner.open(..., resume=ID)`
+continues it.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from soul.runtime.dialogue.agents import (
     template_texts,
 )
 from soul.runtime.dialogue.store import (
+    METRICS_CHECKPOINT,
     DialogueResult,
     build_result,
     dialogues_dir,
@@ -180,13 +182,15 @@ class DialogueRunner:
 
     async def run(self, turns: int | None = None, *, stop: Callable[[], bool] | None = None) -> DialogueResult:
         """Run `turns` more turns (default: the blueprint's `max_turns`, else 10); Fixy's
-        interventions are turns too. Saved after every turn; `stop`, asked between turns,
-        ends the run early when it says so (a server's pause)."""
+        interventions are turns too. Saved after every turn (on a worker thread: redacting and
+        writing 10,000 turns takes most of a second, which a server's other sessions must not
+        wait for; nothing changes the dialogue meanwhile, as the run waits for it); `stop`,
+        asked between turns, ends the run early when it says so (a server's pause)."""
         count = turns or self.spec.max_turns or DEFAULT_TURNS
         end = self.rules.turn - 1 + count
         while self.rules.turn <= end and not (stop is not None and stop()):
             await self.step(end)
-            self.save()
+            await asyncio.to_thread(self.save)
         return self.result()
 
     async def step(self, end: int | None = None) -> None:
@@ -208,7 +212,7 @@ class DialogueRunner:
         if rules.fixy_may_intervene(nxt):
             detection = self._detect(nxt - 1, topic)
             if detection is not None:
-                self.save()
+                await asyncio.to_thread(self.save)
                 await self._traced(self._fixy(nxt, rules.topic(nxt), detection), nxt, rules.observer or "fixy")
 
     async def _traced(self, work: Awaitable[None], number: int, speaker: str) -> None:
@@ -357,17 +361,33 @@ class DialogueRunner:
         return dialogues_dir(self.home) / f"{self.id}.json"
 
     def save(self) -> Path:
-        """Write the dialogue's state (`runtime/dialogue/store.py`: atomic, redacted)."""
-        return write_state(self.state_path(), {
+        """Write the dialogue's state (`runtime/dialogue/store.py`: atomic, redacted), with the
+        metrics checkpoint, so the next process to read the metrics restores them."""
+        path = write_state(self.state_path(), {
             "id": self.id, "soul": self.name, "blueprint": self.blueprint.file, "seed": self.seed,
             "sessions": {agent: s.id for agent, s in self.sessions.items()},
             "rules": self.rules.to_dict(), "events": [{"event": type(e).__name__, **e.to_dict()} for e in self.events],
+            METRICS_CHECKPOINT: self.rules.metrics_cache(),
         })
+        self.rules.metrics_read_whole = 0
+        return path
+
+    def read_metrics(self, *, save: bool = False) -> bool:
+        """Read the metrics now: restored from the saved checkpoint, else (a dialogue saved
+        before checkpoints, or one whose turns changed) every turn read once — 0.1–0.7 s at
+        10,000 turns, so a server calls this off its event loop. With `save`, a dialogue whose
+        turns had to be read is saved, so the next process restores them; True when it was
+        (an error writing, on a read-only data home, is the caller's: the metrics stand)."""
+        self.rules.metrics()
+        if save and self.rules.metrics_read_whole:
+            self.save()
+            return True
+        return False
 
     def _resume(self, saved: Mapping[str, Any]) -> None:
         if saved.get("soul") != self.name:
             raise RunError(f"dialogue {self.id} belongs to soul '{saved.get('soul')}', not '{self.name}'")
-        self.rules.restore(saved["rules"])
+        self.rules.restore(saved["rules"], saved.get(METRICS_CHECKPOINT))
         for agent, session_id in dict(saved.get("sessions", {})).items():
             if agent in self.souls:
                 self.sessions[agent] = self.souls[agent].session(session_id)

@@ -1,6 +1,12 @@
 """A dialogue's outcome and where it is kept: `DialogueResult` (what `soul dialogue --json`
 writes), and the saved state `$SOUL_HOME/dialogues/<id>.json` — written atomically after
 every turn (a temporary file renamed over the old; secrets redacted) and read back to resume.
+
+The state holds the metrics checkpoint too (`metrics_checkpoint`: the metrics reader's sums,
+series and vocabulary, see engines/dialogue/running.py). It is derived from the turns' words,
+so it is saved only when redaction left every turn as it was read: a turn that held a secret
+would otherwise leave its words, lower-cased, in the vocabulary (the next read then reads the
+saved, redacted turns again, and the save after it keeps their checkpoint).
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from soul.errors import RunError
 from soul.runtime.events import DialogueTurn, DreamCycle, FixyGated, FixyIntervened, MetricsUpdated
 
 EVENTS = {cls.__name__: cls for cls in (DialogueTurn, FixyIntervened, FixyGated, DreamCycle, MetricsUpdated)}
+METRICS_CHECKPOINT = "metrics_checkpoint"  # the saved state's key of the metrics checkpoint
 
 
 @dataclass(frozen=True)
@@ -76,11 +83,17 @@ def dialogues_dir(home: Path | None = None) -> Path:
 
 def write_state(path: Path, data: Mapping[str, Any]) -> Path:
     """Write a dialogue's state: secrets redacted, a temporary file renamed over the old (a
-    crash mid-write leaves the previous turn's state)."""
+    crash mid-write leaves the previous turn's state). The metrics checkpoint is left out
+    when redaction changed it or any turn (see above)."""
     from soul.store import redact_data
 
+    clean = redact_data(dict(data))
+    if clean.get(METRICS_CHECKPOINT) is not None and (
+            clean[METRICS_CHECKPOINT] != data[METRICS_CHECKPOINT]
+            or clean.get("rules", {}).get("turns") != data.get("rules", {}).get("turns")):
+        clean[METRICS_CHECKPOINT] = None
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(redact_data(dict(data)), ensure_ascii=False), encoding="utf-8")
+    tmp.write_text(json.dumps(clean, ensure_ascii=False), encoding="utf-8")
     tmp.replace(path)
     return path
 
