@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from soul.compiler import PlannedStep
-from soul.kinds import StepKind
+from soul.kinds import Section, StepKind
 from soul.providers import Chunk, Message, Provider, Request, Usage
 from soul.runtime.events import CallTrace, Token
 from soul.runtime.surrogates import replace_lone_surrogates
@@ -132,18 +132,19 @@ class Echo:
     what: str
 
 
-def _echoes(steps: Sequence[PlannedStep], parses: dict[str, StepParse], instructions: Instructions | None,
+def _echoes(shape: CallShape, parses: dict[str, StepParse], instructions: Instructions | None,
             gated_off: Callable[[str, dict[str, StepParse]], bool] | None = None) -> list[Echo]:
     """The sections of this reply that repeat the call's instructions (a gated-off step's do
-    not count: its outputs are not used, as its missing sections and refusals do not count)."""
+    not count: its outputs are not used, as its missing sections and refusals do not count).
+    Only sections that read as text can (`CallShape.echoing`)."""
     if instructions is None:
         return []
     found = []
-    for step in steps:
+    for step, sections in shape.echoing:
         if gated_off and gated_off(step.name, parses):
             continue
         outputs = parses[step.name].outputs
-        for section in step.kind.sections:
+        for section in sections:
             value = outputs.get(section.output)
             if isinstance(value, str) and value.strip() and value.strip() != step.kind.silence:
                 what = instructions.echoed(value)
@@ -164,7 +165,7 @@ async def run_call(
     provider: Provider,
     model: str,
     options: dict[str, Any],
-    steps: Sequence[PlannedStep],
+    shape: CallShape,
     messages: tuple[Message, ...],
     unit: int,
     stream_steps: Sequence[str] = (),
@@ -178,7 +179,8 @@ async def run_call(
     known: Sequence[str] = (),
     instructions: Instructions | None = None,
 ) -> CallOutcome:
-    """Run one call; `attempts` counts the first try plus re-asks. `fits(messages)` says
+    """Run one call over the steps of `shape` (`CallShape`: what the call plan fixes);
+    `attempts` counts the first try plus re-asks. `fits(messages)` says
     whether a re-ask's longer history still fits the model's window: when not, none is made.
 
     `gated_off(step, parses)` tells whether a step's after-the-call gate is closed on this
@@ -192,11 +194,11 @@ async def run_call(
     `instructions` (the call's persona and response format, `soul.sections.instructions_of`):
     a section repeating them is re-asked like a missing one, then dropped.
     """
+    steps = shape.steps
     if tags is None:
         tags = tuple(section.tag for step in steps for section in step.kind.sections)
     elif type(tags) is not tuple:
         tags = tuple(tags)
-    shape = _shape(steps)
     first = None  # the first reply, read by the usual path below when it needs more
     if tools is None and not (stream_steps and emit is not None and provider.can_stream):
         # the usual call: one completion, read at once; done here when nothing is missing
@@ -206,17 +208,19 @@ async def run_call(
         if not raw.isascii():
             raw = replace_lone_surrogates(raw)
         result = extract_sections(raw, tags)
-        parses = {step.name: parse_step(step.kind, step.params, result) for step in steps}
+        parses = {}
+        for step in steps:  # a plain loop: a comprehension is a frame of its own
+            parses[step.name] = parse_step(step.kind, step.params, result)
         # no step's reply can fall back or be refused, and nothing repeats the instructions
-        if not (shape.falling or shape.refusing) and not _echoes(steps, parses, instructions):
+        if not (shape.falling or shape.refusing) and not (shape.echoing and _echoes(shape, parses, instructions)):
             for parse in parses.values():
                 if parse.missing:
                     break
             else:
                 usage = completion.usage
                 trace = CallTrace(unit, model, shape.names, messages, raw, 1, usage.input_tokens, usage.output_tokens,
-                                  (time.perf_counter() - started) * 1000, result.repairs,
-                                  cache_read_tokens=usage.cache_read_tokens, cache_write_tokens=usage.cache_write_tokens)
+                                  (time.perf_counter() - started) * 1000, result.repairs, (), None, (), (),
+                                  usage.cache_read_tokens, usage.cache_write_tokens)
                 return CallOutcome(parses, _NONE, trace, False)
         first = (raw, completion.usage, result, parses)
     silence: dict[str, str] = {}
@@ -270,7 +274,7 @@ async def run_call(
             if p.missing and not (gated_off and gated_off(name, parses)):
                 missing += p.missing
         empty = [step.kind.sections[0].tag for step in shape.replies if _empty_reply(step, parses[step.name])] if shape.replies else ()
-        echoes = _echoes(steps, parses, instructions, gated_off)
+        echoes = _echoes(shape, parses, instructions, gated_off)
         if not (missing or empty or refused or echoes) or attempt == attempts:
             break
         # A re-ask fills in what is missing; what was read whole stands (so a reply the user
@@ -300,7 +304,7 @@ async def run_call(
             extra = tool_outputs(runs) if step.kind.name == TOOL_STEP else {}
             parses[step.name] = replace(parse, outputs={**parse.outputs, **extra}, flags=(*parse.flags, *notes))
     dropped: set[str] = set()
-    for echo in _echoes(steps, parses, instructions, gated_off):
+    for echo in _echoes(shape, parses, instructions, gated_off):
         parse = parses[echo.step]
         if streamed and echo.tag in by_tag:  # the user saw it as it came: it stands
             parses[echo.step] = replace(parse, flags=(*parse.flags, f"echo: <{echo.tag}> repeats the instructions (shown as streamed)"))
@@ -330,41 +334,30 @@ async def run_call(
     return CallOutcome(parses, frozenset(fallbacks) if fallbacks else _NONE, trace, streamed, tuple(runs) if runs else ())
 
 
-class _Shape:
-    """What a call derives from its tuple of steps, once: their names, the reply steps (an
-    empty reply is re-asked), and the steps a reply can fall back for (reply kinds, kinds
-    with an `unparsed` output)."""
+TEXT_FREE = frozenset({"bool", "list", "mapping"})  # section types that never read as text
 
-    __slots__ = ("falling", "names", "refusing", "replies", "steps")
+
+class CallShape:
+    """What a call derives from its tuple of steps, once per call plan (`Services.bind` keeps
+    it): their names, the reply steps (an empty reply is re-asked), the steps a reply can fall
+    back for (reply kinds, kinds with an `unparsed` output), the steps whose kind may refuse a
+    section (`StepKind.refusals` overridden), and the sections that read as text — the only
+    ones that can repeat the instructions (`_echoes`): with none, a call needs no instructions."""
+
+    __slots__ = ("echoing", "falling", "names", "refusing", "replies", "steps")
 
     def __init__(self, steps: Sequence[PlannedStep]) -> None:
         self.steps = steps
         self.names = tuple(s.name for s in steps)
         self.replies = tuple(s for s in steps if s.kind.name in REPLY_KINDS)
         self.falling = tuple(s for s in steps if s.kind.name in REPLY_KINDS or s.kind.unparsed)
-        # the steps whose kind may refuse a section (`StepKind.refusals` overridden)
         self.refusing = tuple(s for s in steps if getattr(s.kind.refusals, "__func__", None) is not _NO_REFUSALS)
+        echoing = ((s, tuple(c for c in s.kind.sections if c.type not in TEXT_FREE)) for s in steps)
+        self.echoing: tuple[tuple[PlannedStep, tuple[Section, ...]], ...] = tuple((s, c) for s, c in echoing if c)
 
 
 _NO_REFUSALS = StepKind.refusals.__func__
-
-
-def refuses(steps: Sequence[PlannedStep]) -> bool:
-    """Whether the kind of one of a call's steps may refuse a section (`StepKind.refusals`):
-    only then does the call need what the turn said before it (`run_call`'s `known`)."""
-    return bool(_shape(steps).refusing)
-_shapes: dict[int, _Shape] = {}
 _NONE: frozenset[str] = frozenset()
-
-
-def _shape(steps: Sequence[PlannedStep]) -> _Shape:
-    """The shape of a call's steps (a call plan's tuple lives as long as its plan)."""
-    found = _shapes.get(id(steps))
-    if found is None or found.steps is not steps:
-        if len(_shapes) >= 1024:
-            _shapes.clear()
-        found = _shapes[id(steps)] = _Shape(steps)
-    return found
 
 
 async def _stream(

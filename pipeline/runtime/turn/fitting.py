@@ -140,7 +140,7 @@ class TurnParts:
         system message is the turn's piece, then this call's two parts (laid out as
         `parts.join` would: a separator belongs to the span before it). The rows of the turn's
         piece, history and input are worked out once and shared by its calls (plain data,
-        never changed)."""
+        never changed): a call adds its own two rows."""
         rows = self._rows
         if rows is None:  # the history's and the input's spans, the same for every call of the turn
             history, labels = self.view.messages(), self.view.labels()
@@ -150,6 +150,11 @@ class TurnParts:
                 head[-1] = [*head[-1][:4], head[-1][4] + 2]
             self._head_rows = head
         at = len(self.before)
+        if this_turn and form:  # the usual call of a chain
+            at = at + 2 if at else 0
+            mid = at + len(this_turn) + 2
+            spans = [*(self._head_rows if at else ()), [parts.THIS_TURN, "", 0, at, mid], [parts.FORMAT, "", 0, mid, mid + len(form)], *rows]
+            return {"spans": spans, "messages": len(self.tail) + 1}
         if at and (this_turn or form):
             spans = [*self._head_rows]
             at += 2
@@ -176,7 +181,7 @@ class Costs:
     what they add to a call's report when they fit whole (in the report's order, around the
     call's own two parts), with the cuts of the regions' own limits."""
 
-    __slots__ = ("counts", "first", "fixed", "history", "limit_cuts", "memory", "rest", "summary", "turn_costs", "turns")
+    __slots__ = ("counts", "first", "fixed", "history", "limit_cuts", "memory", "rest", "shares", "summary", "turn_costs", "turns")
 
     def __init__(self, parts: TurnParts, counter: Counter, count: Count) -> None:
         h, s, u = self.counts = (count(counter, parts.head), count(counter, parts.steering), count(counter, parts.user))
@@ -194,6 +199,8 @@ class Costs:
         self.rest[OVERHEAD] = 2 * MESSAGE_OVERHEAD
         self.rest["history"] = self.history
         self.rest.update((f"working memory: {r[0]}", kept) for r, (_, _, kept) in zip(memory.regions, regions, strict=True))
+        # the report's parts with a call's own two in their places (a call copies it and sets them)
+        self.shares = {**self.first, FIXED[2]: 0, FIXED[3]: 0, **self.rest}
 
 
 def _limit_cut(region: str, over: int, limit: int) -> dict[str, Any]:
@@ -274,12 +281,16 @@ class Fitter:
             # it plainly fits: every turn is shown, working memory cut only to its regions' limits
             # the parts in the report's order, this call's own two among the turn's (a zero left out)
             if t and f:
-                shares = {**costs.first, FIXED[2]: t, FIXED[3]: f, **costs.rest}
+                shares = costs.shares.copy()
+                shares[FIXED[2]] = t
+                shares[FIXED[3]] = f
             elif t or f:
                 shares = {**costs.first, (FIXED[2] if t else FIXED[3]): t or f, **costs.rest}
             else:
                 shares = {**costs.first, **costs.rest}
-            system = Message("system", "\n\n".join(filter(None, (turn.before, this_turn, form))), cache_points=turn.points)
+            before = turn.before
+            text = f"{before}\n\n{this_turn}\n\n{form}" if before and this_turn and form else "\n\n".join(filter(None, (before, this_turn, form)))
+            system = Message("system", text, (), None, False, turn.points)  # positionally: cheaper than a keyword
             return Prompt((system, *turn.tail),
                           {"window": budget.window, "reserve": budget.reserve, "counter": counter.name, "fixed": total,
                            "used": total + history + costs.memory, "parts": shares},

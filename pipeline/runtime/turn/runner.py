@@ -29,6 +29,7 @@ from soul.compiler import CallPlan, Plan, PlannedStep, ScopePlan, Unit
 from soul.errors import RunError, SoulError, StepError
 from soul.kinds import ChangeContext, StepEnv
 from soul.providers import Message, call_cost
+from soul.providers.prices import cost_of
 from soul.records import (
     MemoryEntry,
     Snapshot,
@@ -41,12 +42,12 @@ from soul.runtime.conversation import (
 )
 from soul.runtime.events import CallTrace, StepFinished, StepStarted, StepTrace
 from soul.runtime.tools import ToolUse, tools_of
-from soul.runtime.turn.calls import CallOutcome, refuses, run_call
+from soul.runtime.turn.calls import CallOutcome, run_call
 from soul.runtime.turn.context import TurnState, context_for
 from soul.runtime.turn.eager import gather_eagerly
 from soul.runtime.turn.fitting import Prompt
 from soul.runtime.turn.gates import EXPRESSION_ERRORS, every_open
-from soul.runtime.turn.services import Services
+from soul.runtime.turn.services import BoundCall, Services
 from soul.sections import Instructions, instructions_of
 
 GatedOff = Callable[[str, dict[str, Any]], bool]
@@ -235,7 +236,7 @@ class ScopeRunner:
         `instructions` is re-asked, then dropped (`calls.py`)."""
         bound = self.services.bind(call)
         return run_call(  # positionally: a call's keywords cost as much as its prompt's report
-            bound.provider, bound.model, bound.options, call.steps, messages, call.unit.index, call.stream_steps,
+            bound.provider, bound.model, bound.options, bound.shape, messages, call.unit.index, call.stream_steps,
             self.emit, call.attempts, gated_off, call.tags, bound.grammar, budget.fits if budget is not None else None, tools,
             known, instructions,
         )
@@ -272,8 +273,10 @@ class ScopeRunner:
         if emit is not None:
             for step in call.steps:
                 emit(StepStarted(step.name, step.kind.name))
-        earlier = self.earlier(ts)
-        budget = self.budget(call)
+        earlier = {**self.not_run, **ts.done}  # as `earlier` has it (inline: a call of its own costs as much)
+        # what the call plan is bound to (a dry run binds no provider: its budget is the blueprint's)
+        bound = self.services.bind(call) if self.applies_changes else None
+        budget = bound.budget if bound is not None else self.budget(call)
         try:
             prompt = self.builder.build(call.steps, ts.ctx, earlier, budget, call.where)
         except SoulError:
@@ -295,22 +298,23 @@ class ScopeRunner:
         started = time.perf_counter()
         tools = tools_of(self, call, ts) if self.services.tools is not None and self.applies_changes else None  # a dry run calls none
         messages = prompt.messages
-        traced = False
-        if not self.applies_changes:  # a dry run parses nothing
-            asked = self.ask(call, messages, gated_off, budget)
-        else:  # what a kind's refusals tell a copy of, when one of the call's kinds may refuse
-            # what a section must not parrot: the persona and the response format (not what was said)
-            parroted = instructions_of(self.builder.persona_of(ts.ctx), prompt.form)
-            asked = self.ask(call, messages, gated_off, budget, tools, _said(ts) if refuses(call.steps) else (), parroted)
+        if bound is None:  # a dry run parses nothing
+            outcome = await self.ask(call, messages, gated_off, budget)
+            self._complete(None, prompt, tools, outcome.trace)
+        else:
+            shape = bound.shape
+            # what a section must not parrot: the persona and the response format (not what was
+            # said), when a section of the call reads as text; what a kind's refusals tell a
+            # copy of, when one of the call's kinds may refuse
+            parroted = instructions_of(self.builder.persona_of(ts.ctx), prompt.form) if shape.echoing else None
+            asked = self.ask(call, messages, gated_off, budget, tools, _said(ts) if shape.refusing else (), parroted)
             if tracing.on():  # the call's span, its trace complete before it ends
-                traced = True
-                bound = self.services.bind(call)
                 attributes = tracing.call_attributes(bound.provider.name, bound.model, bound.options, call.unit.index,
                                                      [s.name for s in call.steps], ts.session)
-                asked = tracing.call(asked, attributes, partial(self._complete, call, prompt, tools))
-        outcome = await asked
-        if not traced:
-            self._complete(call, prompt, tools, outcome.trace)
+                outcome = await tracing.call(asked, attributes, partial(self._complete, bound, prompt, tools))
+            else:
+                outcome = await asked
+                self._complete(bound, prompt, tools, outcome.trace)
         ts.provider_spans.append((started, time.perf_counter()))
         if ts.cognition is not None:  # Chetana learns each tool's outcomes and latencies
             for run in outcome.tool_runs:
@@ -365,18 +369,22 @@ class ScopeRunner:
             if emit is not None:
                 emit(StepFinished(name, dict(outputs), status in ("ran", "fallback")))
 
-    def _complete(self, call: CallPlan, prompt: Prompt, tools: ToolUse | None, trace: CallTrace) -> None:
+    def _complete(self, bound: BoundCall | None, prompt: Prompt, tools: ToolUse | None, trace: CallTrace) -> None:
         """The call's trace completed: its budget, what was cut, where each part of the prompt
-        lies, and (a real call) its cost from its usage and the price table (providers/prices.py)."""
+        lies, and (a real call: `bound`) its cost from its usage and the price table
+        (providers/prices.py)."""
         if prompt.budget is not None:  # the prompt's record of its budget
             trace.budget = prompt.budget
             if prompt.cut:
                 trace.cut = tuple(prompt.cut)
-            trace.window = _window(prompt.layout, tools, self.services.bind(call).provider if tools else None)
-        if self.applies_changes:  # a dry run made no call: it cost nothing to price
-            bound = self.services.bind(call)
-            trace.cost = call_cost(bound.provider.name, bound.model, trace.input_tokens, trace.output_tokens,
-                                   trace.cache_read_tokens, trace.cache_write_tokens, table=self.services.prices)
+            trace.window = _window(prompt.layout, tools, bound.provider if bound is not None else None) if tools is not None else prompt.layout
+        if bound is not None:  # a dry run made no call: it cost nothing to price
+            if bound.price is not None:  # the soul's price table, looked up once per call plan
+                trace.cost = cost_of(bound.price, trace.input_tokens, trace.output_tokens, trace.cache_read_tokens,
+                                     trace.cache_write_tokens)
+            else:
+                trace.cost = call_cost(bound.provider.name, bound.model, trace.input_tokens, trace.output_tokens,
+                                       trace.cache_read_tokens, trace.cache_write_tokens, table=self.services.prices)
 
     def _render_error(self, call: CallPlan, ts: TurnState, earlier: Mapping[str, Any], exc: Exception) -> StepError:
         """The StepError for a prompt that failed to render, naming the step whose template
