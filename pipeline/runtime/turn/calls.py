@@ -25,6 +25,7 @@ the store.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -32,10 +33,12 @@ from typing import Any
 
 from soul.compiler import PlannedStep
 from soul.kinds import Section, StepKind
-from soul.providers import Chunk, Message, Provider, Request, Usage
+from soul.providers import Chunk, Message, Provider, Request, Usage, call_cost
+from soul.providers.prices import Priced, cost_of
 from soul.runtime.events import CallTrace, Token
 from soul.runtime.surrogates import replace_lone_surrogates
 from soul.runtime.tools import TOOL_STEP, ToolRun, ToolUse, converse, tool_outputs
+from soul.runtime.turn.fitting import Prompt
 from soul.sections import (
     Closed,
     Instructions,
@@ -153,6 +156,15 @@ def _echoes(shape: CallShape, parses: dict[str, StepParse], instructions: Instru
     return found
 
 
+def _window(layout: dict[str, Any] | None, tools: ToolUse | None, provider: Provider) -> dict[str, Any] | None:
+    """The prompt's layout for the trace, with the tools' specs when they went beside the
+    messages (native tool calling: the provider counts them in the call's input)."""
+    if layout is not None and tools is not None and getattr(provider, "can_call_tools", False):
+        specs = [{"name": s.name, "description": s.description, "parameters": s.parameters} for s in tools.specs()]
+        return {**layout, "tool_specs": json.dumps(specs, ensure_ascii=False)}
+    return layout
+
+
 def _empty_reply(step: PlannedStep, parse: StepParse) -> bool:
     """Whether a reply step's section was written but holds nothing the user could read."""
     if step.kind.name not in REPLY_KINDS or parse.missing:
@@ -166,7 +178,7 @@ async def run_call(
     model: str,
     options: dict[str, Any],
     shape: CallShape,
-    messages: tuple[Message, ...],
+    prompt: Prompt,
     unit: int,
     stream_steps: Sequence[str] = (),
     emit: Callable[[Any], None] | None = None,
@@ -178,10 +190,14 @@ async def run_call(
     tools: ToolUse | None = None,
     known: Sequence[str] = (),
     instructions: Instructions | None = None,
+    price: Priced | None = None,
 ) -> CallOutcome:
-    """Run one call over the steps of `shape` (`CallShape`: what the call plan fixes);
-    `attempts` counts the first try plus re-asks. `fits(messages)` says
+    """Run one call of `prompt` over the steps of `shape` (`CallShape`: what the call plan
+    fixes); `attempts` counts the first try plus re-asks. `fits(messages)` says
     whether a re-ask's longer history still fits the model's window: when not, none is made.
+    The call's trace is complete when it returns: what the prompt's budget held and cut,
+    where its parts lie, and what the call cost (`price`, as `PriceTable.price_for` found it;
+    None: the data home's table is read, `call_cost`).
 
     `gated_off(step, parses)` tells whether a step's after-the-call gate is closed on this
     reply: its sections are then not required (Claudius writes no update after a false check).
@@ -195,6 +211,7 @@ async def run_call(
     a section repeating them is re-asked like a missing one, then dropped.
     """
     steps = shape.steps
+    messages = prompt.messages
     if tags is None:
         tags = tuple(section.tag for step in steps for section in step.kind.sections)
     elif type(tags) is not tuple:
@@ -218,9 +235,15 @@ async def run_call(
                     break
             else:
                 usage = completion.usage
-                trace = CallTrace(unit, model, shape.names, messages, raw, 1, usage.input_tokens, usage.output_tokens,
-                                  (time.perf_counter() - started) * 1000, result.repairs, (), None, (), (),
-                                  usage.cache_read_tokens, usage.cache_write_tokens)
+                ms = (time.perf_counter() - started) * 1000
+                tokens_in, tokens_out, cache_read, cache_write = (usage.input_tokens, usage.output_tokens,
+                                                                  usage.cache_read_tokens, usage.cache_write_tokens)
+                budget = prompt.budget
+                trace = CallTrace(unit, model, shape.names, messages, raw, 1, tokens_in, tokens_out, ms, result.repairs, (),
+                                  budget, tuple(prompt.cut) if prompt.cut else (), (), cache_read, cache_write,
+                                  prompt.layout if budget is not None else None,
+                                  cost_of(price, tokens_in, tokens_out, cache_read, cache_write) if price is not None
+                                  else call_cost(provider.name, model, tokens_in, tokens_out, cache_read, cache_write))
                 return CallOutcome(parses, _NONE, trace, False)
         first = (raw, completion.usage, result, parses)
     silence: dict[str, str] = {}
@@ -326,10 +349,15 @@ async def run_call(
             text = text_outside_sections(raw, tags).strip() or FALLBACK_REPLY
             parses[step.name] = replace(parse, outputs={**parse.outputs, "text": text}, flags=(*parse.flags, "fallback: reply taken from the raw text"))
             fallbacks.add(step.name)
+    budget = prompt.budget
     trace = CallTrace(
         unit, model, shape.names, history, raw, len(reasks) + 1,
         input_tokens, output_tokens, (time.perf_counter() - started) * 1000, repairs, tuple(reasks) if reasks else (),
-        tools=tuple(r.to_dict() for r in runs) if runs else (), cache_read_tokens=cache_read, cache_write_tokens=cache_write,
+        budget, tuple(prompt.cut) if budget is not None and prompt.cut else (),
+        tuple(r.to_dict() for r in runs) if runs else (), cache_read, cache_write,
+        None if budget is None else _window(prompt.layout, tools, provider),
+        cost_of(price, input_tokens, output_tokens, cache_read, cache_write) if price is not None
+        else call_cost(provider.name, model, input_tokens, output_tokens, cache_read, cache_write),
     )
     return CallOutcome(parses, frozenset(fallbacks) if fallbacks else _NONE, trace, streamed, tuple(runs) if runs else ())
 

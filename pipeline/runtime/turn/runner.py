@@ -16,7 +16,6 @@ anything of it is streamed.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
@@ -28,8 +27,6 @@ from jinja2 import TemplateError
 from soul.compiler import CallPlan, Plan, PlannedStep, ScopePlan, Unit
 from soul.errors import RunError, SoulError, StepError
 from soul.kinds import ChangeContext, StepEnv
-from soul.providers import Message, call_cost
-from soul.providers.prices import cost_of
 from soul.records import (
     MemoryEntry,
     Snapshot,
@@ -40,7 +37,7 @@ from soul.runtime.conversation import (
     fold_history,
     labelled,
 )
-from soul.runtime.events import CallTrace, StepFinished, StepStarted, StepTrace
+from soul.runtime.events import StepFinished, StepStarted, StepTrace
 from soul.runtime.tools import ToolUse, tools_of
 from soul.runtime.turn.calls import CallOutcome, run_call
 from soul.runtime.turn.context import TurnState, context_for
@@ -80,15 +77,6 @@ def start_turn(plan: Plan, services: Services, snapshot: Snapshot, text: str, ki
     return ts
 
 
-def _window(layout: dict[str, Any] | None, tools: ToolUse | None, provider: Any) -> dict[str, Any] | None:
-    """The prompt's layout for the trace, with the tools' specs when they went beside the
-    messages (native tool calling: the provider counts them in the call's input)."""
-    if layout is not None and tools is not None and getattr(provider, "can_call_tools", False):
-        specs = [{"name": s.name, "description": s.description, "parameters": s.parameters} for s in tools.specs()]
-        return {**layout, "tool_specs": json.dumps(specs, ensure_ascii=False)}
-    return layout
-
-
 def _no_memory() -> Any:
     raise RunError("this run has no memory field: its services were built without a memory bridge")
 
@@ -116,10 +104,31 @@ class ScopeRunner:
         self.memory_config: Mapping[str, Any] = plan.blueprint.memory or {}
         # every step a template or gate may name, as it reads before (or without) running
         self.not_run = services.not_run(plan, scope)
+        self.order = services.order(plan, scope)  # each step's place in plan order
+        self.last = len(self.order)
         self._change_ctx: ChangeContext | None = None
+        # whether units and calls run in spans (decided per run: `tracing.reset` decides again)
+        self.traced = self.applies_changes and tracing.on()
 
     def variables(self, ts: TurnState, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         return self.builder.variables(replace(ts.ctx, steps={**self.not_run, **ts.outputs}), params)
+
+    def _did(self, ts: TurnState, name: str, outputs: dict[str, Any]) -> None:
+        """`name`'s outputs among the steps done, which are kept in plan order (the order
+        "This Turn So Far" lists them in), whatever order concurrent units finish in."""
+        done = ts.done
+        at = self.order.get(name, self.last)  # a step of no scope here goes after the others
+        if at >= ts.reach or name in done:  # in order (always so but for concurrent units)
+            done[name] = outputs
+            if at > ts.reach:
+                ts.reach = at
+            return
+        done[name] = outputs
+        order, last = self.order, self.last
+        ranked = sorted(done.items(), key=lambda item: order.get(item[0], last))
+        done.clear()
+        done.update(ranked)
+        ts.reach = order.get(ranked[-1][0], last)
 
     def earlier(self, ts: TurnState) -> Mapping[str, Any]:
         """What a call's templates see as `steps`: the steps that produced outputs, and NotRun
@@ -138,7 +147,7 @@ class ScopeRunner:
 
     async def run(self, ts: TurnState) -> None:
         units, gated = self.scope.units, self.scope.gated  # units are numbered from 1
-        traced = self.applies_changes and tracing.on()  # every unit in its span: through run_unit
+        traced = self.traced  # every unit in its span: through run_unit
         for layer in self.scope.layers:
             if len(layer) == 1:  # no task needed for a lone unit: a chain pays no scheduling
                 unit = units[layer[0] - 1]
@@ -164,7 +173,7 @@ class ScopeRunner:
     async def run_unit(self, unit: Unit, ts: TurnState) -> None:
         planned = self.scope.steps
         if unit.index not in self.scope.gated:  # no step of the unit has a gate: all of them run
-            if self.applies_changes and tracing.on():
+            if self.traced:
                 await self._run_traced(unit, unit.steps, ts)
             elif unit.model is not None:
                 await self.run_llm_unit(unit, unit.steps, ts)
@@ -190,7 +199,7 @@ class ScopeRunner:
 
     async def _run_traced(self, unit: Unit, active: Sequence[str], ts: TurnState) -> None:
         """A unit's active steps, in the unit's span when spans are made (a dry run makes none)."""
-        if self.applies_changes and tracing.on():
+        if self.traced:
             planned = self.scope.steps
             steps = [(name, planned[name].kind.name) for name in active]
             await tracing.unit(self._run_active(unit, active, ts), steps, self.scope.scope, ts.steps)
@@ -228,17 +237,20 @@ class ScopeRunner:
         except TemplateError as exc:
             raise StepError.from_exception(exc, step=step.name, kind=step.kind.name, what="its template failed") from exc
 
-    def ask(self, call: CallPlan, messages: tuple[Message, ...], gated_off: GatedOff | None, budget: Budget | None = None,
+    def ask(self, call: CallPlan, prompt: Prompt, gated_off: GatedOff | None, budget: Budget | None = None,
             tools: ToolUse | None = None, known: Sequence[str] = (),
-            instructions: Instructions | None = None) -> Awaitable[CallOutcome]:
-        """One model call over `call`'s steps, through the provider its unit's model resolves to
-        (the call's coroutine itself: no frame of its own on the hot path); a section repeating
-        `instructions` is re-asked, then dropped (`calls.py`)."""
-        bound = self.services.bind(call)
+            instructions: Instructions | None = None, bound: BoundCall | None = None) -> Awaitable[CallOutcome]:
+        """One model call of `prompt` over `call`'s steps, through the provider its unit's model
+        resolves to (`bound`, when the caller has bound it already; the call's coroutine itself:
+        no frame of its own on the hot path); a section repeating `instructions` is re-asked,
+        then dropped (`calls.py`). Its trace comes back complete: the prompt's budget, cut and
+        layout, and the call's cost."""
+        if bound is None:
+            bound = self.services.bind(call)
         return run_call(  # positionally: a call's keywords cost as much as its prompt's report
-            bound.provider, bound.model, bound.options, bound.shape, messages, call.unit.index, call.stream_steps,
+            bound.provider, bound.model, bound.options, bound.shape, prompt, call.unit.index, call.stream_steps,
             self.emit, call.attempts, gated_off, call.tags, bound.grammar, budget.fits if budget is not None else None, tools,
-            known, instructions,
+            known, instructions, bound.price,
         )
 
     async def run_local_step(self, step: PlannedStep, ts: TurnState) -> None:
@@ -249,7 +261,7 @@ class ScopeRunner:
         outputs = await self.step_outputs(step, ts)
         ms = (time.perf_counter() - started) * 1000
         ts.outputs[name] = outputs
-        ts.done[name] = outputs
+        self._did(ts, name, outputs)
         flags: tuple[str, ...] = ()
         if self.applies_changes:
             changes = kind.changes(name, outputs, ChangeContext(self.state_spec, ts.ctx.state))
@@ -278,7 +290,7 @@ class ScopeRunner:
         bound = self.services.bind(call) if self.applies_changes else None
         budget = bound.budget if bound is not None else self.budget(call)
         try:
-            prompt = self.builder.build(call.steps, ts.ctx, earlier, budget, call.where)
+            prompt = self.builder.build(call.steps, ts.ctx, earlier, budget, call.where, ts.done)
         except SoulError:
             raise
         except (TemplateError, *EXPRESSION_ERRORS) as exc:
@@ -296,25 +308,21 @@ class ScopeRunner:
                 return not gates.when_open(name, expression, variables, planned[name].kind.name)
 
         started = time.perf_counter()
-        tools = tools_of(self, call, ts) if self.services.tools is not None and self.applies_changes else None  # a dry run calls none
-        messages = prompt.messages
-        if bound is None:  # a dry run parses nothing
-            outcome = await self.ask(call, messages, gated_off, budget)
-            self._complete(None, prompt, tools, outcome.trace)
+        if bound is None:  # a dry run calls no tool and parses nothing
+            outcome = await self.ask(call, prompt, gated_off, budget)
         else:
+            tools = tools_of(self, call, ts) if self.services.tools is not None else None
             shape = bound.shape
             # what a section must not parrot: the persona and the response format (not what was
             # said), when a section of the call reads as text; what a kind's refusals tell a
             # copy of, when one of the call's kinds may refuse
             parroted = instructions_of(self.builder.persona_of(ts.ctx), prompt.form) if shape.echoing else None
-            asked = self.ask(call, messages, gated_off, budget, tools, _said(ts) if shape.refusing else (), parroted)
-            if tracing.on():  # the call's span, its trace complete before it ends
+            asked = self.ask(call, prompt, gated_off, budget, tools, _said(ts) if shape.refusing else (), parroted, bound)
+            if self.traced:  # the call's span
                 attributes = tracing.call_attributes(bound.provider.name, bound.model, bound.options, call.unit.index,
                                                      [s.name for s in call.steps], ts.session)
-                outcome = await tracing.call(asked, attributes, partial(self._complete, bound, prompt, tools))
-            else:
-                outcome = await asked
-                self._complete(bound, prompt, tools, outcome.trace)
+                asked = tracing.call(asked, attributes)
+            outcome = await asked
         ts.provider_spans.append((started, time.perf_counter()))
         if ts.cognition is not None:  # Chetana learns each tool's outcomes and latencies
             for run in outcome.tool_runs:
@@ -346,7 +354,7 @@ class ScopeRunner:
             ts.outputs[name] = outputs
             for value in outputs.values():  # a plain loop: any() over a generator costs more
                 if value is not None:
-                    ts.done[name] = outputs
+                    self._did(ts, name, outputs)
                     break
             status = "fallback" if name in fallbacks else ("failed" if parse.missing else "ran")
             if after_gates:
@@ -368,23 +376,6 @@ class ScopeRunner:
                 ts.cognition.record(name, status == "ran", per_step_ms, outputs)
             if emit is not None:
                 emit(StepFinished(name, dict(outputs), status in ("ran", "fallback")))
-
-    def _complete(self, bound: BoundCall | None, prompt: Prompt, tools: ToolUse | None, trace: CallTrace) -> None:
-        """The call's trace completed: its budget, what was cut, where each part of the prompt
-        lies, and (a real call: `bound`) its cost from its usage and the price table
-        (providers/prices.py)."""
-        if prompt.budget is not None:  # the prompt's record of its budget
-            trace.budget = prompt.budget
-            if prompt.cut:
-                trace.cut = tuple(prompt.cut)
-            trace.window = _window(prompt.layout, tools, bound.provider if bound is not None else None) if tools is not None else prompt.layout
-        if bound is not None:  # a dry run made no call: it cost nothing to price
-            if bound.price is not None:  # the soul's price table, looked up once per call plan
-                trace.cost = cost_of(bound.price, trace.input_tokens, trace.output_tokens, trace.cache_read_tokens,
-                                     trace.cache_write_tokens)
-            else:
-                trace.cost = call_cost(bound.provider.name, bound.model, trace.input_tokens, trace.output_tokens,
-                                       trace.cache_read_tokens, trace.cache_write_tokens, table=self.services.prices)
 
     def _render_error(self, call: CallPlan, ts: TurnState, earlier: Mapping[str, Any], exc: Exception) -> StepError:
         """The StepError for a prompt that failed to render, naming the step whose template

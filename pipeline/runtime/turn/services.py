@@ -70,6 +70,7 @@ class Services:
     _bound: dict[CallPlan, BoundCall] = field(default_factory=dict, init=False, repr=False, compare=False)
     # each scope's steps as they read before they run (see `not_run`)
     _not_run: dict[int, tuple[ScopePlan, dict[str, NotRun]]] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _order: dict[int, tuple[ScopePlan, dict[str, int]]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def provider(self, model: str) -> tuple[Provider, str, dict[str, Any]]:
         """The provider, provider spec and options of a model slot name or spec."""
@@ -86,6 +87,14 @@ class Services:
         if found is None or found[0] is not scope:
             steps = not_run_steps(plan.turn.steps, scope.steps) if scope is not plan.turn else not_run_steps(scope.steps)
             found = self._not_run[id(scope)] = (scope, steps)
+        return found[1]
+
+    def order(self, plan: Plan, scope: ScopePlan) -> dict[str, int]:
+        """Each step a template or gate of `scope` may name, by its place in plan order (the
+        order of `not_run`). Shared: never changed."""
+        found = self._order.get(id(scope))
+        if found is None or found[0] is not scope:
+            found = self._order[id(scope)] = (scope, {name: i for i, name in enumerate(self.not_run(plan, scope))})
         return found[1]
 
     def bind(self, call: CallPlan) -> BoundCall:
