@@ -42,6 +42,7 @@ from soul.runtime.turn.fitting import Prompt
 from soul.sections import (
     Closed,
     Instructions,
+    ParseResult,
     SectionStream,
     StepParse,
     Text,
@@ -211,13 +212,13 @@ async def run_call(
     a section repeating them is re-asked like a missing one, then dropped.
     """
     steps = shape.steps
-    messages = prompt.messages
     if tags is None:
         tags = tuple(section.tag for step in steps for section in step.kind.sections)
     elif type(tags) is not tuple:
         tags = tuple(tags)
     first = None  # the first reply, read by the usual path below when it needs more
     if tools is None and not (stream_steps and emit is not None and provider.can_stream):
+        messages = prompt.messages
         # the usual call: one completion, read at once; done here when nothing is missing
         started = time.perf_counter()
         completion = await provider.complete(Request(model, messages, options, tags, grammar))
@@ -245,7 +246,36 @@ async def run_call(
                                   cost_of(price, tokens_in, tokens_out, cache_read, cache_write) if price is not None
                                   else call_cost(provider.name, model, tokens_in, tokens_out, cache_read, cache_write))
                 return CallOutcome(parses, _NONE, trace, False)
-        first = (raw, completion.usage, result, parses)
+        first = (raw, completion.usage, result, parses, started)
+    return await _call_on(provider, model, options, shape, prompt, unit, stream_steps, emit, attempts, gated_off, tags, grammar,
+                          fits, tools, known, instructions, price, first)
+
+
+async def _call_on(
+    provider: Provider,
+    model: str,
+    options: dict[str, Any],
+    shape: CallShape,
+    prompt: Prompt,
+    unit: int,
+    stream_steps: Sequence[str],
+    emit: Callable[[Any], None] | None,
+    attempts: int,
+    gated_off: Callable[[str, dict[str, StepParse]], bool] | None,
+    tags: tuple[str, ...],
+    grammar: str | None,
+    fits: Callable[[tuple[Message, ...]], bool] | None,
+    tools: ToolUse | None,
+    known: Sequence[str],
+    instructions: Instructions | None,
+    price: Priced | None,
+    first: tuple[str, Usage, ParseResult, dict[str, StepParse], float] | None,
+) -> CallOutcome:
+    """`run_call` past the usual call: streaming, tool rounds, re-asks, refusals, echoes and
+    fallbacks (`first`: the usual call's reply, read, when it needs more; its own coroutine,
+    so the usual call's stays small)."""
+    steps = shape.steps
+    messages = prompt.messages
     silence: dict[str, str] = {}
     by_tag: dict[str, str] = {}
     if stream_steps:
@@ -259,8 +289,7 @@ async def run_call(
     streamed = False
     parses = {}
     repairs: tuple[str, ...] = ()
-    if first is None:
-        started = time.perf_counter()
+    started = time.perf_counter() if first is None else first[4]
     runs: list[ToolRun] = []
     notes: list[str] = []
     seen = _Seen(known)
@@ -268,7 +297,7 @@ async def run_call(
     refused: dict[str, dict[str, str]] = {}
     for attempt in range(1, max(1, attempts) + 1):
         if first is not None:  # the usual path's reply
-            (raw, usage, result, parses), first = first, None
+            (raw, usage, result, parses, _), first = first, None
         else:
             request = Request(model, history, options, tags, grammar)
             if tools is not None:

@@ -347,6 +347,7 @@ class ScopeRunner:
         per_step_ms = outcome.trace.latency_ms / len(call.steps)
         emit, applies = self.emit, self.applies_changes
         after_gates, fallbacks = call.after_gates, outcome.fallbacks
+        order, done = self.order, ts.done
         for step in call.steps:
             name, kind = step.name, step.kind
             parse = outcome.parses[name]
@@ -354,7 +355,12 @@ class ScopeRunner:
             ts.outputs[name] = outputs
             for value in outputs.values():  # a plain loop: any() over a generator costs more
                 if value is not None:
-                    self._did(ts, name, outputs)
+                    at = order.get(name, self.last)
+                    if at >= ts.reach:  # done in plan order (`_did`, inline)
+                        done[name] = outputs
+                        ts.reach = at
+                    else:
+                        self._did(ts, name, outputs)
                     break
             status = "fallback" if name in fallbacks else ("failed" if parse.missing else "ran")
             if after_gates:
