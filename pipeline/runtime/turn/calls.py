@@ -35,6 +35,7 @@ from soul.compiler import PlannedStep
 from soul.kinds import Section, StepKind
 from soul.providers import Chunk, Message, Provider, Request, Usage, call_cost
 from soul.providers.prices import Priced, cost_of
+from soul.runtime.conversation import Budget
 from soul.runtime.events import CallTrace, Token
 from soul.runtime.surrogates import replace_lone_surrogates
 from soul.runtime.tools import TOOL_STEP, ToolRun, ToolUse, converse, tool_outputs
@@ -174,31 +175,42 @@ def _empty_reply(step: PlannedStep, parse: StepParse) -> bool:
     return text is None or not str(text).strip()
 
 
+@dataclass(frozen=True)
+class BoundCall:
+    """A call plan bound to services (`Services.bind`): the provider, its spec and options,
+    the shape of its steps (`CallShape`), what the plan fixes of the call (its unit, the
+    sections it asks for, the steps it streams, its attempts: the first try plus re-asks),
+    the GBNF grammar for providers that constrain decoding, the call's token budget (its
+    window, reply reserve, counter and share of history) and its price as the price table
+    has it (`PriceTable.price_for`; None: the data home's table is read per call,
+    `call_cost`) — the same on every turn, so worked out once; with a prompt, all a call needs."""
+
+    provider: Provider
+    model: str
+    options: dict[str, Any]
+    shape: CallShape
+    unit: int
+    tags: tuple[str, ...]
+    stream_steps: tuple[str, ...] = ()
+    attempts: int = 2
+    grammar: str | None = None
+    budget: Budget | None = None
+    price: Priced | None = None
+
+
 async def run_call(
-    provider: Provider,
-    model: str,
-    options: dict[str, Any],
-    shape: CallShape,
+    bound: BoundCall,
     prompt: Prompt,
-    unit: int,
-    stream_steps: Sequence[str] = (),
     emit: Callable[[Any], None] | None = None,
-    attempts: int = 2,
     gated_off: Callable[[str, dict[str, StepParse]], bool] | None = None,
-    tags: Sequence[str] | None = None,
-    grammar: str | None = None,
-    fits: Callable[[tuple[Message, ...]], bool] | None = None,
     tools: ToolUse | None = None,
     known: Sequence[str] = (),
     instructions: Instructions | None = None,
-    price: Priced | None = None,
 ) -> CallOutcome:
-    """Run one call of `prompt` over the steps of `shape` (`CallShape`: what the call plan
-    fixes); `attempts` counts the first try plus re-asks. `fits(messages)` says
-    whether a re-ask's longer history still fits the model's window: when not, none is made.
-    The call's trace is complete when it returns: what the prompt's budget held and cut,
-    where its parts lie, and what the call cost (`price`, as `PriceTable.price_for` found it;
-    None: the data home's table is read, `call_cost`).
+    """Run one call of `prompt` over the steps of `bound`'s call plan. A re-ask is made
+    while its longer history still fits the model's window (`Budget.fits`). The call's trace
+    is complete when it returns: what the prompt's budget held and cut, where its parts lie,
+    and what the call cost.
 
     `gated_off(step, parses)` tells whether a step's after-the-call gate is closed on this
     reply: its sections are then not required (Claudius writes no update after a false check).
@@ -211,26 +223,22 @@ async def run_call(
     `instructions` (the call's persona and response format, `soul.sections.instructions_of`):
     a section repeating them is re-asked like a missing one, then dropped.
     """
-    steps = shape.steps
-    if tags is None:
-        tags = tuple(section.tag for step in steps for section in step.kind.sections)
-    elif type(tags) is not tuple:
-        tags = tuple(tags)
     first = None  # the first reply, read by the usual path below when it needs more
-    if tools is None and not (stream_steps and emit is not None and provider.can_stream):
-        messages = prompt.messages
+    provider = bound.provider
+    if tools is None and not (bound.stream_steps and emit is not None and provider.can_stream):
         # the usual call: one completion, read at once; done here when nothing is missing
+        shape, tags, messages = bound.shape, bound.tags, prompt.messages
         started = time.perf_counter()
-        completion = await provider.complete(Request(model, messages, options, tags, grammar))
+        completion = await provider.complete(Request(bound.model, messages, bound.options, tags, bound.grammar))
         raw = completion.text
         if not raw.isascii():
             raw = replace_lone_surrogates(raw)
         result = extract_sections(raw, tags)
         parses = {}
-        for step in steps:  # a plain loop: a comprehension is a frame of its own
+        for step in shape.steps:  # a plain loop: a comprehension is a frame of its own
             parses[step.name] = parse_step(step.kind, step.params, result)
         # no step's reply can fall back or be refused, and nothing repeats the instructions
-        if not (shape.falling or shape.refusing) and not (shape.echoing and _echoes(shape, parses, instructions)):
+        if shape.plain and not (shape.echoing and _echoes(shape, parses, instructions)):
             for parse in parses.values():
                 if parse.missing:
                     break
@@ -239,41 +247,34 @@ async def run_call(
                 ms = (time.perf_counter() - started) * 1000
                 tokens_in, tokens_out, cache_read, cache_write = (usage.input_tokens, usage.output_tokens,
                                                                   usage.cache_read_tokens, usage.cache_write_tokens)
-                budget = prompt.budget
-                trace = CallTrace(unit, model, shape.names, messages, raw, 1, tokens_in, tokens_out, ms, result.repairs, (),
+                budget, price = prompt.budget, bound.price
+                trace = CallTrace(bound.unit, bound.model, shape.names, messages, raw, 1, tokens_in, tokens_out, ms, result.repairs, (),
                                   budget, tuple(prompt.cut) if prompt.cut else (), (), cache_read, cache_write,
                                   prompt.layout if budget is not None else None,
                                   cost_of(price, tokens_in, tokens_out, cache_read, cache_write) if price is not None
-                                  else call_cost(provider.name, model, tokens_in, tokens_out, cache_read, cache_write))
+                                  else call_cost(provider.name, bound.model, tokens_in, tokens_out, cache_read, cache_write))
                 return CallOutcome(parses, _NONE, trace, False)
         first = (raw, completion.usage, result, parses, started)
-    return await _call_on(provider, model, options, shape, prompt, unit, stream_steps, emit, attempts, gated_off, tags, grammar,
-                          fits, tools, known, instructions, price, first)
+    return await _call_on(bound, prompt, emit, gated_off, tools, known, instructions, first)
 
 
 async def _call_on(
-    provider: Provider,
-    model: str,
-    options: dict[str, Any],
-    shape: CallShape,
+    bound: BoundCall,
     prompt: Prompt,
-    unit: int,
-    stream_steps: Sequence[str],
     emit: Callable[[Any], None] | None,
-    attempts: int,
     gated_off: Callable[[str, dict[str, StepParse]], bool] | None,
-    tags: tuple[str, ...],
-    grammar: str | None,
-    fits: Callable[[tuple[Message, ...]], bool] | None,
     tools: ToolUse | None,
     known: Sequence[str],
     instructions: Instructions | None,
-    price: Priced | None,
     first: tuple[str, Usage, ParseResult, dict[str, StepParse], float] | None,
 ) -> CallOutcome:
     """`run_call` past the usual call: streaming, tool rounds, re-asks, refusals, echoes and
     fallbacks (`first`: the usual call's reply, read, when it needs more; its own coroutine,
     so the usual call's stays small)."""
+    provider, model, options, shape, tags, grammar, price = (bound.provider, bound.model, bound.options, bound.shape, bound.tags,
+                                                            bound.grammar, bound.price)
+    stream_steps, attempts, unit = bound.stream_steps, bound.attempts, bound.unit
+    fits = bound.budget.fits if bound.budget is not None else None  # whether a re-ask still fits the window
     steps = shape.steps
     messages = prompt.messages
     silence: dict[str, str] = {}
@@ -401,7 +402,7 @@ class CallShape:
     section (`StepKind.refusals` overridden), and the sections that read as text — the only
     ones that can repeat the instructions (`_echoes`): with none, a call needs no instructions."""
 
-    __slots__ = ("echoing", "falling", "names", "refusing", "replies", "steps")
+    __slots__ = ("echoing", "falling", "names", "plain", "refusing", "replies", "steps")
 
     def __init__(self, steps: Sequence[PlannedStep]) -> None:
         self.steps = steps
@@ -411,6 +412,7 @@ class CallShape:
         self.refusing = tuple(s for s in steps if getattr(s.kind.refusals, "__func__", None) is not _NO_REFUSALS)
         echoing = ((s, tuple(c for c in s.kind.sections if c.type not in TEXT_FREE)) for s in steps)
         self.echoing: tuple[tuple[PlannedStep, tuple[Section, ...]], ...] = tuple((s, c) for s, c in echoing if c)
+        self.plain = not (self.falling or self.refusing)  # a reply can be taken as it parses
 
 
 _NO_REFUSALS = StepKind.refusals.__func__

@@ -120,8 +120,8 @@ class TurnParts:
     lines (with its parts and cache points), the history and the input as messages, and
     (per counter) what they cost."""
 
-    __slots__ = ("_costs", "_head_rows", "_rows", "before", "ctx", "head", "head_piece", "memory", "message", "persona",
-                 "piece", "points", "steering", "tail", "user", "view")
+    __slots__ = ("_at", "_costs", "_head_rows", "_messages", "_rows", "before", "ctx", "head", "head_piece", "memory", "message",
+                 "persona", "piece", "points", "steering", "tail", "user", "view")
 
     def __init__(self, ctx: TurnContext, head: parts.Piece, steering: str, user: str, message: parts.Piece,
                  persona: str, view: ConversationView, memory: MemoryView) -> None:
@@ -134,6 +134,8 @@ class TurnParts:
         self.tail = view.tail(user)
         self._costs: dict[bool, Costs] = {}
         self._rows: list[list[Any]] | None = None
+        self._at = len(self.before) + 2 if self.before else 0  # where a call's own parts begin in the system message
+        self._messages = len(self.tail) + 1
 
     def layout(self, this_turn: str, form: str) -> dict[str, Any]:
         """Where each part lies in a call's messages when the whole history is shown: the
@@ -149,12 +151,12 @@ class TurnParts:
             if head:  # as followed by a call's own part, the separator its own
                 head[-1] = [*head[-1][:4], head[-1][4] + 2]
             self._head_rows = head
-        at = len(self.before)
         if this_turn and form:  # the usual call of a chain
-            at = at + 2 if at else 0
+            at = self._at
             mid = at + len(this_turn) + 2
-            spans = [*(self._head_rows if at else ()), [parts.THIS_TURN, "", 0, at, mid], [parts.FORMAT, "", 0, mid, mid + len(form)], *rows]
-            return {"spans": spans, "messages": len(self.tail) + 1}
+            spans = [*self._head_rows, [parts.THIS_TURN, "", 0, at, mid], [parts.FORMAT, "", 0, mid, mid + len(form)], *rows]
+            return {"spans": spans, "messages": self._messages}
+        at = len(self.before)
         if at and (this_turn or form):
             spans = [*self._head_rows]
             at += 2

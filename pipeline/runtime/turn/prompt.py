@@ -288,6 +288,7 @@ class PromptBuilder:
             persona = self.persona_of(ctx)
             turn = self._turn = self.fitter.turn(ctx, self._head(ctx), self._steering(ctx), user,
                                                  self._message_piece(ctx, user), persona)
-        return self.fitter.fit(turn, self.this_turn(ctx, earlier if said is None else said), self.response_format(steps, ctx, earlier),
-                               budget, where)
+        form = self._formats.get(id(steps))  # `response_format`'s look-up, inline (a call of its own costs as much)
+        form = form[1] if form is not None and form[0] is steps else self.response_format(steps, ctx, earlier)
+        return self.fitter.fit(turn, self.this_turn(ctx, earlier if said is None else said), form, budget, where)
 

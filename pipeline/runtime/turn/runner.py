@@ -39,12 +39,12 @@ from soul.runtime.conversation import (
 )
 from soul.runtime.events import StepFinished, StepStarted, StepTrace
 from soul.runtime.tools import ToolUse, tools_of
-from soul.runtime.turn.calls import CallOutcome, run_call
+from soul.runtime.turn.calls import BoundCall, CallOutcome, run_call
 from soul.runtime.turn.context import TurnState, context_for
 from soul.runtime.turn.eager import gather_eagerly
 from soul.runtime.turn.fitting import Prompt
 from soul.runtime.turn.gates import EXPRESSION_ERRORS, every_open
-from soul.runtime.turn.services import BoundCall, Services
+from soul.runtime.turn.services import Services
 from soul.sections import Instructions, instructions_of
 
 GatedOff = Callable[[str, dict[str, Any]], bool]
@@ -244,14 +244,11 @@ class ScopeRunner:
         resolves to (`bound`, when the caller has bound it already; the call's coroutine itself:
         no frame of its own on the hot path); a section repeating `instructions` is re-asked,
         then dropped (`calls.py`). Its trace comes back complete: the prompt's budget, cut and
-        layout, and the call's cost."""
+        layout, and the call's cost. (`budget` is the call's, which a bound call carries: a dry
+        run, binding none, counts its prompt with it.)"""
         if bound is None:
             bound = self.services.bind(call)
-        return run_call(  # positionally: a call's keywords cost as much as its prompt's report
-            bound.provider, bound.model, bound.options, bound.shape, prompt, call.unit.index, call.stream_steps,
-            self.emit, call.attempts, gated_off, call.tags, bound.grammar, budget.fits if budget is not None else None, tools,
-            known, instructions, bound.price,
-        )
+        return run_call(bound, prompt, self.emit, gated_off, tools, known, instructions)
 
     async def run_local_step(self, step: PlannedStep, ts: TurnState) -> None:
         name, kind = step.name, step.kind

@@ -16,11 +16,10 @@ from typing import Any, Protocol
 
 from soul.compiler import CallPlan, Plan, ScopePlan
 from soul.providers import PriceTable, Provider
-from soul.providers.prices import Priced
 from soul.runtime.bridges import Cognition, MemoryBridge
-from soul.runtime.conversation import Budget, budget_for
+from soul.runtime.conversation import budget_for
 from soul.runtime.tools import ToolBox
-from soul.runtime.turn.calls import CallShape
+from soul.runtime.turn.calls import BoundCall, CallShape
 from soul.runtime.turn.gates import GateEvaluator
 from soul.runtime.turn.not_run import NotRun, not_run_steps
 from soul.runtime.turn.prompt import PromptBuilder
@@ -29,23 +28,6 @@ from soul.runtime.turn.prompt import PromptBuilder
 ProviderResolver = Callable[[str], tuple[Provider, str, dict[str, Any]]]
 # (the session's saved controller state or None, the input text) -> the turn's Cognition
 ChetanaStart = Callable[[Mapping[str, Any] | None, str], Cognition]
-
-
-@dataclass(frozen=True)
-class BoundCall:
-    """A call plan bound to services: the provider, its spec and options, the GBNF grammar
-    for providers that constrain decoding, the call's token budget (its window, reply
-    reserve, counter and share of history), the shape of its steps (`CallShape`) and its
-    price as the price table has it (`PriceTable.price_for`) — the same on every turn, so
-    worked out once."""
-
-    provider: Provider
-    model: str
-    options: dict[str, Any]
-    grammar: str | None = None
-    budget: Budget | None = None
-    shape: CallShape | None = None
-    price: Priced | None = None
 
 
 class Gates(Protocol):
@@ -112,7 +94,8 @@ class Services:
             budget = budget_for(self.builder.blueprint, call.steps, spec, options, provider)
             # the table a soul was made with is fixed (without one, each call reads the data home's: call_cost)
             price = self.prices.price_for(provider.name, spec) if self.prices is not None else None
-            bound = self._bound[call] = BoundCall(provider, spec, options, grammar, budget, CallShape(call.steps), price)
+            bound = self._bound[call] = BoundCall(provider, spec, options, CallShape(call.steps), call.unit.index, call.tags,
+                                                  call.stream_steps, call.attempts, grammar, budget, price)
         return bound
 
 
