@@ -277,11 +277,14 @@ class PromptBuilder:
         return text
 
     def build(self, steps: Sequence[PlannedStep], ctx: TurnContext, earlier: Mapping[str, Any] | None = None,
-              budget: Budget | None = None, where: str = "a model call", said: Mapping[str, Any] | None = None) -> Prompt:
+              budget: Budget | None = None, where: str = "a model call", said: Mapping[str, Any] | None = None,
+              unrun: Mapping[str, Any] | None = None) -> Prompt:
         """The messages of one model call over `steps` (`earlier` overrides `ctx.steps`; `said`,
         the steps that produced outputs in plan order, is what "This Turn So Far" lists, when
         not those of `earlier`), fitted to `budget` when given, with the record of what the
-        budget held (`.budget`, `.cut`)."""
+        budget held (`.budget`, `.cut`). Given `unrun` (a NotRun for every step) and no
+        `earlier`, templates see `unrun` overlaid with `said` — made only when a template
+        reads the steps (a response format that reads none is built once)."""
         turn = self._turn
         if turn is None or turn.ctx is not ctx:  # what every call of a turn shares: its head, steering and input
             user = self.user(ctx)
@@ -289,6 +292,11 @@ class PromptBuilder:
             turn = self._turn = self.fitter.turn(ctx, self._head(ctx), self._steering(ctx), user,
                                                  self._message_piece(ctx, user), persona)
         form = self._formats.get(id(steps))  # `response_format`'s look-up, inline (a call of its own costs as much)
-        form = form[1] if form is not None and form[0] is steps else self.response_format(steps, ctx, earlier)
+        if form is not None and form[0] is steps:
+            form = form[1]
+        else:
+            if earlier is None and unrun is not None:
+                earlier = {**unrun, **(said or {})}
+            form = self.response_format(steps, ctx, earlier)
         return self.fitter.fit(turn, self.this_turn(ctx, earlier if said is None else said), form, budget, where)
 

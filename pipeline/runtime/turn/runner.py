@@ -282,16 +282,16 @@ class ScopeRunner:
         if emit is not None:
             for step in call.steps:
                 emit(StepStarted(step.name, step.kind.name))
-        earlier = {**self.not_run, **ts.done}  # as `earlier` has it (inline: a call of its own costs as much)
         # what the call plan is bound to (a dry run binds no provider: its budget is the blueprint's)
         bound = self.services.bind(call) if self.applies_changes else None
         budget = bound.budget if bound is not None else self.budget(call)
         try:
-            prompt = self.builder.build(call.steps, ts.ctx, earlier, budget, call.where, ts.done)
+            # templates see the steps done over NotRun for the rest (`earlier`), made only if one reads them
+            prompt = self.builder.build(call.steps, ts.ctx, None, budget, call.where, ts.done, self.not_run)
         except SoulError:
             raise
         except (TemplateError, *EXPRESSION_ERRORS) as exc:
-            raise self._render_error(call, ts, earlier, exc) from exc
+            raise self._render_error(call, ts, self.earlier(ts), exc) from exc
         gated_off = None
         if call.after_gates:
             builder, gates, after_gates, planned = self.builder, self.gates, call.after_gates, self.scope.steps
