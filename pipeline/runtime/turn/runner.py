@@ -103,12 +103,15 @@ class ScopeRunner:
         self.state_spec = plan.blueprint.state
         self.memory_config: Mapping[str, Any] = plan.blueprint.memory or {}
         # every step a template or gate may name, as it reads before (or without) running
-        self.not_run = services.not_run(plan, scope)
-        self.order = services.order(plan, scope)  # each step's place in plan order
+        shared = services.scoped(plan, scope)
+        self.not_run = shared.not_run
+        self.order = shared.order  # each step's place in plan order
         self.last = len(self.order)
         self._change_ctx: ChangeContext | None = None
         # whether units and calls run in spans (decided per run: `tracing.reset` decides again)
         self.traced = self.applies_changes and tracing.on()
+        # each whole unit's call plan and binding, once found (a dry run binds none)
+        self.units = shared.units if self.applies_changes else {}
 
     def variables(self, ts: TurnState, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         return self.builder.variables(replace(ts.ctx, steps={**self.not_run, **ts.outputs}), params)
@@ -277,13 +280,18 @@ class ScopeRunner:
             self.emit(StepFinished(name, dict(outputs), True))
 
     async def run_llm_unit(self, unit: Unit, active: tuple[str, ...], ts: TurnState) -> None:
-        call = self.scope.call_plan(unit, active)
+        found = self.units.get(unit.index) if active is unit.steps else None
+        if found is not None:  # a whole unit that ran before: its call plan and binding
+            call, bound = found
+        else:  # what the call plan is bound to (a dry run binds no provider: its budget is the blueprint's)
+            call = self.scope.call_plan(unit, active)
+            bound = self.services.bind(call) if self.applies_changes else None
+            if bound is not None and active is unit.steps:
+                self.units[unit.index] = (call, bound)
         emit = self.emit
         if emit is not None:
             for step in call.steps:
                 emit(StepStarted(step.name, step.kind.name))
-        # what the call plan is bound to (a dry run binds no provider: its budget is the blueprint's)
-        bound = self.services.bind(call) if self.applies_changes else None
         budget = bound.budget if bound is not None else self.budget(call)
         try:
             # templates see the steps done over NotRun for the rest (`earlier`), made only if one reads them

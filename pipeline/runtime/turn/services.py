@@ -30,6 +30,21 @@ ProviderResolver = Callable[[str], tuple[Provider, str, dict[str, Any]]]
 ChetanaStart = Callable[[Mapping[str, Any] | None, str], Cognition]
 
 
+@dataclass(frozen=True)
+class ScopeRuns:
+    """What every run of one scope shares: `not_run`, every step a template or gate of the
+    scope may name as it reads before (or without) running — a NotRun (a subprocess also
+    reads the turn's steps); `order`, each of those steps' place in plan order; and `units`,
+    each unit that asks for all its steps by number, with its call plan and what that plan is
+    bound to (`Services.bind`), filled by the runner as each unit first runs. Never changed
+    but for `units`, which only grows."""
+
+    scope: ScopePlan
+    not_run: dict[str, NotRun]
+    order: dict[str, int]
+    units: dict[int, tuple[CallPlan, BoundCall]]
+
+
 class Gates(Protocol):
     """Decides `when` expressions (a GateEvaluator; a dry run leaves them open)."""
 
@@ -50,9 +65,8 @@ class Services:
     prices: PriceTable | None = None  # what calls cost (providers/prices.py); None: the data home's table
     # each call plan bound once to its provider and grammar (see `bind`)
     _bound: dict[CallPlan, BoundCall] = field(default_factory=dict, init=False, repr=False, compare=False)
-    # each scope's steps as they read before they run (see `not_run`)
-    _not_run: dict[int, tuple[ScopePlan, dict[str, NotRun]]] = field(default_factory=dict, init=False, repr=False, compare=False)
-    _order: dict[int, tuple[ScopePlan, dict[str, int]]] = field(default_factory=dict, init=False, repr=False, compare=False)
+    # what every run of a scope shares (see `scoped`)
+    _scopes: dict[int, ScopeRuns] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def provider(self, model: str) -> tuple[Provider, str, dict[str, Any]]:
         """The provider, provider spec and options of a model slot name or spec."""
@@ -62,22 +76,18 @@ class Services:
             raise RunError(f"no model providers in this run: the call on '{model}' cannot be made")
         return self.providers(model)
 
+    def scoped(self, plan: Plan, scope: ScopePlan) -> ScopeRuns:
+        """What every run of `scope` shares, worked out on its first run (see `ScopeRuns`)."""
+        found = self._scopes.get(id(scope))
+        if found is None or found.scope is not scope:
+            steps = not_run_steps(plan.turn.steps, scope.steps) if scope is not plan.turn else not_run_steps(scope.steps)
+            found = self._scopes[id(scope)] = ScopeRuns(scope, steps, {name: i for i, name in enumerate(steps)}, {})
+        return found
+
     def not_run(self, plan: Plan, scope: ScopePlan) -> dict[str, NotRun]:
         """Every step a template or gate of `scope` may name, as it reads before (or without)
         running: a NotRun (a subprocess also reads the turn's steps). Shared: never changed."""
-        found = self._not_run.get(id(scope))
-        if found is None or found[0] is not scope:
-            steps = not_run_steps(plan.turn.steps, scope.steps) if scope is not plan.turn else not_run_steps(scope.steps)
-            found = self._not_run[id(scope)] = (scope, steps)
-        return found[1]
-
-    def order(self, plan: Plan, scope: ScopePlan) -> dict[str, int]:
-        """Each step a template or gate of `scope` may name, by its place in plan order (the
-        order of `not_run`). Shared: never changed."""
-        found = self._order.get(id(scope))
-        if found is None or found[0] is not scope:
-            found = self._order[id(scope)] = (scope, {name: i for i, name in enumerate(self.not_run(plan, scope))})
-        return found[1]
+        return self.scoped(plan, scope).not_run
 
     def bind(self, call: CallPlan) -> BoundCall:
         """What a call plan needs from these services, worked out on its first call (a slot's
