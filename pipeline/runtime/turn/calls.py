@@ -33,8 +33,7 @@ from typing import Any
 
 from soul.compiler import PlannedStep
 from soul.kinds import Section, StepKind
-from soul.providers import Chunk, Message, Provider, Request, Usage, call_cost
-from soul.providers.prices import Priced, cost_of
+from soul.providers import Chunk, Message, Priced, Provider, Request, Usage, call_cost, cost_of
 from soul.runtime.conversation import Budget
 from soul.runtime.events import CallTrace, Token
 from soul.runtime.surrogates import replace_lone_surrogates
