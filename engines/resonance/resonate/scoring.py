@@ -85,7 +85,6 @@ def combine(config: ScoringConfig, inputs: Inputs) -> Scored:
     n = len(inputs.row_list)
     log_final = np.zeros(n)
     factors: dict[str, np.ndarray] = {}
-    weighed: list[tuple[float, np.ndarray]] = []
     for f in config.factors:
         if not f.enabled or f.weight == 0.0:
             continue
@@ -95,10 +94,8 @@ def combine(config: ScoringConfig, inputs: Inputs) -> Scored:
         # Factors are finite by construction; this guards a future factor that is not.
         value = np.minimum(np.maximum(np.where(np.isfinite(value), value, 1.0), 0.0), 1e6)
         factors[f.name] = value
-        weighed.append((f.weight, value))
-    with np.errstate(divide="ignore"):  # entered once for all factors (an entry costs as much as a factor)
-        for weight, value in weighed:
-            log_final += weight * np.log(value)  # log 0 = -inf: the veto
+        with np.errstate(divide="ignore"):
+            log_final += f.weight * np.log(value)  # log 0 = -inf: the veto
     final = np.exp(np.minimum(log_final, _LOG_MAX))
     return Scored(final, factors)
 
