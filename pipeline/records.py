@@ -1,10 +1,11 @@
 """Records: the plain data a turn produces and the session store keeps.
 
 The runtime builds a `Commit` from a finished turn; the store applies it in one transaction.
-Everything here is frozen and JSON-friendly, so commits can be logged, traced and compared.
-The records a turn builds for every step (`MessageRecord`, `MemoryEntry`) fill their fields in
-one write to the instance's `__dict__`: a frozen dataclass's generated `__init__` sets each
-field through `object.__setattr__`, which made these two alone a fifth of a step's overhead.
+Everything here is immutable and JSON-friendly, so commits can be logged, traced and compared.
+The records a turn builds for every step (`MessageRecord`, `MemoryEntry`) are slotted
+dataclasses, not frozen ones — treat them as immutable: a frozen dataclass's `__init__` sets
+each field through `object.__setattr__` (or, as these did, writes the instance's `__dict__`),
+which costs twice what slot stores do, and a chained step builds two of them.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from typing import Any, Literal
 Layer = Literal["external", "internal", "subconscious", "system"]
 
 
-@dataclass(frozen=True, init=False)
+# Not frozen: built for every step (see the module's docstring); treat it as immutable.
+@dataclass(slots=True, init=False)
 class MessageRecord:
     """One line of the conversation as stored: who/which layer, which tag, what was said."""
 
@@ -28,10 +30,16 @@ class MessageRecord:
 
     def __init__(self, layer: Layer, tag: str, content: str, step: str | None = None, verb: str | None = None,
                  meta: dict[str, Any] | None = None) -> None:
-        self.__dict__.update(layer=layer, tag=tag, content=content, step=step, verb=verb, meta={} if meta is None else meta)
+        self.layer = layer
+        self.tag = tag
+        self.content = content
+        self.step = step
+        self.verb = verb
+        self.meta = {} if meta is None else meta
 
 
-@dataclass(frozen=True, init=False)
+# Not frozen: built for every step (see the module's docstring); treat it as immutable.
+@dataclass(slots=True, init=False)
 class MemoryEntry:
     """A working-memory entry (the Claudius seed's thread entries)."""
 
@@ -43,7 +51,11 @@ class MemoryEntry:
 
     def __init__(self, region: str, entry_type: str, content: str, verb: str | None = None,
                  meta: dict[str, Any] | None = None) -> None:
-        self.__dict__.update(region=region, entry_type=entry_type, content=content, verb=verb, meta={} if meta is None else meta)
+        self.region = region
+        self.entry_type = entry_type
+        self.content = content
+        self.verb = verb
+        self.meta = {} if meta is None else meta
 
 
 @dataclass(frozen=True)

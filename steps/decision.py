@@ -86,7 +86,8 @@ class MentalQuery(StepKind):
             return Changes()
         meta = {"result": result}
         message = MessageRecord(cls.layer, "mental_query", "true" if result else "false", step, None, meta)
-        return Changes(messages=(message,), memory=(MemoryEntry("default", "mentalQuery", step, meta=meta),))
+        # positionally (messages, state, user model, memory): every chained step of a soul makes one
+        return Changes((message,), None, None, (MemoryEntry("default", "mentalQuery", step, None, meta),))
     params = params_schema(
         ("query",),
         query=param({"type": "string", "minLength": 1}, "the statement to judge true or false"),

@@ -38,9 +38,11 @@ if TYPE_CHECKING:
     from soul.providers.cassette import Cassette
     from soul.providers.prices import (
         Price,
+        Priced,
         PriceTable,
         Total,
         call_cost,
+        cost_of,
         price_table,
         traces_total,
         usd_text,
@@ -59,6 +61,7 @@ __all__ = [
     "Policy",
     "Price",
     "PriceTable",
+    "Priced",
     "Provider",
     "ProviderError",
     "RecordingProvider",
@@ -75,6 +78,7 @@ __all__ = [
     "allowed_hosts",
     "call_cost",
     "context_window",
+    "cost_of",
     "estimate_tokens",
     "local_engine_installed",
     "local_model_catalogue",
@@ -99,7 +103,8 @@ _LAZY = {
     "local_engine_installed": "soul.providers.local_models",  # `soul models`
     "local_model_catalogue": "soul.providers.local_models",  # `soul models`
     "reply_tokens": "soul.providers.windows",
-    **dict.fromkeys(("Price", "PriceTable", "Total", "call_cost", "price_table", "traces_total", "usd_text"), "soul.providers.prices"),
+    **dict.fromkeys(("Price", "PriceTable", "Priced", "Total", "call_cost", "cost_of", "price_table", "traces_total", "usd_text"),
+                    "soul.providers.prices"),
 }
 
 

@@ -46,6 +46,10 @@ class Price:
         return (input_tokens * self.input + output_tokens * self.output + cache_read * read + cache_write * write) / 1_000_000
 
 
+# a price as `PriceTable.price_for` finds it: the Price (None: unknown) and the trace's record of it
+Priced = tuple[Price | None, dict[str, Any]]
+
+
 @dataclass(frozen=True)
 class PriceTable:
     """Prices by `provider/model` prefix (None: known to be unknown)."""
@@ -53,7 +57,7 @@ class PriceTable:
     entries: Mapping[str, Price | None]
     # what each key looked up found (a session asks for the same few models call after call)
     _found: dict[str, Price | None] = field(default_factory=dict, compare=False, repr=False)
-    _priced: dict[tuple[str, str], tuple[Price | None, dict[str, Any]]] = field(default_factory=dict, compare=False, repr=False)
+    _priced: dict[tuple[str, str], Priced] = field(default_factory=dict, compare=False, repr=False)
 
     def lookup(self, key: str) -> Price | None:
         """The price of the longest prefix of `key` in the table, or None."""
@@ -67,7 +71,7 @@ class PriceTable:
             self._found[key] = price
         return price
 
-    def price_for(self, provider: str, spec: str) -> tuple[Price | None, dict[str, Any]]:
+    def price_for(self, provider: str, spec: str) -> Priced:
         """The price of a call on `spec` made by `provider` (`priced_as`), and what a trace's
         cost record says of it besides the sum (worked out once per provider and model)."""
         memo = (provider, spec)
@@ -183,8 +187,13 @@ def call_cost(provider: str, spec: str, input_tokens: int, output_tokens: int, c
               *, table: PriceTable | None = None) -> dict[str, Any]:
     """What a call cost, as the trace keeps it: `usd` (None: unknown), the table's key that
     priced it, its date and source, and the prices used."""
-    table = table or price_table()
-    price, record = table.price_for(provider, spec)
+    return cost_of((table or price_table()).price_for(provider, spec), input_tokens, output_tokens, cache_read, cache_write)
+
+
+def cost_of(priced: Priced, input_tokens: int, output_tokens: int, cache_read: int = 0, cache_write: int = 0) -> dict[str, Any]:
+    """`call_cost` from what `PriceTable.price_for` found (a caller that makes the same call
+    again and again looks its price up once)."""
+    price, record = priced
     if price is None:
         return dict(record)
     return {"usd": price.cost(input_tokens, output_tokens, cache_read, cache_write), **record}

@@ -29,6 +29,7 @@ from soul.runtime.events import CallTrace
 from soul.runtime.turn import (
     CallOutcome,
     GatedOff,
+    Prompt,
     ScopeRunner,
     Services,
     TurnState,
@@ -93,13 +94,16 @@ class DryRun(ScopeRunner):
         spec, options = (slot.provider, slot.options) if slot else (model, {})
         return budget_for(bp, call.steps, spec, options)
 
-    async def ask(self, call: CallPlan, messages: tuple[Message, ...], gated_off: GatedOff | None,
+    async def ask(self, call: CallPlan, prompt: Prompt, gated_off: GatedOff | None,
                   budget: Budget | None = None, instructions: Instructions | None = None) -> CallOutcome:
         parses = {s.name: StepParse(placeholders(s), (), ()) for s in call.steps}
+        messages = prompt.messages
         if budget is not None:
             self.counted[call.unit.index] = budget.counter.messages([m.content for m in messages])
         names = tuple(s.name for s in call.steps)
         trace = CallTrace(call.unit.index, call.unit.model or "", names, messages, "", 0, 0, 0, 0.0)
+        if prompt.budget is not None:  # the prompt's record of its budget; no call was made, so no cost
+            trace.budget, trace.cut, trace.window = prompt.budget, tuple(prompt.cut or ()), prompt.layout
         return CallOutcome(parses, frozenset(), trace, False)
 
 

@@ -283,7 +283,29 @@ def _cost(calls: tuple[CallTrace, ...]) -> dict[str, Any]:
 def as_data(value: Any) -> Any:
     """`asdict`'s conversion (dataclasses to dicts, in lists, tuples and dicts) with the
     other values shared, not deep-copied: they are strings, numbers and plain data (a trace
-    and every event a server sends, per streamed token, go through it)."""
+    and every event a server sends, per streamed token, go through it). The usual types are
+    told by their exact type first, and each dataclass's field names are looked up once."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if kind is dict:
+        return {k: as_data(v) for k, v in value.items()}
+    if kind is list:
+        return [as_data(v) for v in value]
+    if kind is tuple:
+        return tuple([as_data(v) for v in value])
+    names = _FIELD_NAMES.get(kind)
+    if names is not None:
+        return {name: as_data(getattr(value, name)) for name in names}
+    return _as_data(value)
+
+
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}  # each dataclass's field names, in order
+
+
+def _as_data(value: Any) -> Any:
+    """`as_data` for subclasses of the plain types, named tuples, and a dataclass met first."""
     if value is None or isinstance(value, str | int | float):
         return value
     if isinstance(value, dict):
@@ -292,7 +314,10 @@ def as_data(value: Any) -> Any:
         items = [as_data(v) for v in value]
         return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
     if is_dataclass(value) and not isinstance(value, type):
-        return {f.name: as_data(getattr(value, f.name)) for f in fields(value)}
+        names = tuple(f.name for f in fields(value))
+        if len(_FIELD_NAMES) < 1024:
+            _FIELD_NAMES[type(value)] = names
+        return {name: as_data(getattr(value, name)) for name in names}
     return value
 
 

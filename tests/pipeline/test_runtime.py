@@ -167,6 +167,62 @@ def test_independent_units_of_a_layer_run_concurrently(write_blueprint, soul_hom
     assert elapsed < 0.2 * 4 - 0.1
 
 
+class ScheduledProvider(Provider):
+    """Answers each step's question after its own delay (so concurrent calls finish in the
+    order the delays say), recording every request."""
+
+    name = "scheduled"
+
+    def __init__(self, delays: dict[str, float], answers: dict[str, str]) -> None:
+        self.delays, self.answers = delays, answers
+        self.requests: list[Request] = []
+
+    async def complete(self, request: Request) -> Completion:
+        self.requests.append(request)
+        system = request.messages[0].content
+        asked = next(q for q in self.delays if f"statement about the conversation, true or false: {q}" in system)
+        await asyncio.sleep(self.delays[asked])
+        tag = request.tags[0]
+        return Completion(f"<{tag}>{self.answers.get(asked, 'true')}</{tag}>", Usage())
+
+
+def test_this_turn_so_far_lists_concurrent_steps_in_plan_order_whatever_order_they_finish(write_blueprint, soul_home: Path) -> None:  # type: ignore[no-untyped-def]
+    path = write_blueprint(
+        "soul: fan\nversion: 1\nmode: chained\nsteps:\n"
+        "  a: {uses: mental_query, with: {query: a?}}\n"
+        "  b: {uses: mental_query, with: {query: b?}}\n"
+        "  c: {uses: mental_query, with: {query: c?}}\n"
+        "  d: {uses: mental_query, after: [a, b, c], with: {query: d?}}\n"
+    )
+    provider = ScheduledProvider({"a?": 0.15, "b?": 0.1, "c?": 0.05, "d?": 0.0}, {"b?": "false"})
+    s = soul.load(path, provider=provider, home=soul_home)
+    result = s.session().turn_sync("go")
+    assert [st.step for st in result.trace.steps][:3] == ["c", "b", "a"]  # finished last first
+    last = provider.requests[-1].messages[0].content
+    assert "## This Turn So Far\n- a: result: True\n- b: result: False\n- c: result: True\n" in last
+
+
+def test_this_turn_so_far_shows_each_turns_own_outputs(write_blueprint, soul_home: Path) -> None:  # type: ignore[no-untyped-def]
+    path = write_blueprint(
+        "soul: chain\nversion: 1\nmode: chained\nsteps:\n"
+        "  a: {uses: mental_query, with: {query: a?}}\n"
+        "  b: {uses: mental_query, after: [a], with: {query: b?}}\n"
+        "  c: {uses: mental_query, after: [b], with: {query: c?}}\n"
+    )
+    provider = ScheduledProvider({"a?": 0.0, "b?": 0.0, "c?": 0.0}, {})
+    s = soul.load(path, provider=provider, home=soul_home)
+    session = s.session()
+    session.turn_sync("one")
+    provider.answers = {"a?": "false"}  # the next turn's a answers otherwise: its lines must say so
+    session.turn_sync("two")
+    systems = [r.messages[0].content for r in provider.requests]
+    assert "## This Turn So Far" not in systems[0] and "## This Turn So Far" not in systems[3]
+    assert "## This Turn So Far\n- a: result: True\n\n" in systems[1]
+    assert "## This Turn So Far\n- a: result: True\n- b: result: True\n\n" in systems[2]
+    assert "## This Turn So Far\n- a: result: False\n\n" in systems[4]
+    assert "## This Turn So Far\n- a: result: False\n- b: result: True\n\n" in systems[5]
+
+
 class FailingProvider(Provider):
     name = "failing"
 

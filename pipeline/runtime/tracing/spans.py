@@ -17,7 +17,7 @@ results — is added only when the user opted in (`capture_content`).
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -119,13 +119,12 @@ def call_attributes(provider: str, spec: str, options: Mapping[str, Any], unit_i
             "soul.model.spec": spec}
 
 
-async def call(work: Awaitable[T], attributes: Mapping[str, Any], complete: Callable[[Any], None]) -> T:
-    """`work` (a model call, giving its CallOutcome) inside the call's span; `complete(trace)`
-    adds the call's budget and cost to its trace before the span records them."""
+async def call(work: Awaitable[T], attributes: Mapping[str, Any]) -> T:
+    """`work` (a model call, giving its CallOutcome, its trace complete: budget and cost
+    included) inside the call's span."""
     with span(f"chat {attributes['gen_ai.request.model']}", attributes, client=True) as current:
         outcome = await work
         trace = outcome.trace  # type: ignore[attr-defined]
-        complete(trace)
         budget = trace.budget or {}
         cost = trace.cost or {}
         _set(current, {"gen_ai.response.model": attributes["gen_ai.request.model"],

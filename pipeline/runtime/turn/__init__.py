@@ -13,6 +13,7 @@ or dialogues: they call it.
 from soul.runtime.turn.calls import CallOutcome
 from soul.runtime.turn.commit import build_commit, memory_items, reply_of
 from soul.runtime.turn.context import TurnState, context_for
+from soul.runtime.turn.fitting import Prompt
 from soul.runtime.turn.observer import (
     GateConfig,
     HeldEvents,
@@ -29,6 +30,7 @@ __all__ = [
     "GateConfig",
     "GatedOff",
     "HeldEvents",
+    "Prompt",
     "ScopeRunner",
     "Services",
     "TurnState",

@@ -25,20 +25,24 @@ the store.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from soul.compiler import PlannedStep
-from soul.kinds import StepKind
-from soul.providers import Chunk, Message, Provider, Request, Usage
+from soul.kinds import Section, StepKind
+from soul.providers import Chunk, Message, Priced, Provider, Request, Usage, call_cost, cost_of
+from soul.runtime.conversation import Budget
 from soul.runtime.events import CallTrace, Token
 from soul.runtime.surrogates import replace_lone_surrogates
 from soul.runtime.tools import TOOL_STEP, ToolRun, ToolUse, converse, tool_outputs
+from soul.runtime.turn.fitting import Prompt
 from soul.sections import (
     Closed,
     Instructions,
+    ParseResult,
     SectionStream,
     StepParse,
     Text,
@@ -132,24 +136,34 @@ class Echo:
     what: str
 
 
-def _echoes(steps: Sequence[PlannedStep], parses: dict[str, StepParse], instructions: Instructions | None,
+def _echoes(shape: CallShape, parses: dict[str, StepParse], instructions: Instructions | None,
             gated_off: Callable[[str, dict[str, StepParse]], bool] | None = None) -> list[Echo]:
     """The sections of this reply that repeat the call's instructions (a gated-off step's do
-    not count: its outputs are not used, as its missing sections and refusals do not count)."""
+    not count: its outputs are not used, as its missing sections and refusals do not count).
+    Only sections that read as text can (`CallShape.echoing`)."""
     if instructions is None:
         return []
     found = []
-    for step in steps:
+    for step, sections in shape.echoing:
         if gated_off and gated_off(step.name, parses):
             continue
         outputs = parses[step.name].outputs
-        for section in step.kind.sections:
+        for section in sections:
             value = outputs.get(section.output)
             if isinstance(value, str) and value.strip() and value.strip() != step.kind.silence:
                 what = instructions.echoed(value)
                 if what is not None:
                     found.append(Echo(step.name, section.tag, section.output, what))
     return found
+
+
+def _window(layout: dict[str, Any] | None, tools: ToolUse | None, provider: Provider) -> dict[str, Any] | None:
+    """The prompt's layout for the trace, with the tools' specs when they went beside the
+    messages (native tool calling: the provider counts them in the call's input)."""
+    if layout is not None and tools is not None and getattr(provider, "can_call_tools", False):
+        specs = [{"name": s.name, "description": s.description, "parameters": s.parameters} for s in tools.specs()]
+        return {**layout, "tool_specs": json.dumps(specs, ensure_ascii=False)}
+    return layout
 
 
 def _empty_reply(step: PlannedStep, parse: StepParse) -> bool:
@@ -160,26 +174,42 @@ def _empty_reply(step: PlannedStep, parse: StepParse) -> bool:
     return text is None or not str(text).strip()
 
 
+@dataclass(frozen=True)
+class BoundCall:
+    """A call plan bound to services (`Services.bind`): the provider, its spec and options,
+    the shape of its steps (`CallShape`), what the plan fixes of the call (its unit, the
+    sections it asks for, the steps it streams, its attempts: the first try plus re-asks),
+    the GBNF grammar for providers that constrain decoding, the call's token budget (its
+    window, reply reserve, counter and share of history) and its price as the price table
+    has it (`PriceTable.price_for`; None: the data home's table is read per call,
+    `call_cost`) — the same on every turn, so worked out once; with a prompt, all a call needs."""
+
+    provider: Provider
+    model: str
+    options: dict[str, Any]
+    shape: CallShape
+    unit: int
+    tags: tuple[str, ...]
+    stream_steps: tuple[str, ...] = ()
+    attempts: int = 2
+    grammar: str | None = None
+    budget: Budget | None = None
+    price: Priced | None = None
+
+
 async def run_call(
-    provider: Provider,
-    model: str,
-    options: dict[str, Any],
-    steps: Sequence[PlannedStep],
-    messages: tuple[Message, ...],
-    unit: int,
-    stream_steps: Sequence[str] = (),
+    bound: BoundCall,
+    prompt: Prompt,
     emit: Callable[[Any], None] | None = None,
-    attempts: int = 2,
     gated_off: Callable[[str, dict[str, StepParse]], bool] | None = None,
-    tags: Sequence[str] | None = None,
-    grammar: str | None = None,
-    fits: Callable[[tuple[Message, ...]], bool] | None = None,
     tools: ToolUse | None = None,
     known: Sequence[str] = (),
     instructions: Instructions | None = None,
 ) -> CallOutcome:
-    """Run one call; `attempts` counts the first try plus re-asks. `fits(messages)` says
-    whether a re-ask's longer history still fits the model's window: when not, none is made.
+    """Run one call of `prompt` over the steps of `bound`'s call plan. A re-ask is made
+    while its longer history still fits the model's window (`Budget.fits`). The call's trace
+    is complete when it returns: what the prompt's budget held and cut, where its parts lie,
+    and what the call cost.
 
     `gated_off(step, parses)` tells whether a step's after-the-call gate is closed on this
     reply: its sections are then not required (Claudius writes no update after a false check).
@@ -192,33 +222,60 @@ async def run_call(
     `instructions` (the call's persona and response format, `soul.sections.instructions_of`):
     a section repeating them is re-asked like a missing one, then dropped.
     """
-    if tags is None:
-        tags = tuple(section.tag for step in steps for section in step.kind.sections)
-    elif type(tags) is not tuple:
-        tags = tuple(tags)
-    shape = _shape(steps)
     first = None  # the first reply, read by the usual path below when it needs more
-    if tools is None and not (stream_steps and emit is not None and provider.can_stream):
+    provider = bound.provider
+    if tools is None and not (bound.stream_steps and emit is not None and provider.can_stream):
         # the usual call: one completion, read at once; done here when nothing is missing
+        shape, tags, messages = bound.shape, bound.tags, prompt.messages
         started = time.perf_counter()
-        completion = await provider.complete(Request(model, messages, options, tags, grammar))
+        completion = await provider.complete(Request(bound.model, messages, bound.options, tags, bound.grammar))
         raw = completion.text
         if not raw.isascii():
             raw = replace_lone_surrogates(raw)
         result = extract_sections(raw, tags)
-        parses = {step.name: parse_step(step.kind, step.params, result) for step in steps}
+        parses = {}
+        for step in shape.steps:  # a plain loop: a comprehension is a frame of its own
+            parses[step.name] = parse_step(step.kind, step.params, result)
         # no step's reply can fall back or be refused, and nothing repeats the instructions
-        if not (shape.falling or shape.refusing) and not _echoes(steps, parses, instructions):
+        if shape.plain and not (shape.echoing and _echoes(shape, parses, instructions)):
             for parse in parses.values():
                 if parse.missing:
                     break
             else:
                 usage = completion.usage
-                trace = CallTrace(unit, model, shape.names, messages, raw, 1, usage.input_tokens, usage.output_tokens,
-                                  (time.perf_counter() - started) * 1000, result.repairs,
-                                  cache_read_tokens=usage.cache_read_tokens, cache_write_tokens=usage.cache_write_tokens)
+                ms = (time.perf_counter() - started) * 1000
+                tokens_in, tokens_out, cache_read, cache_write = (usage.input_tokens, usage.output_tokens,
+                                                                  usage.cache_read_tokens, usage.cache_write_tokens)
+                budget, price = prompt.budget, bound.price
+                trace = CallTrace(bound.unit, bound.model, shape.names, messages, raw, 1, tokens_in, tokens_out, ms, result.repairs, (),
+                                  budget, tuple(prompt.cut) if prompt.cut else (), (), cache_read, cache_write,
+                                  prompt.layout if budget is not None else None,
+                                  cost_of(price, tokens_in, tokens_out, cache_read, cache_write) if price is not None
+                                  else call_cost(provider.name, bound.model, tokens_in, tokens_out, cache_read, cache_write))
                 return CallOutcome(parses, _NONE, trace, False)
-        first = (raw, completion.usage, result, parses)
+        first = (raw, completion.usage, result, parses, started)
+    return await _call_on(bound, prompt, emit, gated_off, tools, known, instructions, first)
+
+
+async def _call_on(
+    bound: BoundCall,
+    prompt: Prompt,
+    emit: Callable[[Any], None] | None,
+    gated_off: Callable[[str, dict[str, StepParse]], bool] | None,
+    tools: ToolUse | None,
+    known: Sequence[str],
+    instructions: Instructions | None,
+    first: tuple[str, Usage, ParseResult, dict[str, StepParse], float] | None,
+) -> CallOutcome:
+    """`run_call` past the usual call: streaming, tool rounds, re-asks, refusals, echoes and
+    fallbacks (`first`: the usual call's reply, read, when it needs more; its own coroutine,
+    so the usual call's stays small)."""
+    provider, model, options, shape, tags, grammar, price = (bound.provider, bound.model, bound.options, bound.shape, bound.tags,
+                                                            bound.grammar, bound.price)
+    stream_steps, attempts, unit = bound.stream_steps, bound.attempts, bound.unit
+    fits = bound.budget.fits if bound.budget is not None else None  # whether a re-ask still fits the window
+    steps = shape.steps
+    messages = prompt.messages
     silence: dict[str, str] = {}
     by_tag: dict[str, str] = {}
     if stream_steps:
@@ -232,8 +289,7 @@ async def run_call(
     streamed = False
     parses = {}
     repairs: tuple[str, ...] = ()
-    if first is None:
-        started = time.perf_counter()
+    started = time.perf_counter() if first is None else first[4]
     runs: list[ToolRun] = []
     notes: list[str] = []
     seen = _Seen(known)
@@ -241,7 +297,7 @@ async def run_call(
     refused: dict[str, dict[str, str]] = {}
     for attempt in range(1, max(1, attempts) + 1):
         if first is not None:  # the usual path's reply
-            (raw, usage, result, parses), first = first, None
+            (raw, usage, result, parses, _), first = first, None
         else:
             request = Request(model, history, options, tags, grammar)
             if tools is not None:
@@ -270,7 +326,7 @@ async def run_call(
             if p.missing and not (gated_off and gated_off(name, parses)):
                 missing += p.missing
         empty = [step.kind.sections[0].tag for step in shape.replies if _empty_reply(step, parses[step.name])] if shape.replies else ()
-        echoes = _echoes(steps, parses, instructions, gated_off)
+        echoes = _echoes(shape, parses, instructions, gated_off)
         if not (missing or empty or refused or echoes) or attempt == attempts:
             break
         # A re-ask fills in what is missing; what was read whole stands (so a reply the user
@@ -300,7 +356,7 @@ async def run_call(
             extra = tool_outputs(runs) if step.kind.name == TOOL_STEP else {}
             parses[step.name] = replace(parse, outputs={**parse.outputs, **extra}, flags=(*parse.flags, *notes))
     dropped: set[str] = set()
-    for echo in _echoes(steps, parses, instructions, gated_off):
+    for echo in _echoes(shape, parses, instructions, gated_off):
         parse = parses[echo.step]
         if streamed and echo.tag in by_tag:  # the user saw it as it came: it stands
             parses[echo.step] = replace(parse, flags=(*parse.flags, f"echo: <{echo.tag}> repeats the instructions (shown as streamed)"))
@@ -322,49 +378,44 @@ async def run_call(
             text = text_outside_sections(raw, tags).strip() or FALLBACK_REPLY
             parses[step.name] = replace(parse, outputs={**parse.outputs, "text": text}, flags=(*parse.flags, "fallback: reply taken from the raw text"))
             fallbacks.add(step.name)
+    budget = prompt.budget
     trace = CallTrace(
         unit, model, shape.names, history, raw, len(reasks) + 1,
         input_tokens, output_tokens, (time.perf_counter() - started) * 1000, repairs, tuple(reasks) if reasks else (),
-        tools=tuple(r.to_dict() for r in runs) if runs else (), cache_read_tokens=cache_read, cache_write_tokens=cache_write,
+        budget, tuple(prompt.cut) if budget is not None and prompt.cut else (),
+        tuple(r.to_dict() for r in runs) if runs else (), cache_read, cache_write,
+        None if budget is None else _window(prompt.layout, tools, provider),
+        cost_of(price, input_tokens, output_tokens, cache_read, cache_write) if price is not None
+        else call_cost(provider.name, model, input_tokens, output_tokens, cache_read, cache_write),
     )
     return CallOutcome(parses, frozenset(fallbacks) if fallbacks else _NONE, trace, streamed, tuple(runs) if runs else ())
 
 
-class _Shape:
-    """What a call derives from its tuple of steps, once: their names, the reply steps (an
-    empty reply is re-asked), and the steps a reply can fall back for (reply kinds, kinds
-    with an `unparsed` output)."""
+TEXT_FREE = frozenset({"bool", "list", "mapping"})  # section types that never read as text
 
-    __slots__ = ("falling", "names", "refusing", "replies", "steps")
+
+class CallShape:
+    """What a call derives from its tuple of steps, once per call plan (`Services.bind` keeps
+    it): their names, the reply steps (an empty reply is re-asked), the steps a reply can fall
+    back for (reply kinds, kinds with an `unparsed` output), the steps whose kind may refuse a
+    section (`StepKind.refusals` overridden), and the sections that read as text — the only
+    ones that can repeat the instructions (`_echoes`): with none, a call needs no instructions."""
+
+    __slots__ = ("echoing", "falling", "names", "plain", "refusing", "replies", "steps")
 
     def __init__(self, steps: Sequence[PlannedStep]) -> None:
         self.steps = steps
         self.names = tuple(s.name for s in steps)
         self.replies = tuple(s for s in steps if s.kind.name in REPLY_KINDS)
         self.falling = tuple(s for s in steps if s.kind.name in REPLY_KINDS or s.kind.unparsed)
-        # the steps whose kind may refuse a section (`StepKind.refusals` overridden)
         self.refusing = tuple(s for s in steps if getattr(s.kind.refusals, "__func__", None) is not _NO_REFUSALS)
+        echoing = ((s, tuple(c for c in s.kind.sections if c.type not in TEXT_FREE)) for s in steps)
+        self.echoing: tuple[tuple[PlannedStep, tuple[Section, ...]], ...] = tuple((s, c) for s, c in echoing if c)
+        self.plain = not (self.falling or self.refusing)  # a reply can be taken as it parses
 
 
 _NO_REFUSALS = StepKind.refusals.__func__
-
-
-def refuses(steps: Sequence[PlannedStep]) -> bool:
-    """Whether the kind of one of a call's steps may refuse a section (`StepKind.refusals`):
-    only then does the call need what the turn said before it (`run_call`'s `known`)."""
-    return bool(_shape(steps).refusing)
-_shapes: dict[int, _Shape] = {}
 _NONE: frozenset[str] = frozenset()
-
-
-def _shape(steps: Sequence[PlannedStep]) -> _Shape:
-    """The shape of a call's steps (a call plan's tuple lives as long as its plan)."""
-    found = _shapes.get(id(steps))
-    if found is None or found.steps is not steps:
-        if len(_shapes) >= 1024:
-            _shapes.clear()
-        found = _shapes[id(steps)] = _Shape(steps)
-    return found
 
 
 async def _stream(

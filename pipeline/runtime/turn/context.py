@@ -53,26 +53,47 @@ class TurnContext:
     shared: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class TurnState:
-    """What accumulates while a turn runs (private to one turn)."""
+    """What accumulates while a turn runs (private to one turn). Made on every turn: its own
+    `__init__` starts each collection empty, where a dataclass's would test each for a
+    default factory first (twice the work, and a turn made per run of the graph)."""
 
     ctx: TurnContext
     outputs: dict[str, dict[str, Any]]
-    steps: list[StepTrace] = field(default_factory=list)
-    calls: list[Any] = field(default_factory=list)
-    changes: dict[str, Changes] = field(default_factory=dict)
-    provider_spans: list[tuple[float, float]] = field(default_factory=list)  # (start, end) of each model call
-    cognition: Cognition | None = None
-    done: dict[str, dict[str, Any]] = field(default_factory=dict)  # outputs of the steps that produced some
-    session: str | None = None  # the session's id, for engines that prime by session
-    recalled: list[str] = field(default_factory=list)  # memory ids recalled: touched after the commit
-    shown: list[int] = field(default_factory=list)  # turns of history each call showed
-    summaries: list[SummaryRecord] = field(default_factory=list)  # history folded this turn
-    folded: list[MemoryEntry] = field(default_factory=list)  # the summary's working-memory entry
+    steps: list[StepTrace]
+    calls: list[Any]
+    changes: dict[str, Changes]
+    provider_spans: list[tuple[float, float]]  # (start, end) of each model call
+    cognition: Cognition | None
+    done: dict[str, dict[str, Any]]  # outputs of the steps that produced some, in plan order
+    reach: int  # the place in plan order of the latest step in `done` (runner.py: `_did`)
+    session: str | None  # the session's id, for engines that prime by session
+    recalled: list[str]  # memory ids recalled: touched after the commit
+    shown: list[int]  # turns of history each call showed
+    summaries: list[SummaryRecord]  # history folded this turn
+    folded: list[MemoryEntry]  # the summary's working-memory entry
     # the kind of each step whose changes hold working memory: its entries are labelled with
     # the step, kind and turn as the commit gathers them (`turn/commit.py`)
-    labels: dict[str, str] = field(default_factory=dict)
+    labels: dict[str, str]
+
+    def __init__(self, ctx: TurnContext, outputs: dict[str, dict[str, Any]], *, done: dict[str, dict[str, Any]] | None = None,
+                 session: str | None = None, cognition: Cognition | None = None) -> None:
+        self.ctx = ctx
+        self.outputs = outputs
+        self.done = {} if done is None else done
+        self.reach = -1 if done is None else 1 << 30  # a copy's order is unknown: the next step checks it
+        self.session = session
+        self.cognition = cognition
+        self.steps = []
+        self.calls = []
+        self.changes = {}
+        self.provider_spans = []
+        self.recalled = []
+        self.shown = []
+        self.summaries = []
+        self.folded = []
+        self.labels = {}
 
 
 def _memory_regions(entries: tuple[MemoryEntry, ...]) -> dict[str, tuple[MemoryEntry, ...]]:

@@ -120,8 +120,8 @@ class TurnParts:
     lines (with its parts and cache points), the history and the input as messages, and
     (per counter) what they cost."""
 
-    __slots__ = ("_costs", "_head_rows", "_rows", "before", "ctx", "head", "head_piece", "memory", "message", "persona",
-                 "piece", "points", "steering", "tail", "user", "view")
+    __slots__ = ("_at", "_costs", "_head_rows", "_messages", "_rows", "before", "ctx", "head", "head_piece", "memory", "message",
+                 "persona", "piece", "points", "steering", "tail", "user", "view")
 
     def __init__(self, ctx: TurnContext, head: parts.Piece, steering: str, user: str, message: parts.Piece,
                  persona: str, view: ConversationView, memory: MemoryView) -> None:
@@ -134,13 +134,15 @@ class TurnParts:
         self.tail = view.tail(user)
         self._costs: dict[bool, Costs] = {}
         self._rows: list[list[Any]] | None = None
+        self._at = len(self.before) + 2 if self.before else 0  # where a call's own parts begin in the system message
+        self._messages = len(self.tail) + 1
 
     def layout(self, this_turn: str, form: str) -> dict[str, Any]:
         """Where each part lies in a call's messages when the whole history is shown: the
         system message is the turn's piece, then this call's two parts (laid out as
         `parts.join` would: a separator belongs to the span before it). The rows of the turn's
         piece, history and input are worked out once and shared by its calls (plain data,
-        never changed)."""
+        never changed): a call adds its own two rows."""
         rows = self._rows
         if rows is None:  # the history's and the input's spans, the same for every call of the turn
             history, labels = self.view.messages(), self.view.labels()
@@ -149,6 +151,11 @@ class TurnParts:
             if head:  # as followed by a call's own part, the separator its own
                 head[-1] = [*head[-1][:4], head[-1][4] + 2]
             self._head_rows = head
+        if this_turn and form:  # the usual call of a chain
+            at = self._at
+            mid = at + len(this_turn) + 2
+            spans = [*self._head_rows, [parts.THIS_TURN, "", 0, at, mid], [parts.FORMAT, "", 0, mid, mid + len(form)], *rows]
+            return {"spans": spans, "messages": self._messages}
         at = len(self.before)
         if at and (this_turn or form):
             spans = [*self._head_rows]
@@ -176,7 +183,7 @@ class Costs:
     what they add to a call's report when they fit whole (in the report's order, around the
     call's own two parts), with the cuts of the regions' own limits."""
 
-    __slots__ = ("counts", "first", "fixed", "history", "limit_cuts", "memory", "rest", "summary", "turn_costs", "turns")
+    __slots__ = ("counts", "first", "fixed", "history", "limit_cuts", "memory", "rest", "shares", "summary", "turn_costs", "turns")
 
     def __init__(self, parts: TurnParts, counter: Counter, count: Count) -> None:
         h, s, u = self.counts = (count(counter, parts.head), count(counter, parts.steering), count(counter, parts.user))
@@ -194,6 +201,8 @@ class Costs:
         self.rest[OVERHEAD] = 2 * MESSAGE_OVERHEAD
         self.rest["history"] = self.history
         self.rest.update((f"working memory: {r[0]}", kept) for r, (_, _, kept) in zip(memory.regions, regions, strict=True))
+        # the report's parts with a call's own two in their places (a call copies it and sets them)
+        self.shares = {**self.first, FIXED[2]: 0, FIXED[3]: 0, **self.rest}
 
 
 def _limit_cut(region: str, over: int, limit: int) -> dict[str, Any]:
@@ -274,12 +283,16 @@ class Fitter:
             # it plainly fits: every turn is shown, working memory cut only to its regions' limits
             # the parts in the report's order, this call's own two among the turn's (a zero left out)
             if t and f:
-                shares = {**costs.first, FIXED[2]: t, FIXED[3]: f, **costs.rest}
+                shares = costs.shares.copy()
+                shares[FIXED[2]] = t
+                shares[FIXED[3]] = f
             elif t or f:
                 shares = {**costs.first, (FIXED[2] if t else FIXED[3]): t or f, **costs.rest}
             else:
                 shares = {**costs.first, **costs.rest}
-            system = Message("system", "\n\n".join(filter(None, (turn.before, this_turn, form))), cache_points=turn.points)
+            before = turn.before
+            text = f"{before}\n\n{this_turn}\n\n{form}" if before and this_turn and form else "\n\n".join(filter(None, (before, this_turn, form)))
+            system = Message("system", text, (), None, False, turn.points)  # positionally: cheaper than a keyword
             return Prompt((system, *turn.tail),
                           {"window": budget.window, "reserve": budget.reserve, "counter": counter.name, "fixed": total,
                            "used": total + history + costs.memory, "parts": shares},

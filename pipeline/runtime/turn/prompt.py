@@ -54,7 +54,6 @@ def section_format(section: Section, params: Mapping[str, Any]) -> str:
 
 
 THIS_TURN = "## This Turn So Far"
-LINE_CACHE = 64  # earlier steps' lines kept ("This Turn So Far": each built once a turn)
 
 _PLACEHOLDER_BODY = {
     "bool": "true or false",
@@ -75,7 +74,8 @@ class PromptBuilder:
         self._user_message: tuple[tuple[str, str, str], str] = (("", "", ""), "")
         self._turn: TurnParts | None = None  # what the calls of the last context's turn share
         self._head_cache: tuple[TurnContext | None, parts.Piece] = (None, parts.EMPTY)
-        self._lines: dict[int, tuple[Mapping[str, Any], str]] = {}
+        # the last call's "This Turn So Far": the steps it listed (name, outputs) and its text
+        self._so_far: tuple[tuple[tuple[str, Any], ...], str] = ((), "")
         self.limits: Mapping[str, int] = getattr(blueprint, "region_limits", None) or {}
         self.chained = blueprint.mode == "chained"
         self.fitter = Fitter(blueprint.regions, self.limits)  # the budget's cuts, shared work done once
@@ -167,29 +167,34 @@ class PromptBuilder:
         return "\n\n".join(parts)
 
     def this_turn(self, ctx: TurnContext, earlier: Mapping[str, Any] | None = None) -> str:
-        """Chained mode: what the earlier steps of this turn produced ("" when none did)."""
+        """Chained mode: what the earlier steps of this turn produced ("" when none did), in
+        the order of `earlier` (a runner keeps its steps' outputs in plan order).
+
+        A turn's calls see the steps done grow: the text of the call before is kept, and a
+        call whose steps done begin with the same ones (the same outputs) adds only the lines
+        of the new ones; any other change builds it again."""
         done = ctx.steps if earlier is None else earlier
         if not self.chained or not done:
             return ""
-        cache = self._lines
-        lines = None
-        for name, out in done.items():
-            if out.__class__ is NotRun:
+        items = tuple(done.items())
+        kept, text = self._so_far
+        n = len(kept)
+        if n > len(items) or (n and items[:n] != kept):  # not a continuation of the last call's
+            n, text = 0, ""
+        elif n == len(items):
+            return text
+        lines = [text] if text else []
+        for name, out in items[n:]:
+            if out.__class__ is NotRun or (type(out) is not dict and not isinstance(out, Mapping)):
                 continue  # a step that has not run has nothing to list
-            hit = cache.get(id(out))
-            if hit is None or hit[0] is not out:  # each step's line is built once a turn
-                if type(out) is not dict and not isinstance(out, Mapping):
-                    continue
-                if len(cache) >= LINE_CACHE:
-                    cache.clear()
-                shown = "; ".join([f"{k}: {v}" for k, v in out.items() if v is not None and v != ""])
-                hit = cache[id(out)] = (out, f"- {name}: {shown}")
-            if lines is None:
-                lines = [THIS_TURN, hit[1]]
-            else:
-                lines.append(hit[1])
+            if not lines:
+                lines.append(THIS_TURN)
+            shown = "; ".join([f"{k}: {v}" for k, v in out.items() if v is not None and v != ""])
+            lines.append(f"- {name}: {shown}")
         # a heading over nothing would tell the model of steps that never ran
-        return "\n".join(lines) if lines else ""
+        text = "\n".join(lines)
+        self._so_far = (items, text)
+        return text
 
     def system(self, steps: Sequence[PlannedStep], ctx: TurnContext, earlier: Mapping[str, Any] | None = None) -> str:
         """The system message with everything in it (no budget; regions at their limits)."""
@@ -216,7 +221,6 @@ class PromptBuilder:
             pieces.append(parts.piece(parts.USER_MODEL, f"## User Model: {ctx.user}\n{body}"))
         head = parts.join(pieces)
         self._head_cache = (ctx, head)
-        self._lines.clear()  # a new context: last turn's step lines are not needed again
         return head
 
     def fit(self, steps: Sequence[PlannedStep], ctx: TurnContext, earlier: Mapping[str, Any] | None = None,
@@ -273,14 +277,26 @@ class PromptBuilder:
         return text
 
     def build(self, steps: Sequence[PlannedStep], ctx: TurnContext, earlier: Mapping[str, Any] | None = None,
-              budget: Budget | None = None, where: str = "a model call") -> Prompt:
-        """The messages of one model call over `steps` (`earlier` overrides `ctx.steps`),
-        fitted to `budget` when given, with the record of what the budget held (`.budget`, `.cut`)."""
+              budget: Budget | None = None, where: str = "a model call", said: Mapping[str, Any] | None = None,
+              unrun: Mapping[str, Any] | None = None) -> Prompt:
+        """The messages of one model call over `steps` (`earlier` overrides `ctx.steps`; `said`,
+        the steps that produced outputs in plan order, is what "This Turn So Far" lists, when
+        not those of `earlier`), fitted to `budget` when given, with the record of what the
+        budget held (`.budget`, `.cut`). Given `unrun` (a NotRun for every step) and no
+        `earlier`, templates see `unrun` overlaid with `said` — made only when a template
+        reads the steps (a response format that reads none is built once)."""
         turn = self._turn
         if turn is None or turn.ctx is not ctx:  # what every call of a turn shares: its head, steering and input
             user = self.user(ctx)
             persona = self.persona_of(ctx)
             turn = self._turn = self.fitter.turn(ctx, self._head(ctx), self._steering(ctx), user,
                                                  self._message_piece(ctx, user), persona)
-        return self.fitter.fit(turn, self.this_turn(ctx, earlier), self.response_format(steps, ctx, earlier), budget, where)
+        form = self._formats.get(id(steps))  # `response_format`'s look-up, inline (a call of its own costs as much)
+        if form is not None and form[0] is steps:
+            form = form[1]
+        else:
+            if earlier is None and unrun is not None:
+                earlier = {**unrun, **(said or {})}
+            form = self.response_format(steps, ctx, earlier)
+        return self.fitter.fit(turn, self.this_turn(ctx, earlier if said is None else said), form, budget, where)
 

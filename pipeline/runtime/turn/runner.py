@@ -16,7 +16,6 @@ anything of it is streamed.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
@@ -28,7 +27,6 @@ from jinja2 import TemplateError
 from soul.compiler import CallPlan, Plan, PlannedStep, ScopePlan, Unit
 from soul.errors import RunError, SoulError, StepError
 from soul.kinds import ChangeContext, StepEnv
-from soul.providers import Message, call_cost
 from soul.records import (
     MemoryEntry,
     Snapshot,
@@ -39,9 +37,9 @@ from soul.runtime.conversation import (
     fold_history,
     labelled,
 )
-from soul.runtime.events import CallTrace, StepFinished, StepStarted, StepTrace
+from soul.runtime.events import StepFinished, StepStarted, StepTrace
 from soul.runtime.tools import ToolUse, tools_of
-from soul.runtime.turn.calls import CallOutcome, refuses, run_call
+from soul.runtime.turn.calls import BoundCall, CallOutcome, run_call
 from soul.runtime.turn.context import TurnState, context_for
 from soul.runtime.turn.eager import gather_eagerly
 from soul.runtime.turn.fitting import Prompt
@@ -79,15 +77,6 @@ def start_turn(plan: Plan, services: Services, snapshot: Snapshot, text: str, ki
     return ts
 
 
-def _window(layout: dict[str, Any] | None, tools: ToolUse | None, provider: Any) -> dict[str, Any] | None:
-    """The prompt's layout for the trace, with the tools' specs when they went beside the
-    messages (native tool calling: the provider counts them in the call's input)."""
-    if layout is not None and tools is not None and getattr(provider, "can_call_tools", False):
-        specs = [{"name": s.name, "description": s.description, "parameters": s.parameters} for s in tools.specs()]
-        return {**layout, "tool_specs": json.dumps(specs, ensure_ascii=False)}
-    return layout
-
-
 def _no_memory() -> Any:
     raise RunError("this run has no memory field: its services were built without a memory bridge")
 
@@ -114,11 +103,35 @@ class ScopeRunner:
         self.state_spec = plan.blueprint.state
         self.memory_config: Mapping[str, Any] = plan.blueprint.memory or {}
         # every step a template or gate may name, as it reads before (or without) running
-        self.not_run = services.not_run(plan, scope)
+        shared = services.scoped(plan, scope)
+        self.not_run = shared.not_run
+        self.order = shared.order  # each step's place in plan order
+        self.last = len(self.order)
         self._change_ctx: ChangeContext | None = None
+        # whether units and calls run in spans (decided per run: `tracing.reset` decides again)
+        self.traced = self.applies_changes and tracing.on()
+        # each whole unit's call plan and binding, once found (a dry run binds none)
+        self.units = shared.units if self.applies_changes else {}
 
     def variables(self, ts: TurnState, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         return self.builder.variables(replace(ts.ctx, steps={**self.not_run, **ts.outputs}), params)
+
+    def _did(self, ts: TurnState, name: str, outputs: dict[str, Any]) -> None:
+        """`name`'s outputs among the steps done, which are kept in plan order (the order
+        "This Turn So Far" lists them in), whatever order concurrent units finish in."""
+        done = ts.done
+        at = self.order.get(name, self.last)  # a step of no scope here goes after the others
+        if at >= ts.reach or name in done:  # in order (always so but for concurrent units)
+            done[name] = outputs
+            if at > ts.reach:
+                ts.reach = at
+            return
+        done[name] = outputs
+        order, last = self.order, self.last
+        ranked = sorted(done.items(), key=lambda item: order.get(item[0], last))
+        done.clear()
+        done.update(ranked)
+        ts.reach = order.get(ranked[-1][0], last)
 
     def earlier(self, ts: TurnState) -> Mapping[str, Any]:
         """What a call's templates see as `steps`: the steps that produced outputs, and NotRun
@@ -137,7 +150,7 @@ class ScopeRunner:
 
     async def run(self, ts: TurnState) -> None:
         units, gated = self.scope.units, self.scope.gated  # units are numbered from 1
-        traced = self.applies_changes and tracing.on()  # every unit in its span: through run_unit
+        traced = self.traced  # every unit in its span: through run_unit
         for layer in self.scope.layers:
             if len(layer) == 1:  # no task needed for a lone unit: a chain pays no scheduling
                 unit = units[layer[0] - 1]
@@ -163,7 +176,7 @@ class ScopeRunner:
     async def run_unit(self, unit: Unit, ts: TurnState) -> None:
         planned = self.scope.steps
         if unit.index not in self.scope.gated:  # no step of the unit has a gate: all of them run
-            if self.applies_changes and tracing.on():
+            if self.traced:
                 await self._run_traced(unit, unit.steps, ts)
             elif unit.model is not None:
                 await self.run_llm_unit(unit, unit.steps, ts)
@@ -189,7 +202,7 @@ class ScopeRunner:
 
     async def _run_traced(self, unit: Unit, active: Sequence[str], ts: TurnState) -> None:
         """A unit's active steps, in the unit's span when spans are made (a dry run makes none)."""
-        if self.applies_changes and tracing.on():
+        if self.traced:
             planned = self.scope.steps
             steps = [(name, planned[name].kind.name) for name in active]
             await tracing.unit(self._run_active(unit, active, ts), steps, self.scope.scope, ts.steps)
@@ -227,18 +240,18 @@ class ScopeRunner:
         except TemplateError as exc:
             raise StepError.from_exception(exc, step=step.name, kind=step.kind.name, what="its template failed") from exc
 
-    def ask(self, call: CallPlan, messages: tuple[Message, ...], gated_off: GatedOff | None, budget: Budget | None = None,
+    def ask(self, call: CallPlan, prompt: Prompt, gated_off: GatedOff | None, budget: Budget | None = None,
             tools: ToolUse | None = None, known: Sequence[str] = (),
-            instructions: Instructions | None = None) -> Awaitable[CallOutcome]:
-        """One model call over `call`'s steps, through the provider its unit's model resolves to
-        (the call's coroutine itself: no frame of its own on the hot path); a section repeating
-        `instructions` is re-asked, then dropped (`calls.py`)."""
-        bound = self.services.bind(call)
-        return run_call(  # positionally: a call's keywords cost as much as its prompt's report
-            bound.provider, bound.model, bound.options, call.steps, messages, call.unit.index, call.stream_steps,
-            self.emit, call.attempts, gated_off, call.tags, bound.grammar, budget.fits if budget is not None else None, tools,
-            known, instructions,
-        )
+            instructions: Instructions | None = None, bound: BoundCall | None = None) -> Awaitable[CallOutcome]:
+        """One model call of `prompt` over `call`'s steps, through the provider its unit's model
+        resolves to (`bound`, when the caller has bound it already; the call's coroutine itself:
+        no frame of its own on the hot path); a section repeating `instructions` is re-asked,
+        then dropped (`calls.py`). Its trace comes back complete: the prompt's budget, cut and
+        layout, and the call's cost. (`budget` is the call's, which a bound call carries: a dry
+        run, binding none, counts its prompt with it.)"""
+        if bound is None:
+            bound = self.services.bind(call)
+        return run_call(bound, prompt, self.emit, gated_off, tools, known, instructions)
 
     async def run_local_step(self, step: PlannedStep, ts: TurnState) -> None:
         name, kind = step.name, step.kind
@@ -248,7 +261,7 @@ class ScopeRunner:
         outputs = await self.step_outputs(step, ts)
         ms = (time.perf_counter() - started) * 1000
         ts.outputs[name] = outputs
-        ts.done[name] = outputs
+        self._did(ts, name, outputs)
         flags: tuple[str, ...] = ()
         if self.applies_changes:
             changes = kind.changes(name, outputs, ChangeContext(self.state_spec, ts.ctx.state))
@@ -267,19 +280,26 @@ class ScopeRunner:
             self.emit(StepFinished(name, dict(outputs), True))
 
     async def run_llm_unit(self, unit: Unit, active: tuple[str, ...], ts: TurnState) -> None:
-        call = self.scope.call_plan(unit, active)
+        found = self.units.get(unit.index) if active is unit.steps else None
+        if found is not None:  # a whole unit that ran before: its call plan and binding
+            call, bound = found
+        else:  # what the call plan is bound to (a dry run binds no provider: its budget is the blueprint's)
+            call = self.scope.call_plan(unit, active)
+            bound = self.services.bind(call) if self.applies_changes else None
+            if bound is not None and active is unit.steps:
+                self.units[unit.index] = (call, bound)
         emit = self.emit
         if emit is not None:
             for step in call.steps:
                 emit(StepStarted(step.name, step.kind.name))
-        earlier = self.earlier(ts)
-        budget = self.budget(call)
+        budget = bound.budget if bound is not None else self.budget(call)
         try:
-            prompt = self.builder.build(call.steps, ts.ctx, earlier, budget, call.where)
+            # templates see the steps done over NotRun for the rest (`earlier`), made only if one reads them
+            prompt = self.builder.build(call.steps, ts.ctx, None, budget, call.where, ts.done, self.not_run)
         except SoulError:
             raise
         except (TemplateError, *EXPRESSION_ERRORS) as exc:
-            raise self._render_error(call, ts, earlier, exc) from exc
+            raise self._render_error(call, ts, self.earlier(ts), exc) from exc
         gated_off = None
         if call.after_gates:
             builder, gates, after_gates, planned = self.builder, self.gates, call.after_gates, self.scope.steps
@@ -293,24 +313,21 @@ class ScopeRunner:
                 return not gates.when_open(name, expression, variables, planned[name].kind.name)
 
         started = time.perf_counter()
-        tools = tools_of(self, call, ts) if self.services.tools is not None and self.applies_changes else None  # a dry run calls none
-        messages = prompt.messages
-        traced = False
-        if not self.applies_changes:  # a dry run parses nothing
-            asked = self.ask(call, messages, gated_off, budget)
-        else:  # what a kind's refusals tell a copy of, when one of the call's kinds may refuse
-            # what a section must not parrot: the persona and the response format (not what was said)
-            parroted = instructions_of(self.builder.persona_of(ts.ctx), prompt.form)
-            asked = self.ask(call, messages, gated_off, budget, tools, _said(ts) if refuses(call.steps) else (), parroted)
-            if tracing.on():  # the call's span, its trace complete before it ends
-                traced = True
-                bound = self.services.bind(call)
+        if bound is None:  # a dry run calls no tool and parses nothing
+            outcome = await self.ask(call, prompt, gated_off, budget)
+        else:
+            tools = tools_of(self, call, ts) if self.services.tools is not None else None
+            shape = bound.shape
+            # what a section must not parrot: the persona and the response format (not what was
+            # said), when a section of the call reads as text; what a kind's refusals tell a
+            # copy of, when one of the call's kinds may refuse
+            parroted = instructions_of(self.builder.persona_of(ts.ctx), prompt.form) if shape.echoing else None
+            asked = self.ask(call, prompt, gated_off, budget, tools, _said(ts) if shape.refusing else (), parroted, bound)
+            if self.traced:  # the call's span
                 attributes = tracing.call_attributes(bound.provider.name, bound.model, bound.options, call.unit.index,
                                                      [s.name for s in call.steps], ts.session)
-                asked = tracing.call(asked, attributes, partial(self._complete, call, prompt, tools))
-        outcome = await asked
-        if not traced:
-            self._complete(call, prompt, tools, outcome.trace)
+                asked = tracing.call(asked, attributes)
+            outcome = await asked
         ts.provider_spans.append((started, time.perf_counter()))
         if ts.cognition is not None:  # Chetana learns each tool's outcomes and latencies
             for run in outcome.tool_runs:
@@ -335,6 +352,7 @@ class ScopeRunner:
         per_step_ms = outcome.trace.latency_ms / len(call.steps)
         emit, applies = self.emit, self.applies_changes
         after_gates, fallbacks = call.after_gates, outcome.fallbacks
+        order, done = self.order, ts.done
         for step in call.steps:
             name, kind = step.name, step.kind
             parse = outcome.parses[name]
@@ -342,7 +360,12 @@ class ScopeRunner:
             ts.outputs[name] = outputs
             for value in outputs.values():  # a plain loop: any() over a generator costs more
                 if value is not None:
-                    ts.done[name] = outputs
+                    at = order.get(name, self.last)
+                    if at >= ts.reach:  # done in plan order (`_did`, inline)
+                        done[name] = outputs
+                        ts.reach = at
+                    else:
+                        self._did(ts, name, outputs)
                     break
             status = "fallback" if name in fallbacks else ("failed" if parse.missing else "ran")
             if after_gates:
@@ -364,19 +387,6 @@ class ScopeRunner:
                 ts.cognition.record(name, status == "ran", per_step_ms, outputs)
             if emit is not None:
                 emit(StepFinished(name, dict(outputs), status in ("ran", "fallback")))
-
-    def _complete(self, call: CallPlan, prompt: Prompt, tools: ToolUse | None, trace: CallTrace) -> None:
-        """The call's trace completed: its budget, what was cut, where each part of the prompt
-        lies, and (a real call) its cost from its usage and the price table (providers/prices.py)."""
-        if prompt.budget is not None:  # the prompt's record of its budget
-            trace.budget = prompt.budget
-            if prompt.cut:
-                trace.cut = tuple(prompt.cut)
-            trace.window = _window(prompt.layout, tools, self.services.bind(call).provider if tools else None)
-        if self.applies_changes:  # a dry run made no call: it cost nothing to price
-            bound = self.services.bind(call)
-            trace.cost = call_cost(bound.provider.name, bound.model, trace.input_tokens, trace.output_tokens,
-                                   trace.cache_read_tokens, trace.cache_write_tokens, table=self.services.prices)
 
     def _render_error(self, call: CallPlan, ts: TurnState, earlier: Mapping[str, Any], exc: Exception) -> StepError:
         """The StepError for a prompt that failed to render, naming the step whose template

@@ -17,8 +17,9 @@ from typing import Any, Protocol
 from soul.compiler import CallPlan, Plan, ScopePlan
 from soul.providers import PriceTable, Provider
 from soul.runtime.bridges import Cognition, MemoryBridge
-from soul.runtime.conversation import Budget, budget_for
+from soul.runtime.conversation import budget_for
 from soul.runtime.tools import ToolBox
+from soul.runtime.turn.calls import BoundCall, CallShape
 from soul.runtime.turn.gates import GateEvaluator
 from soul.runtime.turn.not_run import NotRun, not_run_steps
 from soul.runtime.turn.prompt import PromptBuilder
@@ -30,16 +31,18 @@ ChetanaStart = Callable[[Mapping[str, Any] | None, str], Cognition]
 
 
 @dataclass(frozen=True)
-class BoundCall:
-    """A call plan bound to services: the provider, its spec and options, the GBNF grammar
-    for providers that constrain decoding, and the call's token budget (its window, reply
-    reserve, counter and share of history: the same on every turn, so worked out once)."""
+class ScopeRuns:
+    """What every run of one scope shares: `not_run`, every step a template or gate of the
+    scope may name as it reads before (or without) running — a NotRun (a subprocess also
+    reads the turn's steps); `order`, each of those steps' place in plan order; and `units`,
+    each unit that asks for all its steps by number, with its call plan and what that plan is
+    bound to (`Services.bind`), filled by the runner as each unit first runs. Never changed
+    but for `units`, which only grows."""
 
-    provider: Provider
-    model: str
-    options: dict[str, Any]
-    grammar: str | None = None
-    budget: Budget | None = None
+    scope: ScopePlan
+    not_run: dict[str, NotRun]
+    order: dict[str, int]
+    units: dict[int, tuple[CallPlan, BoundCall]]
 
 
 class Gates(Protocol):
@@ -62,8 +65,8 @@ class Services:
     prices: PriceTable | None = None  # what calls cost (providers/prices.py); None: the data home's table
     # each call plan bound once to its provider and grammar (see `bind`)
     _bound: dict[CallPlan, BoundCall] = field(default_factory=dict, init=False, repr=False, compare=False)
-    # each scope's steps as they read before they run (see `not_run`)
-    _not_run: dict[int, tuple[ScopePlan, dict[str, NotRun]]] = field(default_factory=dict, init=False, repr=False, compare=False)
+    # what every run of a scope shares (see `scoped`)
+    _scopes: dict[int, ScopeRuns] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def provider(self, model: str) -> tuple[Provider, str, dict[str, Any]]:
         """The provider, provider spec and options of a model slot name or spec."""
@@ -73,14 +76,18 @@ class Services:
             raise RunError(f"no model providers in this run: the call on '{model}' cannot be made")
         return self.providers(model)
 
+    def scoped(self, plan: Plan, scope: ScopePlan) -> ScopeRuns:
+        """What every run of `scope` shares, worked out on its first run (see `ScopeRuns`)."""
+        found = self._scopes.get(id(scope))
+        if found is None or found.scope is not scope:
+            steps = not_run_steps(plan.turn.steps, scope.steps) if scope is not plan.turn else not_run_steps(scope.steps)
+            found = self._scopes[id(scope)] = ScopeRuns(scope, steps, {name: i for i, name in enumerate(steps)}, {})
+        return found
+
     def not_run(self, plan: Plan, scope: ScopePlan) -> dict[str, NotRun]:
         """Every step a template or gate of `scope` may name, as it reads before (or without)
         running: a NotRun (a subprocess also reads the turn's steps). Shared: never changed."""
-        found = self._not_run.get(id(scope))
-        if found is None or found[0] is not scope:
-            steps = not_run_steps(plan.turn.steps, scope.steps) if scope is not plan.turn else not_run_steps(scope.steps)
-            found = self._not_run[id(scope)] = (scope, steps)
-        return found[1]
+        return self.scoped(plan, scope).not_run
 
     def bind(self, call: CallPlan) -> BoundCall:
         """What a call plan needs from these services, worked out on its first call (a slot's
@@ -95,7 +102,10 @@ class Services:
                 # sections of steps whose gate is decided after the call may be left out
                 grammar = call_grammar([(s.kind, s.params) for s in call.steps], set(call.optional))
             budget = budget_for(self.builder.blueprint, call.steps, spec, options, provider)
-            bound = self._bound[call] = BoundCall(provider, spec, options, grammar, budget)
+            # the table a soul was made with is fixed (without one, each call reads the data home's: call_cost)
+            price = self.prices.price_for(provider.name, spec) if self.prices is not None else None
+            bound = self._bound[call] = BoundCall(provider, spec, options, CallShape(call.steps), call.unit.index, call.tags,
+                                                  call.stream_steps, call.attempts, grammar, budget, price)
         return bound
 
 
