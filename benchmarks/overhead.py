@@ -188,7 +188,7 @@ def claudius_turn(folder: Path, turns: int) -> tuple[dict[str, tuple[list[float]
     """A full claudius turn with a zero-latency provider: framework time, split into parts.
 
     The parts are timed by wrappers put around `PromptBuilder.build`, the parser
-    (`extract_sections` + `parse_step` as `soul.runtime.turn.calls` uses them) and `SessionStore.commit`
+    (`extract_sections` + `parse_step` as `soul.runtime.turn.calls` uses them) and `SessionStore.apply`
     (a few hundred ns each). Returns {part: (wall times, CPU times)} and a typical Commit.
     """
     import soul.runtime.turn.calls
@@ -199,7 +199,7 @@ def claudius_turn(folder: Path, turns: int) -> tuple[dict[str, tuple[list[float]
     now: dict[str, list[float]] = {n: [0.0, 0.0] for n in names}  # this turn's sums
     commits: list[Any] = []
     builder = s.services.builder
-    build, extract, parse_step, commit = builder.build, soul.runtime.turn.calls.extract_sections, soul.runtime.turn.calls.parse_step, s.store.commit
+    build, extract, parse_step, commit = builder.build, soul.runtime.turn.calls.extract_sections, soul.runtime.turn.calls.parse_step, s.store.apply
 
     def timed(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -213,14 +213,14 @@ def claudius_turn(folder: Path, turns: int) -> tuple[dict[str, tuple[list[float]
 
         return wrapper
 
-    def keep(c: Any) -> int:
+    def keep(c: Any) -> Any:
         commits.append(c)
         return commit(c)
 
     builder.build = timed("render", build)  # type: ignore[method-assign]
     soul.runtime.turn.calls.extract_sections = timed("parse", extract)
     soul.runtime.turn.calls.parse_step = timed("parse", parse_step)
-    s.store.commit = timed("commit", keep)  # type: ignore[method-assign]
+    s.store.apply = timed("commit", keep)  # type: ignore[method-assign]  (a session applies its commit)
     out: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in ("turn", *names, "other")}
     text = "Hi, I'm Ada. I build compilers."
 
@@ -251,7 +251,7 @@ def claudius_turn(folder: Path, turns: int) -> tuple[dict[str, tuple[list[float]
         soul.runtime.turn.calls.extract_sections = extract
         soul.runtime.turn.calls.parse_step = parse_step
         builder.build = build  # type: ignore[method-assign]
-        s.store.commit = commit  # type: ignore[method-assign]
+        s.store.apply = commit  # type: ignore[method-assign]
     assert provider.calls >= turns
     # the commit alone, replayed: a typical turn's Commit applied to fresh sessions, unwrapped
     typical = next(c for c in reversed(commits) if c.state is None)  # 2 turns in 3: no state change
@@ -321,6 +321,9 @@ def plant_slowdown(micros: float) -> None:
         return parse(*args, **kwargs)
 
     soul.runtime.turn.calls.extract_sections = slow
+
+
+CHECK_ATTEMPTS = 3  # --check measures again (both sides) when a ratio falls short, at most this often in all
 
 
 def ratios(series: list[Series], graph: str) -> dict[str, tuple[float, float]]:
@@ -460,8 +463,21 @@ def main() -> int:
         print("\nCHECK CANNOT RUN: LangGraph and Haystack are not installed (pip install -e '.[bench]')", file=sys.stderr)
         return 2
     problems = check(series)
+    for attempt in range(2, CHECK_ATTEMPTS + 1):
+        if not problems:
+            break
+        # A burst of other work during one series (soulgraph's or a peer's) skews a ratio either
+        # way; a real slowdown fails every attempt. Each attempt measures both sides again.
+        print(f"\ncheck: attempt {attempt - 1} fell short ({'; '.join(problems)}); measuring both sides again", file=sys.stderr)
+        with tempfile.TemporaryDirectory(prefix="soul-overhead-") as tmp:
+            again = soulgraph_series(Path(tmp), runs, 1) + langgraph_series(runs) + haystack_series(runs)
+        for graph in GRAPHS:
+            print(f"  attempt {attempt}, {graph}: " + ", ".join(
+                f"{peer} ÷ soulgraph = {wall:.2f}x" for peer, (wall, _cpu) in ratios(again, graph).items()), file=sys.stderr)
+        problems = check(again)
     if problems:
-        print("\nCHECK FAILED — soulgraph fell below half a ratio goal, both sides measured in this run:", file=sys.stderr)
+        print(f"\nCHECK FAILED ({CHECK_ATTEMPTS} attempts) — soulgraph fell below half a ratio goal, both sides measured"
+              " in the same run:", file=sys.stderr)
         for problem in problems:
             print(f"- {problem}", file=sys.stderr)
         return 1
