@@ -24,7 +24,9 @@ holding a *fragment* of the instructions: a parenthesised note such as "(optiona
 Prints both counts (the goal is 0), the outputs that echo, and the run's time; then what the
 cycles set: the cycles that ran (and failed), how many set a mood, criteria, an impulse, how
 many moods differ, the sections the runtime dropped as echoes (read from the traces' flags), and
-the model calls re-asked; and the median time of a user's turn (the subconscious cycles beside
+the model calls re-asked; how long the moods, criteria and impulses are (words: median, and how
+many are a phrase of at most PHRASE_WORDS or a sentence of at most SENTENCE_WORDS); and the
+median time of a user's turn (the subconscious cycles beside
 it on the same model, so this is not the time of a turn alone).
 """
 
@@ -43,6 +45,8 @@ from pathlib import Path
 from typing import Any
 
 ECHO_WORDS = 6
+PHRASE_WORDS = 6  # a mood asked for "in two to four words" (a lead such as "I feel" counted)
+SENTENCE_WORDS = 20  # "one short sentence"
 MESSAGES = (
     "Hi, I'm Ada.",
     "I started learning to paint last month.",
@@ -270,6 +274,15 @@ def report(outputs: list[dict[str, Any]]) -> None:
                         for k in kinds)
     print(f"echoing {ECHO_WORDS}+ consecutive words of the instructions: {len(echoed)} of {len(outputs)} ({by_kind})")
     print(f"holding a fragment of the instructions: {len(marked)}")
+    # what the sections ask for: a mood in two to four words, criteria and impulses in one short
+    # sentence; a long one is the model writing on to its token budget
+    lengths = []
+    for kind, short in (("mood", PHRASE_WORDS), ("criteria", SENTENCE_WORDS), ("impulse", SENTENCE_WORDS)):
+        counts = [len(words(o["text"])) for o in outputs if o["where"].endswith(kind) and not o["echo"]]
+        if counts:
+            lengths.append(f"{kind} {statistics.median(counts):g} words (median), {sum(1 for n in counts if n <= short)} "
+                           f"of {len(counts)} at most {short}")
+    print(f"lengths: {'; '.join(lengths) or 'none'}")
 
 
 if __name__ == "__main__":
