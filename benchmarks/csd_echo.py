@@ -21,7 +21,13 @@ replies, the summaries and histories it is shown, is not an echo of the instruct
 holding a *fragment* of the instructions: a parenthesised note such as "(optional)" or
 "(nothing new)", a `## ` heading, or a section's tag (`<mood>`; a name such as `S_loud` or
 `ID_quiet` bare too).
-Prints both counts (the goal is 0), the outputs that echo, and the run's time.
+Prints both counts (the goal is 0), the outputs that echo, and the run's time; then what the
+cycles set: the cycles that ran (and failed), how many set a mood, criteria, an impulse, how
+many moods differ, the sections the runtime dropped as echoes (read from the traces' flags), and
+the model calls re-asked; how long the moods, criteria and impulses are (words: median, and how
+many are a phrase of at most PHRASE_WORDS or a sentence of at most SENTENCE_WORDS); and the
+median time of a user's turn (the subconscious cycles beside
+it on the same model, so this is not the time of a turn alone).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import asyncio
 import json
 import os
 import re
+import statistics
 import sys
 import tempfile
 import time
@@ -38,6 +45,8 @@ from pathlib import Path
 from typing import Any
 
 ECHO_WORDS = 6
+PHRASE_WORDS = 6  # a mood asked for "in two to four words" (a lead such as "I feel" counted)
+SENTENCE_WORDS = 20  # "one short sentence"
 MESSAGES = (
     "Hi, I'm Ada.",
     "I started learning to paint last month.",
@@ -150,6 +159,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     spontaneous: list[str] = []
     before_user: list[str] = []
     user_spoke = False
+    cycles: dict[str, int] = dict.fromkeys(("ran", "failed", "mood", "criteria", "impulse", "trigger"), 0)
+    moods: list[str] = []
+    turn_seconds: list[float] = []
 
     def listen(event: Any) -> None:
         if isinstance(event, Reply) and event.spontaneous:
@@ -157,9 +169,17 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             outputs.append({"where": "spontaneous reply", "text": event.text})
             if not user_spoke:
                 before_user.append(event.text)
-        elif isinstance(event, CycleFinished) and event.error is None:
+        elif isinstance(event, CycleFinished) and event.error is not None:
+            cycles["failed"] += 1
+        elif isinstance(event, CycleFinished):
             mood = event.outputs.get("mood") or {}
             impulse = event.outputs.get("impulse") or {}
+            cycles["ran"] += 1
+            for key, value in (("mood", mood.get("mood")), ("criteria", mood.get("criteria")),
+                               ("impulse", impulse.get("loud")), ("trigger", impulse.get("trigger") is True)):
+                cycles[key] += bool(value if not isinstance(value, str) else value.strip())
+            if (mood.get("mood") or "").strip():
+                moods.append(mood["mood"].strip().lower())
             for where, text in (("mood", mood.get("mood")), ("criteria", mood.get("criteria")), ("impulse", impulse.get("loud"))):
                 if text:
                     outputs.append({"where": f"cycle {event.cycle} {where}", "text": str(text)})
@@ -174,7 +194,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         await asyncio.sleep(args.wait_first)  # a new user reads the page before typing
         for message in MESSAGES[: args.turns]:
             user_spoke = True
+            began = time.perf_counter()
             result = await session.turn(message)
+            turn_seconds.append(time.perf_counter() - began)
             if result.reply:
                 outputs.append({"where": f"turn {result.turn} reply", "text": result.reply})
         await session.idle()
@@ -182,8 +204,27 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         await session.close()
     elapsed = time.perf_counter() - started
     judge(outputs, await dry_instructions(soul), soul_tags(soul))
+    dropped, reasked = dropped_echoes(soul.store.traces(session.id))
     soul.close()
-    return {"outputs": outputs, "elapsed": elapsed, "spontaneous": len(spontaneous), "before_user": len(before_user)}
+    return {"outputs": outputs, "elapsed": elapsed, "spontaneous": len(spontaneous), "before_user": len(before_user),
+            "cycles": cycles, "distinct_moods": len(set(moods)), "dropped": dropped, "reasked": reasked,
+            "turn_median": statistics.median(turn_seconds) if turn_seconds else None}
+
+
+def dropped_echoes(rows: list[dict[str, Any]]) -> tuple[dict[str, int], int]:
+    """The sections the runtime dropped as echoes of the instructions, by tag, and the model
+    calls it re-asked, over every trace of the session (turns and cycles; the store's rows)."""
+    dropped: dict[str, int] = {}
+    reasked = 0
+    for row in rows:
+        trace = json.loads(row["trace"]) if isinstance(row["trace"], str) else row["trace"]
+        reasked += sum(1 for call in trace.get("calls", ()) if int(call.get("attempts") or 1) > 1)
+        for step in trace.get("steps", ()):
+            for flag in step.get("flags") or ():
+                found = re.match(r"echo: <([^>]+)> repeated the instructions", str(flag))
+                if found and str(flag).endswith("dropped"):
+                    dropped[found.group(1)] = dropped.get(found.group(1), 0) + 1
+    return dropped, reasked
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -210,9 +251,16 @@ def main(argv: list[str] | None = None) -> int:
     outputs = found["outputs"]
     if args.log:
         args.log.write_text("".join(json.dumps(o) + "\n" for o in outputs), encoding="utf-8")
+    median = found["turn_median"]
+    timing = "" if median is None else f"; a user's turn {median:.1f} s (median)"
     print(f"outputs read: {len(outputs)} ({args.turns} turns, {args.cycles} cycles; {found['spontaneous']} spontaneous "
-          f"replies, {found['before_user']} before the user spoke) in {found['elapsed']:.0f} s")
+          f"replies, {found['before_user']} before the user spoke) in {found['elapsed']:.0f} s{timing}")
     report(outputs)
+    c = found["cycles"]
+    print(f"cycles: {c['ran']} ran, {c['failed']} failed; set a mood {c['mood']}, criteria {c['criteria']}, an impulse "
+          f"{c['impulse']} (trigger true {c['trigger']}); {found['distinct_moods']} different moods")
+    dropped = ", ".join(f"<{tag}> {n}" for tag, n in sorted(found["dropped"].items())) or "none"
+    print(f"dropped as echoes: {dropped}; model calls re-asked: {found['reasked']}")
     return 0
 
 
@@ -226,6 +274,15 @@ def report(outputs: list[dict[str, Any]]) -> None:
                         for k in kinds)
     print(f"echoing {ECHO_WORDS}+ consecutive words of the instructions: {len(echoed)} of {len(outputs)} ({by_kind})")
     print(f"holding a fragment of the instructions: {len(marked)}")
+    # what the sections ask for: a mood in two to four words, criteria and impulses in one short
+    # sentence; a long one is the model writing on to its token budget
+    lengths = []
+    for kind, short in (("mood", PHRASE_WORDS), ("criteria", SENTENCE_WORDS), ("impulse", SENTENCE_WORDS)):
+        counts = [len(words(o["text"])) for o in outputs if o["where"].endswith(kind) and not o["echo"]]
+        if counts:
+            lengths.append(f"{kind} {statistics.median(counts):g} words (median), {sum(1 for n in counts if n <= short)} "
+                           f"of {len(counts)} at most {short}")
+    print(f"lengths: {'; '.join(lengths) or 'none'}")
 
 
 if __name__ == "__main__":

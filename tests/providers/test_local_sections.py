@@ -10,7 +10,13 @@ import pytest
 
 from soul.errors import ProviderError
 from soul.kinds.registry import default_registry
-from soul.providers.local_sections import alternatives_grammar, read_plan
+from soul.providers.local_sections import (
+    START_GRAMMAR,
+    _cut,
+    alternatives_grammar,
+    read_plan,
+    start_grammar,
+)
 from soul.sections.grammar import (
     REPLY_BUDGET,
     THOUGHT_BUDGET,
@@ -69,6 +75,41 @@ def test_a_section_s_own_budget_wins() -> None:
     dialogue = REG.get("external_dialogue")
     section = dataclasses.replace(dialogue.sections[0], budget=12)
     assert section_budget(dialogue, section) == 12
+
+
+def test_a_section_s_lead_and_ends_reach_the_plan_and_only_when_declared() -> None:
+    plan = read_plan(call_grammar([(REG.get("mood_and_criteria"), {}), (REG.get("s_loud"), {})]))
+    assert plan is not None
+    by_tag = {s.tag: s for s in plan.sections}
+    assert (by_tag["mood"].lead, by_tag["criteria"].lead, by_tag["S_loud"].lead) == ("I feel", "I should", "I want to")
+    assert "," in by_tag["mood"].ends and "," not in by_tag["criteria"].ends  # a mood is a phrase, criteria a sentence
+    assert by_tag["trigger"].lead == by_tag["trigger"].ends == ""
+    # a call whose sections declare neither carries the plan it always did (recorded cassettes
+    # key on the request, grammar included)
+    grammar = call_grammar([(REG.get("internal_monologue"), {}), (REG.get("external_dialogue"), {})])
+    assert '"lead"' not in grammar and '"ends"' not in grammar
+
+
+def test_a_section_never_opens_with_a_tag_a_parenthesised_note_or_one_of_its_ends() -> None:
+    # SmolLM2 copied the format's "(optional)" as a csd reply: the start of a content is a
+    # visible character that opens neither a tag nor a note
+    assert "[^<( \\t\\n\\r]" in START_GRAMMAR
+    assert start_grammar("") == START_GRAMMAR
+    assert start_grammar(",.\n") == "root ::= [ \\t\\n\\r]* [^<( \\t\\n\\r,.] [^<]*\n"
+    # llama.cpp's escapes in the class, `-` last where it is no range
+    assert start_grammar("]-^\\") == "root ::= [ \\t\\n\\r]* [^<( \\t\\n\\r\\\\\\]^-] [^<]*\n"
+
+
+@pytest.mark.parametrize(("piece", "ends", "started", "cut"), [
+    (" calm, a little curious", ",.", False, 5),  # the first end after a word
+    (", calm", ",", True, 0),  # the content already holds a word
+    ("\n calm", "\n", False, -1),  # whitespace before any word is no end
+    ("calm</mood>", "", False, 4),  # `<` ends every content
+    ("calm <b, c", ",", False, 5),  # whichever comes first
+    ("no end here", ".!?", True, -1),
+])
+def test_a_content_stops_at_a_tag_or_its_first_end_after_a_visible_character(piece: str, ends: str, started: bool, cut: int) -> None:
+    assert _cut(piece, ends, started) == cut
 
 
 def test_choice_grammars_name_each_value_and_may_allow_the_end() -> None:
