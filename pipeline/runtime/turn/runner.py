@@ -44,6 +44,7 @@ from soul.runtime.turn.context import TurnState, context_for
 from soul.runtime.turn.eager import gather_eagerly
 from soul.runtime.turn.fitting import Prompt
 from soul.runtime.turn.gates import EXPRESSION_ERRORS, every_open
+from soul.runtime.turn.prompt import MESSAGE_NOTE, MOMENT_NOTE
 from soul.runtime.turn.services import Services
 from soul.sections import Instructions, instructions_of
 
@@ -318,10 +319,10 @@ class ScopeRunner:
         else:
             tools = tools_of(self, call, ts) if self.services.tools is not None else None
             shape = bound.shape
-            # what a section must not parrot: the persona and the response format (not what was
-            # said), when a section of the call reads as text; what a kind's refusals tell a
+            # what a section must not parrot: the persona, the response format and the notes around
+            # the input (not what was said), when a section of the call reads as text; what a kind's refusals tell a
             # copy of, when one of the call's kinds may refuse
-            parroted = instructions_of(self.builder.persona_of(ts.ctx), prompt.form) if shape.echoing else None
+            parroted = instructions_of(self.builder.persona_of(ts.ctx), prompt.form, MESSAGE_NOTE, MOMENT_NOTE) if shape.echoing else None
             asked = self.ask(call, prompt, gated_off, budget, tools, _said(ts) if shape.refusing else (), parroted, bound)
             if self.traced:  # the call's span
                 attributes = tracing.call_attributes(bound.provider.name, bound.model, bound.options, call.unit.index,
