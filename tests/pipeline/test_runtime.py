@@ -148,14 +148,14 @@ class SlowProvider(Provider):
         return Completion(self.replies[tag], Usage())
 
 
+def fan_of_three(last: str) -> str:
+    """A chained soul whose steps a, b and c answer side by side, then `last` (a step's line)."""
+    return ("soul: fan\nversion: 1\nmode: chained\nsteps:\n"
+            + "".join(f"  {q}: {{uses: mental_query, with: {{query: {q}?}}}}\n" for q in "abc") + f"  {last}\n")
+
+
 def test_independent_units_of_a_layer_run_concurrently(write_blueprint, soul_home: Path) -> None:  # type: ignore[no-untyped-def]
-    path = write_blueprint(
-        "soul: fan\nversion: 1\nmode: chained\nsteps:\n"
-        "  a: {uses: mental_query, with: {query: a?}}\n"
-        "  b: {uses: mental_query, with: {query: b?}}\n"
-        "  c: {uses: mental_query, with: {query: c?}}\n"
-        "  reply: {uses: external_dialogue, after: [a, b, c]}\n"
-    )
+    path = write_blueprint(fan_of_three("reply: {uses: external_dialogue, after: [a, b, c]}"))
     provider = SlowProvider({"mental_query": "<mental_query>true</mental_query>", "external_dialogue": "<external_dialogue>ok</external_dialogue>"}, 0.2)
     s = soul.load(path, provider=provider, home=soul_home)
     started = time.perf_counter()
@@ -187,13 +187,7 @@ class ScheduledProvider(Provider):
 
 
 def test_this_turn_so_far_lists_concurrent_steps_in_plan_order_whatever_order_they_finish(write_blueprint, soul_home: Path) -> None:  # type: ignore[no-untyped-def]
-    path = write_blueprint(
-        "soul: fan\nversion: 1\nmode: chained\nsteps:\n"
-        "  a: {uses: mental_query, with: {query: a?}}\n"
-        "  b: {uses: mental_query, with: {query: b?}}\n"
-        "  c: {uses: mental_query, with: {query: c?}}\n"
-        "  d: {uses: mental_query, after: [a, b, c], with: {query: d?}}\n"
-    )
+    path = write_blueprint(fan_of_three("d: {uses: mental_query, after: [a, b, c], with: {query: d?}}"))
     provider = ScheduledProvider({"a?": 0.15, "b?": 0.1, "c?": 0.05, "d?": 0.0}, {"b?": "false"})
     s = soul.load(path, provider=provider, home=soul_home)
     result = s.session().turn_sync("go")
