@@ -327,6 +327,8 @@ async def _call_on(
                 missing += p.missing
         empty = [step.kind.sections[0].tag for step in shape.replies if _empty_reply(step, parses[step.name])] if shape.replies else ()
         echoes = _echoes(shape, parses, instructions, gated_off)
+        if streamed and echoes:  # an echo the user saw as it streamed stands (flagged below), never re-asked
+            echoes = [echo for echo in echoes if echo.tag not in by_tag]
         if not (missing or empty or refused or echoes) or attempt == attempts:
             break
         # A re-ask fills in what is missing; what was read whole stands (so a reply the user
