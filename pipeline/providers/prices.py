@@ -55,21 +55,13 @@ class PriceTable:
     """Prices by `provider/model` prefix (None: known to be unknown)."""
 
     entries: Mapping[str, Price | None]
-    # what each key looked up found (a session asks for the same few models call after call)
-    _found: dict[str, Price | None] = field(default_factory=dict, compare=False, repr=False)
+    # what `price_for` found for each (provider, model): a session asks for the same few
     _priced: dict[tuple[str, str], Priced] = field(default_factory=dict, compare=False, repr=False)
 
     def lookup(self, key: str) -> Price | None:
         """The price of the longest prefix of `key` in the table, or None."""
-        try:
-            return self._found[key]
-        except KeyError:
-            pass
         match = max((k for k in self.entries if key.startswith(k)), key=len, default=None)
-        price = self.entries[match] if match is not None else None
-        if len(self._found) < 4096:
-            self._found[key] = price
-        return price
+        return self.entries[match] if match is not None else None
 
     def price_for(self, provider: str, spec: str) -> Priced:
         """The price of a call on `spec` made by `provider` (`priced_as`), and what a trace's
