@@ -65,7 +65,8 @@ _load(provider.path, provider.n_ctx, provider.n_threads)
 request = Request("local", (Message("user", "Write a very long story about the sea."),), {})
 async def main():
     print("decoding", flush=True)
-    await provider.complete(request)
+    while True:  # a story the model ends early is followed by another: Ctrl-C always lands mid-call
+        await provider.complete(request)
 try:
     asyncio.run(main())
 except KeyboardInterrupt:
