@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from soul.kinds import Attribute, Section, StepKind
-from soul.sections.xmlparse import ParsedSection, ParseResult
+from soul.sections.xmlparse import ParsedSection, ParseResult, clean_single
 
-__all__ = ["StepParse", "parse_bool", "parse_list", "parse_mapping", "parse_step"]
+__all__ = ["CleanReader", "StepParse", "parse_bool", "parse_list", "parse_mapping", "parse_step"]
 
 _TRUE = frozenset({"true", "yes", "1", "y", "on"})
 _FALSE = frozenset({"false", "no", "0", "n", "off"})
@@ -180,3 +180,44 @@ def parse_step(kind: type[StepKind], params: Mapping[str, Any], result: ParseRes
         for attribute in section.attributes:
             _attribute(section, attribute, parsed, outputs, flags)
     return StepParse(outputs, tuple(missing) if missing else (), tuple(flags) if flags else ())
+
+
+class CleanReader:
+    """Reads the usual reply of a call of one step whose kind writes one section without
+    attributes — the whole reply that section, well formed, as a chained step's is — straight
+    into the step's outputs: exactly `parse_step(kind, params, extract_sections(raw, (tag,)))`
+    (a test checks both agree) without the reply's intermediate result. `read` gives None for
+    any other reply (not clean, or a boolean that does not read as one): the caller then reads
+    it the usual way, so nothing a tolerant read would repair or flag is decided here."""
+
+    __slots__ = ("boolean", "kind", "name", "names", "params", "pattern", "section")
+
+    def __init__(self, name: str, kind: type[StepKind], params: Mapping[str, Any]) -> None:
+        (section,) = kind.sections  # one section (`fits` says which kinds)
+        self.name, self.kind, self.params, self.section = name, kind, params, section
+        self.pattern = clean_single(section.tag)
+        self.names = kind.output_names()
+        self.boolean = section.type == "bool"
+
+    @staticmethod
+    def fits(kind: type[StepKind]) -> bool:
+        """Whether replies of `kind` can be read this way: one section, no attributes."""
+        return len(kind.sections) == 1 and not kind.sections[0].attributes
+
+    def read(self, raw: str) -> StepParse | None:
+        whole = self.pattern.fullmatch(raw)
+        if whole is None:
+            return None
+        text = whole.group(3).strip()  # (attributes written: the kind reads none)
+        section = self.section
+        outputs: dict[str, Any] = dict.fromkeys(self.names)
+        if self.boolean:  # parse_step's reading of a boolean
+            word = text.strip(_DECORATION).lower()
+            value = True if word in _TRUE else False if word in _FALSE else None
+            if value is None:
+                return None
+            outputs[section.output] = value
+            return StepParse(outputs, (), ())
+        flags: list[str] = []
+        outputs[section.output] = _value(section, text, self.params, flags)
+        return StepParse(outputs, (), tuple(flags) if flags else ())

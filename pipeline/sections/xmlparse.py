@@ -321,7 +321,7 @@ def _clean_reply(tags: tuple[str, ...]) -> re.Pattern[str]:
 
 
 @lru_cache(maxsize=512)
-def _clean_single(tag: str) -> re.Pattern[str]:
+def clean_single(tag: str) -> re.Pattern[str]:
     """The pattern of a whole clean reply of one section (a chained step's usual reply)."""
     return re.compile(rf'\s*<({re.escape(tag)})((?:\s+[A-Za-z_][\w.-]*="[^"<>&]*")*)\s*>([^<&]*)</\1>\s*')
 
@@ -333,7 +333,7 @@ def _fast(raw: str, tags: tuple[str, ...]) -> ParseResult | None:
     no stray markup, each section closed, none repeated, tags written as requested.
     """
     if len(tags) == 1:  # one section, whitespace around it: one match over the whole reply
-        whole = _clean_single(tags[0]).fullmatch(raw)
+        whole = clean_single(tags[0]).fullmatch(raw)
         if whole is None:
             return None
         tag, attribute_text, text = whole.groups()
@@ -366,7 +366,7 @@ def extract_sections(raw: str, tags: Sequence[str]) -> ParseResult:
     """
     names = tags if type(tags) is tuple else tuple(tags)
     if len(names) == 1 and names[0]:  # one section (a chained step's call): `_fast`'s first case, here
-        whole = _clean_single(names[0]).fullmatch(raw)
+        whole = clean_single(names[0]).fullmatch(raw)
         if whole is not None:
             tag, attribute_text, text = whole.groups()
             attributes = parse_attributes(attribute_text) if attribute_text else {}

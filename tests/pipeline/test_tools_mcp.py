@@ -256,3 +256,13 @@ def test_soul_run_with_a_script_calls_mcp_server_time_and_leaves_no_process(tmp_
     assert json.loads(steps["lookup"]["result"])["timezone"] == "Asia/Tokyo" and json.loads(done.stdout)["reply"] == "Done."
     left = [p for p in set(server_pids("mcp-server-time")) - before if alive(p)]
     assert not left, "an MCP server outlived `soul run`"
+
+
+def test_the_sdk_timeout_code_the_connection_reads_is_the_sdks() -> None:
+    """The SDK's own read timeout races the tool's (the same seconds): its error, read by its
+    code, is the same timeout — so a slow tool always reads "the tool timed out"."""
+    import mcp_types
+
+    from soul.runtime.tools.servers import REQUEST_TIMEOUT
+
+    assert REQUEST_TIMEOUT == mcp_types.REQUEST_TIMEOUT

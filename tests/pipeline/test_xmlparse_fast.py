@@ -70,3 +70,40 @@ def test_a_clean_one_section_reply_takes_the_fast_path() -> None:
     assert _fast("\n<mental_query>true</mental_query> ", ONE) is not None
     assert _fast("<mental_query>true</mental_query><mental_query>no</mental_query>", ONE) is None  # a duplicate
     assert _fast("x<mental_query>true</mental_query>", ONE) is None  # text outside
+
+
+def _readable_kinds() -> list[type]:
+    from soul.kinds import default_registry
+    from soul.sections import CleanReader
+
+    return [kind for kind in default_registry() if CleanReader.fits(kind)]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data())
+def test_the_clean_reader_agrees_with_parse_step(data: st.DataObject) -> None:
+    """A call of one one-section step reads its clean reply straight into the step's outputs:
+    exactly what parse_step gives from the scanner's result, or nothing (the usual read then)."""
+    from soul.sections import CleanReader, parse_step
+
+    kinds = _readable_kinds()
+    kind = data.draw(st.sampled_from(kinds))
+    tag = kind.sections[0].tag
+    body = data.draw(st.one_of(text, st.sampled_from(["true", " **No.** ", "maybe", "- a\n- b", "k: v\nx: y", ""])))
+    raw = data.draw(st.sampled_from([f"<{tag}>{body}</{tag}>", f" \n<{tag} verb=\"x\">{body}</{tag}>\n", f"<{tag}>{body}", body,
+                                     f"<{tag}>{body}</{tag}><{tag}>again</{tag}>", f"<{tag.upper()}>{body}</{tag.upper()}>"]))
+    read = CleanReader("step", kind, {}).read(raw)
+    if read is not None:
+        assert read == parse_step(kind, {}, _scan_sections(raw, (tag,)))
+
+
+def test_a_clean_boolean_reply_is_read_by_the_clean_reader() -> None:
+    from soul.kinds import default_registry
+    from soul.sections import CleanReader
+
+    kind = default_registry().get("mental_query")
+    assert kind is not None and kind in _readable_kinds()
+    reader = CleanReader("q", kind, {})
+    assert reader.read("<mental_query> True. </mental_query>\n") is not None
+    assert reader.read("<mental_query>perhaps</mental_query>") is None  # unreadable: the usual read flags it
+    assert reader.read("<mental_query>true") is None  # unclosed: the scanner repairs it

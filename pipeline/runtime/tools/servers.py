@@ -34,6 +34,10 @@ from typing import Any
 from soul.errors import CommandNotAllowed, McpServerError, MissingExtra
 from soul.language import McpServerDecl, command_allowed, how_to_allow
 
+# the JSON-RPC error code of an MCP request that timed out (`mcp_types.REQUEST_TIMEOUT`; the SDK is imported lazily)
+REQUEST_TIMEOUT = -32001
+
+
 MAX_TOOLS = 1000  # a listing longer than this is cut (and said)
 MAX_PAGES = 100
 CLOSE_S = 5.0  # a connection's shutdown is waited for at most this long
@@ -159,6 +163,11 @@ class Connection:
             return await asyncio.wait_for(asyncio.wrap_future(future), timeout)
         except concurrent.futures.CancelledError as exc:
             raise McpServerError(f"MCP server '{self.decl.name}' stopped during the call") from exc
+        except Exception as exc:
+            # the SDK's own read timeout (the same `timeout`) can fire before ours: the same timeout
+            if getattr(getattr(exc, "error", None), "code", None) == REQUEST_TIMEOUT:
+                raise TimeoutError(f"MCP tool '{name}' timed out") from exc
+            raise
 
     @property
     def alive(self) -> bool:

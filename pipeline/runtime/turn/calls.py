@@ -40,6 +40,7 @@ from soul.runtime.surrogates import replace_lone_surrogates
 from soul.runtime.tools import TOOL_STEP, ToolRun, ToolUse, converse, tool_outputs
 from soul.runtime.turn.fitting import Prompt
 from soul.sections import (
+    CleanReader,
     Closed,
     Instructions,
     ParseResult,
@@ -222,7 +223,8 @@ async def run_call(
     `instructions` (the call's persona and response format, `soul.sections.instructions_of`):
     a section repeating them is re-asked like a missing one, then dropped.
     """
-    first = None  # the first reply, read by the usual path below when it needs more
+    # the first reply, read by the usual path below when it needs more
+    first: tuple[str, Usage, ParseResult, dict[str, StepParse], float] | None = None
     provider = bound.provider
     if tools is None and not (bound.stream_steps and emit is not None and provider.can_stream):
         # the usual call: one completion, read at once; done here when nothing is missing
@@ -232,28 +234,37 @@ async def run_call(
         raw = completion.text
         if not raw.isascii():
             raw = replace_lone_surrogates(raw)
-        result = extract_sections(raw, tags)
-        parses = {}
-        for step in shape.steps:  # a plain loop: a comprehension is a frame of its own
-            parses[step.name] = parse_step(step.kind, step.params, result)
-        # no step's reply can fall back or be refused, and nothing repeats the instructions
-        if shape.plain and not (shape.echoing and _echoes(shape, parses, instructions)):
-            for parse in parses.values():
-                if parse.missing:
-                    break
+        reader = shape.reader
+        parse = reader.read(raw) if reader is not None else None
+        if parse is not None:  # the clean reply of a plain one-section call: nothing to repair or re-ask
+            parses = {shape.names[0]: parse}
+            repairs: tuple[str, ...] = ()
+        else:
+            result = extract_sections(raw, tags)
+            repairs = result.repairs
+            parses = {}
+            for step in shape.steps:  # a plain loop: a comprehension is a frame of its own
+                parses[step.name] = parse_step(step.kind, step.params, result)
+            # no step's reply can fall back or be refused, and nothing repeats the instructions
+            if shape.plain and not (shape.echoing and _echoes(shape, parses, instructions)):
+                for parse in parses.values():
+                    if parse.missing:
+                        first = (raw, completion.usage, result, parses, started)
+                        break
             else:
-                usage = completion.usage
-                ms = (time.perf_counter() - started) * 1000
-                tokens_in, tokens_out, cache_read, cache_write = (usage.input_tokens, usage.output_tokens,
-                                                                  usage.cache_read_tokens, usage.cache_write_tokens)
-                budget, price = prompt.budget, bound.price
-                trace = CallTrace(bound.unit, bound.model, shape.names, messages, raw, 1, tokens_in, tokens_out, ms, result.repairs, (),
-                                  budget, tuple(prompt.cut) if prompt.cut else (), (), cache_read, cache_write,
-                                  prompt.layout if budget is not None else None,
-                                  cost_of(price, tokens_in, tokens_out, cache_read, cache_write) if price is not None
-                                  else call_cost(provider.name, bound.model, tokens_in, tokens_out, cache_read, cache_write))
-                return CallOutcome(parses, _NONE, trace, False)
-        first = (raw, completion.usage, result, parses, started)
+                first = (raw, completion.usage, result, parses, started)
+        if first is None:
+            usage = completion.usage
+            ms = (time.perf_counter() - started) * 1000
+            tokens_in, tokens_out, cache_read, cache_write = (usage.input_tokens, usage.output_tokens,
+                                                              usage.cache_read_tokens, usage.cache_write_tokens)
+            budget, price = prompt.budget, bound.price
+            trace = CallTrace(bound.unit, bound.model, shape.names, messages, raw, 1, tokens_in, tokens_out, ms, repairs, (),
+                              budget, tuple(prompt.cut) if prompt.cut else (), (), cache_read, cache_write,
+                              prompt.layout if budget is not None else None,
+                              cost_of(price, tokens_in, tokens_out, cache_read, cache_write) if price is not None
+                              else call_cost(provider.name, bound.model, tokens_in, tokens_out, cache_read, cache_write))
+            return CallOutcome(parses, _NONE, trace, False)
     return await _call_on(bound, prompt, emit, gated_off, tools, known, instructions, first)
 
 
@@ -403,7 +414,7 @@ class CallShape:
     section (`StepKind.refusals` overridden), and the sections that read as text — the only
     ones that can repeat the instructions (`_echoes`): with none, a call needs no instructions."""
 
-    __slots__ = ("echoing", "falling", "names", "plain", "refusing", "replies", "steps")
+    __slots__ = ("echoing", "falling", "names", "plain", "reader", "refusing", "replies", "steps")
 
     def __init__(self, steps: Sequence[PlannedStep]) -> None:
         self.steps = steps
@@ -414,6 +425,11 @@ class CallShape:
         echoing = ((s, tuple(c for c in s.kind.sections if c.type not in TEXT_FREE)) for s in steps)
         self.echoing: tuple[tuple[PlannedStep, tuple[Section, ...]], ...] = tuple((s, c) for s, c in echoing if c)
         self.plain = not (self.falling or self.refusing)  # a reply can be taken as it parses
+        # a plain call of one step writing one section that never reads as text (a chained
+        # step's, mostly): its clean reply is read straight into the step's outputs
+        only = steps[0] if len(steps) == 1 else None
+        self.reader = (CleanReader(only.name, only.kind, only.params)
+                       if only is not None and self.plain and not self.echoing and CleanReader.fits(only.kind) else None)
 
 
 _NO_REFUSALS = StepKind.refusals.__func__

@@ -20,6 +20,7 @@ to call.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -183,7 +184,8 @@ class Costs:
     what they add to a call's report when they fit whole (in the report's order, around the
     call's own two parts), with the cuts of the regions' own limits."""
 
-    __slots__ = ("counts", "first", "fixed", "history", "limit_cuts", "memory", "rest", "shares", "summary", "turn_costs", "turns")
+    __slots__ = ("_rooms", "counts", "first", "fixed", "history", "limit_cuts", "memory", "rest", "shares", "summary", "turn_costs",
+                 "turns")
 
     def __init__(self, parts: TurnParts, counter: Counter, count: Count) -> None:
         h, s, u = self.counts = (count(counter, parts.head), count(counter, parts.steering), count(counter, parts.user))
@@ -203,6 +205,30 @@ class Costs:
         self.rest.update((f"working memory: {r[0]}", kept) for r, (_, _, kept) in zip(memory.regions, regions, strict=True))
         # the report's parts with a call's own two in their places (a call copies it and sets them)
         self.shares = {**self.first, FIXED[2]: 0, FIXED[3]: 0, **self.rest}
+        self._rooms: dict[int, tuple[Budget, int]] = {}
+
+    def room(self, budget: Budget) -> int:
+        """The most tokens a call's own two parts may take while everything else plainly fits
+        under `budget` — every turn shown (no more than its `turns`), the history within its
+        `share` of what is left, working memory in the rest — and -1 when it never does; kept
+        per budget (a bound call's, the same every call)."""
+        found = self._rooms.get(id(budget))
+        if found is not None and found[0] is budget:
+            return found[1]
+        room = -1
+        history, share = self.history, budget.share
+        if self.turns <= budget.turns and (history == 0 or share > 0):
+            # the least `available` with `history <= available * share` (which is `cut_history`'s
+            # `history <= int(available * share)`: both sides are whole or not negative)
+            least = 0 if history == 0 else max(0, math.ceil(history / share))
+            while least > 0 and history <= (least - 1) * share:
+                least -= 1
+            while history > least * share:
+                least += 1
+            need = max(least, history + self.memory)
+            room = max(-1, budget.window - budget.reserve - self.fixed - need)
+        self._rooms[id(budget)] = (budget, room)
+        return room
 
 
 def _limit_cut(region: str, over: int, limit: int) -> dict[str, Any]:
@@ -272,14 +298,7 @@ class Fitter:
         t = known.get(this_turn) or self.count(counter, this_turn)
         f = known.get(form) or self.count(counter, form)
         total = costs.fixed + t + f
-        prompt = budget.window - budget.reserve
-        available = prompt - total
-        if available < 0:
-            h, s, u = costs.counts
-            raise over_budget(budget, {**dict(zip(FIXED, (h, s, t, f, u), strict=True)), OVERHEAD: 2 * MESSAGE_OVERHEAD}, where)
-        history = costs.history
-        # (`history <= available * share` is `history <= int(available * share)`: both sides are whole or not negative)
-        if costs.turns <= budget.turns and history <= available * budget.share and costs.memory <= available - history:
+        if t + f <= costs.room(budget):
             # it plainly fits: every turn is shown, working memory cut only to its regions' limits
             # the parts in the report's order, this call's own two among the turn's (a zero left out)
             if t and f:
@@ -295,9 +314,13 @@ class Fitter:
             system = Message("system", text, (), None, False, turn.points)  # positionally: cheaper than a keyword
             return Prompt((system, *turn.tail),
                           {"window": budget.window, "reserve": budget.reserve, "counter": counter.name, "fixed": total,
-                           "used": total + history + costs.memory, "parts": shares},
+                           "used": total + costs.history + costs.memory, "parts": shares},
                           [dict(c) for c in costs.limit_cuts] if costs.limit_cuts else None, turn.layout(this_turn, form), form)
+        prompt = budget.window - budget.reserve
+        available = prompt - total
         h, s, u = costs.counts
+        if available < 0:
+            raise over_budget(budget, {**dict(zip(FIXED, (h, s, t, f, u), strict=True)), OVERHEAD: 2 * MESSAGE_OVERHEAD}, where)
         report = BudgetReport(budget.window, budget.reserve, counter.name, total)
         report.parts.update((name, n) for name, n in zip(FIXED, (h, s, t, f, u), strict=True) if n)
         report.parts[OVERHEAD] = 2 * MESSAGE_OVERHEAD

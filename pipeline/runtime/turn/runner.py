@@ -323,7 +323,8 @@ class ScopeRunner:
             # the input (not what was said), when a section of the call reads as text; what a kind's refusals tell a
             # copy of, when one of the call's kinds may refuse
             parroted = instructions_of(self.builder.persona_of(ts.ctx), prompt.form, MESSAGE_NOTE, MOMENT_NOTE) if shape.echoing else None
-            asked = self.ask(call, prompt, gated_off, budget, tools, _said(ts) if shape.refusing else (), parroted, bound)
+            # `run_call` itself (`ask`'s call, inline): a bound call is never a dry run's
+            asked = run_call(bound, prompt, self.emit, gated_off, tools, _said(ts) if shape.refusing else (), parroted)
             if self.traced:  # the call's span
                 attributes = tracing.call_attributes(bound.provider.name, bound.model, bound.options, call.unit.index,
                                                      [s.name for s in call.steps], ts.session)
