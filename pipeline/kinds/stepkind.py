@@ -173,8 +173,10 @@ class ChangeContext:
     state: Mapping[str, Any] = field(default_factory=dict)
 
     def __init__(self, state_spec: Mapping[str, StateVar] | None = None, state: Mapping[str, Any] | None = None) -> None:
-        # one write to __dict__: the generated frozen __init__ costs a call per field (every step builds one)
-        self.__dict__.update(state_spec={} if state_spec is None else state_spec, state={} if state is None else state)
+        # straight into __dict__: the generated frozen __init__ costs a call per field (every runner builds one)
+        fields = self.__dict__
+        fields["state_spec"] = {} if state_spec is None else state_spec
+        fields["state"] = {} if state is None else state
 
 
 # each kind's output names, by kind (with the outputs they were read from)

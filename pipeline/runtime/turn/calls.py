@@ -196,6 +196,9 @@ class BoundCall:
     grammar: str | None = None
     budget: Budget | None = None
     price: Priced | None = None
+    # nothing but the call itself: no step gated after it, no tools, no section that may
+    # repeat the instructions or be refused (the runner then passes nothing for them)
+    bare: bool = False
 
 
 async def run_call(

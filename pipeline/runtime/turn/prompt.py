@@ -193,7 +193,11 @@ class PromptBuilder:
                 continue  # a step that has not run has nothing to list
             if not lines:
                 lines.append(THIS_TURN)
-            shown = "; ".join([f"{k}: {v}" for k, v in out.items() if v is not None and v != ""])
+            if len(out) == 1:  # one output (most kinds): no list to join
+                for k, v in out.items():
+                    shown = f"{k}: {v}" if v is not None and v != "" else ""
+            else:
+                shown = "; ".join([f"{k}: {v}" for k, v in out.items() if v is not None and v != ""])
             lines.append(f"- {name}: {shown}")
         # a heading over nothing would tell the model of steps that never ran
         text = "\n".join(lines)

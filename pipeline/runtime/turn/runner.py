@@ -316,6 +316,8 @@ class ScopeRunner:
         started = time.perf_counter()
         if bound is None:  # a dry run calls no tool and parses nothing
             outcome = await self.ask(call, prompt, gated_off, budget)
+        elif bound.bare and not self.traced:  # nothing to gate after it, no tools, no echo or refusal to tell
+            outcome = await run_call(bound, prompt, self.emit)
         else:
             tools = tools_of(self, call, ts) if self.services.tools is not None else None
             shape = bound.shape
