@@ -66,6 +66,7 @@ class CallOutcome:
     trace: CallTrace
     streamed: bool
     tool_runs: tuple[ToolRun, ...] = ()  # the tools the call ran, in order (tool_loop.py)
+    span: tuple[float, float] = (0.0, 0.0)  # (start, end) of the call on the perf_counter clock
 
 
 def _reask(missing: Sequence[str], tags: Sequence[str], empty: Sequence[str] = (),
@@ -258,7 +259,8 @@ async def run_call(
                 first = (raw, completion.usage, result, parses, started)
         if first is None:
             usage = completion.usage
-            ms = (time.perf_counter() - started) * 1000
+            ended = time.perf_counter()
+            ms = (ended - started) * 1000
             tokens_in, tokens_out, cache_read, cache_write = (usage.input_tokens, usage.output_tokens,
                                                               usage.cache_read_tokens, usage.cache_write_tokens)
             budget, price = prompt.budget, bound.price
@@ -267,7 +269,7 @@ async def run_call(
                               prompt.layout if budget is not None else None,
                               cost_of(price, tokens_in, tokens_out, cache_read, cache_write) if price is not None
                               else call_cost(provider.name, bound.model, tokens_in, tokens_out, cache_read, cache_write))
-            return CallOutcome(parses, _NONE, trace, False)
+            return CallOutcome(parses, _NONE, trace, False, (), (started, ended))
     return await _call_on(bound, prompt, emit, gated_off, tools, known, instructions, first)
 
 
@@ -395,16 +397,17 @@ async def _call_on(
             parses[step.name] = replace(parse, outputs={**parse.outputs, "text": text}, flags=(*parse.flags, "fallback: reply taken from the raw text"))
             fallbacks.add(step.name)
     budget = prompt.budget
+    ended = time.perf_counter()
     trace = CallTrace(
         unit, model, shape.names, history, raw, len(reasks) + 1,
-        input_tokens, output_tokens, (time.perf_counter() - started) * 1000, repairs, tuple(reasks) if reasks else (),
+        input_tokens, output_tokens, (ended - started) * 1000, repairs, tuple(reasks) if reasks else (),
         budget, tuple(prompt.cut) if budget is not None and prompt.cut else (),
         tuple(r.to_dict() for r in runs) if runs else (), cache_read, cache_write,
         None if budget is None else _window(prompt.layout, tools, provider),
         cost_of(price, input_tokens, output_tokens, cache_read, cache_write) if price is not None
         else call_cost(provider.name, model, input_tokens, output_tokens, cache_read, cache_write),
     )
-    return CallOutcome(parses, frozenset(fallbacks) if fallbacks else _NONE, trace, streamed, tuple(runs) if runs else ())
+    return CallOutcome(parses, frozenset(fallbacks) if fallbacks else _NONE, trace, streamed, tuple(runs) if runs else (), (started, ended))
 
 
 TEXT_FREE = frozenset({"bool", "list", "mapping"})  # section types that never read as text

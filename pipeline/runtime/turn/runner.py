@@ -313,9 +313,10 @@ class ScopeRunner:
                 variables = builder.variables(replace(ts.ctx, steps=trial))
                 return not gates.when_open(name, expression, variables, planned[name].kind.name)
 
-        started = time.perf_counter()
         if bound is None:  # a dry run calls no tool and parses nothing
+            started = time.perf_counter()
             outcome = await self.ask(call, prompt, gated_off, budget)
+            outcome.span = (started, time.perf_counter())
         elif bound.bare and not self.traced:  # nothing to gate after it, no tools, no echo or refusal to tell
             outcome = await run_call(bound, prompt, self.emit)
         else:
@@ -332,7 +333,7 @@ class ScopeRunner:
                                                      [s.name for s in call.steps], ts.session)
                 asked = tracing.call(asked, attributes)
             outcome = await asked
-        ts.provider_spans.append((started, time.perf_counter()))
+        ts.provider_spans.append(outcome.span)  # the call's own clock: read once
         if ts.cognition is not None:  # Chetana learns each tool's outcomes and latencies
             for run in outcome.tool_runs:
                 ts.cognition.tool(run.tool, run.ok, run.ms, run.result if run.ok else run.error)
