@@ -342,7 +342,7 @@ async def _call_on(
             if p.missing and not (gated_off and gated_off(name, parses)):
                 missing += p.missing
         empty = [step.kind.sections[0].tag for step in shape.replies if _empty_reply(step, parses[step.name])] if shape.replies else ()
-        echoes = _echoes(shape, parses, instructions, gated_off)
+        echoes = echoed_now = _echoes(shape, parses, instructions, gated_off)
         if streamed and echoes:  # an echo the user saw as it streamed stands (flagged below), never re-asked
             echoes = [echo for echo in echoes if echo.tag not in by_tag]
         if not (missing or empty or refused or echoes) or attempt == attempts:
@@ -374,7 +374,8 @@ async def _call_on(
             extra = tool_outputs(runs) if step.kind.name == TOOL_STEP else {}
             parses[step.name] = replace(parse, outputs={**parse.outputs, **extra}, flags=(*parse.flags, *notes))
     dropped: set[str] = set()
-    for echo in _echoes(shape, parses, instructions, gated_off):
+    # the last reply's echoes, found again only when refusals or tool runs changed its outputs
+    for echo in echoed_now if not refused and tools is None else _echoes(shape, parses, instructions, gated_off):
         parse = parses[echo.step]
         if streamed and echo.tag in by_tag:  # the user saw it as it came: it stands
             parses[echo.step] = replace(parse, flags=(*parse.flags, f"echo: <{echo.tag}> repeats the instructions (shown as streamed)"))

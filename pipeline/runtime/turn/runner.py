@@ -304,14 +304,22 @@ class ScopeRunner:
         gated_off = None
         if call.after_gates:
             builder, gates, after_gates, planned = self.builder, self.gates, call.after_gates, self.scope.steps
+            decided: dict[str, tuple[tuple[Any, ...], bool]] = {}  # per step: the parses it was decided on, and how
 
             def gated_off(name: str, parses: dict[str, Any]) -> bool:
                 expression = after_gates.get(name)
                 if expression is None:
                     return False
+                # a reply's checks ask about the same parses several times (missing, refusals, echoes): decided once
+                read = (len(ts.outputs), *parses.values())
+                known = decided.get(name)
+                if known is not None and known[0] == read:
+                    return known[1]
                 trial = {**self.not_run, **ts.outputs, **{n: p.outputs for n, p in parses.items()}}
                 variables = builder.variables(replace(ts.ctx, steps=trial))
-                return not gates.when_open(name, expression, variables, planned[name].kind.name)
+                off = not gates.when_open(name, expression, variables, planned[name].kind.name)
+                decided[name] = (read, off)
+                return off
 
         if bound is None:  # a dry run calls no tool and parses nothing
             started = time.perf_counter()
