@@ -159,3 +159,15 @@ def test_every_opener_is_found_in_a_short_and_a_long_text(opener: str) -> None:
 def test_the_long_and_the_short_opener_tests_agree(parts: list[str]) -> None:
     text = "".join(parts)
     assert may_hold_key(FILLER + text) == may_hold_key(text) == may_hold_key(text + FILLER)
+
+
+def openers_in(text: str) -> bool:
+    """The openers as plain substrings: what `may_hold_key` must answer, however it searches."""
+    return any(o in text for o in ("sk-", "k_live_", "k_test_", "AKIA", "AIza", "xox", "xapp-", "eyJ", "-----BEGIN ",
+                                   "github_pat_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_"))
+
+
+@settings(max_examples=500)
+@given(st.text(alphabet="skxoapAKIzeyJghpusrtib_-BEGIN lvw", min_size=257, max_size=700))
+def test_a_long_text_of_near_misses_holds_an_opener_exactly_when_one_is_in_it(text: str) -> None:
+    assert may_hold_key(text) == openers_in(text)
