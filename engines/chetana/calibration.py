@@ -68,6 +68,11 @@ class CalibrationWindow:
         `calibration_sum` (both optional: an absent history is an empty window)."""
         pairs = self.pairs
         for i, pair in enumerate(read_list(state, "calibration_history", path, default=[])):
+            if type(pair) is list and len(pair) == 2:  # as JSON gives it: checked without naming it
+                predicted, actual = pair
+                if type(predicted) is float and type(actual) is bool and math.isfinite(predicted):
+                    pairs.append((min(1.0, max(0.0, predicted)), actual))
+                    continue
             where = f"{path}.calibration_history[{i}]"
             if not isinstance(pair, list | tuple) or len(pair) != 2:
                 raise StateError(f"{where} must be a [predicted, actual] pair")

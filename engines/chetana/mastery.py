@@ -143,7 +143,8 @@ class ToolRecord:
         record.trend = read_str(data, "trend", where, TRENDS)
         default_history = [record.rate] * min(total, TREND_LOOKBACK + 1)
         history = read_list(data, "rate_history", where, default=default_history)
-        record.history.extend(check_float(h, f"{where}.rate_history[]", 0.0, 1.0) for h in history)
+        at = f"{where}.rate_history[]"
+        record.history.extend(check_float(h, at, 0.0, 1.0) for h in history)
         record.streak = read_int(data, "failure_streak", where, default=0)
         record.error_at = read_int(data, "error_at", where, lo=-1, default=-1)
         return record

@@ -28,8 +28,13 @@ __all__ = [
 MISSING: Any = object()
 
 
+# The checks below take a fast path for the exact types JSON gives (dict, float, int): a
+# restored state holds hundreds of values, read every turn, and an isinstance against an ABC
+# or a union costs several times a type comparison. Other types take the full checks.
+
+
 def _get(data: Mapping[str, Any], key: str, path: str, default: Any) -> Any:
-    if not isinstance(data, Mapping):
+    if type(data) is not dict and not isinstance(data, Mapping):
         raise StateError(f"{path} must be an object, got {type(data).__name__}")
     if key in data:
         return data[key]
@@ -40,7 +45,7 @@ def _get(data: Mapping[str, Any], key: str, path: str, default: Any) -> Any:
 
 def check_map(value: Any, where: str) -> Mapping[str, Any]:
     """A JSON object."""
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):
         raise StateError(f"{where} must be an object, got {type(value).__name__}")
     return value
 
@@ -77,9 +82,12 @@ def read_list(data: Mapping[str, Any], key: str, path: str, default: Any = MISSI
 
 def check_float(value: Any, where: str, lo: float, hi: float) -> float:
     """A finite number, clamped into [lo, hi]."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if type(value) is float:
+        number = value
+    elif isinstance(value, bool) or not isinstance(value, int | float):
         raise StateError(f"{where} must be a number, got {value!r}")
-    number = float(value)
+    else:
+        number = float(value)
     if not math.isfinite(number):
         raise StateError(f"{where} must be finite, got {value!r}")
     return min(hi, max(lo, number))
@@ -94,7 +102,7 @@ def read_float(
 
 def check_int(value: Any, where: str, lo: int = 0) -> int:
     """A whole number >= lo."""
-    if isinstance(value, bool) or not isinstance(value, int):
+    if type(value) is not int and (isinstance(value, bool) or not isinstance(value, int)):
         raise StateError(f"{where} must be a whole number, got {value!r}")
     if value < lo:
         raise StateError(f"{where} must be at least {lo}, got {value}")

@@ -262,13 +262,14 @@ class Session:
         if task is not None and task.cancelling():
             raise asyncio.CancelledError
         commit, reply = build_commit(snapshot, ts, self._order, kind, trace)
+        more: dict[str, Any] = {}  # what the turn adds to the Commit, in one copy of it
         if ts.cognition is not None:
-            commit = replace(commit, chetana=chetana_state, messages=commit.messages + ts.cognition.event_records())
+            more.update(chetana=chetana_state, messages=commit.messages + ts.cognition.event_records())
         if mind is not None:
-            commit = replace(commit, process=mind.process, cycle=mind.cycle)
+            more.update(process=mind.process, cycle=mind.cycle)
         items = memory_items(plan, ts, self._order, reply, kind)
         # the items go with the commit (a partition is rebuilt from them), under the lease's fence
-        commit = replace(commit, remember=tuple(items) if items else None, fence=fence)
+        commit = replace(commit, remember=tuple(items) if items else None, fence=fence, **more)
         applied = store.apply(commit)
         turn = applied.turn
         self.info = store.session(self.id)

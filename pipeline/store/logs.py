@@ -15,8 +15,9 @@ turn, cycle, time, process, layer, summary, cycle_from, cycle_to, digest. `commi
 the database commit the line came from; it is what makes repair exact.
 
 The database is the truth; the logs are written after its transaction commits. A writer holds
-the folder's lock (`.lock`, flock) and marks the lock file dirty while it appends; the store
-advances its cursor (`sessions.logged_commit`) and then clears the mark. If a process dies in
+the folder's lock (`.lock`, flock) and marks the lock file dirty while it appends (its one
+byte "1"; "0" or an empty file is clean); the store advances its cursor
+(`sessions.logged_commit`) and then clears the mark. If a process dies in
 between, the next writer sees the mark and truncates every file back to the last line at or
 below the cursor before rewriting the missing commits: nothing lost, nothing duplicated.
 """
@@ -54,6 +55,7 @@ LAYER_FILES: Mapping[str, str] = {
     "system": "events",
 }
 LOCK_NAME = ".lock"
+_DIRTY, _CLEAN = b"1", b"0"  # the lock file's one byte
 
 
 @dataclass(frozen=True)
@@ -230,18 +232,21 @@ class Writer:
     def __init__(self, folder: Path, lock: int) -> None:
         self.folder = folder
         self._lock = lock  # the lock file's descriptor
-        # A non-empty lock file means a writer died between appending and advancing the cursor.
-        self.dirty = os.fstat(lock).st_size > 0
+        # A lock file holding "1" means a writer died between appending and advancing the
+        # cursor ("0" or empty: clean). The mark is a byte rewritten in place, not the file's
+        # size: the size stays 1, so setting and clearing it change no size (on ext4 a size
+        # change is a journal handle, which waits behind any other process's fsync).
+        self.dirty = os.pread(lock, 1, 0) == _DIRTY
 
     def mark_dirty(self) -> None:
         """Record that appends are under way (cleared by `mark_clean` once the cursor moved)."""
         if not self.dirty:
-            os.pwrite(self._lock, b"1", 0)
+            os.pwrite(self._lock, _DIRTY, 0)
             self.dirty = True
 
     def mark_clean(self) -> None:
         if self.dirty:
-            os.ftruncate(self._lock, 0)
+            os.pwrite(self._lock, _CLEAN, 0)
             self.dirty = False
 
     def truncate_after(self, cursor: int) -> None:

@@ -20,6 +20,15 @@ from soul.store.export import SESSION_COLUMNS
 
 __all__ = ["Reading", "message_record", "session_info"]
 
+_DECODE = json.JSONDecoder().decode  # what json.loads calls, without its per-call checks
+
+
+def _meta(text: str) -> Any:
+    """A stored meta decoded; the empty one (most working-memory entries and messages) without
+    the decoder: a snapshot decodes dozens a turn."""
+    return {} if text == "{}" else _DECODE(text)
+
+
 
 class Reading:
     """The read side of `SessionStore`: snapshots, messages, traces."""
@@ -74,7 +83,7 @@ class Reading:
                 (session_id, "user_model_check"),
             ).fetchone()
         memory = tuple(
-            MemoryEntry(region, entry_type, content, verb, json.loads(meta))
+            MemoryEntry(region, entry_type, content, verb, _meta(meta))
             for region, entry_type, content, verb, meta, at in memory_rows
             if cutoff is None or at >= cutoff
         )
@@ -82,12 +91,12 @@ class Reading:
             self._expire_memory(session_id, cutoff)  # type: ignore[arg-type]
         return Snapshot(
             session=info,
-            state=json.loads(state_row[0]) if state_row else {},
+            state=_DECODE(state_row[0]) if state_row else {},
             user_model=model[1] if model else "",
             user_model_version=model[0] if model else 0,
             memory=memory,
             recent=tuple(message_record(*r) for r in reversed(recent_rows)),
-            chetana=json.loads(chetana_row[0]) if chetana_row else None,
+            chetana=_DECODE(chetana_row[0]) if chetana_row else None,
             last_user_model_check=_check_result(check),
         )
 
@@ -157,7 +166,7 @@ def session_info(row: tuple[Any, ...]) -> SessionInfo:
 def message_record(
     layer: Any, tag: str, content: str, step: str | None, verb: str | None, meta: str
 ) -> MessageRecord:
-    return MessageRecord(layer, tag, content, step, verb, json.loads(meta))
+    return MessageRecord(layer, tag, content, step, verb, _meta(meta))
 
 
 def _check_result(row: tuple[str, str] | None) -> bool | None:
@@ -165,7 +174,7 @@ def _check_result(row: tuple[str, str] | None) -> bool | None:
     if row is None:
         return None
     content, meta = row
-    result = json.loads(meta).get("result")
+    result = _meta(meta).get("result")
     if isinstance(result, bool):
         return result
     return content.strip().lower() in ("true", "yes", "1")

@@ -145,3 +145,20 @@ def test_a_correction_raises_frustration_in_this_turns_prompt(write_blueprint, s
     assert state is not None
     log = (soul_home / "logs" / session.id / "events.jsonl").read_text()
     assert log.count("user_correction") == 1
+
+
+@pytest.mark.parametrize("data", [
+    {"tool": "recall", "calibration": 1.0, "velocity": 0.0, "turns": 3, "ok": True, "gate": None},
+    {"odd": float("nan"), "big": 10**30, "text": "\udc80 é", "zero": -0.0},
+    {"pair": (1, 2)}, {1: "key"}, {"nested": {"b": 1}}, {"when": Path("x")},
+])
+def test_an_event_is_stored_as_it_reads_back_from_json(data: dict) -> None:
+    # Plain scalar events are copied rather than encoded and decoded (issue 26): what is
+    # stored must still be exactly what a JSON round trip gives, types included.
+    import json
+
+    from soul.runtime.bridges.chetana import _json_safe
+
+    stored, expected = _json_safe(data), json.loads(json.dumps(data, default=str))
+    assert json.dumps(stored) == json.dumps(expected)
+    assert [(k, type(v)) for k, v in stored.items()] == [(k, type(v)) for k, v in expected.items()]

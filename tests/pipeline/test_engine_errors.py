@@ -180,3 +180,17 @@ def test_checking_a_file_or_a_missing_field_is_an_error_not_ok(tmp_path: Path, c
     assert f"--field '{tmp_path / 'm.md'}' is a file, not a folder: pass the folder of a memory field" in capsys.readouterr().err
     assert main(["memory", "check", "--field", str(tmp_path / "nowhere")]) == 1
     assert f"--field '{tmp_path / 'nowhere'}' names no folder: pass the folder of a memory field" in capsys.readouterr().err
+
+
+def test_only_engine_and_file_errors_are_translated(write_blueprint, soul_home: Path) -> None:  # type: ignore[no-untyped-def]
+    # The bridge names the field only when something fails (issue 26); a bug of ours or an
+    # interrupt still leaves as it was raised.
+    bridge = _bridge(write_blueprint, "field", soul_home)
+    for raised in (ValueError("a bug"), KeyboardInterrupt()):
+        with pytest.raises(type(raised)) as caught, bridge.errors("recall from"):
+            raise raised
+        assert caught.value is raised
+    with pytest.raises(MemoryFieldError, match=r"cannot recall from the field: .*denied") as translated, \
+            bridge.errors("recall from"):
+        raise PermissionError(13, "denied", str(bridge.path()))
+    assert isinstance(translated.value.__cause__, PermissionError)

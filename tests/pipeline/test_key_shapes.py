@@ -139,3 +139,35 @@ def test_hostile_text_redacts_in_linear_time(text: str) -> None:
     cuts = list(range(0, len(text), 7))  # a stream of small chunks
     assert streamed(text, cuts) == whole
     assert time.perf_counter() - started < 5.0
+
+
+FILLER = "Ada builds compilers — she thought it through: gh_ sk_ xo eyj {\"framework_ms\": 0.25} " * 4
+
+
+@pytest.mark.parametrize("opener", ["sk-", "k_live_", "k_test_", "AKIA", "AIza", "xox", "xapp-", "eyJ", "-----BEGIN ",
+                                    "github_pat_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_"])
+def test_every_opener_is_found_in_a_short_and_a_long_text(opener: str) -> None:
+    # Past 256 characters two openers are searched as patterns (issue 26): one pass each.
+    assert len(FILLER) > 256 and not may_hold_key(FILLER)
+    assert may_hold_key(f"a {opener} b")
+    for text in (opener + FILLER, FILLER + opener + FILLER, FILLER + opener):
+        assert may_hold_key(text)
+
+
+@settings(max_examples=300)
+@given(parts=st.lists(fragments, max_size=16))
+def test_the_long_and_the_short_opener_tests_agree(parts: list[str]) -> None:
+    text = "".join(parts)
+    assert may_hold_key(FILLER + text) == may_hold_key(text) == may_hold_key(text + FILLER)
+
+
+def openers_in(text: str) -> bool:
+    """The openers as plain substrings: what `may_hold_key` must answer, however it searches."""
+    return any(o in text for o in ("sk-", "k_live_", "k_test_", "AKIA", "AIza", "xox", "xapp-", "eyJ", "-----BEGIN ",
+                                   "github_pat_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_"))
+
+
+@settings(max_examples=500)
+@given(st.text(alphabet="skxoapAKIzeyJghpusrtib_-BEGIN lvw", min_size=257, max_size=700))
+def test_a_long_text_of_near_misses_holds_an_opener_exactly_when_one_is_in_it(text: str) -> None:
+    assert may_hold_key(text) == openers_in(text)

@@ -58,6 +58,26 @@ def test_dirty_mark_survives_the_writer(tmp_path: Path) -> None:
         assert not writer.dirty
 
 
+def test_the_mark_is_one_byte_rewritten_in_place(tmp_path: Path) -> None:
+    # Setting and clearing the mark keep the lock file's size (issue 26: a size change waits
+    # on the file system's journal); a lock file an older writer left (empty: clean, "1":
+    # dirty) reads as it did.
+    lock = tmp_path / logs.LOCK_NAME
+    with logs.locked(tmp_path) as writer:
+        writer.mark_dirty()
+        assert lock.read_bytes() == b"1"
+        writer.mark_clean()
+    assert lock.read_bytes() == b"0"
+    with logs.locked(tmp_path) as writer:
+        assert not writer.dirty
+    lock.write_bytes(b"")
+    with logs.locked(tmp_path) as writer:
+        assert not writer.dirty
+    lock.write_bytes(b"1")
+    with logs.locked(tmp_path) as writer:
+        assert writer.dirty
+
+
 def expected_logs(store: SessionStore, session_id: str) -> dict[str, str]:
     """What the files must hold: every commit's lines, rebuilt from the database."""
     lines, _ = logs.pending_lines(store.connection, session_id, 0)

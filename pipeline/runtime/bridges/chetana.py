@@ -69,9 +69,8 @@ class Cognition:
         def on_event(name: str, data: Mapping[str, Any]) -> None:
             events.append((name, dict(data)))
 
-        config = dict(block.get("config") or {})
-        priors = dict(block.get("priors") or {})
         with _ChetanaErrors("the session's saved Chetana state"):
+            config, priors = _settings(block)
             if state:
                 controller = ChetanaController.deserialize(state, config, on_event, priors)
             else:
@@ -112,7 +111,33 @@ class Cognition:
         return tuple(records)
 
 
+_SETTINGS: dict[int, tuple[Mapping[str, Any], Any, Any]] = {}  # id(block) -> (block, config, priors)
+
+
+def _settings(block: Mapping[str, Any]) -> tuple[Any, Any]:
+    """The `chetana:` block's config and priors, validated once per block (each turn
+    restores the controller with them; building them was a tenth of the restore)."""
+    hit = _SETTINGS.get(id(block))
+    if hit is not None and hit[0] is block:
+        return hit[1], hit[2]
+    from soul.engines.chetana import ChetanaConfig, CognitivePriors
+
+    config = ChetanaConfig.from_dict(dict(block.get("config") or {}))
+    priors = CognitivePriors.from_dict(dict(block.get("priors") or {}))
+    if len(_SETTINGS) >= 64:
+        _SETTINGS.clear()
+    _SETTINGS[id(block)] = (block, config, priors)  # the block is kept: its id is not reused
+    return config, priors
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
 def _json_safe(data: Mapping[str, Any]) -> dict[str, Any]:
+    """`data` as it reads back from JSON. An event of plain scalars under string keys (every
+    event Chetana sends today) reads back equal, so it is copied, not encoded and decoded."""
+    if all(type(k) is str and type(v) in _SCALARS for k, v in data.items()):
+        return dict(data)
     return json.loads(json.dumps(dict(data), default=str))
 
 

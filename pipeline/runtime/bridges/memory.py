@@ -38,7 +38,7 @@ from soul.extras import require
 from soul.language import Blueprint, field_folder
 from soul.records import Fence
 from soul.runtime.bridges.learning import RecallUse, judge, learn_config
-from soul.runtime.bridges.memory_errors import field_errors
+from soul.runtime.bridges.memory_errors import FieldErrors, field_errors
 from soul.runtime.bridges.partitions import Partition, Partitions
 from soul.runtime.bridges.tape import TapedField
 from soul.store import fields_dir, redact, secrets
@@ -315,7 +315,12 @@ class MemoryBridge:
         return ids
 
     def errors(self, doing: str) -> AbstractContextManager[None]:
-        """Translate the engine's errors (and OSErrors) raised inside into MemoryFieldError."""
+        """Translate the engine's errors (and OSErrors) raised inside into MemoryFieldError
+        (named only when something fails: this wraps every recall and write of a turn)."""
+        return FieldErrors(self._names, doing)
+
+    def _names(self) -> tuple[Path, str, str]:
+        """The field's path, how the user named it, and where else to put it."""
         raw = (self.blueprint.memory or {}).get("field")
         path = self.path()
         home_field = f"$SOUL_HOME/fields/{self.blueprint.name}"
@@ -325,7 +330,7 @@ class MemoryBridge:
         else:
             named = f"soul '{self.blueprint.name}': the memory field {path}"
             elsewhere = f"move {path} away (the field's folder is created there), or set memory.field to a folder"
-        return field_errors(path, doing, named=named, elsewhere=elsewhere)
+        return path, named, elsewhere
 
     def close(self) -> None:
         if self._partitions is not None:  # every partition's field closed, its lease given up

@@ -5,9 +5,10 @@ and `soul memory` / `soul code` use it)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import TracebackType
 
 from soul.errors import MemoryFieldError
 
@@ -28,6 +29,28 @@ def field_errors(path: Path, doing: str, *, named: str, elsewhere: str) -> Itera
         if not isinstance(exc, ResonanceError):
             raise
         raise MemoryFieldError(_engine_message(exc, path, doing, named)) from exc
+
+
+class FieldErrors:
+    """`field_errors` whose path and names (`names()`: path, named, elsewhere) are worked out
+    only when something fails: entering and leaving cost next to nothing, where a turn's
+    every recall and write enters one."""
+
+    __slots__ = ("_doing", "_names")
+
+    def __init__(self, names: Callable[[], tuple[Path, str, str]], doing: str) -> None:
+        self._names = names
+        self._doing = doing
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None) -> None:
+        if exc is None or not isinstance(exc, Exception):
+            return
+        path, named, elsewhere = self._names()
+        with field_errors(path, self._doing, named=named, elsewhere=elsewhere):
+            raise exc.with_traceback(traceback)
 
 
 def _os_message(exc: OSError, path: Path, doing: str, named: str, elsewhere: str) -> str:

@@ -67,3 +67,19 @@ def test_calibration_window_restores_what_the_self_model_serialized():
 def test_concept_text_lowercases_and_keeps_only_letters_digits_and_spaces():
     assert concepts.concept_text("Auth-Token, v2!  über") == "authtoken v2  ber"
     assert concepts.concept_text("Plain ASCII: ok?") == "plain ascii ok"
+
+
+def test_calibration_pairs_restore_alike_from_json_lists_and_from_tuples():
+    # JSON's own lists of [float, bool] take a fast path (issue 26); it must clamp as the
+    # checked path does, and anything else still goes through the checks that name it.
+    history = [[1.5, True], [-0.25, False], [0.5, True], [1, False]]
+    from_json = calibration.CalibrationWindow(8)
+    from_json.restore({"calibration_history": history}, "self_model")
+    from_tuples = calibration.CalibrationWindow(8)
+    from_tuples.restore({"calibration_history": [tuple(p) for p in history]}, "self_model")
+    assert from_json.history() == from_tuples.history() == [[1.0, True], [0.0, False], [0.5, True], [1.0, False]]
+    assert from_json.sum_predicted == from_tuples.sum_predicted == 2.5
+    for bad, what in (([float("nan"), True], "must be finite"), ([0.5, 1], "must be true or false"),
+                      ([True, True], "must be a number")):
+        with pytest.raises(StateError, match=rf"self_model.calibration_history\[1\] {what}"):
+            calibration.CalibrationWindow(4).restore({"calibration_history": [[0.5, True], bad]}, "self_model")

@@ -140,3 +140,16 @@ def test_locomo_hybrid_beats_best_single_signal_by_5_points(tmp_path) -> None:
         close("")
     mean = {name: float(np.mean(v)) for name, v in r10.items()}
     assert mean["hybrid"] - max(mean["keyword"], mean["semantic"]) >= 0.05, mean
+
+
+def test_the_keyword_only_ids_are_found_alike_by_set_or_by_numpy() -> None:
+    # Which keyword hits the semantic search missed: a set for a query's few hundred ids
+    # (issue 26), numpy's isin beyond; both must answer as np.isin does.
+    from soul.engines.resonance.recall.hybrid import _isin
+
+    rng = np.random.default_rng(7)
+    for size in (0, 1, 5, 100, 300, 600):
+        ids = rng.integers(0, 400, size).astype(np.int64)
+        among = rng.integers(0, 400, rng.integers(0, 400)).astype(np.int64)
+        found = _isin(ids, among)
+        assert found.dtype == bool and np.array_equal(found, np.isin(ids, among))

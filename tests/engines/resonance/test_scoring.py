@@ -396,3 +396,24 @@ def test_scores_are_finite_for_any_input(memories: list[dict[str, Any]],
     assert np.isfinite(scored.final).all() and (scored.final >= 0).all()
     for name, values in scored.factors.items():
         assert np.isfinite(values).all() and (values >= 0).all(), name
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(memories=st.lists(_memory, min_size=1, max_size=8), data=st.data())
+def test_final_is_the_weighted_log_sum_of_the_factors_in_order_bit_for_bit(
+        memories: list[dict[str, Any]], data: st.DataObject) -> None:
+    # The factors are combined as one table (issue 26); the final score must stay what adding
+    # each factor's weighted log in turn gave, to the last bit (rankings tie-break on it).
+    n = len(memories)
+    relevance = np.array(data.draw(st.lists(_weird, min_size=n, max_size=n)))
+    weights = data.draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 1.0, 2.0, 7.5]), min_size=19, max_size=19))
+    config = ScoringConfig.defaults()
+    for f, w in zip(config.factors, weights, strict=True):
+        config = config.with_factor(f.name, weight=w)
+    scored = Scorer(config=config).score(make_state(memories), np.arange(n), relevance, now=NOW)
+    log_final = np.zeros(n)
+    for f in config.factors:
+        if f.enabled and f.weight != 0.0:
+            with np.errstate(divide="ignore"):
+                log_final += f.weight * np.log(scored.factors[f.name])
+    assert np.array_equal(scored.final, np.exp(np.minimum(log_final, 700.0)))
