@@ -1,4 +1,4 @@
-"""Canned model replies for the built-in souls, shared by the runtime tests."""
+"""Canned model replies and small blueprints for the built-in souls, shared by the runtime tests."""
 
 from __future__ import annotations
 
@@ -34,3 +34,9 @@ SAMANTHA_LEARNS = [
     "<user_model_update># User\n\n## Interests & Domains\nCompilers.</user_model_update>"
     "<model_change_note>They build compilers.</model_change_note>",
 ]
+
+
+def fan_of_three(last: str) -> str:
+    """A chained soul whose steps a, b and c answer side by side, then `last` (a step's line)."""
+    return ("soul: fan\nversion: 1\nmode: chained\nsteps:\n"
+            + "".join(f"  {q}: {{uses: mental_query, with: {{query: {q}?}}}}\n" for q in "abc") + f"  {last}\n")

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from souls import SAMANTHA_LEARNS, SAMANTHA_TURN, claudius_reply
+from souls import SAMANTHA_LEARNS, SAMANTHA_TURN, claudius_reply, fan_of_three
 
 import soul
 from soul.errors import ProviderError, RunError
@@ -146,12 +146,6 @@ class SlowProvider(Provider):
         self.spans.append((start, time.perf_counter()))
         tag = request.tags[0]
         return Completion(self.replies[tag], Usage())
-
-
-def fan_of_three(last: str) -> str:
-    """A chained soul whose steps a, b and c answer side by side, then `last` (a step's line)."""
-    return ("soul: fan\nversion: 1\nmode: chained\nsteps:\n"
-            + "".join(f"  {q}: {{uses: mental_query, with: {{query: {q}?}}}}\n" for q in "abc") + f"  {last}\n")
 
 
 def test_independent_units_of_a_layer_run_concurrently(write_blueprint, soul_home: Path) -> None:  # type: ignore[no-untyped-def]

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from souls import claudius_reply
+from souls import claudius_reply, fan_of_three
 
 import soul
 from soul.providers.base import Completion, Provider, Request, Usage
@@ -74,13 +74,7 @@ class Slow(Provider):
 
 
 def test_framework_time_is_not_negative_when_calls_run_in_parallel(write_blueprint, soul_home: Path) -> None:  # type: ignore[no-untyped-def]
-    path = write_blueprint(
-        "soul: fan\nversion: 1\nmode: chained\nsteps:\n"
-        "  a: {uses: mental_query, with: {query: a?}}\n"
-        "  b: {uses: mental_query, with: {query: b?}}\n"
-        "  c: {uses: mental_query, with: {query: c?}}\n"
-        "  reply: {uses: external_dialogue, after: [a, b, c]}\n"
-    )
+    path = write_blueprint(fan_of_three("reply: {uses: external_dialogue, after: [a, b, c]}"))
     replies = {"mental_query": "<mental_query>true</mental_query>", "external_dialogue": "<external_dialogue>ok</external_dialogue>"}
     s = soul.load(path, provider=Slow(0.1, replies), home=soul_home)
     trace = s.session().turn_sync("go").trace
