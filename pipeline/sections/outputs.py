@@ -190,11 +190,11 @@ class CleanReader:
     any other reply (not clean, or a boolean that does not read as one): the caller then reads
     it the usual way, so nothing a tolerant read would repair or flag is decided here."""
 
-    __slots__ = ("boolean", "kind", "name", "names", "params", "pattern", "section")
+    __slots__ = ("boolean", "names", "params", "pattern", "section")
 
-    def __init__(self, name: str, kind: type[StepKind], params: Mapping[str, Any]) -> None:
+    def __init__(self, kind: type[StepKind], params: Mapping[str, Any]) -> None:
         (section,) = kind.sections  # one section (`fits` says which kinds)
-        self.name, self.kind, self.params, self.section = name, kind, params, section
+        self.params, self.section = params, section
         self.pattern = clean_single(section.tag)
         self.names = kind.output_names()
         self.boolean = section.type == "bool"
@@ -211,10 +211,9 @@ class CleanReader:
         text = whole.group(3).strip()  # (attributes written: the kind reads none)
         section = self.section
         outputs: dict[str, Any] = dict.fromkeys(self.names)
-        if self.boolean:  # parse_step's reading of a boolean
-            word = text.strip(_DECORATION).lower()
-            value = True if word in _TRUE else False if word in _FALSE else None
-            if value is None:
+        if self.boolean:
+            value = parse_bool(text)
+            if value is None:  # the usual read flags it (and calls it missing when required)
                 return None
             outputs[section.output] = value
             return StepParse(outputs, (), ())

@@ -92,7 +92,7 @@ def test_the_clean_reader_agrees_with_parse_step(data: st.DataObject) -> None:
     body = data.draw(st.one_of(text, st.sampled_from(["true", " **No.** ", "maybe", "- a\n- b", "k: v\nx: y", ""])))
     raw = data.draw(st.sampled_from([f"<{tag}>{body}</{tag}>", f" \n<{tag} verb=\"x\">{body}</{tag}>\n", f"<{tag}>{body}", body,
                                      f"<{tag}>{body}</{tag}><{tag}>again</{tag}>", f"<{tag.upper()}>{body}</{tag.upper()}>"]))
-    read = CleanReader("step", kind, {}).read(raw)
+    read = CleanReader(kind, {}).read(raw)
     if read is not None:
         assert read == parse_step(kind, {}, _scan_sections(raw, (tag,)))
 
@@ -103,7 +103,7 @@ def test_a_clean_boolean_reply_is_read_by_the_clean_reader() -> None:
 
     kind = default_registry().get("mental_query")
     assert kind is not None and kind in _readable_kinds()
-    reader = CleanReader("q", kind, {})
+    reader = CleanReader(kind, {})
     assert reader.read("<mental_query> True. </mental_query>\n") is not None
     assert reader.read("<mental_query>perhaps</mental_query>") is None  # unreadable: the usual read flags it
     assert reader.read("<mental_query>true") is None  # unclosed: the scanner repairs it

@@ -197,9 +197,6 @@ class BoundCall:
     grammar: str | None = None
     budget: Budget | None = None
     price: Priced | None = None
-    # nothing but the call itself: no step gated after it, no tools, no section that may
-    # repeat the instructions or be refused (the runner then passes nothing for them)
-    bare: bool = False
 
 
 async def run_call(
@@ -435,7 +432,7 @@ class CallShape:
         # a plain call of one step writing one section that never reads as text (a chained
         # step's, mostly): its clean reply is read straight into the step's outputs
         only = steps[0] if len(steps) == 1 else None
-        self.reader = (CleanReader(only.name, only.kind, only.params)
+        self.reader = (CleanReader(only.kind, only.params)
                        if only is not None and self.plain and not self.echoing and CleanReader.fits(only.kind) else None)
 
 

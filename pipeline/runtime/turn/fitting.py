@@ -121,7 +121,7 @@ class TurnParts:
     lines (with its parts and cache points), the history and the input as messages, and
     (per counter) what they cost."""
 
-    __slots__ = ("_at", "_costs", "_head_rows", "_messages", "_rows", "before", "ctx", "head", "head_piece", "memory", "message",
+    __slots__ = ("_costs", "_head_rows", "_rows", "before", "ctx", "head", "head_piece", "memory", "message",
                  "persona", "piece", "points", "steering", "tail", "user", "view")
 
     def __init__(self, ctx: TurnContext, head: parts.Piece, steering: str, user: str, message: parts.Piece,
@@ -136,8 +136,6 @@ class TurnParts:
         self._costs: dict[bool, Costs] = {}
         self._rows: list[list[Any]] = []
         self._head_rows: list[list[Any]] | None = None
-        self._at = len(self.before) + 2 if self.before else 0  # where a call's own parts begin in the system message
-        self._messages = len(self.tail) + 1
 
     def layout(self, this_turn: str, form: str) -> dict[str, Any]:
         """Where each part lies in a call's messages when the whole history is shown: the
@@ -145,8 +143,12 @@ class TurnParts:
         `parts.join` would: a separator belongs to the span before it). The rows of the turn's
         piece, history and input are worked out once and shared by its calls (plain data,
         never changed): a call adds its own two rows."""
-        head = self.head_rows()
-        rows = self._rows
+        head = self._head_rows
+        if head is None:  # the turn's own rows, and the history's and the input's, worked out on its first call
+            head = self._head_rows = [[part, label, 0, start, end] for part, label, start, end in self.piece.spans]
+            if head:  # as followed by a call's own part, the separator its own
+                head[-1] = [*head[-1][:4], head[-1][4] + 2]
+            self._rows = _layout(parts.EMPTY, self.view.messages(), self.view.labels(), self.message)["spans"]
         at = len(self.before)
         if at and (this_turn or form):
             spans = [*head]
@@ -158,21 +160,8 @@ class TurnParts:
             at += len(this_turn) + (2 if form else 0)
         if form:
             spans.append([parts.FORMAT, "", 0, at, at + len(form)])
-        spans += rows
+        spans += self._rows
         return {"spans": spans, "messages": len(self.tail) + 1}
-
-    def head_rows(self) -> list[list[Any]]:
-        """The layout rows of the turn's piece, as followed by a call's own part (the separator
-        its own); the rows of the history and the input (`_rows`) are worked out with them."""
-        head = self._head_rows
-        if head is None:  # the history's and the input's spans, the same for every call of the turn
-            history, labels = self.view.messages(), self.view.labels()
-            self._rows = _layout(parts.EMPTY, history, labels, self.message)["spans"]
-            head = [[part, label, 0, start, end] for part, label, start, end in self.piece.spans]
-            if head:
-                head[-1] = [*head[-1][:4], head[-1][4] + 2]
-            self._head_rows = head
-        return head
 
     def costs(self, counter: Counter, count: Count) -> Costs:
         found = self._costs.get(counter.exact)
@@ -313,23 +302,12 @@ class Fitter:
             else:
                 shares = {**costs.first, **costs.rest}
             before = turn.before
-            if before and this_turn and form:  # a chained call (`TurnParts.layout`'s usual case, inline)
-                text = f"{before}\n\n{this_turn}\n\n{form}"
-                head = turn._head_rows
-                if head is None:
-                    head = turn.head_rows()
-                at = turn._at
-                mid = at + len(this_turn) + 2
-                layout = {"spans": [*head, [parts.THIS_TURN, "", 0, at, mid], [parts.FORMAT, "", 0, mid, mid + len(form)], *turn._rows],
-                          "messages": turn._messages}
-            else:
-                text = "\n\n".join(filter(None, (before, this_turn, form)))
-                layout = turn.layout(this_turn, form)
+            text = f"{before}\n\n{this_turn}\n\n{form}" if before and this_turn and form else "\n\n".join(filter(None, (before, this_turn, form)))
             system = Message("system", text, (), None, False, turn.points)  # positionally: cheaper than a keyword
             return Prompt((system, *turn.tail),
                           {"window": budget.window, "reserve": budget.reserve, "counter": counter.name, "fixed": total,
                            "used": total + costs.history + costs.memory, "parts": shares},
-                          [dict(c) for c in costs.limit_cuts] if costs.limit_cuts else None, layout, form)
+                          [dict(c) for c in costs.limit_cuts] if costs.limit_cuts else None, turn.layout(this_turn, form), form)
         prompt = budget.window - budget.reserve
         available = prompt - total
         h, s, u = costs.counts

@@ -325,8 +325,6 @@ class ScopeRunner:
             started = time.perf_counter()
             outcome = await self.ask(call, prompt, gated_off, budget)
             outcome.span = (started, time.perf_counter())
-        elif bound.bare and not self.traced:  # nothing to gate after it, no tools, no echo or refusal to tell
-            outcome = await run_call(bound, prompt, self.emit)
         else:
             tools = tools_of(self, call, ts) if self.services.tools is not None else None
             shape = bound.shape

@@ -104,10 +104,8 @@ class Services:
             budget = budget_for(self.builder.blueprint, call.steps, spec, options, provider)
             # the table a soul was made with is fixed (without one, each call reads the data home's: call_cost)
             price = self.prices.price_for(provider.name, spec) if self.prices is not None else None
-            shape = CallShape(call.steps)
-            bare = not (call.after_gates or self.tools is not None or shape.echoing or shape.refusing)
-            bound = self._bound[call] = BoundCall(provider, spec, options, shape, call.unit.index, call.tags,
-                                                  call.stream_steps, call.attempts, grammar, budget, price, bare)
+            bound = self._bound[call] = BoundCall(provider, spec, options, CallShape(call.steps), call.unit.index, call.tags,
+                                                  call.stream_steps, call.attempts, grammar, budget, price)
         return bound
 
 
