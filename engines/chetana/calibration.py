@@ -7,16 +7,19 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Mapping
+from operator import itemgetter
 from typing import Any
 
 from .errors import StateError
-from .state import check_bool, check_float, read_float, read_list
+from .state import check_bool, check_float, plain_floats, read_float, read_list
 
 __all__ = ["CALIBRATION_CAP", "CalibrationWindow"]
 
 # The original divides by a zero actual success rate and reports Infinity, which JSON cannot
 # hold; a ratio this high already means "overconfident", so it is the ceiling.
 CALIBRATION_CAP = 10.0
+
+_LIST_ONLY, _PAIR, _BOOL_ONLY = {list}, {2}, {bool}
 
 
 class CalibrationWindow:
@@ -67,7 +70,14 @@ class CalibrationWindow:
         """Refill the window from a serialized self-model's `calibration_history` and
         `calibration_sum` (both optional: an absent history is an empty window)."""
         pairs = self.pairs
-        for i, pair in enumerate(read_list(state, "calibration_history", path, default=[])):
+        history = read_list(state, "calibration_history", path, default=[])
+        if type(history) is list and history and set(map(type, history)) == _LIST_ONLY and set(map(len, history)) == _PAIR:
+            # as JSON gives it: [float, bool] pairs, checked column by column in C
+            column, outcomes = zip(*history, strict=True)
+            if set(map(type, outcomes)) == _BOOL_ONLY and plain_floats(list(column), 0.0, 1.0):
+                pairs.extend(zip(column, outcomes, strict=True))
+                history = ()
+        for i, pair in enumerate(history):
             if type(pair) is list and len(pair) == 2:  # as JSON gives it: checked without naming it
                 predicted, actual = pair
                 if type(predicted) is float and type(actual) is bool and math.isfinite(predicted):
@@ -77,9 +87,9 @@ class CalibrationWindow:
             if not isinstance(pair, list | tuple) or len(pair) != 2:
                 raise StateError(f"{where} must be a [predicted, actual] pair")
             pairs.append((check_float(pair[0], where, 0.0, 1.0), check_bool(pair[1], where)))
-        exact = math.fsum(p for p, _ in pairs)
+        exact = math.fsum(map(itemgetter(0), pairs))
         stored = read_float(state, "calibration_sum", path, 0.0, math.inf, default=exact)
         # The running sum carries the live instance's rounding; keep it unless it is not a
         # sum of this window at all (a hand-edited state).
         self.sum_predicted = stored if abs(stored - exact) < 1e-6 else exact
-        self.sum_actual = sum(a for _, a in pairs)
+        self.sum_actual = sum(map(itemgetter(1), pairs))

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from .errors import StateError
-from .state import check_float, check_map, read_float, read_int, read_list, read_str
+from .state import check_floats, check_map, read_float, read_int, read_list, read_str
 
 __all__ = [
     "SLIGHT_MISCALIBRATION",
@@ -144,7 +144,7 @@ class ToolRecord:
         default_history = [record.rate] * min(total, TREND_LOOKBACK + 1)
         history = read_list(data, "rate_history", where, default=default_history)
         at = f"{where}.rate_history[]"
-        record.history.extend(check_float(h, at, 0.0, 1.0) for h in history)
+        record.history.extend(check_floats(history, at, 0.0, 1.0))
         record.streak = read_int(data, "failure_streak", where, default=0)
         record.error_at = read_int(data, "error_at", where, lo=-1, default=-1)
         return record

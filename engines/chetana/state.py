@@ -93,6 +93,29 @@ def check_float(value: Any, where: str, lo: float, hi: float) -> float:
     return min(hi, max(lo, number))
 
 
+def plain_floats(values: Any, lo: float, hi: float) -> bool:
+    """Whether `values` is a JSON array of floats, each finite and inside [lo, hi]: what
+    `check_float` would return unchanged. Checked in a few C-level passes (a restored state
+    holds long arrays of them, read every turn)."""
+    if type(values) is not list or not values or set(map(type, values)) != _FLOAT_ONLY:
+        return False
+    try:
+        total = math.fsum(values)  # NaN or an infinity make it non-finite (or raise)
+    except (OverflowError, ValueError):
+        return False
+    return math.isfinite(total) and min(values) >= lo and max(values) <= hi
+
+
+_FLOAT_ONLY = {float}
+
+
+def check_floats(values: Any, where: str, lo: float, hi: float) -> list[float]:
+    """Each number of a JSON array as `check_float` reads it (`where` names the items)."""
+    if plain_floats(values, lo, hi):
+        return list(values)
+    return [check_float(value, where, lo, hi) for value in values]
+
+
 def read_float(
     data: Mapping[str, Any], key: str, path: str, lo: float, hi: float, default: Any = MISSING
 ) -> float:

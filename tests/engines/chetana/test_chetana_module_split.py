@@ -3,8 +3,12 @@
 importable from there as the very same objects, and the window behaves as the self-model's."""
 
 import json
+import math
+import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from soul.engines.chetana import (
     AtmaDarshana,
@@ -14,6 +18,7 @@ from soul.engines.chetana import (
     calibration,
     concepts,
     dhyana,
+    state,
 )
 
 
@@ -83,3 +88,40 @@ def test_calibration_pairs_restore_alike_from_json_lists_and_from_tuples():
                       ([True, True], "must be a number")):
         with pytest.raises(StateError, match=rf"self_model.calibration_history\[1\] {what}"):
             calibration.CalibrationWindow(4).restore({"calibration_history": [[0.5, True], bad]}, "self_model")
+
+
+_number = st.one_of(st.floats(), st.integers(-3, 3), st.booleans(), st.just(-0.0))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_number, max_size=12), st.sampled_from([(0.0, 1.0), (-1.0, 1.0), (0.0, math.inf)]))
+def test_float_arrays_read_in_bulk_as_item_by_item(values, bounds):
+    # `check_floats` checks a JSON array of plain floats in a few C passes (issue 26); what it
+    # returns, or the error it raises, is what `check_float` gives item by item
+    lo, hi = bounds
+
+    def one_by_one():
+        return [state.check_float(v, "x[]", lo, hi) for v in values]
+
+    try:
+        expected = one_by_one()
+    except StateError as exc:
+        with pytest.raises(StateError, match=re.escape(str(exc))):
+            state.check_floats(values, "x[]", lo, hi)
+        return
+    assert state.check_floats(values, "x[]", lo, hi) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_number, st.one_of(st.booleans(), st.integers(0, 1))), max_size=10))
+def test_calibration_history_restores_alike_by_column_and_pair_by_pair(history):
+    # JSON lists take the column path; tuples, the pair-by-pair checks that name a bad item
+    def restored(pairs):
+        window = calibration.CalibrationWindow(6)
+        try:
+            window.restore({"calibration_history": pairs}, "self_model")
+        except StateError as exc:
+            return str(exc)
+        return window.history(), window.sum_predicted, window.sum_actual
+
+    assert restored([list(p) for p in history]) == restored([tuple(p) for p in history])
