@@ -49,10 +49,13 @@ def _adopt(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any], yiel
     return outer
 
 
-async def gather_eagerly(coros: Sequence[Coroutine[Any, Any, Any]]) -> list[Any]:
-    """Run coroutines concurrently; results in order. The first error propagates after the
-    others are cancelled, like `asyncio.gather` in a TaskGroup."""
-    results: list[Any] = [None] * len(coros)
+def start_eagerly(coros: Sequence[Coroutine[Any, Any, Any]], results: list[Any] | None = None) -> list[tuple[int, asyncio.Future[Any]]]:
+    """Start each coroutine in place, in order: the ones that wait, as (position, future of
+    its result); what the others returned goes into `results` (when given). On an error the
+    started ones that wait are cancelled and the rest closed, then it propagates.
+
+    Synchronous, so a layer whose units all finish at once (a chain's fan-out over a cached
+    or scripted provider) pays for no coroutine of its own (`ScopeRunner.run`)."""
     waiting: list[tuple[int, asyncio.Future[Any]]] = []
     started = 0
     try:
@@ -61,7 +64,8 @@ async def gather_eagerly(coros: Sequence[Coroutine[Any, Any, Any]]) -> list[Any]
             try:
                 yielded = coro.send(None)
             except StopIteration as done:
-                results[started - 1] = done.value
+                if results is not None:
+                    results[started - 1] = done.value
                 continue
             waiting.append((started - 1, _adopt(asyncio.get_running_loop(), coro, yielded)))
     except BaseException:
@@ -70,13 +74,28 @@ async def gather_eagerly(coros: Sequence[Coroutine[Any, Any, Any]]) -> list[Any]
         for coro in coros[started:]:
             coro.close()  # never started: no "coroutine was never awaited" warning
         raise
-    if waiting:
-        try:
-            values = await asyncio.gather(*(future for _, future in waiting))
-        except BaseException:
-            for _, future in waiting:
-                future.cancel()
-            raise
+    return waiting
+
+
+async def finish_waiting(waiting: Sequence[tuple[int, asyncio.Future[Any]]], results: list[Any] | None = None) -> None:
+    """Await the futures `start_eagerly` left (their values into `results`, when given); the
+    first error propagates after the others are cancelled."""
+    try:
+        values = await asyncio.gather(*(future for _, future in waiting))
+    except BaseException:
+        for _, future in waiting:
+            future.cancel()
+        raise
+    if results is not None:
         for (i, _), value in zip(waiting, values, strict=True):
             results[i] = value
+
+
+async def gather_eagerly(coros: Sequence[Coroutine[Any, Any, Any]]) -> list[Any]:
+    """Run coroutines concurrently; results in order. The first error propagates after the
+    others are cancelled, like `asyncio.gather` in a TaskGroup."""
+    results: list[Any] = [None] * len(coros)
+    waiting = start_eagerly(coros, results)
+    if waiting:
+        await finish_waiting(waiting, results)
     return results

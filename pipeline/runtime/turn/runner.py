@@ -41,7 +41,7 @@ from soul.runtime.events import StepFinished, StepStarted, StepTrace
 from soul.runtime.tools import ToolUse, tools_of
 from soul.runtime.turn.calls import BoundCall, CallOutcome, run_call
 from soul.runtime.turn.context import TurnState, context_for
-from soul.runtime.turn.eager import gather_eagerly
+from soul.runtime.turn.eager import finish_waiting, start_eagerly
 from soul.runtime.turn.fitting import Prompt
 from soul.runtime.turn.gates import EXPRESSION_ERRORS, every_open
 from soul.runtime.turn.prompt import MESSAGE_NOTE, MOMENT_NOTE
@@ -165,7 +165,9 @@ class ScopeRunner:
                     unit = units[i - 1]
                     direct = unit.model is not None and unit.index not in gated and not traced
                     started.append(self.run_llm_unit(unit, unit.steps, ts) if direct else self.run_unit(unit, ts))
-                await gather_eagerly(started)
+                waiting = start_eagerly(started)  # units return nothing: no results to gather
+                if waiting:
+                    await finish_waiting(waiting)
         # a turn folds only when one of its calls had to leave older turns out
         if self.folds and ts.shown and max(ts.shown) < len(ts.ctx.history) and ts.ctx.kind in ("message", "spontaneous"):
             await fold_history(self.plan, self.services, ts)
