@@ -246,6 +246,12 @@ class ChetanaController(Subsystem):
         self._atma.end_turn()
         self._turn += 1
 
+    def rest(self) -> None:
+        """Leave only what `serialize` keeps, so that this controller goes on exactly as one
+        restored from `serialize()` would (message salience is ephemeral): a host keeping a
+        controller between turns calls it after `after_turn` instead of restoring."""
+        self._dhyana.forget_messages()
+
     # --- external signals --------------------------------------------------------------
 
     def on_sub_agent_spawn(self) -> None:

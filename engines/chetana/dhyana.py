@@ -170,6 +170,17 @@ class Dhyana(Subsystem):
                 within = True in err[max(0, i - radius) : i] or True in err[i + 1 : i + radius + 1]
                 near[i] = boost if within else 0.0
 
+    def forget_messages(self) -> None:
+        """Drop every message's salience (what `serialize` leaves out), as a restore starts."""
+        if self._gate.ref is not None:  # a context handed out still reads this state
+            self._gate.settle()
+        self._ids.clear()
+        self._sal.clear()
+        self._err.clear()
+        self._corr.clear()
+        self._near.clear()
+        self._n_corr = 0
+
     def flag_latest_message(self, *, error: bool = False, correction: bool = False) -> None:
         """Mark the newest message as error-bearing or a correction after it was added (the
         controller learns this from tool results during the turn); the boosts apply now."""

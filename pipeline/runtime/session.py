@@ -39,7 +39,7 @@ from soul.errors import SoulError
 from soul.records import Fence, SessionInfo
 from soul.runtime import tracing
 from soul.runtime.background import S_LOUD_REASONS, Background, Mind, observed_in
-from soul.runtime.bridges import RecallUse, recall_use
+from soul.runtime.bridges import Kept, RecallUse, recall_use
 from soul.runtime.events import (
     FixyGated,
     Reply,
@@ -84,6 +84,7 @@ class Session:
         self.store = store  # where the session lives: snapshots, commits, traces
         self.info = info
         self._order = tuple(plan.turn.steps)  # plan order: the order changes are committed in
+        self._kept: Kept | None = None  # Chetana's controller as the last turn left it (`Cognition.keep`)
         self._background: asyncio.Task[None] | None = None
         self._listeners: list[Callable[[Any], None]] = []
         self._lock: asyncio.Lock | None = None  # one turn at a time (made on the running loop)
@@ -234,7 +235,8 @@ class Session:
         started = time.perf_counter()
         plan, services, store = self.plan, self.services, self.store
         snapshot = store.snapshot(self.id, ttl_hours=plan.blueprint.memory_ttl_hours)
-        ts = start_turn(plan, services, snapshot, text, kind, session=self.id)
+        kept, self._kept = self._kept, None  # the controller goes on once: a rewrite restores
+        ts = start_turn(plan, services, snapshot, text, kind, session=self.id, kept=kept)
         if persona is not None:  # this turn's system prompt head (trusted), in place of the persona file
             ts.ctx = replace(ts.ctx, persona=persona)
         mind = self.mind
@@ -271,6 +273,9 @@ class Session:
         # the items go with the commit (a partition is rebuilt from them), under the lease's fence
         commit = replace(commit, remember=tuple(items) if items else None, fence=fence, **more)
         applied = store.apply(commit)
+        if chetana_state is not None and ts.cognition is not None and plan.blueprint.chetana is not None:
+            # stored: the controller goes on next turn if the state read back is this one
+            self._kept = ts.cognition.keep(plan.blueprint.chetana, chetana_state)
         turn = applied.turn
         self.info = store.session(self.id)
         if mind is not None and self.work is not None:  # the next cycle sees what this turn said

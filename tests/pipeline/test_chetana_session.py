@@ -162,3 +162,81 @@ def test_an_event_is_stored_as_it_reads_back_from_json(data: dict) -> None:
     stored, expected = _json_safe(data), json.loads(json.dumps(data, default=str))
     assert json.dumps(stored) == json.dumps(expected)
     assert [(k, type(v)) for k, v in stored.items()] == [(k, type(v)) for k, v in expected.items()]
+
+
+TALK = [
+    "Let's fix the parser and write a test for it.",
+    "No, that's wrong. Try again.",
+    "The parser tests pass now.",
+    "Great. Now I want to add a cache to the lexer.",
+    "Actually, I said the lexer, not the parser.",
+    "Thanks, that works.",
+]
+
+
+def _claudius_replies(turns: int) -> list[str]:
+    # the state check runs on every 3rd turn (claudius.yaml: every: 3)
+    return [claudius_reply(check="false") + (NO_STATE if (i + 1) % 3 == 0 else "") for i in range(turns)]
+
+
+def _count_restores(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    from soul.engines.chetana import ChetanaController
+
+    restores = [0]
+    restore = ChetanaController.deserialize.__func__  # type: ignore[attr-defined]
+
+    def counted(cls, *args, **kwargs):  # type: ignore[no-untyped-def]
+        restores[0] += 1
+        return restore(cls, *args, **kwargs)
+
+    monkeypatch.setattr(ChetanaController, "deserialize", classmethod(counted))
+    return restores
+
+
+def _timeless(data: object) -> object:
+    """A stored state without its measured latencies (each run times its steps afresh)."""
+    if isinstance(data, dict):
+        return {k: _timeless(v) for k, v in data.items() if k != "avg_latency"}
+    if isinstance(data, list):
+        return [_timeless(v) for v in data]
+    return data
+
+
+def test_a_session_goes_on_with_its_controller_exactly_as_a_restore_would(soul_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a Session keeps the controller its last turn ended with (Cognition.keep) and goes on with
+    # it when the stored state is the one it wrote; a new Session object on the same session
+    # keeps nothing and restores every turn: both store the same states and see the same prompts
+    restores = _count_restores(monkeypatch)
+
+    def talk(reopen: bool) -> tuple[list[object], list[str], int]:
+        restores[0] = 0
+        provider = ScriptedProvider(_claudius_replies(len(TALK)))
+        s = soul.load("claudius", provider=provider, home=soul_home / ("reopened" if reopen else "kept"))
+        session = s.session(user="ada")
+        states = []
+        for text in TALK:
+            if reopen:
+                session = s.session(session.id, user="ada")
+            session.turn_sync(text)
+            states.append(_timeless(s.store.snapshot(session.id).chetana))
+        prompts = [r.messages[0].content.replace(session.id, "<session>") for r in provider.requests]
+        return states, prompts, restores[0]
+
+    kept_states, kept_prompts, kept_restores = talk(reopen=False)
+    states, prompts, restored = talk(reopen=True)
+    assert (kept_restores, restored) == (0, len(TALK) - 1)  # the first turn has no state to restore
+    assert kept_states == states
+    assert kept_prompts == prompts
+    assert kept_states[-1]["turn"] == len(TALK)  # type: ignore[index]
+    assert any(state["affect"]["frustration"] > 0 for state in kept_states)  # type: ignore[index]  # the corrections were felt
+
+
+def test_a_state_another_writer_stored_is_restored_not_run_over(soul_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    restores = _count_restores(monkeypatch)
+    s = soul.load("claudius", provider=ScriptedProvider(_claudius_replies(3)), home=soul_home)
+    first = s.session(user="ada")
+    first.turn_sync(TALK[0])
+    s.session(first.id, user="ada").turn_sync(TALK[1])  # another Session object commits a turn
+    first.turn_sync(TALK[2])  # its kept controller is turn 1's: the stored state (turn 2's) wins
+    assert restores[0] == 2
+    assert s.store.snapshot(first.id).chetana["turn"] == 3

@@ -7,7 +7,7 @@ wraps Entelgia's dialogue engine (`DialogueRules`); `snapshots` turns a field in
 of a soul bundle and back.
 """
 
-from soul.runtime.bridges.chetana import Cognition, session_report
+from soul.runtime.bridges.chetana import Cognition, Kept, session_report
 from soul.runtime.bridges.dialogue import DialogueRules, resonance_embedder
 from soul.runtime.bridges.learning import RecallUse, recall_use
 from soul.runtime.bridges.memory import MemoryBridge, MemoryReader, field_errors, uses_memory
@@ -16,6 +16,7 @@ from soul.runtime.bridges.snapshots import field_files, restore_field
 __all__ = [
     "Cognition",
     "DialogueRules",
+    "Kept",
     "MemoryBridge",
     "MemoryReader",
     "RecallUse",

@@ -50,6 +50,16 @@ def _content(outputs: Mapping[str, Any]) -> str:
     return json.dumps(shown, ensure_ascii=False, default=str)
 
 
+@dataclass(frozen=True)
+class Kept:
+    """A session's controller between turns: the `chetana:` block it was built from, the
+    state it stored, and the controller itself (`Cognition.keep`; used once: a turn takes it)."""
+
+    block: Mapping[str, Any]
+    state: dict[str, Any]
+    controller: Any
+
+
 @dataclass
 class Cognition:
     """One turn's use of a session's ChetanaController."""
@@ -60,8 +70,13 @@ class Cognition:
     events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
     @classmethod
-    def begin(cls, block: Mapping[str, Any], state: Mapping[str, Any] | None, text: str) -> Cognition:
-        """Restore (or create) the controller and run `before_turn` on the input."""
+    def begin(cls, block: Mapping[str, Any], state: Mapping[str, Any] | None, text: str, kept: Kept | None = None) -> Cognition:
+        """Restore (or create) the controller and run `before_turn` on the input.
+
+        `kept`: the controller the session's last turn ended with and the state it stored
+        (`keep`); when the state read back is that state, the controller goes on instead
+        of a restore (it rested: it is what the restore would build, as a property test
+        pins), which spares each turn Chetana's restore."""
         from soul.engines.chetana import ChetanaController
 
         events: list[tuple[str, dict[str, Any]]] = []
@@ -71,7 +86,10 @@ class Cognition:
 
         with _ChetanaErrors("the session's saved Chetana state"):
             config, priors = _settings(block)
-            if state:
+            if state and kept is not None and kept.block is block and kept.state == state:
+                controller = kept.controller
+                controller.on_event = on_event
+            elif state:
                 controller = ChetanaController.deserialize(state, config, on_event, priors)
             else:
                 controller = ChetanaController(config, on_event, priors)
@@ -102,6 +120,13 @@ class Cognition:
             self.controller.after_turn()
             state: dict[str, Any] = self.controller.serialize()
         return state
+
+    def keep(self, block: Mapping[str, Any], state: dict[str, Any]) -> Kept:
+        """The controller to go on with next turn, once `state` (what `finish` returned) is
+        stored: rested to what `serialize` keeps, so that it is the restore of `state`."""
+        with _ChetanaErrors(doing="the end of the turn"):
+            self.controller.rest()
+        return Kept(block, state, self.controller)
 
     def event_records(self) -> tuple[MessageRecord, ...]:
         """The turn's events as records for the session's events log."""

@@ -32,6 +32,7 @@ from soul.records import (
     Snapshot,
 )
 from soul.runtime import tracing
+from soul.runtime.bridges import Kept
 from soul.runtime.conversation import (
     Budget,
     fold_history,
@@ -68,12 +69,14 @@ def _said(ts: TurnState) -> tuple[str, ...]:
                            for v in out.values() if isinstance(v, str) and v))
 
 
-def start_turn(plan: Plan, services: Services, snapshot: Snapshot, text: str, kind: str, session: str | None = None) -> TurnState:
+def start_turn(plan: Plan, services: Services, snapshot: Snapshot, text: str, kind: str, session: str | None = None,
+               kept: Kept | None = None) -> TurnState:
     """The state a turn starts from: its context, and Chetana's controller begun on the input
-    when the services carry Chetana (the context then holds what templates see as `chetana`)."""
+    when the services carry Chetana (the context then holds what templates see as `chetana`;
+    `kept`: the controller the session's last turn ended with, `Cognition.begin`)."""
     ts = TurnState(context_for(plan, snapshot, text, kind), {}, session=session)
     if services.chetana is not None:
-        ts.cognition = services.chetana(snapshot.chetana, text)
+        ts.cognition = services.chetana(snapshot.chetana, text, kept)
         ts.ctx = replace(ts.ctx, chetana=ts.cognition.context)
     return ts
 

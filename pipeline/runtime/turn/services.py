@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from soul.compiler import CallPlan, Plan, ScopePlan
 from soul.providers import PriceTable, Provider
-from soul.runtime.bridges import Cognition, MemoryBridge
+from soul.runtime.bridges import Cognition, Kept, MemoryBridge
 from soul.runtime.conversation import budget_for
 from soul.runtime.tools import ToolBox
 from soul.runtime.turn.calls import BoundCall, CallShape
@@ -26,8 +26,9 @@ from soul.runtime.turn.prompt import PromptBuilder
 
 # model slot name or provider spec -> (provider, provider spec, options)
 ProviderResolver = Callable[[str], tuple[Provider, str, dict[str, Any]]]
-# (the session's saved controller state or None, the input text) -> the turn's Cognition
-ChetanaStart = Callable[[Mapping[str, Any] | None, str], Cognition]
+# (the session's saved controller state or None, the input text, the controller the
+# session's last turn kept or None) -> the turn's Cognition
+ChetanaStart = Callable[[Mapping[str, Any] | None, str, Kept | None], Cognition]
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,8 @@ text = st.one_of(
     st.text(max_size=80),
     st.lists(st.sampled_from(WORDS + PHRASES), max_size=14).map(" ".join),
 )
-operation = st.one_of(
-    st.tuples(st.just("before_turn"), text, st.booleans()),
+# what may happen between a turn's message and its end
+between = st.one_of(
     st.tuples(
         st.just("tool"),
         st.sampled_from(TOOLS),
@@ -34,12 +34,16 @@ operation = st.one_of(
         text,
         st.booleans(),
     ),
-    st.tuples(st.just("after_turn")),
     st.tuples(st.just("spawn")),
     st.tuples(st.just("confidence"), st.floats(allow_nan=False)),
     st.tuples(st.just("disable"), st.sampled_from(TOOLS), st.sampled_from(["flaky", "sandbox"])),
     st.tuples(st.just("recovery")),
     st.tuples(st.just("achieve"), st.integers(min_value=0, max_value=20)),
+)
+operation = st.one_of(
+    st.tuples(st.just("before_turn"), text, st.booleans()),
+    between,
+    st.tuples(st.just("after_turn")),
 )
 config = st.builds(
     ChetanaConfig,
@@ -171,3 +175,37 @@ def test_fnv1a_is_a_32_bit_hash_of_the_utf8_bytes(value):
     for byte in value.encode("utf-8"):
         expected = ((expected ^ byte) * 0x01000193) % 2**32
     assert fnv1a_32(value) == expected
+
+
+# a turn as a host drives it: the user's message (a correction or not), what happens, its end
+turn = st.tuples(text, st.booleans(), st.lists(between, max_size=6))
+
+
+def _turn(chetana: ChetanaController, message: tuple) -> dict:  # type: ignore[type-arg]
+    words, correction, ops = message
+    context = chetana.before_turn(words, correction=correction).to_dict()
+    play(chetana, ops)
+    report = chetana.cognitive_report().to_dict()
+    chetana.after_turn()
+    return {"context": context, "report": report, "state": chetana.serialize()}
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(config, priors, st.lists(turn, max_size=6), st.lists(turn, min_size=1, max_size=4))
+def test_a_rested_controller_goes_on_as_its_restore_would(cfg, pri, before, after):
+    # a session keeps its controller between turns (soul.runtime.bridges.chetana.Kept) instead
+    # of restoring it; after `rest` it must be the restore of what it serialized, turn by turn:
+    # the same contexts, reports, states and events
+    live_events, restored_events = [], []
+    live = ChetanaController(cfg, lambda name, data: live_events.append((name, dict(data))), priors=pri)
+    for message in before:
+        _turn(live, message)
+    state = json.loads(json.dumps(live.serialize(), allow_nan=False))
+    live.rest()
+    live_events.clear()
+    restored = ChetanaController.deserialize(state, cfg, lambda name, data: restored_events.append((name, dict(data))), pri)
+    for message in after:
+        assert _turn(live, message) == _turn(restored, message)
+        live.rest()
+        restored.rest()
+    assert live_events == restored_events
