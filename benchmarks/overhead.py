@@ -187,19 +187,27 @@ def soulgraph_series(folder: Path, runs: int, turns: int) -> list[Series]:
 def claudius_turn(folder: Path, turns: int) -> tuple[dict[str, tuple[list[float], list[float]]], Any]:
     """A full claudius turn with a zero-latency provider: framework time, split into parts.
 
-    The parts are timed by wrappers put around `PromptBuilder.build`, the parser
-    (`extract_sections` + `parse_step` as `soul.runtime.turn.calls` uses them) and `SessionStore.apply`
-    (a few hundred ns each). Returns {part: (wall times, CPU times)} and a typical Commit.
+    The parts are timed by wrappers put around `SessionStore.snapshot`, `start_turn` (the
+    turn's context and Chetana's controller), `ScopeRunner.run_local_step` (the recall step,
+    with its hand-off to a worker thread), `PromptBuilder.build`, the parser
+    (`extract_sections` + `parse_step` as `soul.runtime.turn.calls` uses them),
+    `SessionStore.apply` and `Session._remember` (the memory field written after the commit,
+    in a worker thread) — a few hundred ns each. Returns {part: (wall times, CPU times)} and a
+    typical Commit.
     """
+    import soul.runtime.session
     import soul.runtime.turn.calls
+    from soul.runtime.turn.runner import ScopeRunner
 
     provider = ZeroLatency(claudius=True)
     s = soul.load("claudius", provider=provider, home=folder / "home-claudius")
-    names = ("render", "parse", "commit")
+    names = ("snapshot", "start", "recall", "render", "parse", "commit", "remember")
     now: dict[str, list[float]] = {n: [0.0, 0.0] for n in names}  # this turn's sums
     commits: list[Any] = []
     builder = s.services.builder
     build, extract, parse_step, commit = builder.build, soul.runtime.turn.calls.extract_sections, soul.runtime.turn.calls.parse_step, s.store.apply
+    snapshot, start_turn = s.store.snapshot, soul.runtime.session.start_turn
+    local_step, remember = ScopeRunner.run_local_step, soul.runtime.session.Session._remember
 
     def timed(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -207,6 +215,18 @@ def claudius_turn(folder: Path, turns: int) -> tuple[dict[str, tuple[list[float]
             start = time.perf_counter()
             try:
                 return fn(*args, **kwargs)
+            finally:
+                now[name][0] += time.perf_counter() - start
+                now[name][1] += time.process_time() - c0
+
+        return wrapper
+
+    def timed_async(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        async def wrapper(*args: Any, **kwargs: Any) -> Any:
+            c0 = time.process_time()
+            start = time.perf_counter()
+            try:
+                return await fn(*args, **kwargs)
             finally:
                 now[name][0] += time.perf_counter() - start
                 now[name][1] += time.process_time() - c0
@@ -221,6 +241,10 @@ def claudius_turn(folder: Path, turns: int) -> tuple[dict[str, tuple[list[float]
     soul.runtime.turn.calls.extract_sections = timed("parse", extract)
     soul.runtime.turn.calls.parse_step = timed("parse", parse_step)
     s.store.apply = timed("commit", keep)  # type: ignore[method-assign]  (a session applies its commit)
+    s.store.snapshot = timed("snapshot", snapshot)  # type: ignore[method-assign]
+    soul.runtime.session.start_turn = timed("start", start_turn)
+    ScopeRunner.run_local_step = timed_async("recall", local_step)  # type: ignore[method-assign]
+    soul.runtime.session.Session._remember = timed_async("remember", remember)  # type: ignore[method-assign]
     out: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in ("turn", *names, "other")}
     text = "Hi, I'm Ada. I build compilers."
 
@@ -252,6 +276,10 @@ def claudius_turn(folder: Path, turns: int) -> tuple[dict[str, tuple[list[float]
         soul.runtime.turn.calls.parse_step = parse_step
         builder.build = build  # type: ignore[method-assign]
         s.store.apply = commit  # type: ignore[method-assign]
+        s.store.snapshot = snapshot  # type: ignore[method-assign]
+        soul.runtime.session.start_turn = start_turn
+        ScopeRunner.run_local_step = local_step  # type: ignore[method-assign]
+        soul.runtime.session.Session._remember = remember  # type: ignore[method-assign]
     assert provider.calls >= turns
     # the commit alone, replayed: a typical turn's Commit applied to fresh sessions, unwrapped
     typical = next(c for c in reversed(commits) if c.state is None)  # 2 turns in 3: no state change
@@ -387,10 +415,14 @@ def print_claudius(parts: dict[str, tuple[list[float], list[float]]], typical: A
     print(f"|{'-' * 46}|{'-' * 11}|{'-' * 11}|{'-' * 11}|{'-' * 10}|")
     labels = {
         "turn": "whole turn: framework time (net of provider)",
+        "snapshot": "  snapshot (the session's stores, read)",
+        "start": "  start (turn context, Chetana's controller)",
+        "recall": "  recall step (resonate, thread hand-off)",
         "render": "  render (prompt build)",
         "parse": "  parse (XML sections + typed outputs)",
         "commit": "  commit (SQLite transaction + JSONL mirror)",
-        "other": "  the rest (snapshot, recall, Chetana, ...)",
+        "remember": "  remember (memory field, thread hand-off)",
+        "other": "  the rest (call, changes, trace, ...)",
         "commit alone": "commit alone (a typical Commit, replayed)",
     }
     goals = {"turn": GOAL_TURN_MS, "commit alone": GOAL_COMMIT_MS}
