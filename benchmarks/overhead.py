@@ -336,19 +336,21 @@ def versions() -> str:
 
 
 def plant_slowdown(micros: float) -> None:
-    """Busy-wait `micros` in every soulgraph step (wrapping the reply parser, which every model
-    call runs once): the benchmark's own monkeypatch, to show the guard firing."""
-    import soul.runtime.turn.calls
+    """Busy-wait `micros` in every soulgraph step (wrapping `PromptBuilder.build`, which every
+    model call runs once, whatever reads its reply): the benchmark's own monkeypatch, to show
+    the guard firing. (It wrapped the reply parser until a plain one-section reply stopped
+    going through it: the planted slowdown then planted nothing on the graphs measured.)"""
+    from soul.runtime.turn.prompt import PromptBuilder
 
-    parse = soul.runtime.turn.calls.extract_sections
+    build = PromptBuilder.build
 
     def slow(*args: Any, **kwargs: Any) -> Any:
         until = time.perf_counter() + micros / 1e6
         while time.perf_counter() < until:
             pass
-        return parse(*args, **kwargs)
+        return build(*args, **kwargs)
 
-    soul.runtime.turn.calls.extract_sections = slow
+    PromptBuilder.build = slow  # type: ignore[method-assign]
 
 
 CHECK_ATTEMPTS = 3  # --check measures again (both sides) when a ratio falls short, at most this often in all
