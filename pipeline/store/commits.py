@@ -128,7 +128,7 @@ class Commits:
         now = time.time()
         dialect = dialect_of(self._conn)
 
-        def body(conn: Connection) -> tuple[int, int, dict[str, Any], int] | int:
+        def body(conn: Connection) -> tuple[int, int, dict[str, Any], str, int] | int:
             row = conn.execute(
                 "SELECT turns, soul, coalesce(user_model_key, user) FROM sessions WHERE id = ?" + dialect.for_update,
                 (commit.session_id,),
@@ -177,10 +177,11 @@ class Commits:
                 event["mood"] = True
             if commit.summaries:
                 event["summaries"] = len(commit.summaries)
+            event_json = dumps(event)
             cid = conn.execute(
                 "INSERT INTO commits (session_id, turn, kind, time, meta, process, cycle, state,"
                 " chetana, remember) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                (commit.session_id, turn, commit.kind, now, dumps(event), commit.process,
+                (commit.session_id, turn, commit.kind, now, event_json, commit.process,
                  commit.cycle, state, chetana, remember),
             ).fetchone()[0]
             sid = commit.session_id
@@ -237,18 +238,22 @@ class Commits:
             ).fetchone()[0]
             if dialect.name != "sqlite":  # other processes hear of it at COMMIT, ids only
                 dialect.notify(conn, notify.channel(soul), notify.Notice(sid, cid, notify.ORIGIN).payload)
-            return previous, cid, event, turn
+            return previous, cid, event, event_json, turn
 
         applied = self._write(body)
         if isinstance(applied, int):  # once=True, and this cycle was already stored
             return Applied(applied, 0)
-        previous, cid, event, turn = applied
+        previous, cid, event, event_json, turn = applied
         if self._checkpointer is not None:
             self._checkpointer.poke()
         lines = logs.commit_lines(
             cid, turn, now, event, commit.messages,
             cycle=commit.cycle, process=commit.process, mood=commit.mood,
             summaries=commit.summaries,
+            # the rows' JSON, spliced into the lines (a meta that is not a dict is written as
+            # `dict(meta)` there, so only dicts' JSON is the same text)
+            metas=metas if all(type(m.meta) is dict for m in commit.messages) else None,
+            event_json=event_json,
         )
         try:
             self._mirror(commit.session_id, _Just(previous, cid, lines))

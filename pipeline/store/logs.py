@@ -28,10 +28,9 @@ import contextlib
 import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, NamedTuple
 
 from soul.store.connection import Connection
 
@@ -58,16 +57,17 @@ LOCK_NAME = ".lock"
 _DIRTY, _CLEAN = b"1", b"0"  # the lock file's one byte
 
 
-@dataclass(frozen=True)
-class LogLine:
-    """One line to append: which file, and the JSON object (whose "commit" orders it)."""
+class LogLine(NamedTuple):
+    """One line to append: which file, and its text (one JSON object, newline included; its
+    "commit" orders it). A named tuple, not a dataclass: a commit makes one per line."""
 
     file: str
-    data: Mapping[str, Any]
+    text: str
 
     @property
-    def commit(self) -> int:
-        return int(self.data["commit"])
+    def data(self) -> dict[str, Any]:
+        """The line's JSON object."""
+        return json.loads(self.text)  # type: ignore[no-any-return]
 
 
 def file_for(layer: str, tag: str) -> str:
@@ -102,11 +102,17 @@ def line(
 
 
 _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # one encoder for every line
+_STRING = json.encoder.encode_basestring  # the string escaper that encoder uses (C, when built)
 
 
 def encode(data: Mapping[str, Any]) -> str:
     """One JSONL line, newline included (UTF-8 text, not \\u escapes, so the logs read well)."""
     return _ENCODE(data) + "\n"
+
+
+def _text(value: Any) -> str:
+    """A str (or None) field as `encode` writes it."""
+    return _STRING(value) if type(value) is str else _ENCODE(value)
 
 
 def commit_lines(
@@ -120,48 +126,61 @@ def commit_lines(
     process: str | None = None,
     mood: Any = None,
     summaries: Sequence[Any] = (),
+    metas: Sequence[str] | None = None,
+    event_json: str | None = None,
 ) -> list[LogLine]:
     """The lines of one commit: its messages in order, its mood, its summaries, then its
     "commit" event.
 
     `messages` are `MessageRecord`s (anything with layer, tag, content, step, verb, meta);
     `mood` a `MoodRecord` or None; `summaries` `SummaryRecord`s (layer, summary, cycle_from,
-    cycle_to, digest).
+    cycle_to, digest). `metas` and `event_json`, when given, are each message's meta and the
+    event already encoded as `encode` encodes `dict(meta or {})` and `event` (what the store
+    wrote to its rows): spliced in, not encoded again.
+
+    Each line is exactly `encode(line(...))` (or `encode` of the mood's and summary's
+    objects), built from its pieces: the head (commit, turn, cycle, time) is encoded once for
+    all of them, each string field by the encoder's own escaper.
     """
-    out = [
-        LogLine(
+    head: dict[str, Any] = {"commit": commit, "turn": turn}
+    if cycle is not None:
+        head["cycle"] = cycle
+    head["time"] = time
+    opening = _ENCODE(head)[:-1]  # '{"commit":1,"turn":1,"time":...' without its '}'
+    out: list[LogLine] = []
+    for i, m in enumerate(messages):
+        meta = metas[i] if metas is not None else _ENCODE(dict(m.meta or {}))
+        out.append(LogLine(
             file_for(m.layer, m.tag),
-            line(
-                commit, turn, time, m.tag, m.content,
-                step=m.step, verb=m.verb, meta=m.meta, cycle=cycle,
-            ),
-        )
-        for m in messages
-    ]
-    head = {"commit": commit, "turn": turn, "cycle": cycle, "time": time, "process": process}
+            f'{opening},"tag":{_text(m.tag)},"step":{_text(m.step)},"verb":{_text(m.verb)},'
+            f'"content":{_text(m.content)},"meta":{meta}}}\n',
+        ))
+    shared = {"commit": commit, "turn": turn, "cycle": cycle, "time": time, "process": process}
     if mood is not None:
         out.append(
-            LogLine("mood_and_criteria", {**head, "mood": mood.mood, "criteria": mood.criteria})
+            LogLine("mood_and_criteria", encode({**shared, "mood": mood.mood, "criteria": mood.criteria}))
         )
     for s in summaries:
         out.append(
             LogLine(
                 "context_summaries",
-                {
-                    **head,
+                encode({
+                    **shared,
                     "layer": s.layer,
                     "summary": s.summary,
                     "cycle_from": s.cycle_from,
                     "cycle_to": s.cycle_to,
                     "digest": bool(s.digest),
-                },
+                }),
             )
         )
-    out.append(
-        LogLine(
-            "events", line(commit, turn, time, "commit", event["kind"], meta=event, cycle=cycle)
-        )
-    )
+    if event_json is None:
+        event_json = _ENCODE(dict(event))
+    out.append(LogLine(
+        "events",
+        f'{opening},"tag":"commit","step":null,"verb":null,"content":{_text(event["kind"])},'
+        f'"meta":{event_json}}}\n',
+    ))
     return out
 
 
@@ -231,6 +250,7 @@ class Writer:
 
     def __init__(self, folder: Path, lock: int) -> None:
         self.folder = folder
+        self._prefix = os.path.join(folder, "")  # the folder's path and a separator
         self._lock = lock  # the lock file's descriptor
         # A lock file holding "1" means a writer died between appending and advancing the
         # cursor ("0" or empty: clean). The mark is a byte rewritten in place, not the file's
@@ -258,11 +278,16 @@ class Writer:
         """Append lines to their files, one write per file (`os.write` on an O_APPEND
         descriptor: what a text file's close wrote, without building one)."""
         chunks: dict[str, list[str]] = {}
-        for entry in lines:
-            chunks.setdefault(entry.file, []).append(encode(entry.data))
+        for name, text in lines:
+            found = chunks.get(name)
+            if found is None:
+                chunks[name] = [text]
+            else:
+                found.append(text)
+        folder = self._prefix
         for name, parts in chunks.items():
             data = "".join(parts).encode("utf-8")
-            fd = os.open(self.folder / f"{name}.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+            fd = os.open(f"{folder}{name}.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
             try:
                 while data:  # a regular file takes it all at once; a short write goes on
                     data = data[os.write(fd, data):]
