@@ -9,7 +9,6 @@ the turn count and does not advance it; it is stamped with the count read in its
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -25,6 +24,7 @@ from soul.store import logs, notify
 from soul.store.connection import Connection
 from soul.store.database import Checkpointer
 from soul.store.dialect import dialect_of
+from soul.store.logs import dumps
 from soul.store.minds import write_cycle_rows
 from soul.store.partitions import check_fence
 from soul.store.redaction import could_hold_secrets, redact_commit, secrets
@@ -32,14 +32,6 @@ from soul.store.redaction import could_hold_secrets, redact_commit, secrets
 log = logging.getLogger(__name__)
 
 COMMIT_KINDS = ("message", "spontaneous", "subprocess", "cycle")
-
-
-_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # one encoder, not one per value
-
-
-def dumps(value: Any) -> str:
-    """Compact JSON, as every column of the store keeps it."""
-    return _ENCODE(value)
 
 
 def _serialised(commit: Commit) -> tuple[str | None, str | None, str, list[str], list[str], str | None]:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, NamedTuple
@@ -101,8 +101,37 @@ def line(
     return data
 
 
-_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # one encoder for every line
-_STRING = json.encoder.encode_basestring  # the string escaper that encoder uses (C, when built)
+_CHECKED = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_STRING = json.encoder.encode_basestring  # the string escaper it uses (C, when built)
+
+
+def _encoder() -> Callable[[Any], str]:
+    """`_CHECKED` without its check for circular references: the same C encoder, without the
+    id of every dict and list put in and taken out of a dict (~10% of a trace's encoding). A
+    value that holds itself recurses to a RecursionError instead, and is then encoded by
+    `_CHECKED`, which raises what it always raised."""
+    make = json.encoder.c_make_encoder
+    if make is None:  # a Python built without the _json accelerator
+        return _CHECKED
+    chunks = make(None, json.JSONEncoder().default, _STRING, None, ":", ",", False, False, True)
+
+    def encode(value: Any) -> str:
+        try:
+            return "".join(chunks(value, 0))
+        except RecursionError:
+            return _CHECKED(value)
+
+    return encode
+
+
+_ENCODE = _encoder()
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON, as every column of the store and every log line keeps it: UTF-8 text (not
+    \\u escapes), no spaces; what `json.dumps(value, ensure_ascii=False, separators=(",",
+    ":"))` writes."""
+    return _ENCODE(value)
 
 
 def encode(data: Mapping[str, Any]) -> str:

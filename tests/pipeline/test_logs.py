@@ -11,6 +11,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from soul.records import Commit, MessageRecord, MoodRecord, SummaryRecord
 from soul.store import logs
@@ -280,3 +282,36 @@ def test_the_mirror_writes_each_line_byte_for_byte_as_the_reference_encoding() -
         store.connection.execute("UPDATE sessions SET logged_commit = 0 WHERE id = ?", (sid,))
         assert store.repair_logs(sid) == [sid]
     assert actual_logs(sid) == want
+
+
+scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12)
+keys = st.text(max_size=6) | st.integers() | st.floats(allow_nan=False) | st.booleans() | st.none()
+json_like = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.tuples(inner, inner) | st.dictionaries(keys, inner, max_size=4),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=400)
+@given(json_like)
+def test_the_store_encodes_json_as_json_dumps_does(value: object) -> None:
+    # The store's encoder skips the circular-reference bookkeeping (issue 26); the text must be
+    # json.dumps's, NaN, infinities, tuples and non-string keys included.
+    assert logs.dumps(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def test_the_store_refuses_what_json_dumps_refuses_with_its_errors() -> None:
+    circular: list[object] = [1]
+    circular.append({"back": circular})
+    with pytest.raises(ValueError, match="Circular reference"):
+        logs.dumps(circular)
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        logs.dumps({"when": object()})
+    deep: list[object] = []
+    for _ in range(100_000):
+        deep = [deep]
+    with pytest.raises(RecursionError):
+        json.dumps(deep)
+    with pytest.raises(RecursionError):
+        logs.dumps(deep)
