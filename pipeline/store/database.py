@@ -24,6 +24,7 @@ T = TypeVar("T")
 BUSY_TIMEOUT_MS = 10_000
 RETRY_SECONDS = 60.0  # overall patience for a write that keeps meeting SQLITE_BUSY
 CHECKPOINT_BYTES = 4 << 20  # WAL size that wakes the checkpoint thread (SQLite's default: 4 MB)
+CHECKPOINT_EVERY = 8  # commits between two looks at the WAL's size (a typical turn adds ~80 KB)
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -94,9 +95,16 @@ class Checkpointer:
         self._wake = threading.Event()
         self._closed = False
         self._thread: threading.Thread | None = None
+        self._pokes = 0
 
     def poke(self) -> None:
-        """After a commit: wake the thread once the WAL has grown past the threshold."""
+        """After a commit: wake the thread once the WAL has grown past the threshold (looked at
+        every `CHECKPOINT_EVERY`th commit: a stat of the WAL is a system call, and a few
+        commits more before a checkpoint change nothing; SQLite's own checkpoint, at four
+        times the threshold, stays the backstop)."""
+        self._pokes += 1
+        if (self._pokes - 1) % CHECKPOINT_EVERY:  # the first, the 9th, the 17th, ...
+            return
         try:
             big = self._wal.stat().st_size > CHECKPOINT_BYTES
         except OSError:

@@ -17,17 +17,18 @@ the database commit the line came from; it is what makes repair exact.
 The database is the truth; the logs are written after its transaction commits. A writer holds
 the folder's lock (`.lock`, flock) and marks the lock file dirty while it appends (its one
 byte "1"; "0" or an empty file is clean); the store advances its cursor
-(`sessions.logged_commit`) and then clears the mark. If a process dies in
+(`sessions.logged_commit`) and then clears the mark. Only a holder of the lock moves the
+cursor: a commit takes the lock before its transaction (once the folder exists) and reads
+the cursor in it, so the cursor it read is still true when it appends. If a process dies in
 between, the next writer sees the mark and truncates every file back to the last line at or
 below the cursor before rewriting the missing commits: nothing lost, nothing duplicated.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, NamedTuple
@@ -275,17 +276,34 @@ def pending_lines(
 
 
 class Writer:
-    """The locked writer of one session's folder; use as a context manager (see `locked`)."""
+    """The locked writer of one session's folder (see `locked`); a context manager, which
+    releases the lock when it ends."""
 
     def __init__(self, folder: Path, lock: int) -> None:
         self.folder = folder
         self._prefix = os.path.join(folder, "")  # the folder's path and a separator
-        self._lock = lock  # the lock file's descriptor
+        self._lock = lock  # the lock file's descriptor (-1 once released)
         # A lock file holding "1" means a writer died between appending and advancing the
         # cursor ("0" or empty: clean). The mark is a byte rewritten in place, not the file's
         # size: the size stays 1, so setting and clearing it change no size (on ext4 a size
         # change is a journal handle, which waits behind any other process's fsync).
         self.dirty = os.pread(lock, 1, 0) == _DIRTY
+
+    def __enter__(self) -> Writer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def release(self) -> None:
+        """Let go of the folder's lock (idempotent)."""
+        lock, self._lock = self._lock, -1
+        if lock >= 0:
+            try:
+                if fcntl is not None:
+                    fcntl.flock(lock, fcntl.LOCK_UN)
+            finally:
+                os.close(lock)
 
     def mark_dirty(self) -> None:
         """Record that appends are under way (cleared by `mark_clean` once the cursor moved)."""
@@ -324,25 +342,36 @@ class Writer:
                 os.close(fd)
 
 
-@contextlib.contextmanager
-def locked(folder: Path) -> Iterator[Writer]:
-    """Hold the session folder's lock (created with the folder on demand)."""
-    path = folder / LOCK_NAME
+def locked(folder: Path) -> Writer:
+    """Wait for and hold the session folder's lock (the folder and its lock file made on
+    demand): its `Writer`, which releases it (`with locked(folder) as writer: ...`)."""
+    writer = _hold(folder, create=True)
+    assert writer is not None  # (made on demand)
+    return writer
+
+
+def locked_if_made(folder: Path) -> Writer | None:
+    """`locked`, or None when the folder is not made yet (a session never mirrored): nothing
+    is made for a session that may not exist."""
+    return _hold(folder, create=False)
+
+
+def _hold(folder: Path, *, create: bool) -> Writer | None:
+    path = os.path.join(folder, LOCK_NAME)
     try:
-        lock = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     except FileNotFoundError:  # the folder is made on the session's first commit
+        if not create:
+            return None
         folder.mkdir(parents=True, exist_ok=True)
-        lock = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     try:
         if fcntl is not None:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield Writer(folder, lock)
-        finally:
-            if fcntl is not None:
-                fcntl.flock(lock, fcntl.LOCK_UN)
-    finally:
-        os.close(lock)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        return Writer(folder, fd)
+    except BaseException:
+        os.close(fd)  # closing drops the lock too
+        raise
 
 
 def _truncate_after(path: Path, cursor: int) -> None:

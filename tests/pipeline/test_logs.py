@@ -315,3 +315,18 @@ def test_the_store_refuses_what_json_dumps_refuses_with_its_errors() -> None:
         json.dumps(deep)
     with pytest.raises(RecursionError):
         logs.dumps(deep)
+
+
+def test_a_commit_to_no_session_makes_no_logs_folder() -> None:
+    # The commit locks its session's logs folder before its transaction, when the folder is
+    # there (issue 26): it must not make one for a session that may not exist.
+    from soul.errors import SessionNotFound
+
+    with SessionStore.open() as store:
+        with pytest.raises(SessionNotFound):
+            store.commit(a_turn("no-such-session", 0))
+        assert not session_logs_dir("no-such-session").exists()
+        sid = store.create_session("claudius", "ann").id
+        store.commit(a_turn(sid, 0))  # the first commit makes it, after its transaction
+        store.commit(a_turn(sid, 1))  # later ones lock it before theirs
+        assert actual_logs(sid) == expected_logs(store, sid)
