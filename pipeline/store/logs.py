@@ -142,7 +142,9 @@ def encode(data: Mapping[str, Any]) -> str:
 
 def _text(value: Any) -> str:
     """A str (or None) field as `encode` writes it."""
-    return _STRING(value) if type(value) is str else _ENCODE(value)
+    if type(value) is str:
+        return _STRING(value)
+    return "null" if value is None else _ENCODE(value)
 
 
 def commit_lines(
