@@ -23,7 +23,7 @@ from soul.store import home as soul_home
 from soul.store import logs, notify
 from soul.store.connection import Connection
 from soul.store.database import Checkpointer
-from soul.store.dialect import dialect_of
+from soul.store.dialect import dialect_of, insert_rows
 from soul.store.logs import dumps
 from soul.store.minds import write_cycle_rows
 from soul.store.partitions import check_fence
@@ -182,9 +182,10 @@ class Commits:
             sid = commit.session_id
             cycle = commit.cycle
             if commit.messages:
-                conn.executemany(
+                insert_rows(
+                    conn,
                     "INSERT INTO messages (session_id, commit_id, turn, layer, tag, step, verb,"
-                    " content, meta, time, cycle) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " content, meta, time, cycle) VALUES ",
                     [
                         (sid, cid, turn, m.layer, m.tag, m.step, m.verb, m.content, meta, now, cycle)
                         for m, meta in zip(commit.messages, metas, strict=True)
@@ -205,9 +206,10 @@ class Commits:
                     (soul, user, version, model.text, model.note, sid, turn, now),
                 )
             if commit.memory:
-                conn.executemany(
+                insert_rows(
+                    conn,
                     "INSERT INTO working_memory (session_id, commit_id, turn, region, entry_type,"
-                    " content, verb, meta, time) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " content, verb, meta, time) VALUES ",
                     [
                         (sid, cid, turn, m.region, m.entry_type, m.content, m.verb, meta, now)
                         for m, meta in zip(commit.memory, memory, strict=True)

@@ -502,3 +502,26 @@ def test_checkpoints_run_on_a_background_thread(monkeypatch: pytest.MonkeyPatch)
     with SessionStore.open() as reopened:
         assert reopened.session(info.id).turns == 20
         assert reopened.connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_a_commit_of_many_messages_stores_them_all_in_order(store: SessionStore) -> None:
+    # Rows go in many to a statement (issue 26), 64 at most: 150 messages and 70 memory
+    # entries take several statements, and come back every one, in the order committed.
+    info = store.create_session("claudius", "ann")
+    messages = tuple(
+        MessageRecord("internal" if i % 3 else "external", "t", f"m{i}", meta={"i": i} if i % 2 else None)
+        for i in range(150)
+    )
+    memory = tuple(MemoryEntry("thread", "note", f"e{i}") for i in range(70))
+    store.commit(Commit(info.id, 0, messages=messages, memory=memory, trace={}))
+    rows = store.connection.execute(
+        "SELECT content, meta FROM messages WHERE session_id = ? ORDER BY id", (info.id,)
+    ).fetchall()
+    assert [r[0] for r in rows] == [f"m{i}" for i in range(150)]
+    assert [json.loads(r[1]) for r in rows] == [{"i": i} if i % 2 else {} for i in range(150)]
+    entries = store.connection.execute(
+        "SELECT content FROM working_memory WHERE session_id = ? ORDER BY id", (info.id,)
+    ).fetchall()
+    assert [r[0] for r in entries] == [f"e{i}" for i in range(70)]
+    lines = [x["content"] for name in ("external_dialog", "internal_dialog") for x in logs.read(session_logs_dir(info.id), name)]
+    assert sorted(lines, key=lambda c: int(c[1:])) == [f"m{i}" for i in range(150)]
