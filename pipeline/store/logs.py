@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, NamedTuple
@@ -104,35 +104,26 @@ def line(
 
 _CHECKED = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _STRING = json.encoder.encode_basestring  # the string escaper it uses (C, when built)
-
-
-def _encoder() -> Callable[[Any], str]:
-    """`_CHECKED` without its check for circular references: the same C encoder, without the
-    id of every dict and list put in and taken out of a dict (~10% of a trace's encoding). A
-    value that holds itself recurses to a RecursionError instead, and is then encoded by
-    `_CHECKED`, which raises what it always raised."""
-    make = json.encoder.c_make_encoder
-    if make is None:  # a Python built without the _json accelerator
-        return _CHECKED
-    chunks = make(None, json.JSONEncoder().default, _STRING, None, ":", ",", False, False, True)
-
-    def encode(value: Any) -> str:
-        try:
-            return "".join(chunks(value, 0))
-        except RecursionError:
-            return _CHECKED(value)
-
-    return encode
-
-
-_ENCODE = _encoder()
+# The same C encoder without the check for circular references (the id of every dict and list
+# put in and taken out of a dict: ~10% of a trace's encoding); None without the accelerator.
+_CHUNKS = json.encoder.c_make_encoder and json.encoder.c_make_encoder(
+    None, json.JSONEncoder().default, _STRING, None, ":", ",", False, False, True
+)
 
 
 def dumps(value: Any) -> str:
     """Compact JSON, as every column of the store and every log line keeps it: UTF-8 text (not
     \\u escapes), no spaces; what `json.dumps(value, ensure_ascii=False, separators=(",",
-    ":"))` writes."""
-    return _ENCODE(value)
+    ":"))` writes, and raises."""
+    if _CHUNKS is None:
+        return _CHECKED(value)
+    try:
+        return "".join(_CHUNKS(value, 0))
+    except RecursionError:  # a value that holds itself: encoded checked, for its ValueError
+        return _CHECKED(value)
+
+
+_ENCODE = dumps
 
 
 def encode(data: Mapping[str, Any]) -> str:
@@ -193,19 +184,9 @@ def commit_lines(
             LogLine("mood_and_criteria", encode({**shared, "mood": mood.mood, "criteria": mood.criteria}))
         )
     for s in summaries:
-        out.append(
-            LogLine(
-                "context_summaries",
-                encode({
-                    **shared,
-                    "layer": s.layer,
-                    "summary": s.summary,
-                    "cycle_from": s.cycle_from,
-                    "cycle_to": s.cycle_to,
-                    "digest": bool(s.digest),
-                }),
-            )
-        )
+        summary = {"layer": s.layer, "summary": s.summary, "cycle_from": s.cycle_from,
+                   "cycle_to": s.cycle_to, "digest": bool(s.digest)}
+        out.append(LogLine("context_summaries", encode({**shared, **summary})))
     if event_json is None:
         event_json = _ENCODE(dict(event))
     out.append(LogLine(
