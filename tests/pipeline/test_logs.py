@@ -330,3 +330,25 @@ def test_a_commit_to_no_session_makes_no_logs_folder() -> None:
         store.commit(a_turn(sid, 0))  # the first commit makes it, after its transaction
         store.commit(a_turn(sid, 1))  # later ones lock it before theirs
         assert actual_logs(sid) == expected_logs(store, sid)
+
+
+@settings(max_examples=300)
+@given(json_like)
+def test_the_store_reads_its_json_back_as_json_loads_does(value: object) -> None:
+    # A snapshot decodes dozens of metas a turn with the C scanner directly (issue 26).
+    from soul.store.reading import _decode
+
+    text = logs.dumps(value)
+    assert repr(_decode(text)) == repr(json.loads(text))  # repr: NaN != NaN
+    assert repr(_decode(f" {text}\n")) == repr(json.loads(f" {text}\n"))
+
+
+@pytest.mark.parametrize("text", ["", " ", "{", '{"a":1}x', "[1,]", "nan", '"\\ud800"x'])
+def test_the_store_refuses_what_json_loads_refuses(text: str) -> None:
+    from soul.store.reading import _decode
+
+    with pytest.raises(json.JSONDecodeError) as refused:
+        json.loads(text)
+    with pytest.raises(json.JSONDecodeError) as ours:
+        _decode(text)
+    assert str(ours.value) == str(refused.value)
