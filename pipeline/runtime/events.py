@@ -284,19 +284,20 @@ def as_data(value: Any) -> Any:
     """`asdict`'s conversion (dataclasses to dicts, in lists, tuples and dicts) with the
     other values shared, not deep-copied: they are strings, numbers and plain data (a trace
     and every event a server sends, per streamed token, go through it). The usual types are
-    told by their exact type first, and each dataclass's field names are looked up once."""
+    told by their exact type first, a plain value inside a container without a call (most of
+    a trace's ~500 values are), and each dataclass's field names are looked up once."""
     kind = type(value)
     if kind in _PLAIN:
         return value
     if kind is dict:
-        return {k: as_data(v) for k, v in value.items()}
+        return {k: v if type(v) in _PLAIN else as_data(v) for k, v in value.items()}
     if kind is list:
-        return [as_data(v) for v in value]
+        return [v if type(v) in _PLAIN else as_data(v) for v in value]
     if kind is tuple:
-        return tuple([as_data(v) for v in value])
+        return tuple([v if type(v) in _PLAIN else as_data(v) for v in value])
     names = _FIELD_NAMES.get(kind)
     if names is not None:
-        return {name: as_data(getattr(value, name)) for name in names}
+        return {name: v if type(v := getattr(value, name)) in _PLAIN else as_data(v) for name in names}
     return _as_data(value)
 
 

@@ -9,7 +9,6 @@ the turn count and does not advance it; it is stamped with the count read in its
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -24,7 +23,8 @@ from soul.store import home as soul_home
 from soul.store import logs, notify
 from soul.store.connection import Connection
 from soul.store.database import Checkpointer
-from soul.store.dialect import dialect_of
+from soul.store.dialect import dialect_of, insert_rows
+from soul.store.logs import dumps
 from soul.store.minds import write_cycle_rows
 from soul.store.partitions import check_fence
 from soul.store.redaction import could_hold_secrets, redact_commit, secrets
@@ -32,14 +32,6 @@ from soul.store.redaction import could_hold_secrets, redact_commit, secrets
 log = logging.getLogger(__name__)
 
 COMMIT_KINDS = ("message", "spontaneous", "subprocess", "cycle")
-
-
-_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # one encoder, not one per value
-
-
-def dumps(value: Any) -> str:
-    """Compact JSON, as every column of the store keeps it."""
-    return _ENCODE(value)
 
 
 def _serialised(commit: Commit) -> tuple[str | None, str | None, str, list[str], list[str], str | None]:
@@ -128,14 +120,17 @@ class Commits:
         now = time.time()
         dialect = dialect_of(self._conn)
 
-        def body(conn: Connection) -> tuple[int, int, dict[str, Any], int] | int:
+        def body(conn: Connection) -> tuple[int, int, int, dict[str, Any], str, int] | int:
             row = conn.execute(
-                "SELECT turns, soul, coalesce(user_model_key, user) FROM sessions WHERE id = ?" + dialect.for_update,
+                "SELECT turns, soul, coalesce(user_model_key, user), logged_commit FROM sessions"
+                " WHERE id = ?" + dialect.for_update,
                 (commit.session_id,),
             ).fetchone()
             if row is None:
                 raise SessionNotFound(f"no session {commit.session_id!r}")
-            turns, soul, user = row  # `user`: the name its user-model versions are kept under
+            # `user`: the name its user-model versions are kept under; `cursor`: the logs'
+            # (only a holder of the folder's lock moves it: see `_mirror`)
+            turns, soul, user, cursor = row
             if commit.fence is not None:
                 check_fence(conn, commit.fence)
             if once:
@@ -177,18 +172,20 @@ class Commits:
                 event["mood"] = True
             if commit.summaries:
                 event["summaries"] = len(commit.summaries)
+            event_json = dumps(event)
             cid = conn.execute(
                 "INSERT INTO commits (session_id, turn, kind, time, meta, process, cycle, state,"
                 " chetana, remember) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                (commit.session_id, turn, commit.kind, now, dumps(event), commit.process,
+                (commit.session_id, turn, commit.kind, now, event_json, commit.process,
                  commit.cycle, state, chetana, remember),
             ).fetchone()[0]
             sid = commit.session_id
             cycle = commit.cycle
             if commit.messages:
-                conn.executemany(
+                insert_rows(
+                    conn,
                     "INSERT INTO messages (session_id, commit_id, turn, layer, tag, step, verb,"
-                    " content, meta, time, cycle) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " content, meta, time, cycle) VALUES ",
                     [
                         (sid, cid, turn, m.layer, m.tag, m.step, m.verb, m.content, meta, now, cycle)
                         for m, meta in zip(commit.messages, metas, strict=True)
@@ -209,9 +206,10 @@ class Commits:
                     (soul, user, version, model.text, model.note, sid, turn, now),
                 )
             if commit.memory:
-                conn.executemany(
+                insert_rows(
+                    conn,
                     "INSERT INTO working_memory (session_id, commit_id, turn, region, entry_type,"
-                    " content, verb, meta, time) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " content, verb, meta, time) VALUES ",
                     [
                         (sid, cid, turn, m.region, m.entry_type, m.content, m.verb, meta, now)
                         for m, meta in zip(commit.memory, memory, strict=True)
@@ -237,21 +235,47 @@ class Commits:
             ).fetchone()[0]
             if dialect.name != "sqlite":  # other processes hear of it at COMMIT, ids only
                 dialect.notify(conn, notify.channel(soul), notify.Notice(sid, cid, notify.ORIGIN).payload)
-            return previous, cid, event, turn
+            return cursor, previous, cid, event, event_json, turn
 
-        applied = self._write(body)
-        if isinstance(applied, int):  # once=True, and this cycle was already stored
-            return Applied(applied, 0)
-        previous, cid, event, turn = applied
+        # The logs' folder is locked before the transaction, so the cursor it reads stays true
+        # until the lines are appended (no second read); a session's first commit makes the
+        # folder after it, and locks it then.
+        try:
+            writer = logs.locked_if_made(self._log_folder(commit.session_id))
+        except OSError:
+            writer = None  # the mirror tries again after the commit, and says why it cannot
+        try:
+            applied = self._write(body)
+            if isinstance(applied, int):  # once=True, and this cycle was already stored
+                return Applied(applied, 0)
+            return self._mirrored(commit, applied, now, metas, writer)
+        finally:
+            if writer is not None:
+                writer.release()
+
+    def _mirrored(
+        self,
+        commit: Commit,
+        applied: tuple[int, int, int, dict[str, Any], str, int],
+        now: float,
+        metas: list[str],
+        writer: logs.Writer | None,
+    ) -> Applied:
+        """After the transaction: the checkpoint poked, the commit's lines appended."""
+        cursor, previous, cid, event, event_json, turn = applied
         if self._checkpointer is not None:
             self._checkpointer.poke()
         lines = logs.commit_lines(
             cid, turn, now, event, commit.messages,
             cycle=commit.cycle, process=commit.process, mood=commit.mood,
             summaries=commit.summaries,
+            # the rows' JSON, spliced into the lines (a meta that is not a dict is written as
+            # `dict(meta)` there, so only dicts' JSON is the same text)
+            metas=metas if all(type(m.meta) is dict for m in commit.messages) else None,
+            event_json=event_json,
         )
         try:
-            self._mirror(commit.session_id, _Just(previous, cid, lines))
+            self._mirror(commit.session_id, _Just(previous, cid, lines), writer, cursor)
         except OSError as error:
             # The turn is committed; the mirror catches up on the next commit or open.
             log.warning("session %s: logs not written yet (%s)", commit.session_id, error)
@@ -274,16 +298,31 @@ class Commits:
             self._mirror(sid)
         return ids
 
-    def _mirror(self, session_id: str, just: _Just | None = None) -> None:
-        # Under the folder lock, so two processes never write the same commit twice.
-        folder = self._log_folder(session_id)
-        with logs.locked(folder) as writer, self._lock:
-            row = self._conn.execute(
-                "SELECT logged_commit FROM sessions WHERE id = ?", (session_id,)
-            ).fetchone()
-            if row is None:  # deleted meanwhile
-                return
-            cursor = row[0]
+    def _mirror(
+        self, session_id: str, just: _Just | None = None, writer: logs.Writer | None = None,
+        cursor: int | None = None,
+    ) -> None:
+        """Append the lines of the session's commits past the logs' cursor, and move it on.
+
+        Under the folder lock, so two processes never write the same commit twice: `writer`
+        when the caller holds it already (with `cursor`, read while it held it), else taken
+        here (and the cursor read under it).
+        """
+        if writer is None:
+            with logs.locked(self._log_folder(session_id)) as held:
+                self._mirror_held(session_id, just, held, None)
+        else:
+            self._mirror_held(session_id, just, writer, cursor)
+
+    def _mirror_held(self, session_id: str, just: _Just | None, writer: logs.Writer, cursor: int | None) -> None:
+        with self._lock:
+            if cursor is None:
+                row = self._conn.execute(
+                    "SELECT logged_commit FROM sessions WHERE id = ?", (session_id,)
+                ).fetchone()
+                if row is None:  # deleted meanwhile
+                    return
+                cursor = row[0]
             if writer.dirty:
                 writer.truncate_after(cursor)
             if just is not None and just.previous == cursor:

@@ -8,9 +8,12 @@ checkpoints run on a thread of their own so no commit waits on their fsync.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
+import os
 import random
 import sqlite3
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -24,6 +27,8 @@ T = TypeVar("T")
 BUSY_TIMEOUT_MS = 10_000
 RETRY_SECONDS = 60.0  # overall patience for a write that keeps meeting SQLITE_BUSY
 CHECKPOINT_BYTES = 4 << 20  # WAL size that wakes the checkpoint thread (SQLite's default: 4 MB)
+CHECKPOINT_EVERY = 8  # commits between two looks at the WAL (a typical turn adds ~100 KB)
+_WAL_INDEX_VERSION = 3007000  # the wal-index header's iVersion that walformat.html describes
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -90,24 +95,59 @@ class Checkpointer:
 
     def __init__(self, db: Path) -> None:
         self._wal = Path(f"{db}-wal")
+        self._shm = f"{db}-shm"
         self._db = db
         self._wake = threading.Event()
         self._closed = False
         self._thread: threading.Thread | None = None
+        self._pokes = 0
 
     def poke(self) -> None:
-        """After a commit: wake the thread once the WAL has grown past the threshold."""
-        try:
-            big = self._wal.stat().st_size > CHECKPOINT_BYTES
-        except OSError:
+        """After a commit: wake the thread once the WAL holds more than the threshold not yet
+        copied back (looked at every `CHECKPOINT_EVERY`th commit: a few commits more before a
+        checkpoint change nothing; SQLite's own checkpoint, at four times the threshold, stays
+        the backstop)."""
+        self._pokes += 1
+        if (self._pokes - 1) % CHECKPOINT_EVERY:  # the first, the 9th, the 17th, ...
             return
-        if big and not self._closed:
+        pending = self._pending()
+        if pending is None:  # no wal-index to read: the WAL file's size, which only grows
+            try:
+                pending = self._wal.stat().st_size
+            except OSError:
+                return
+        if pending > CHECKPOINT_BYTES and not self._closed:
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="soul-checkpoint", daemon=True
                 )
                 self._thread.start()
             self._wake.set()
+
+    def _pending(self) -> int | None:
+        """Bytes of WAL frames not yet copied back into the database, from the wal-index
+        header in the -shm file (https://sqlite.org/walformat.html: mxFrame less nBackfill);
+        None when it cannot be read or is not the version described there. The WAL file's
+        size cannot tell: a restarted WAL is written again from its start, and the file keeps
+        its size (up to `journal_size_limit`), so a size check wakes the thread after every
+        commit once the WAL has once grown past the threshold."""
+        try:
+            fd = os.open(self._shm, os.O_RDONLY)
+            try:
+                head = os.pread(fd, 100, 0)
+            finally:
+                os.close(fd)
+        except OSError:
+            return None
+        if len(head) < 100 or head[:48] != head[48:96]:  # not there yet, or being written
+            return None
+        number = functools.partial(int.from_bytes, byteorder=sys.byteorder)
+        if number(head[0:4]) != _WAL_INDEX_VERSION or not head[12]:  # iVersion, isInit
+            return None
+        page = number(head[14:16])  # szPage: 1 means 65536
+        page = 65536 if page == 1 else page
+        frames, backfilled = number(head[16:20]), number(head[96:100])
+        return max(0, frames - backfilled) * (page + 24)  # a frame: its 24-byte header and page
 
     def _run(self) -> None:
         conn = sqlite3.connect(self._db, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)

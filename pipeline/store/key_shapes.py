@@ -139,9 +139,11 @@ _PEM_END_RE = re.compile(_PEM_END)
 # engine skips ahead to, rare in prose and JSON (-, x, A, J, g, _), the letters before it
 # checked behind: six passes at ~5 us each over a commit's 16 KB, where the in-chain took ten
 # to fifteen (two for Stripe; five more for GitHub whenever "gh" occurs, as in "thought").
+# Searching a text for one character is ~20x faster than a pass: a pattern whose first
+# character the text lacks is not run (a commit's JSON rarely holds a "J").
 _LONG_OPENERS = tuple(re.compile(p) for p in (
     r"-(?:(?<=sk-)|(?<=xapp-)|----BEGIN )",  # sk-, xapp-, -----BEGIN
-    r"x(?:ox)",
+    r"x(?=ox)",  # a lookahead: the scan then skips to each "x" alone (twice as fast as "xox")
     r"A(?:KIA|Iza)",
     r"J(?<=eyJ)",
     r"g(?:h[pousr]_|ithub_pat_)",
@@ -153,8 +155,10 @@ def may_hold_key(text: str) -> bool:
     """Whether `text` could hold a key shape (False: `KEY_SHAPES` finds nothing in it). Every
     shape holds one of these openers; most texts hold none and skip the scan (one `in` each is
     the fastest test for short texts, the streamed tokens; long ones, `_LONG_OPENERS`)."""
-    if len(text) > 256:
-        return any(opener.search(text) is not None for opener in _LONG_OPENERS)
+    if len(text) > 256:  # a pattern only where its first character occurs (`in`: ~0.2 us)
+        return any(
+            opener.pattern[0] in text and opener.search(text) is not None for opener in _LONG_OPENERS
+        )
     return (
         "sk-" in text or "k_live_" in text or "k_test_" in text or "AKIA" in text or "AIza" in text
         or "xox" in text or "xapp-" in text or "eyJ" in text or "-----BEGIN " in text

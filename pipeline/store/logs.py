@@ -17,21 +17,21 @@ the database commit the line came from; it is what makes repair exact.
 The database is the truth; the logs are written after its transaction commits. A writer holds
 the folder's lock (`.lock`, flock) and marks the lock file dirty while it appends (its one
 byte "1"; "0" or an empty file is clean); the store advances its cursor
-(`sessions.logged_commit`) and then clears the mark. If a process dies in
+(`sessions.logged_commit`) and then clears the mark. Only a holder of the lock moves the
+cursor: a commit takes the lock before its transaction (once the folder exists) and reads
+the cursor in it, so the cursor it read is still true when it appends. If a process dies in
 between, the next writer sees the mark and truncates every file back to the last line at or
 below the cursor before rewriting the missing commits: nothing lost, nothing duplicated.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, NamedTuple
 
 from soul.store.connection import Connection
 
@@ -58,16 +58,17 @@ LOCK_NAME = ".lock"
 _DIRTY, _CLEAN = b"1", b"0"  # the lock file's one byte
 
 
-@dataclass(frozen=True)
-class LogLine:
-    """One line to append: which file, and the JSON object (whose "commit" orders it)."""
+class LogLine(NamedTuple):
+    """One line to append: which file, and its text (one JSON object, newline included; its
+    "commit" orders it). A named tuple, not a dataclass: a commit makes one per line."""
 
     file: str
-    data: Mapping[str, Any]
+    text: str
 
     @property
-    def commit(self) -> int:
-        return int(self.data["commit"])
+    def data(self) -> dict[str, Any]:
+        """The line's JSON object."""
+        return json.loads(self.text)  # type: ignore[no-any-return]
 
 
 def file_for(layer: str, tag: str) -> str:
@@ -101,12 +102,40 @@ def line(
     return data
 
 
-_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # one encoder for every line
+_CHECKED = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_STRING = json.encoder.encode_basestring  # the string escaper it uses (C, when built)
+# The same C encoder without the check for circular references (the id of every dict and list
+# put in and taken out of a dict: ~10% of a trace's encoding); None without the accelerator.
+_CHUNKS = json.encoder.c_make_encoder and json.encoder.c_make_encoder(
+    None, json.JSONEncoder().default, _STRING, None, ":", ",", False, False, True
+)
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON, as every column of the store and every log line keeps it: UTF-8 text (not
+    \\u escapes), no spaces; what `json.dumps(value, ensure_ascii=False, separators=(",",
+    ":"))` writes, and raises."""
+    if _CHUNKS is None:
+        return _CHECKED(value)
+    try:
+        return "".join(_CHUNKS(value, 0))
+    except RecursionError:  # a value that holds itself: encoded checked, for its ValueError
+        return _CHECKED(value)
+
+
+_ENCODE = dumps
 
 
 def encode(data: Mapping[str, Any]) -> str:
     """One JSONL line, newline included (UTF-8 text, not \\u escapes, so the logs read well)."""
     return _ENCODE(data) + "\n"
+
+
+def _text(value: Any) -> str:
+    """A str (or None) field as `encode` writes it."""
+    if type(value) is str:
+        return _STRING(value)
+    return "null" if value is None else _ENCODE(value)
 
 
 def commit_lines(
@@ -120,48 +149,51 @@ def commit_lines(
     process: str | None = None,
     mood: Any = None,
     summaries: Sequence[Any] = (),
+    metas: Sequence[str] | None = None,
+    event_json: str | None = None,
 ) -> list[LogLine]:
     """The lines of one commit: its messages in order, its mood, its summaries, then its
     "commit" event.
 
     `messages` are `MessageRecord`s (anything with layer, tag, content, step, verb, meta);
     `mood` a `MoodRecord` or None; `summaries` `SummaryRecord`s (layer, summary, cycle_from,
-    cycle_to, digest).
+    cycle_to, digest). `metas` and `event_json`, when given, are each message's meta and the
+    event already encoded as `encode` encodes `dict(meta or {})` and `event` (what the store
+    wrote to its rows): spliced in, not encoded again.
+
+    Each line is exactly `encode(line(...))` (or `encode` of the mood's and summary's
+    objects), built from its pieces: the head (commit, turn, cycle, time) is encoded once for
+    all of them, each string field by the encoder's own escaper.
     """
-    out = [
-        LogLine(
+    head: dict[str, Any] = {"commit": commit, "turn": turn}
+    if cycle is not None:
+        head["cycle"] = cycle
+    head["time"] = time
+    opening = _ENCODE(head)[:-1]  # '{"commit":1,"turn":1,"time":...' without its '}'
+    out: list[LogLine] = []
+    for i, m in enumerate(messages):
+        meta = metas[i] if metas is not None else _ENCODE(dict(m.meta or {}))
+        out.append(LogLine(
             file_for(m.layer, m.tag),
-            line(
-                commit, turn, time, m.tag, m.content,
-                step=m.step, verb=m.verb, meta=m.meta, cycle=cycle,
-            ),
-        )
-        for m in messages
-    ]
-    head = {"commit": commit, "turn": turn, "cycle": cycle, "time": time, "process": process}
+            f'{opening},"tag":{_text(m.tag)},"step":{_text(m.step)},"verb":{_text(m.verb)},'
+            f'"content":{_text(m.content)},"meta":{meta}}}\n',
+        ))
+    shared = {"commit": commit, "turn": turn, "cycle": cycle, "time": time, "process": process}
     if mood is not None:
         out.append(
-            LogLine("mood_and_criteria", {**head, "mood": mood.mood, "criteria": mood.criteria})
+            LogLine("mood_and_criteria", encode({**shared, "mood": mood.mood, "criteria": mood.criteria}))
         )
     for s in summaries:
-        out.append(
-            LogLine(
-                "context_summaries",
-                {
-                    **head,
-                    "layer": s.layer,
-                    "summary": s.summary,
-                    "cycle_from": s.cycle_from,
-                    "cycle_to": s.cycle_to,
-                    "digest": bool(s.digest),
-                },
-            )
-        )
-    out.append(
-        LogLine(
-            "events", line(commit, turn, time, "commit", event["kind"], meta=event, cycle=cycle)
-        )
-    )
+        summary = {"layer": s.layer, "summary": s.summary, "cycle_from": s.cycle_from,
+                   "cycle_to": s.cycle_to, "digest": bool(s.digest)}
+        out.append(LogLine("context_summaries", encode({**shared, **summary})))
+    if event_json is None:
+        event_json = _ENCODE(dict(event))
+    out.append(LogLine(
+        "events",
+        f'{opening},"tag":"commit","step":null,"verb":null,"content":{_text(event["kind"])},'
+        f'"meta":{event_json}}}\n',
+    ))
     return out
 
 
@@ -227,16 +259,34 @@ def pending_lines(
 
 
 class Writer:
-    """The locked writer of one session's folder; use as a context manager (see `locked`)."""
+    """The locked writer of one session's folder (see `locked`); a context manager, which
+    releases the lock when it ends."""
 
     def __init__(self, folder: Path, lock: int) -> None:
         self.folder = folder
-        self._lock = lock  # the lock file's descriptor
+        self._prefix = os.path.join(folder, "")  # the folder's path and a separator
+        self._lock = lock  # the lock file's descriptor (-1 once released)
         # A lock file holding "1" means a writer died between appending and advancing the
         # cursor ("0" or empty: clean). The mark is a byte rewritten in place, not the file's
         # size: the size stays 1, so setting and clearing it change no size (on ext4 a size
         # change is a journal handle, which waits behind any other process's fsync).
         self.dirty = os.pread(lock, 1, 0) == _DIRTY
+
+    def __enter__(self) -> Writer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def release(self) -> None:
+        """Let go of the folder's lock (idempotent)."""
+        lock, self._lock = self._lock, -1
+        if lock >= 0:
+            try:
+                if fcntl is not None:
+                    fcntl.flock(lock, fcntl.LOCK_UN)
+            finally:
+                os.close(lock)
 
     def mark_dirty(self) -> None:
         """Record that appends are under way (cleared by `mark_clean` once the cursor moved)."""
@@ -258,11 +308,16 @@ class Writer:
         """Append lines to their files, one write per file (`os.write` on an O_APPEND
         descriptor: what a text file's close wrote, without building one)."""
         chunks: dict[str, list[str]] = {}
-        for entry in lines:
-            chunks.setdefault(entry.file, []).append(encode(entry.data))
+        for name, text in lines:
+            found = chunks.get(name)
+            if found is None:
+                chunks[name] = [text]
+            else:
+                found.append(text)
+        folder = self._prefix
         for name, parts in chunks.items():
             data = "".join(parts).encode("utf-8")
-            fd = os.open(self.folder / f"{name}.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+            fd = os.open(f"{folder}{name}.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
             try:
                 while data:  # a regular file takes it all at once; a short write goes on
                     data = data[os.write(fd, data):]
@@ -270,25 +325,36 @@ class Writer:
                 os.close(fd)
 
 
-@contextlib.contextmanager
-def locked(folder: Path) -> Iterator[Writer]:
-    """Hold the session folder's lock (created with the folder on demand)."""
-    path = folder / LOCK_NAME
+def locked(folder: Path) -> Writer:
+    """Wait for and hold the session folder's lock (the folder and its lock file made on
+    demand): its `Writer`, which releases it (`with locked(folder) as writer: ...`)."""
+    writer = _hold(folder, create=True)
+    assert writer is not None  # (made on demand)
+    return writer
+
+
+def locked_if_made(folder: Path) -> Writer | None:
+    """`locked`, or None when the folder is not made yet (a session never mirrored): nothing
+    is made for a session that may not exist."""
+    return _hold(folder, create=False)
+
+
+def _hold(folder: Path, *, create: bool) -> Writer | None:
+    path = os.path.join(folder, LOCK_NAME)
     try:
-        lock = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     except FileNotFoundError:  # the folder is made on the session's first commit
+        if not create:
+            return None
         folder.mkdir(parents=True, exist_ok=True)
-        lock = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     try:
         if fcntl is not None:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield Writer(folder, lock)
-        finally:
-            if fcntl is not None:
-                fcntl.flock(lock, fcntl.LOCK_UN)
-    finally:
-        os.close(lock)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        return Writer(folder, fd)
+    except BaseException:
+        os.close(fd)  # closing drops the lock too
+        raise
 
 
 def _truncate_after(path: Path, cursor: int) -> None:

@@ -121,14 +121,16 @@ def could_hold_secrets(texts: Iterable[str], known: Sequence[str], *, json_texts
     from `json.dumps(..., ensure_ascii=False)`): a quick test, one substring search per secret
     and key shape, that lets a writer skip redacting what holds nothing to redact. True for
     JSON whenever a secret holds a character JSON escapes (`"`, `\\`, a control character):
-    such a secret need not appear in the JSON as it is, so only `redact_data` can tell."""
-    for text in texts:
-        if text and _might_hold(text, known):
-            return True
+    such a secret need not appear in the JSON as it is, so only `redact_data` can tell.
+
+    The texts are searched as one, joined by newlines: a key shape's opener or a secret in any
+    of them is in the whole (no opener holds a newline, so the joins add none; a secret that
+    does may match across two texts, and the answer is a redaction that finds nothing)."""
     json_texts = list(json_texts)
     if json_texts and any(_JSON_ESCAPED.search(secret) for secret in known):
         return True
-    return any(_might_hold(text, known) for text in json_texts)
+    whole = "\n".join([*texts, *json_texts])
+    return bool(whole) and _might_hold(whole, known)
 
 
 _JSON_ESCAPED = re.compile(r'["\\\x00-\x1f]')

@@ -166,17 +166,11 @@ class SessionStore(Reading, Commits, UserModels, Export, Transfer, Minds, Notice
             finally:
                 self._conn.execute("COMMIT")
 
-    @contextmanager
-    def _damage_reported(self) -> Iterator[None]:
+    def _damage_reported(self) -> _DamageReported:
         # Damage found after open (a page torn by a disk fault) is a StoreError saying what to
         # do, like damage found at open; any other SQLite error keeps its type. (PostgreSQL's
         # connection reports its own failures: soul.store.postgres.)
-        try:
-            yield
-        except sqlite3.DatabaseError as error:
-            if (report := damaged(error, soul_home.db_path(self.home))) is None:
-                raise
-            raise report from error
+        return _DamageReported(self.home)
 
     def _write(self, body: Callable[[Connection], T]) -> T:
         """Run `body` in one write transaction (SQLite: BEGIN IMMEDIATE), retried whole while
@@ -287,3 +281,23 @@ class SessionStore(Reading, Commits, UserModels, Export, Transfer, Minds, Notice
             raise SessionNotFound(f"no session {session_id!r}")
         if soul_home.valid_session_id(session_id):
             shutil.rmtree(soul_home.session_logs_dir(session_id, self.home), ignore_errors=True)
+
+
+class _DamageReported:
+    """`SessionStore._damage_reported`: a context manager that turns an SQLite error meaning
+    the database file is damaged into the StoreError saying what to do (a class, not a
+    generator: every commit enters it twice)."""
+
+    __slots__ = ("_home",)
+
+    def __init__(self, home: Path) -> None:
+        self._home = home
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: object) -> None:
+        if isinstance(error, sqlite3.DatabaseError):
+            report = damaged(error, soul_home.db_path(self._home))
+            if report is not None:
+                raise report from error

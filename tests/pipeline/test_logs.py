@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from soul.records import Commit, MessageRecord
+from soul.records import Commit, MessageRecord, MoodRecord, SummaryRecord
 from soul.store import logs
 from soul.store.home import session_logs_dir
 from soul.store.sessions import SessionStore
@@ -206,3 +209,146 @@ def test_a_failing_log_write_does_not_fail_the_committed_turn(
         assert store.repair_logs() == [info.id]
         assert actual_logs(info.id) == expected_logs(store, info.id)
         assert store.repair_logs() == []
+
+
+def reference_line(data: dict[str, object]) -> str:
+    """A log line as the mirror has always written it: the object through `json`'s encoder,
+    compact, UTF-8 text (the byte format every older log file holds)."""
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def test_the_mirror_writes_each_line_byte_for_byte_as_the_reference_encoding() -> None:
+    # The commit splices JSON it already made (each message's meta, the commit event) into the
+    # lines; the files must not change by one byte for it: quotes, backslashes, control
+    # characters, non-ASCII, floats, None, nested meta, a cycle, a mood and a summary.
+    odd = 'say "hi"\\ \x00\x1f\u2028 é 😀 </script>'
+    with SessionStore.open() as store:
+        sid = store.create_session("claudius", "ann").id
+        turn = Commit(
+            sid,
+            0,
+            messages=(
+                MessageRecord("external", "user", odd, meta={"user": "ann", "x": [1.5, None, True]}),
+                MessageRecord("internal", "internal_monologue", "thought\n", "think", "mused"),
+                MessageRecord("external", "external_dialogue", "", "reply", odd),
+                MessageRecord("system", "chetana_event", "recall", meta={"calibration": 0.1 + 0.2, odd: {}}),
+            ),
+            trace={"n": 1},
+            chetana={"v": 0.25000000000000006},
+        )
+        cycle = Commit(
+            sid,
+            1,
+            kind="cycle",
+            process="subconscious",
+            cycle=7,
+            messages=(MessageRecord("subconscious", "s_loud", odd, "loud"),),
+            mood=MoodRecord(odd, "ask"),
+            summaries=(SummaryRecord("S_loud_history", odd, 1, 6, digest=True),),
+        )
+        for commit in (turn, cycle):
+            store.commit(commit)
+        rows = store.connection.execute(
+            "SELECT id, turn, time, meta, cycle, process FROM commits WHERE session_id = ? ORDER BY id",
+            (sid,),
+        ).fetchall()
+    want: dict[str, str] = dict.fromkeys(logs.LOG_FILES, "")
+    for (cid, turn_no, at, event, cycle_no, process), commit in zip(rows, (turn, cycle), strict=True):
+        for m in commit.messages:
+            data: dict[str, object] = {"commit": cid, "turn": turn_no}
+            if cycle_no is not None:
+                data["cycle"] = cycle_no
+            data.update(time=at, tag=m.tag, step=m.step, verb=m.verb, content=m.content, meta=m.meta)
+            want[logs.file_for(m.layer, m.tag)] += reference_line(data)
+        head = {"commit": cid, "turn": turn_no, "cycle": cycle_no, "time": at, "process": process}
+        if commit.mood is not None:
+            want["mood_and_criteria"] += reference_line(
+                {**head, "mood": commit.mood.mood, "criteria": commit.mood.criteria}
+            )
+        for s in commit.summaries:
+            want["context_summaries"] += reference_line(
+                {**head, "layer": s.layer, "summary": s.summary, "cycle_from": s.cycle_from,
+                 "cycle_to": s.cycle_to, "digest": s.digest}
+            )
+        data = {"commit": cid, "turn": turn_no}
+        if cycle_no is not None:
+            data["cycle"] = cycle_no
+        data.update(time=at, tag="commit", step=None, verb=None, content=commit.kind, meta=json.loads(event))
+        want["events"] += reference_line(data)
+    assert actual_logs(sid) == want
+    # and a repair from the database writes the same bytes
+    shutil.rmtree(session_logs_dir(sid))
+    with SessionStore.open() as store:
+        store.connection.execute("UPDATE sessions SET logged_commit = 0 WHERE id = ?", (sid,))
+        assert store.repair_logs(sid) == [sid]
+    assert actual_logs(sid) == want
+
+
+scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12)
+keys = st.text(max_size=6) | st.integers() | st.floats(allow_nan=False) | st.booleans() | st.none()
+json_like = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.tuples(inner, inner) | st.dictionaries(keys, inner, max_size=4),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=400)
+@given(json_like)
+def test_the_store_encodes_json_as_json_dumps_does(value: object) -> None:
+    # The store's encoder skips the circular-reference bookkeeping (issue 26); the text must be
+    # json.dumps's, NaN, infinities, tuples and non-string keys included.
+    assert logs.dumps(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def test_the_store_refuses_what_json_dumps_refuses_with_its_errors() -> None:
+    circular: list[object] = [1]
+    circular.append({"back": circular})
+    with pytest.raises(ValueError, match="Circular reference"):
+        logs.dumps(circular)
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        logs.dumps({"when": object()})
+    deep: list[object] = []
+    for _ in range(100_000):
+        deep = [deep]
+    with pytest.raises(RecursionError):
+        json.dumps(deep)
+    with pytest.raises(RecursionError):
+        logs.dumps(deep)
+
+
+def test_a_commit_to_no_session_makes_no_logs_folder() -> None:
+    # The commit locks its session's logs folder before its transaction, when the folder is
+    # there (issue 26): it must not make one for a session that may not exist.
+    from soul.errors import SessionNotFound
+
+    with SessionStore.open() as store:
+        with pytest.raises(SessionNotFound):
+            store.commit(a_turn("no-such-session", 0))
+        assert not session_logs_dir("no-such-session").exists()
+        sid = store.create_session("claudius", "ann").id
+        store.commit(a_turn(sid, 0))  # the first commit makes it, after its transaction
+        store.commit(a_turn(sid, 1))  # later ones lock it before theirs
+        assert actual_logs(sid) == expected_logs(store, sid)
+
+
+@settings(max_examples=300)
+@given(json_like)
+def test_the_store_reads_its_json_back_as_json_loads_does(value: object) -> None:
+    # A snapshot decodes dozens of metas a turn with the C scanner directly (issue 26).
+    from soul.store.reading import _decode
+
+    text = logs.dumps(value)
+    assert repr(_decode(text)) == repr(json.loads(text))  # repr: NaN != NaN
+    assert repr(_decode(f" {text}\n")) == repr(json.loads(f" {text}\n"))
+
+
+@pytest.mark.parametrize("text", ["", " ", "{", '{"a":1}x', "[1,]", "nan", '"\\ud800"x'])
+def test_the_store_refuses_what_json_loads_refuses(text: str) -> None:
+    from soul.store.reading import _decode
+
+    with pytest.raises(json.JSONDecodeError) as refused:
+        json.loads(text)
+    with pytest.raises(json.JSONDecodeError) as ours:
+        _decode(text)
+    assert str(ours.value) == str(refused.value)

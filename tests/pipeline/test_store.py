@@ -502,3 +502,68 @@ def test_checkpoints_run_on_a_background_thread(monkeypatch: pytest.MonkeyPatch)
     with SessionStore.open() as reopened:
         assert reopened.session(info.id).turns == 20
         assert reopened.connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_a_commit_of_many_messages_stores_them_all_in_order(store: SessionStore) -> None:
+    # Rows go in many to a statement (issue 26), 64 at most: 150 messages and 70 memory
+    # entries take several statements, and come back every one, in the order committed.
+    info = store.create_session("claudius", "ann")
+    messages = tuple(
+        MessageRecord("internal" if i % 3 else "external", "t", f"m{i}", meta={"i": i} if i % 2 else None)
+        for i in range(150)
+    )
+    memory = tuple(MemoryEntry("thread", "note", f"e{i}") for i in range(70))
+    store.commit(Commit(info.id, 0, messages=messages, memory=memory, trace={}))
+    rows = store.connection.execute(
+        "SELECT content, meta FROM messages WHERE session_id = ? ORDER BY id", (info.id,)
+    ).fetchall()
+    assert [r[0] for r in rows] == [f"m{i}" for i in range(150)]
+    assert [json.loads(r[1]) for r in rows] == [{"i": i} if i % 2 else {} for i in range(150)]
+    entries = store.connection.execute(
+        "SELECT content FROM working_memory WHERE session_id = ? ORDER BY id", (info.id,)
+    ).fetchall()
+    assert [r[0] for r in entries] == [f"e{i}" for i in range(70)]
+    lines = [x["content"] for name in ("external_dialog", "internal_dialog") for x in logs.read(session_logs_dir(info.id), name)]
+    assert sorted(lines, key=lambda c: int(c[1:])) == [f"m{i}" for i in range(150)]
+
+
+@sqlite_only
+def test_the_checkpoint_thread_is_woken_by_what_the_wal_holds_not_by_its_size(
+    store: SessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A restarted WAL is written again from its start and the file keeps its size: a size
+    # check woke the thread after every commit once the WAL had grown past the threshold
+    # (issue 26). The wal-index says how many frames are not yet copied back.
+    import sqlite3
+
+    import soul.store.database
+
+    monkeypatch.setattr(soul.store.database, "CHECKPOINT_BYTES", 1_500_000)
+    checkpointer = store._checkpointer
+    assert checkpointer is not None
+    woken: list[int] = []
+
+    class Wake:  # counts the wakes; the thread it starts finds nothing to wait for and ends
+        def set(self) -> None:
+            woken.append(1)
+
+        def wait(self) -> bool:
+            return False
+
+    checkpointer._wake = Wake()  # type: ignore[assignment]
+    info = store.create_session("claudius", "ann")
+    big = soul.store.database.CHECKPOINT_EVERY + 1  # looked at after the first and the 9th
+    for base in range(big):  # ~2.7 MB of WAL
+        store.commit(turn_commit(info.id, base, base, trace={"pad": "x" * 300_000}))
+    assert woken  # past the threshold
+    pending = checkpointer._pending()
+    other = sqlite3.connect(soul_home() / "soul.db", isolation_level=None)
+    busy, frames, copied = other.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    other.close()
+    assert (busy, copied) == (0, frames) and pending == frames * (4096 + 24)
+    assert checkpointer._pending() == 0
+    woken.clear()
+    for base in range(big, big + 2 * soul.store.database.CHECKPOINT_EVERY):  # the WAL restarts
+        store.commit(turn_commit(info.id, base, base))
+    assert checkpointer._pending() < 1_500_000 < checkpointer._wal.stat().st_size
+    assert woken == []  # the file is large, what it holds is not

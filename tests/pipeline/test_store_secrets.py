@@ -181,3 +181,24 @@ def test_a_commit_with_no_secret_is_written_as_it_came(soul_home: Path, monkeypa
     store.commit(Commit(info.id, 1, messages=(MessageRecord("external", "user", "sk-not-really-a-key-but-shaped"),)))
     assert len(calls) == 1  # a key shape's opening: redacted field by field
     store.close()
+
+
+NEAR_MISSES = "skxoapAKIzeyJghpusrtib_-BEGIN lvw"
+
+
+@settings(max_examples=300)
+@given(texts=st.lists(st.text(alphabet=NEAR_MISSES, max_size=300), max_size=8),
+       json_texts=st.lists(st.text(alphabet=NEAR_MISSES + '{}":,', max_size=300), max_size=4))
+def test_many_texts_could_hold_a_secret_exactly_when_one_of_them_could(texts: list[str], json_texts: list[str]) -> None:
+    # The store asks once for all of a commit's texts (issue 26: one search of them joined):
+    # the answer is the one each text alone would give, whatever sits next to it.
+    from soul.store.redaction import could_hold_secrets
+
+    secret = ["ape-secret-42"]
+    one_by_one = any(could_hold_secrets([t], secret) for t in texts) or any(
+        could_hold_secrets((), secret, json_texts=[t]) for t in json_texts
+    )
+    assert could_hold_secrets(texts, secret, json_texts=json_texts) == one_by_one
+    for where in range(len(texts) + 1):  # a secret or a key shape in any one of them is found
+        for planted in ("ape-secret-42", "sk-", "xox"):
+            assert could_hold_secrets([*texts[:where], f"a {planted} b", *texts[where:]], secret, json_texts=json_texts)
