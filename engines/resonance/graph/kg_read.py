@@ -72,6 +72,20 @@ class GraphReads:
         display = self.state.display
         return tuple(display[n] for n in self.state.mentions.get(memory_id, {}))
 
+    def topic_shares(self, memory_ids: list[str], topics: Mapping[str, float]) -> list[float]:
+        """Per memory, ``min(1, Σ topics[e])`` over the entities it mentions (display forms;
+        an entity not in `topics` adds nothing): how much it touches a session's topics."""
+        display, mentions = self.state.display, self.state.mentions
+        out = []
+        for memory_id in memory_ids:
+            share = 0
+            for n in mentions.get(memory_id, ()):
+                w = topics.get(display[n])
+                if w is not None:
+                    share += w
+            out.append(min(1.0, share))
+        return out
+
     def memories_of(self, entity: str) -> tuple[str, ...]:
         """The memories that mention an entity (matched case-insensitively)."""
         n = self.state.index.get(entity_key(entity)[0])

@@ -341,12 +341,10 @@ class BM25Index:
     def _gather(
         self, sc: _Scored, ids: Sequence[int] | np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        slot_of = self._slot_of
-        slots = np.full(len(ids), -1, dtype=np.int64)
-        for i, doc_id in enumerate(ids):
-            slot = slot_of.get(int(doc_id))
-            if slot is not None and slot < sc.view.n_slots:
-                slots[i] = slot
+        slot_of, n_slots = self._slot_of, sc.view.n_slots
+        wanted = ids.tolist() if isinstance(ids, np.ndarray) else [int(i) for i in ids]
+        slots = np.fromiter((-1 if (slot := slot_of.get(i)) is None or slot >= n_slots else slot
+                             for i in wanted), np.int64, len(wanted))
         found = slots >= 0
         scores = np.zeros(len(ids), dtype=np.float32)
         matched = np.zeros(len(ids), dtype=np.float32)

@@ -84,13 +84,12 @@ class HybridSearcher:
         bm25 = np.zeros(n, np.float32)
         coverage = np.zeros(n, np.float32)
         if use_kw:
-            pos = {int(i): j for j, i in enumerate(ids.tolist())}
-            for r, (i, s, c) in enumerate(zip(kw.ids.tolist(), kw.scores, kw.coverage,
-                                              strict=True)):
-                j = pos[i]
-                krank[j] = r + 1
-                bm25[j] = s
-                coverage[j] = c
+            pos = dict(zip(ids.tolist(), range(n)))
+            found = kw.ids.tolist()
+            at = np.fromiter(map(pos.__getitem__, found), np.int64, len(found))
+            krank[at] = np.arange(1, len(found) + 1)
+            bm25[at] = kw.scores
+            coverage[at] = kw.coverage
             m = sem_ids.shape[0]
             in_top = krank[:m] > 0  # the semantic ids' keyword signals came with the search
             bm25[:m] = np.where(in_top, bm25[:m], kw.extra_scores)

@@ -226,13 +226,22 @@ class VectorIndex:
 
         The second is the id's "hubness": how much it looks like every other memory.
         """
-        ids_arr = np.asarray(ids, dtype=np.int64).reshape(-1)
+        wanted = np.asarray(ids, dtype=np.int64).reshape(-1).tolist()
         q = np.asarray(vector, dtype=np.float32).reshape(-1)
         q = q / max(float(np.linalg.norm(q)), 1e-12)
         both = np.stack([q, self.centroid()], axis=1)  # (dim, 2): one matmul for both
-        out = self.vectors(ids_arr) @ both
-        absent = np.array([i not in self._live for i in ids_arr.tolist()], dtype=bool)
-        out[absent] = np.nan
+        with self._lock:
+            live, row_of = self._live, self._row_of
+            rows = [row_of[i] if i in live else -1 for i in wanted]
+            if -1 not in rows:  # the usual case: every id is in the index
+                out = self._vecs[rows] @ both
+                return out[:, 0].copy(), out[:, 1].copy()
+            vecs = np.zeros((len(rows), self.dim), dtype=np.float32)
+            present = [j for j, r in enumerate(rows) if r >= 0]
+            if present:
+                vecs[present] = self._vecs[[rows[j] for j in present]]
+        out = vecs @ both
+        out[[j for j, r in enumerate(rows) if r < 0]] = np.nan
         return out[:, 0].copy(), out[:, 1].copy()
 
     # ---- persistence ----------------------------------------------------------------------

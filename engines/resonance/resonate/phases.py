@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from .config import ResonanceConfig
     from .sources import Sources
 
-__all__ = ["Pool", "basin", "inhibit", "prime", "query_terms", "spread"]
+__all__ = ["Pool", "basin", "inhibit", "memory_ids", "prime", "query_terms", "spread"]
 
 _TERM = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.'-]*")
 
@@ -38,6 +39,21 @@ class Pool:
     hops: np.ndarray
     score: np.ndarray
     parts: dict[str, np.ndarray]  # phase -> per-row factor or value, for explain
+    _ids: list[str] | None = field(default=None, repr=False)
+
+    def ids(self, state: State) -> list[str]:
+        """The memory ids of the rows (looked up once)."""
+        if self._ids is None:
+            self._ids = memory_ids(state, self.rows)
+        return self._ids
+
+
+def memory_ids(state: State, rows: np.ndarray) -> list[str]:
+    """The memory ids of store rows, in order."""
+    rows_list = rows.tolist()
+    if len(rows_list) < 2:  # itemgetter of one key returns the value, not a tuple
+        return [state.ids[r] for r in rows_list]
+    return list(itemgetter(*rows_list)(state.ids))
 
 
 def spread(
@@ -55,13 +71,13 @@ def spread(
     st = src.state
     graph = src.graph()
     top = np.argsort(-hybrid, kind="stable")[: cfg.seeds]
-    seeds = {st.ids[int(cands.ids[j])]: float(hybrid[j]) for j in top if hybrid[j] > 0}
+    names = memory_ids(st, cands.ids)
+    seeds = {names[j]: h for j, h in zip(top.tolist(), hybrid[top].tolist(), strict=True) if h > 0}
     if not seeds:
         return cands, hybrid, np.zeros(len(cands)), np.full(len(cands), -1, np.int64)
     reached = graph.spread(seeds, strength=cfg.spread_strength, decay=cfg.spread_decay,
                            max_hops=cfg.max_hops, cutoff=cfg.cutoff)
-    st_ids = st.ids
-    known = frozenset(st_ids[int(i)] for i in cands.ids)
+    known = frozenset(names)
     # the strongest reached memories that were not candidates join (bounded: association
     # candidates below the top `join` never reach the top k, and each costs a full scoring)
     joined = [st.rows[m] for m in reached.strongest_memories(cfg.entry_threshold, cfg.join,
@@ -69,11 +85,12 @@ def spread(
               if m in st.rows and st.is_alive(st.rows[m])]
     if joined:
         cands, hybrid = grow(cands, np.asarray(joined, np.int64))
+        names = names + memory_ids(st, cands.ids[len(names):])
     node_of = graph.adjacency().node_of
-    nodes = np.fromiter((-1 if (n := node_of(MEMORY_PREFIX + st_ids[int(i)])) is None else n
-                         for i in cands.ids), np.int64, count=len(cands))
+    nodes = np.fromiter((-1 if (n := node_of(MEMORY_PREFIX + m)) is None else n for m in names),
+                        np.int64, count=len(names))
     activation, hops = reached.of_nodes(nodes)
-    by_hop = Counter(int(h) for h in hops if h > 0)
+    by_hop = Counter(hops[hops > 0].tolist())
     facts["spreading"] = {"seeds": len(seeds), "reached": len(reached),
                           "joined": len(joined), "by_hop": dict(sorted(by_hop.items()))}
     return cands, hybrid, activation, hops
@@ -87,12 +104,10 @@ def prime(cfg: ResonanceConfig, src: Sources, pool: Pool, session: str,
     topics = src.primer.topics(session)
     if not recent and not topics:
         return
-    ids = [st.ids[int(r)] for r in pool.rows]
+    ids = pool.ids(st)
     mult = np.array([cfg.priming_boost if m in recent else 1.0 for m in ids])
     if topics:
-        graph = src.graph()
-        share = np.array([min(1.0, sum(topics.get(e, 0.0) for e in graph.entities_of(m)))
-                          for m in ids])
+        share = np.array(src.graph().topic_shares(ids, topics))
         mult *= 1.0 + cfg.topic_boost * share
     pool.score *= mult
     pool.parts["priming"] = mult
@@ -115,8 +130,7 @@ def basin(cfg: ResonanceConfig, src: Sources, pool: Pool, query: str,
     if chosen is None:
         return
     members = set(graph.memories_of(chosen[0]))
-    st = src.state
-    mult = np.array([cfg.basin_boost if st.ids[int(r)] in members else 1.0 for r in pool.rows])
+    mult = np.array([cfg.basin_boost if m in members else 1.0 for m in pool.ids(src.state)])
     pool.score *= mult
     pool.parts["basin"] = mult
     facts["basin"] = {"attractor": chosen[0], "strength": round(chosen[1], 4),
@@ -136,10 +150,12 @@ def inhibit(cfg: ResonanceConfig, state: State, pool: Pool, order: np.ndarray,
     sims = vecs @ vecs.T
     mult = np.ones(len(window))
     damped = 0
-    for i in range(len(window)):
-        later = np.flatnonzero(sims[i, i + 1:] > cfg.inhibition_threshold)[
-            : cfg.inhibition_max_competitors] + i + 1
-        for j in later:
+    # the near-duplicate pairs (i before j), in row order: one pass, then only those pairs
+    winners, losers = np.nonzero(np.triu(sims > cfg.inhibition_threshold, 1))
+    taken: dict[int, int] = {}
+    for i, j in zip(winners.tolist(), losers.tolist(), strict=True):
+        if taken.get(i, 0) < cfg.inhibition_max_competitors:
+            taken[i] = taken.get(i, 0) + 1
             mult[j] *= 1.0 - cfg.inhibition_strength * float(sims[i, j])
             damped += 1
     if damped:

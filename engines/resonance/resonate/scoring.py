@@ -85,30 +85,37 @@ def combine(config: ScoringConfig, inputs: Inputs) -> Scored:
     n = len(inputs.row_list)
     names: list[str] = []
     weights: list[float] = []
-    values: list[np.ndarray] = []
+    values: list[np.ndarray | float] = []
     for f in config.factors:
         if not f.enabled or f.weight == 0.0:
             continue
-        value = np.asarray(FACTORS[f.name].fn(inputs, f.params), dtype=np.float64)
-        if value.shape != (n,):
-            value = np.full(n, value)
         names.append(f.name)
         weights.append(f.weight)
-        values.append(value)
-    if not values:
-        return Scored(np.exp(np.minimum(np.zeros(n), _LOG_MAX)), {})
+        values.append(FACTORS[f.name].fn(inputs, f.params))
     # One array operation per stage over all the factors at once, not one per factor (a few
     # candidates: numpy's per-call cost was most of the time), with the same arithmetic: each
     # value guarded, its log times its weight, summed in factor order (`accumulate` adds
-    # row after row, as the loop did), exp of the sum.
-    table = np.array(values)  # (factors, rows)
-    # Factors are finite by construction; this guards a future factor that is not.
-    table = np.minimum(np.maximum(np.where(np.isfinite(table), table, 1.0), 0.0), 1e6)
-    with np.errstate(divide="ignore"):
-        logs = np.log(table)  # log 0 = -inf: the veto
-    logs *= np.array(weights)[:, None]
-    log_final = np.add.accumulate(logs, axis=0)[-1] if len(logs) > 1 else logs[0]
-    final = np.exp(np.minimum(log_final, _LOG_MAX))
+    # row after row, as the loop did), exp of the sum. A factor that is 1.0 for every row
+    # (most are, for a memory without the signal they read) adds log 1 = 0 exactly: it is
+    # left out of the sum, not computed.
+    table = np.empty((len(values), n))  # (factors, rows)
+    moving: list[int] = []
+    for i, value in enumerate(values):
+        table[i] = value
+        if not (isinstance(value, float) and value == 1.0):
+            moving.append(i)
+    if moving:
+        part = table[moving]
+        # Factors are finite by construction; this guards a future factor that is not.
+        part = np.minimum(np.maximum(np.where(np.isfinite(part), part, 1.0), 0.0), 1e6)
+        table[moving] = part
+        with np.errstate(divide="ignore"):
+            logs = np.log(part)  # log 0 = -inf: the veto
+        logs *= np.array([weights[i] for i in moving])[:, None]
+        log_final = np.add.accumulate(logs, axis=0)[-1] if len(logs) > 1 else logs[0]
+        final = np.exp(np.minimum(log_final, _LOG_MAX))
+    else:
+        final = np.ones(n)
     return Scored(final, dict(zip(names, table, strict=True)))
 
 

@@ -153,11 +153,15 @@ class Inputs:
         # row -> (its meta text, decoded): a Scorer keeps one across calls (meta never changes)
         self.meta_cache = {} if meta_cache is None else meta_cache
 
-    def _column(self, column: Any, dtype: type = np.float64) -> np.ndarray:
+    def values(self, column: Any) -> tuple[Any, ...]:
+        """The rows' entries of a State column, in row order."""
         rows = self.row_list
         if len(rows) < 2:  # itemgetter of one key returns the value, not a tuple
-            return np.array([column[r] for r in rows], dtype)
-        return np.array(itemgetter(*rows)(column), dtype)
+            return tuple(column[r] for r in rows)
+        return itemgetter(*rows)(column)
+
+    def _column(self, column: Any, dtype: type = np.float64) -> np.ndarray:
+        return np.array(self.values(column), dtype)
 
     @cached_property
     def kind(self) -> np.ndarray:
@@ -183,6 +187,16 @@ class Inputs:
         hists = [tuple(accessed.get(r, ())) for r in self.row_list]
         counts = np.fromiter(map(len, hists), np.int64, len(hists))
         return np.fromiter(chain.from_iterable(hists), np.float64, int(counts.sum())), counts
+
+    @cached_property
+    def meta_keys(self) -> frozenset[str]:
+        """Every key some row's meta holds: a factor whose key no row has is neutral."""
+        return frozenset().union(*(m for _, m in self.metas))
+
+    def has(self, key: str, *, meta: bool = True) -> bool:
+        """Whether any row has the signal ``key``: given in ``extra``, or (``meta``) in a
+        row's meta. Without it, the factors that read it are neutral for every row."""
+        return key in self.extra or (meta and key in self.meta_keys)
 
     @cached_property
     def metas(self) -> list[tuple[int, dict[str, Any]]]:
@@ -215,18 +229,20 @@ class Inputs:
         cache = self._numbers
         if (key, neutral) not in cache or np.isnan(neutral):
             out = np.full(len(self.row_list), neutral)
-            for i, m in self.metas:
-                if key in m:
-                    out[i] = _number(m[key], neutral)
+            if key in self.meta_keys:
+                for i, m in self.metas:
+                    if key in m:
+                        out[i] = _number(m[key], neutral)
             cache[(key, neutral)] = out
         return cache[(key, neutral)]
 
     def meta_lookup(self, key: str, table: Mapping[str, float], default: float) -> np.ndarray:
         """``table[str(meta[key]).lower()]`` per row; ``default`` where missing or unknown."""
         out = np.full(len(self.row_list), float(default))
-        for i, m in self.metas:
-            if key in m:
-                out[i] = table.get(str(m[key]).lower(), default)
+        if key in self.meta_keys:
+            for i, m in self.metas:
+                if key in m:
+                    out[i] = table.get(str(m[key]).lower(), default)
         return out
 
     def signal(self, key: str, neutral: float, *, meta: bool = True) -> np.ndarray:
