@@ -115,17 +115,24 @@ class FusedHit:
 
 def _normalise(cands: Candidates, cfg: FusionConfig) -> tuple[np.ndarray, np.ndarray]:
     """The sem and kw signals of the weighted formula (see the module docstring)."""
-    cos = np.nan_to_num(cands.cosine.astype(np.float64), nan=0.0)
+    cos = _nan_as_zero(cands.cosine)
     if cfg.normalisation == "minmax":
         return _minmax(cos), _minmax(cands.bm25.astype(np.float64))
-    hub = np.nan_to_num(cands.hub.astype(np.float64), nan=0.0)
-    sem = np.clip(cos - cfg.hub_penalty * hub, 0.0, 1.0)
+    # np.minimum/np.maximum: np.clip's arithmetic without its dispatch (a few candidates:
+    # numpy's per-call cost is most of the time)
+    sem = np.minimum(np.maximum(cos - cfg.hub_penalty * _nan_as_zero(cands.hub), 0.0), 1.0)
     bm25 = cands.bm25.astype(np.float64)
     top = float(bm25.max()) if bm25.size else 0.0
     kw = bm25 / top if top > 0 else np.zeros_like(bm25)
     floor = cfg.coverage_floor
-    kw *= floor + (1.0 - floor) * np.clip(cands.coverage.astype(np.float64), 0.0, 1.0)
+    kw *= floor + (1.0 - floor) * np.minimum(np.maximum(cands.coverage.astype(np.float64), 0.0), 1.0)
     return sem, kw
+
+
+def _nan_as_zero(x: np.ndarray) -> np.ndarray:
+    """A cosine signal as float64, NaN (no vector) read as 0 (cosines are never infinite)."""
+    x = x.astype(np.float64)
+    return np.where(np.isnan(x), 0.0, x)
 
 
 def _minmax(x: np.ndarray) -> np.ndarray:
@@ -167,17 +174,23 @@ def fused_scores(
     `fuse` ranks, for callers that need every candidate's score (full resonance)."""
     n = len(cands)
     tag_v = np.zeros(n) if tag is None else np.asarray(tag, dtype=np.float64)
-    conf_v = np.ones(n) if confidence is None else np.asarray(confidence, dtype=np.float64)
-    conf_v = np.clip(conf_v, 0.0, 1.0)
+    if confidence is None:
+        conf_v = np.ones(n)
+    else:
+        conf_v = np.minimum(np.maximum(np.asarray(confidence, dtype=np.float64), 0.0), 1.0)
     sem, kw = _normalise(cands, cfg)
     if cfg.method == "weighted":
-        base = cfg.semantic_weight * sem + cfg.keyword_weight * kw + cfg.tag_weight * tag_v
+        base = cfg.semantic_weight * sem + cfg.keyword_weight * kw
+        if tag is not None:  # no tags: + 0 for every candidate
+            base += cfg.tag_weight * tag_v
     else:
         srank = cands.semantic_rank.astype(np.float64)
         krank = cands.keyword_rank.astype(np.float64)
         base = np.where(srank > 0, 1.0 / (cfg.rrf_k + srank), 0.0)
         base += np.where(krank > 0, 1.0 / (cfg.rrf_k + krank), 0.0)
         base += cfg.tag_weight * tag_v / cfg.rrf_k
+    if confidence is None:  # confidence 1 for all: the factor is 1
+        return base, sem, kw, tag_v, conf_v
     return base * (0.5 + 0.5 * conf_v), sem, kw, tag_v, conf_v
 
 

@@ -84,7 +84,7 @@ class HybridSearcher:
         bm25 = np.zeros(n, np.float32)
         coverage = np.zeros(n, np.float32)
         if use_kw:
-            pos = dict(zip(ids.tolist(), range(n)))
+            pos = dict(zip(ids.tolist(), range(n), strict=True))
             found = kw.ids.tolist()
             at = np.fromiter(map(pos.__getitem__, found), np.int64, len(found))
             krank[at] = np.arange(1, len(found) + 1)

@@ -20,11 +20,9 @@ from ..memory import Kind, Tier
 from .scoring_inputs import (
     TIERS,
     Inputs,
-    affect_values,
     base_level_flat,
     clip,
     finite_or,
-    tier_index,
 )
 
 __all__ = ["FACTORS", "RULES", "FactorSpec", "check_params"]
@@ -63,8 +61,10 @@ def actr(x: Inputs, p: Params) -> np.ndarray:
     flat, counts = x.history
     b = base_level_flat(x.created, flat, counts, x.access_count, x.now, p["decay"],
                     p["min_age_seconds"])
-    z = clip((b + p["offset"]) / p["width"], -500.0, 500.0)
-    return p["floor"] + (1.0 - p["floor"]) / (1.0 + np.exp(-z))
+    from ..kernels.scoring import sigmoid
+
+    sigmoid(b, float(p["offset"]), float(p["width"]), float(p["floor"]), b)
+    return b
 
 
 def strength(x: Inputs, p: Params) -> np.ndarray:
@@ -103,7 +103,7 @@ def mood_congruence(x: Inputs, p: Params) -> Value:
     """Bower (1981): ``1 + gain·v_q·v_m + arousal_gain·(1 − 2|a_q − a_m|)`` — memories whose
     stored valence (meta["valence"], [−1, 1]) agrees with the query's are boosted; the arousal
     term counts only for memories that store meta["arousal"]."""
-    vq, aq = affect_values(x.affect)[:2]
+    vq, aq = x.affect_values[:2]
     if "arousal" not in x.meta_keys and (vq == 0.0 or "valence" not in x.meta_keys):
         return 1.0
     vm = clip(x.meta_number("valence", 0.0), -1.0, 1.0)
@@ -116,7 +116,7 @@ def frustration_escalation(x: Inputs, p: Params) -> Value:
     """A frustrated query (frustration, or negative valence times arousal, above
     ``threshold``) boosts the ``kinds`` that fix things (corrections, preferences, failures,
     approaches): ``1 + gain·e``, e rescaled from [threshold, 1] to [0, 1]."""
-    v, a, f, _ = affect_values(x.affect)
+    v, a, f, _ = x.affect_values
     e = max(f, max(0.0, -v) * a)
     t = p["threshold"]
     e = max(0.0, (e - t) / (1.0 - t)) if t < 1.0 else 0.0
@@ -192,36 +192,15 @@ def spacing(x: Inputs, p: Params) -> Value:
     """``floor + (1 − floor)/(1 + CV)`` of the intervals between presentations, for rows with
     at least ``min_accesses`` accesses (others 1.0). The creation is the first presentation
     when the whole history is kept; when older accesses were dropped, only the kept ones."""
-    n = len(x.row_list)
     count = x.access_count
     if not (count >= p["min_accesses"]).any():  # no row has enough accesses: all neutral
         return 1.0
+    from ..kernels.scoring import spacing as kernel
+
     flat, counts = x.history
-    # Presentations: the kept accesses, and the creation unless older accesses were dropped.
-    keep = (count <= counts).astype(np.int64)
-    lens = keep + counts
-    start = np.cumsum(lens) - lens
-    seg = np.repeat(np.arange(n), lens)
-    times = np.empty(int(lens.sum()))
-    times[start[keep == 1]] = x.created[keep == 1]
-    within = np.arange(len(flat)) - np.repeat(np.cumsum(counts) - counts, counts)
-    times[np.repeat(start + keep, counts) + within] = flat
-    times = finite_or(times, 0.0)
-    if (np.diff(times)[seg[1:] == seg[:-1]] < 0).any():  # rare (clock skew): sort per row
-        order = np.lexsort((times, seg))
-        times, seg = times[order], seg[order]
-    flat = times
-    same = seg[1:] == seg[:-1]
-    gaps, gseg = np.diff(flat)[same], seg[1:][same]
-    k = np.bincount(gseg, minlength=n).astype(np.float64)
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        s1 = np.bincount(gseg, weights=gaps, minlength=n)
-        s2 = np.bincount(gseg, weights=gaps * gaps, minlength=n)
-        mean = s1 / np.maximum(k, 1.0)
-        sd = np.sqrt(np.maximum(s2 / np.maximum(k, 1.0) - mean * mean, 0.0))
-        cv = finite_or(np.where(mean > 0, sd / mean, 0.0), 0.0)
-    value = p["floor"] + (1.0 - p["floor"]) / (1.0 + cv)
-    return np.where((count >= p["min_accesses"]) & (k > 0), value, 1.0)
+    out = np.empty(len(x.row_list))
+    kernel(x.created, flat, counts, count, float(p["floor"]), float(p["min_accesses"]), out)
+    return out
 
 
 def prediction(x: Inputs, p: Params) -> Value:
@@ -249,7 +228,7 @@ def epistemic_debt(x: Inputs, p: Params) -> Value:
     """``1 + boost·d·u``: d in [0, 1] marks a memory of an uncertain domain
     (extra/meta "epistemic_debt"); u = 2·(1 − the query affect's confidence), clipped to
     [0, 2], so the seed's 1.1× holds at neutral confidence 0.5, a sure soul does not dig."""
-    u = min(max(2.0 * (1.0 - affect_values(x.affect)[3]), 0.0), 2.0)
+    u = min(max(2.0 * (1.0 - x.affect_values[3]), 0.0), 2.0)
     if u == 0.0 or not x.has("epistemic_debt"):
         return 1.0
     d = clip(x.signal("epistemic_debt", 0.0), 0.0, 1.0)
@@ -268,7 +247,7 @@ def tier(x: Inputs, p: Params) -> np.ndarray:
     """Demotion over time: the row's tier (`memory.tier_of` of idle days and decayed
     confidence) through the table hot 1.0, warm 0.9, cool 0.75, cold 0.5."""
     table = _table(p, "values", lambda: np.array([p["values"][t.value] for t in TIERS], np.float64))
-    return table[tier_index(x.idle_days, x.confidence[0])]
+    return table[x.tier]
 
 
 @dataclass(frozen=True)

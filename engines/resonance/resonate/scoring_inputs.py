@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import chain
+from itertools import chain, repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -104,29 +104,17 @@ def base_level_activation(created: np.ndarray, history: list[list[float]],
 def base_level_flat(created: np.ndarray, flat: np.ndarray, counts: np.ndarray,
                 access_count: np.ndarray, now: float, decay: float,
                 min_age: float) -> np.ndarray:
-    """`base_level_activation` over the histories laid end to end (``counts`` per row)."""
-    n = len(created)
-    if n == 0:
-        return np.zeros(0)
-    floor = min_age / DAY
-    seg = np.repeat(np.arange(n), counts)
-    # fmax ignores NaN: an unreadable time counts as a presentation a minute ago.
-    age_created = np.fmax((now - finite_or(created, now)) / DAY, floor)
-    ages = np.fmax((now - flat) / DAY, floor)
-    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        total = age_created ** -decay + np.bincount(seg, weights=ages ** -decay, minlength=n)
-        older = np.maximum(finite_or(access_count, 0.0) - counts, 0.0)
-        if older.any():
-            t_k = np.full(n, floor)
-            np.maximum.at(t_k, seg, ages)  # the oldest kept access
-            t_n = np.maximum(age_created, t_k)
-            span = t_n - t_k
-            e = 1.0 - decay
-            spread = (t_n ** e - t_k ** e) / (e * np.where(span > 0, span, 1.0))
-            # All older accesses at one moment (span 0): each counts t_k^−d.
-            each = np.where(span > 1e-12 * t_n, spread, t_k ** -decay)
-            total = total + older * finite_or(each, 0.0)
-    return np.log(clip(finite_or(total, 0.0), 1e-300, 1e300))
+    """`base_level_activation` over the histories laid end to end (``counts`` per row):
+    ages in days floored at ``min_age`` seconds (an unreadable time counts as a presentation
+    a minute ago), one kernel call (kernels/scoring.py)."""
+    from ..kernels.scoring import base_level
+
+    out = np.empty(len(created))
+    base_level(np.ascontiguousarray(created, np.float64), np.ascontiguousarray(flat, np.float64),
+               np.ascontiguousarray(counts, np.int64),
+               np.ascontiguousarray(access_count, np.float64), float(now), float(decay),
+               min_age / DAY, float(DAY), out)
+    return out
 
 
 def tier_index(idle_days: np.ndarray, confidence: np.ndarray) -> np.ndarray:
@@ -184,7 +172,8 @@ class Inputs:
         """(every row's kept access times laid end to end, how many per row)."""
         accessed = self.state.accessed
         # tuple() copies: a snapshot, in case a writer appends to a row's history meanwhile.
-        hists = [tuple(accessed.get(r, ())) for r in self.row_list]
+        rows = self.row_list
+        hists = list(map(tuple, map(accessed.get, rows, repeat((), len(rows)))))
         counts = np.fromiter(map(len, hists), np.int64, len(hists))
         return np.fromiter(chain.from_iterable(hists), np.float64, int(counts.sum())), counts
 
@@ -201,16 +190,16 @@ class Inputs:
     @cached_property
     def metas(self) -> list[tuple[int, dict[str, Any]]]:
         """(position, meta) of the rows that have a non-empty meta; the others have none."""
-        raw, cache = self.state.meta, self.meta_cache
+        cache, rows = self.meta_cache, self.row_list
         out = []
-        for i, r in enumerate(self.row_list):
-            text = raw[r]
+        for i, (text, hit) in enumerate(zip(self.values(self.state.meta), map(cache.get, rows),
+                                            strict=True)):
             if not text:
                 continue
-            hit = cache.get(r)
             if hit is not None and hit[0] is text:  # the row's meta string is never replaced
                 m = hit[1]
             else:
+                r = rows[i]
                 try:
                     m = json.loads(text)
                 except ValueError:  # undecodable meta: read as none rather than fail a recall
@@ -254,18 +243,37 @@ class Inputs:
         return np.full(len(self.row_list), neutral)
 
     @cached_property
-    def idle_days(self) -> np.ndarray:
-        last = finite_or(self._column(self.state.last_active), self.now)
-        return np.maximum(self.now - last, 0.0) / DAY
+    def _decayed(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(idle days, decayed confidence mean, its variance, tier index), one kernel call."""
+        from ..kernels.scoring import decayed
+
+        st, n = self.state, len(self.row_list)
+        idle, mu, var = np.empty(n), np.empty(n), np.empty(n)
+        tier = np.empty(n, np.int64)
+        decayed(self._column(st.last_active), self.kind, self._column(st.mu),
+                self._column(st.var), _RATES, float(self.now), float(DAY), float(PRIOR_VAR),
+                idle, mu, var, tier)
+        return idle, mu, var, tier
+
+    @property
+    def tier(self) -> np.ndarray:
+        """Each row's tier index (`tier_index` of its idle days and decayed confidence)."""
+        return self._decayed[3]
 
     @cached_property
+    def affect_values(self) -> tuple[float, float, float, float]:
+        """The query's `affect_values`."""
+        return affect_values(self.affect)
+
+    @property
+    def idle_days(self) -> np.ndarray:
+        """Days since each row was last active (an unreadable time reads as now)."""
+        return self._decayed[0]
+
+    @property
     def confidence(self) -> tuple[np.ndarray, np.ndarray]:
         """The decayed (mean, variance), as `Confidence.decay` computes them."""
-        keep = np.exp(-_RATES[clip(self.kind, 0, len(_RATES) - 1)] * self.idle_days)
-        mu = finite_or(self._column(self.state.mu), 0.0) * keep
-        var = PRIOR_VAR + (np.maximum(finite_or(self._column(self.state.var), PRIOR_VAR), 0.0)
-                           - PRIOR_VAR) * keep
-        return mu, var
+        return self._decayed[1], self._decayed[2]
 
 
 def affect_values(affect: Affect) -> tuple[float, float, float, float]:
