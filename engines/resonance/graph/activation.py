@@ -70,9 +70,11 @@ class Spread:
 
     def __init__(self, nodes: np.ndarray, activation: np.ndarray, hops: np.ndarray,
                  keys: Sequence[str], display: list[str],
-                 extra_seeds: Mapping[str, float]) -> None:
+                 extra_seeds: Mapping[str, float], entity: np.ndarray | None = None) -> None:
         self.nodes, self.activation, self.hop = nodes, activation, hops
         self._keys, self._display, self._extra = keys, display, extra_seeds
+        # entity flag per graph node (1 entity, 0 memory), when the caller has it
+        self._entity = entity if entity is not None and len(entity) >= len(keys) else None
 
     def __len__(self) -> int:
         return len(self.nodes) + len(self._extra)
@@ -109,13 +111,24 @@ class Spread:
         return self._split[2]
 
     def strongest_memories(self, threshold: float, limit: int,
-                           exclude: frozenset[str] = frozenset()) -> dict[str, float]:
+                           exclude: frozenset[str] = frozenset(),
+                           exclude_nodes: np.ndarray | None = None) -> dict[str, float]:
         """At most `limit` reached memories with activation ≥ threshold not in `exclude`,
-        strongest first; looks at nodes in activation order and stops once it has them."""
+        strongest first; looks at nodes in activation order and stops once it has them.
+        ``exclude_nodes``: the graph nodes of (some of) `exclude`, -1 for none: they and the
+        entity nodes are dropped in one array pass before that look."""
         out: dict[str, float] = {}
         if limit <= 0:
             return out
         strong = np.flatnonzero(self.activation >= threshold)
+        if self._entity is not None and len(strong):
+            nodes = self.nodes[strong]
+            keep = self._entity[nodes] == 0
+            if exclude_nodes is not None and len(exclude_nodes):
+                known = np.sort(exclude_nodes)
+                at = np.minimum(np.searchsorted(known, nodes), len(known) - 1)
+                keep &= known[at] != nodes
+            strong = strong[keep]
         strong = strong[np.argsort(-self.activation[strong], kind="stable")]
         keys, cut = self._keys, len(MEMORY_PREFIX)
         for node, a in zip(self.nodes[strong].tolist(), self.activation[strong].tolist(),
@@ -177,7 +190,7 @@ def spread_seeds(adj: Adjacency, seeds: Mapping[str, float], cfg: SpreadConfig,
     reached, act, hop = spread_nodes(adj, np.array(nodes, np.int32), np.array(vals, np.float32),
                                      decay=cfg.decay, cutoff=cfg.cutoff,
                                      max_hops=cfg.max_hops, hub_power=cfg.hub_power)
-    return Spread(reached, act, hop, keys, display, extra)
+    return Spread(reached, act, hop, keys, display, extra, adj.entity)
 
 
 def spread_nodes(adj: Adjacency, seed_nodes: np.ndarray, seed_values: np.ndarray, *,

@@ -73,16 +73,30 @@ class GraphReads:
         return tuple(display[n] for n in self.state.mentions.get(memory_id, {}))
 
     def topic_shares(self, memory_ids: list[str], topics: Mapping[str, float]) -> list[float]:
-        """Per memory, ``min(1, Σ topics[e])`` over the entities it mentions (display forms;
-        an entity not in `topics` adds nothing): how much it touches a session's topics."""
-        display, mentions = self.state.display, self.state.mentions
+        """Per memory, ``min(1, Σ topics[e])`` over the entities it mentions (display forms,
+        summed in its mentions' order; an entity not in `topics` adds nothing): how much it
+        touches a session's topics."""
+        st = self.state
+        display, mentions = st.display, st.mentions
+        by_node: dict[int, float] = {}
+        for name, weight in topics.items():  # a topic's node is its display form's key
+            n = st.index.get(entity_key(name)[0])
+            if n is None or display[n] != name:
+                by_node = {}
+                break
+            by_node[n] = weight
+        if len(by_node) != len(topics):  # a name that is no node's display form: by name
+            by_node = {n: w for n, name in enumerate(display) if (w := topics.get(name)) is not None}
+        nodes = by_node.keys()
         out = []
         for memory_id in memory_ids:
             share = 0
-            for n in mentions.get(memory_id, ()):
-                w = topics.get(display[n])
-                if w is not None:
-                    share += w
+            mentioned = mentions.get(memory_id, ())
+            if not nodes.isdisjoint(mentioned):
+                for n in mentioned:
+                    w = by_node.get(n)
+                    if w is not None:
+                        share += w
             out.append(min(1.0, share))
         return out
 

@@ -20,6 +20,7 @@ from ..graph.kg_state import MEMORY_PREFIX
 from ..recall.fusion import Candidates
 
 if TYPE_CHECKING:
+    from ..graph.adjacency import Adjacency
     from ..store.state import State
     from .config import ResonanceConfig
     from .sources import Sources
@@ -77,23 +78,29 @@ def spread(
         return cands, hybrid, np.zeros(len(cands)), np.full(len(cands), -1, np.int64)
     reached = graph.spread(seeds, strength=cfg.spread_strength, decay=cfg.spread_decay,
                            max_hops=cfg.max_hops, cutoff=cfg.cutoff)
-    known = frozenset(names)
+    adjacency = graph.adjacency()
+    nodes = _nodes(adjacency, names)
     # the strongest reached memories that were not candidates join (bounded: association
     # candidates below the top `join` never reach the top k, and each costs a full scoring)
-    joined = [st.rows[m] for m in reached.strongest_memories(cfg.entry_threshold, cfg.join,
-                                                              known)
-              if m in st.rows and st.is_alive(st.rows[m])]
+    strongest = reached.strongest_memories(cfg.entry_threshold, cfg.join, frozenset(names), nodes)
+    joined = [st.rows[m] for m in strongest if m in st.rows and st.is_alive(st.rows[m])]
     if joined:
         cands, hybrid = grow(cands, np.asarray(joined, np.int64))
-        names = names + memory_ids(st, cands.ids[len(names):])
-    node_of = graph.adjacency().node_of
-    nodes = np.fromiter((-1 if (n := node_of(MEMORY_PREFIX + m)) is None else n for m in names),
-                        np.int64, count=len(names))
+        more = memory_ids(st, cands.ids[len(names):])
+        names = names + more
+        nodes = np.concatenate([nodes, _nodes(adjacency, more)])
     activation, hops = reached.of_nodes(nodes)
     by_hop = Counter(hops[hops > 0].tolist())
     facts["spreading"] = {"seeds": len(seeds), "reached": len(reached),
                           "joined": len(joined), "by_hop": dict(sorted(by_hop.items()))}
     return cands, hybrid, activation, hops
+
+
+def _nodes(adjacency: Adjacency, names: list[str]) -> np.ndarray:
+    """The graph node of each memory id (-1: not in the graph)."""
+    index, n = adjacency.index, adjacency.n_nodes
+    return np.fromiter((-1 if (i := index.get(key)) is None or i >= n else i
+                        for key in map(MEMORY_PREFIX.__add__, names)), np.int64, len(names))
 
 
 def prime(cfg: ResonanceConfig, src: Sources, pool: Pool, session: str,
