@@ -12,6 +12,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -198,8 +199,10 @@ def spread_nodes(adj: Adjacency, seed_nodes: np.ndarray, seed_values: np.ndarray
                  hub_power: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Run the spreading kernel over an adjacency from seed nodes (values already scaled by
     strength and clipped to [0, 1]); returns (reached nodes, activation, first hop)."""
-    from ..kernels.spread import spread_activation
-
+    global _SPREAD
+    if _SPREAD is None:  # the kernel module, imported on first use
+        from ..kernels.spread import spread_activation as _SPREAD
+    spread_activation = _SPREAD
     ws = _workspace(adj.n_nodes)
     k = spread_activation(adj.indptr, adj.indices, adj.weights, adj.delta_src, adj.delta_dst,
                           adj.delta_w, adj.degree, adj.entity,
@@ -229,6 +232,7 @@ class _Workspace:
 
 
 _local = threading.local()
+_SPREAD: Any = None  # kernels.spread.spread_activation
 
 
 def _workspace(n: int) -> _Workspace:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # only for hints: importing bm25 compiles/loads the numba ker
 __all__ = ["HybridSearcher", "Mode"]
 
 Mode = Literal["hybrid", "semantic", "keyword"]
+_DEFAULT_FUSION = FusionConfig()  # frozen: one for every searcher built without a config
 IdsToValues = Callable[[np.ndarray], np.ndarray]
 KeywordMore = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
@@ -47,7 +48,7 @@ class HybridSearcher:
     ) -> None:
         self.keyword = keyword
         self.vectors = vectors
-        self.config = config or FusionConfig()
+        self.config = config or _DEFAULT_FUSION
 
     def candidates(
         self, query: str, vector: np.ndarray | None, mode: Mode = "hybrid", depth: int = 100,

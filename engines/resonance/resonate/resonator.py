@@ -44,6 +44,28 @@ if TYPE_CHECKING:
 
 __all__ = ["Resonator"]
 
+_LAZY: dict[str, Any] = {}  # the modules a query needs, imported by the first one
+
+
+def _phases() -> Any:
+    """resonate/phases.py (it loads the graph's modules: only once a query runs)."""
+    module = _LAZY.get("phases")
+    if module is None:
+        from . import phases as module
+
+        _LAZY["phases"] = module
+    return module
+
+
+def _hybrid_searcher() -> Any:
+    """recall/hybrid.py's HybridSearcher."""
+    searcher = _LAZY.get("hybrid")
+    if searcher is None:
+        from ..recall.hybrid import HybridSearcher as searcher
+
+        _LAZY["hybrid"] = searcher
+    return searcher
+
 
 class Resonator:
     """Runs one resonance query over a Field's `Sources` (see the module docstring)."""
@@ -59,8 +81,6 @@ class Resonator:
                     vindex: Any) -> Candidates:
         """Hybrid recall's candidates (HybridSearcher), the modes the config leaves on; keeps
         the keyword scoring pass so `_extend` can score more candidates without a second."""
-        from ..recall.hybrid import HybridSearcher
-
         sem, kw = self.config.on("semantic"), self.config.on("keyword")
         mode = "hybrid" if sem and kw else "semantic" if sem else "keyword"
         if not (sem or kw):
@@ -68,7 +88,7 @@ class Resonator:
             none = np.zeros(0, np.int64)
             return Candidates(none, *(np.zeros(0, np.float32) for _ in range(4)),
                               none.astype(np.int32), none.astype(np.int32))
-        cands, self._more_keyword = HybridSearcher(kindex, vindex).candidates_keeping(
+        cands, self._more_keyword = _hybrid_searcher()(kindex, vindex).candidates_keeping(
             query, vector, mode, self.config.depth)
         return cands
 
@@ -112,9 +132,9 @@ class Resonator:
     def run(self, query: str, k: int, *, session: str | None, tags: frozenset[str],
             affect: Any, explain: bool) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """Rank memories for `query`; returns (hit rows, facts about the query)."""
-        # the phases load the graph's modules: only once a query runs
-        from .phases import Pool, basin, inhibit, prime, spread
-
+        phases = _phases()
+        Pool, basin, inhibit, prime, spread = (phases.Pool, phases.basin, phases.inhibit,
+                                               phases.prime, phases.spread)
         src, cfg = self.sources, self.config
         now = time.time()
         facts: dict[str, Any] = {"phases": [p for p in PHASES if cfg.on(p)]}

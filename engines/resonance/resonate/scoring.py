@@ -52,6 +52,7 @@ __all__ = [
 
 log = logging.getLogger("soul.engines.resonance.resonate.scoring")
 
+_NEUTRAL = Affect()  # the query's affect when none is given
 _LOG_MAX = 700.0  # exp(700) ~ 1e304: the largest final score, so it stays a finite float64
 
 
@@ -100,18 +101,26 @@ def combine(config: ScoringConfig, inputs: Inputs) -> Scored:
     # left out of the sum, not computed.
     table = np.empty((len(values), n))  # (factors, rows)
     moving: list[int] = []
+    uniform: list[int] = []  # factors with one value for every row: set in one assignment
     for i, value in enumerate(values):
-        table[i] = value
-        if not (isinstance(value, float) and value == 1.0):
-            moving.append(i)
+        if isinstance(value, float):
+            uniform.append(i)
+            if value == 1.0:
+                continue
+        else:
+            table[i] = value
+        moving.append(i)
+    if uniform:
+        table[uniform] = np.array([values[i] for i in uniform])[:, None]
     if moving:
         part = table[moving]
         # Factors are finite by construction; this guards a future factor that is not.
         part = np.minimum(np.maximum(np.where(np.isfinite(part), part, 1.0), 0.0), 1e6)
         table[moving] = part
-        with np.errstate(divide="ignore"):
-            logs = np.log(part)  # log 0 = -inf: the veto
-        logs *= np.array([weights[i] for i in moving])[:, None]
+        # log 0 = -inf: the veto (the log is taken where the value is > 0 only: no warning)
+        logs = np.log(part, out=np.full_like(part, -np.inf), where=part > 0.0)
+        if any(weights[i] != 1.0 for i in moving):  # a weight of 1 leaves the log as is
+            logs *= np.array([weights[i] for i in moving])[:, None]
         log_final = np.add.accumulate(logs, axis=0)[-1] if len(logs) > 1 else logs[0]
         final = np.exp(np.minimum(log_final, _LOG_MAX))
     else:
@@ -233,6 +242,6 @@ class Scorer:
         now = time.time() if now is None else float(now)
         if not math.isfinite(now):
             raise ConfigError(f"now must be a finite time in seconds, got {now!r}")
-        inputs = Inputs(state, rows, rel, now, affect or Affect(),
+        inputs = Inputs(state, rows, rel, now, affect or _NEUTRAL,
                         _extra_arrays(extra, rows.size), self._meta_cache)
         return combine(config, inputs)

@@ -23,6 +23,7 @@ from .scoring_inputs import (
     base_level_flat,
     clip,
     finite_or,
+    kernels,
 )
 
 __all__ = ["FACTORS", "RULES", "FactorSpec", "check_params"]
@@ -61,9 +62,7 @@ def actr(x: Inputs, p: Params) -> np.ndarray:
     flat, counts = x.history
     b = base_level_flat(x.created, flat, counts, x.access_count, x.now, p["decay"],
                     p["min_age_seconds"])
-    from ..kernels.scoring import sigmoid
-
-    sigmoid(b, float(p["offset"]), float(p["width"]), float(p["floor"]), b)
+    kernels().sigmoid(b, float(p["offset"]), float(p["width"]), float(p["floor"]), b)
     return b
 
 
@@ -195,11 +194,9 @@ def spacing(x: Inputs, p: Params) -> Value:
     count = x.access_count
     if not (count >= p["min_accesses"]).any():  # no row has enough accesses: all neutral
         return 1.0
-    from ..kernels.scoring import spacing as kernel
-
     flat, counts = x.history
     out = np.empty(len(x.row_list))
-    kernel(x.created, flat, counts, count, float(p["floor"]), float(p["min_accesses"]), out)
+    kernels().spacing(x.created, flat, counts, count, float(p["floor"]), float(p["min_accesses"]), out)
     return out
 
 

@@ -35,6 +35,7 @@ __all__ = [
     "base_level_flat",
     "clip",
     "finite_or",
+    "kernels",
     "tier_index",
 ]
 
@@ -57,6 +58,20 @@ class Affect:
     arousal: float = 0.0
     frustration: float = 0.0
     confidence: float = 0.5
+
+
+_KERNELS: Any = None
+
+
+def kernels() -> Any:
+    """The scoring kernels (kernels/scoring.py), imported on first use: numba loads only
+    when a query is scored."""
+    global _KERNELS
+    if _KERNELS is None:
+        from ..kernels import scoring
+
+        _KERNELS = scoring
+    return _KERNELS
 
 
 def finite_or(x: np.ndarray, neutral: float) -> np.ndarray:
@@ -107,10 +122,8 @@ def base_level_flat(created: np.ndarray, flat: np.ndarray, counts: np.ndarray,
     """`base_level_activation` over the histories laid end to end (``counts`` per row):
     ages in days floored at ``min_age`` seconds (an unreadable time counts as a presentation
     a minute ago), one kernel call (kernels/scoring.py)."""
-    from ..kernels.scoring import base_level
-
     out = np.empty(len(created))
-    base_level(np.ascontiguousarray(created, np.float64), np.ascontiguousarray(flat, np.float64),
+    kernels().base_level(np.ascontiguousarray(created, np.float64), np.ascontiguousarray(flat, np.float64),
                np.ascontiguousarray(counts, np.int64),
                np.ascontiguousarray(access_count, np.float64), float(now), float(decay),
                min_age / DAY, float(DAY), out)
@@ -245,12 +258,10 @@ class Inputs:
     @cached_property
     def _decayed(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(idle days, decayed confidence mean, its variance, tier index), one kernel call."""
-        from ..kernels.scoring import decayed
-
         st, n = self.state, len(self.row_list)
         idle, mu, var = np.empty(n), np.empty(n), np.empty(n)
         tier = np.empty(n, np.int64)
-        decayed(self._column(st.last_active), self.kind, self._column(st.mu),
+        kernels().decayed(self._column(st.last_active), self.kind, self._column(st.mu),
                 self._column(st.var), _RATES, float(self.now), float(DAY), float(PRIOR_VAR),
                 idle, mu, var, tier)
         return idle, mu, var, tier
