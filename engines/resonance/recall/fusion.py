@@ -115,24 +115,32 @@ class FusedHit:
 
 def _normalise(cands: Candidates, cfg: FusionConfig) -> tuple[np.ndarray, np.ndarray]:
     """The sem and kw signals of the weighted formula (see the module docstring)."""
-    cos = _nan_as_zero(cands.cosine)
     if cfg.normalisation == "minmax":
-        return _minmax(cos), _minmax(cands.bm25.astype(np.float64))
-    # np.minimum/np.maximum: np.clip's arithmetic without its dispatch (a few candidates:
-    # numpy's per-call cost is most of the time)
-    sem = np.minimum(np.maximum(cos - cfg.hub_penalty * _nan_as_zero(cands.hub), 0.0), 1.0)
-    bm25 = cands.bm25.astype(np.float64)
-    top = float(bm25.max()) if bm25.size else 0.0
-    kw = bm25 / top if top > 0 else np.zeros_like(bm25)
-    floor = cfg.coverage_floor
-    kw *= floor + (1.0 - floor) * np.minimum(np.maximum(cands.coverage.astype(np.float64), 0.0), 1.0)
-    return sem, kw
+        cos = cands.cosine.astype(np.float64)
+        return _minmax(np.where(np.isnan(cos), 0.0, cos)), _minmax(cands.bm25.astype(np.float64))
+    return _calibrated(cands, cfg)[:2]
 
 
-def _nan_as_zero(x: np.ndarray) -> np.ndarray:
-    """A cosine signal as float64, NaN (no vector) read as 0 (cosines are never infinite)."""
-    x = x.astype(np.float64)
-    return np.where(np.isnan(x), 0.0, x)
+_KERNEL: Any = None
+
+
+def _calibrated(cands: Candidates, cfg: FusionConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(sem, kw, semantic_weight·sem + keyword_weight·kw) with the calibrated normalisation:
+    one kernel call (kernels/fusion.py; a few candidates: numpy's per-call cost was most of
+    the time)."""
+    global _KERNEL
+    if _KERNEL is None:
+        from ..kernels.fusion import weighted_calibrated as _KERNEL
+    n = len(cands)
+    sem, kw, base = np.empty(n), np.empty(n), np.empty(n)
+    _KERNEL(_f32(cands.cosine), _f32(cands.hub), _f32(cands.bm25), _f32(cands.coverage),
+            float(cfg.hub_penalty), float(cfg.coverage_floor), float(cfg.semantic_weight),
+            float(cfg.keyword_weight), sem, kw, base)
+    return sem, kw, base
+
+
+def _f32(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(x, np.float32)
 
 
 def _minmax(x: np.ndarray) -> np.ndarray:
@@ -178,9 +186,13 @@ def fused_scores(
         conf_v = np.ones(n)
     else:
         conf_v = np.minimum(np.maximum(np.asarray(confidence, dtype=np.float64), 0.0), 1.0)
-    sem, kw = _normalise(cands, cfg)
+    if cfg.method == "weighted" and cfg.normalisation == "calibrated":
+        sem, kw, base = _calibrated(cands, cfg)
+    else:
+        sem, kw = _normalise(cands, cfg)
     if cfg.method == "weighted":
-        base = cfg.semantic_weight * sem + cfg.keyword_weight * kw
+        if cfg.normalisation != "calibrated":
+            base = cfg.semantic_weight * sem + cfg.keyword_weight * kw
         if tag is not None:  # no tags: + 0 for every candidate
             base += cfg.tag_weight * tag_v
     else:

@@ -81,18 +81,32 @@ def _extra_arrays(extra: Mapping[str, Any] | None, n: int) -> dict[str, np.ndarr
     return out
 
 
+_ENABLED: dict[int, tuple[ScoringConfig, list[tuple[str, float, Any, Any]]]] = {}
+
+
+def _enabled(config: ScoringConfig) -> list[tuple[str, float, Any, Any]]:
+    """(name, weight, function, params) of the config's enabled factors with a weight,
+    in order; worked out once per config (a config is read-only)."""
+    hit = _ENABLED.get(id(config))
+    if hit is None or hit[0] is not config:
+        if len(_ENABLED) > 64:
+            _ENABLED.clear()
+        hit = _ENABLED[id(config)] = (config, [
+            (f.name, f.weight, FACTORS[f.name].fn, f.params) for f in config.factors
+            if f.enabled and f.weight != 0.0])
+    return hit[1]
+
+
 def combine(config: ScoringConfig, inputs: Inputs) -> Scored:
     """Evaluate the enabled factors and their weighted product (in the log domain)."""
     n = len(inputs.row_list)
     names: list[str] = []
     weights: list[float] = []
     values: list[np.ndarray | float] = []
-    for f in config.factors:
-        if not f.enabled or f.weight == 0.0:
-            continue
-        names.append(f.name)
-        weights.append(f.weight)
-        values.append(FACTORS[f.name].fn(inputs, f.params))
+    for name, weight, fn, params in _enabled(config):
+        names.append(name)
+        weights.append(weight)
+        values.append(fn(inputs, params))
     # One array operation per stage over all the factors at once, not one per factor (a few
     # candidates: numpy's per-call cost was most of the time), with the same arithmetic: each
     # value guarded, its log times its weight, summed in factor order (`accumulate` adds
@@ -236,12 +250,13 @@ class Scorer:
         if rel.shape != rows.shape:
             raise ConfigError(f"relevance has {rel.size} values for {rows.size} rows; give "
                               "one per row")
-        if rows.size and (rows.min() < 0 or rows.max() >= state.n_rows):
-            raise ConfigError(f"row numbers must be in [0, {state.n_rows}); got "
-                              f"{int(rows.min())}..{int(rows.max())}")
         now = time.time() if now is None else float(now)
         if not math.isfinite(now):
             raise ConfigError(f"now must be a finite time in seconds, got {now!r}")
         inputs = Inputs(state, rows, rel, now, affect or _NEUTRAL,
                         _extra_arrays(extra, rows.size), self._meta_cache)
+        row_list = inputs.row_list  # min/max of a few ints: cheaper on the list than numpy's
+        if row_list and (min(row_list) < 0 or max(row_list) >= state.n_rows):
+            raise ConfigError(f"row numbers must be in [0, {state.n_rows}); got "
+                              f"{min(row_list)}..{max(row_list)}")
         return combine(config, inputs)
