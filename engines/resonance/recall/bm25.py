@@ -254,18 +254,14 @@ class BM25Index:
                 )
             n = self._n_alive
             ids: list[int] = []
-            times: list[int] = []
-            dfs: list[float] = []
+            weights: list[float] = []
             for tok, c in counts.items():
                 t = self._vocab.get(tok)
                 if t is None or self._df[t] <= 0:
                     continue
+                df = float(self._df[t])
                 ids.append(t)
-                times.append(c)
-                dfs.append(float(self._df[t]))
-            df = np.array(dfs)
-            # one log1p over the query's terms (numpy's, as it was per term: the same values)
-            weights = np.array(times) * np.log1p((n - df + 0.5) / (df + 0.5))
+                weights.append(c * np.log1p((n - df + 0.5) / (df + 0.5)))
             empty_csr = (np.zeros(1, dtype=np.int64), _EMPTY_I32, _EMPTY_F32)
             view = _ReadView(
                 main=self._main,
