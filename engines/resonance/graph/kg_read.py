@@ -87,10 +87,23 @@ class GraphReads:
             by_node[n] = weight
         if len(by_node) != len(topics):  # a name that is no node's display form: by name
             by_node = {n: w for n, name in enumerate(display) if (w := topics.get(name)) is not None}
+        found = None
+        members = st.memories
+        if sum(len(members.get(n, ())) for n in by_node) <= len(memory_ids):
+            # the topics' memories are fewer than the memories asked about: look from them
+            found = {}
+            for n, weight in by_node.items():
+                for memory_id in members.get(n, ()):
+                    found.setdefault(memory_id, []).append(weight)
         nodes = by_node.keys()
         out = []
         for memory_id in memory_ids:
-            share = 0
+            if found is not None:
+                weights = found.get(memory_id, ())
+                if len(weights) <= 2:  # a + b is b + a: the mentions' order cannot matter
+                    out.append(min(1.0, sum(weights, 0)))
+                    continue
+            share = 0  # summed in the memory's mention order
             mentioned = mentions.get(memory_id, ())
             if not nodes.isdisjoint(mentioned):
                 for n in mentioned:
