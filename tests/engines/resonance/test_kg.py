@@ -338,6 +338,6 @@ def test_topic_shares_sum_each_memorys_topics_in_its_mention_order(graph: Knowle
         graph.mention(memory_id, rng.sample(names, rng.randint(0, 6)))
     topics = {name: rng.choice([0.1, 0.3, 1 / 3, 0.7, 1.0, 0.05]) for name in
               rng.sample(names, rng.randint(1, 10 if seed % 2 else 3))}
-    asked = rng.sample(memories + ["unknown"], rng.randint(1, len(memories) + 1))
+    asked = rng.sample([*memories, "unknown"], rng.randint(1, len(memories) + 1))
     expected = [min(1.0, sum(topics.get(e, 0.0) for e in graph.entities_of(m))) for m in asked]
     assert graph.topic_shares(asked, topics) == expected
