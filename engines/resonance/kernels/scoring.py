@@ -16,7 +16,7 @@ import math
 import numpy as np
 from numba import float64, int64, njit, void
 
-__all__ = ["base_level", "decayed", "sigmoid", "spacing"]
+__all__ = ["base_level", "decayed", "guard", "row_sums", "sigmoid", "spacing"]
 
 _SIG_BASE = void(float64[::1], float64[::1], int64[::1], float64[::1], float64, float64, float64,
                  float64, float64[::1])
@@ -154,3 +154,27 @@ def decayed(last_active: np.ndarray, kind: np.ndarray, mu: np.ndarray, var: np.n
         t = 0 if d < 1.0 else 1 if d < 7.0 else 2
         m = mu_out[i]
         tier[i] = 3 if (m if math.isfinite(m) else 0.0) < 0.1 or d >= 30.0 else t
+
+
+@njit(void(float64[:, ::1]), cache=True, error_model="numpy")
+def guard(table: np.ndarray) -> None:  # pragma: no cover - compiled
+    """In place: a value that is not finite reads 1.0 (neutral), then it is clipped to
+    [0, 1e6] (numpy's maximum/minimum: −0.0 stays −0.0)."""
+    for i in range(table.shape[0]):
+        for j in range(table.shape[1]):
+            v = table[i, j]
+            if not math.isfinite(v):
+                v = 1.0
+            v = v if v >= 0.0 else 0.0
+            table[i, j] = v if v <= 1e6 else 1e6
+
+
+@njit(void(float64[:, ::1], float64[::1]), cache=True, error_model="numpy")
+def row_sums(table: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - compiled
+    """``out`` = the rows of ``table`` added one after the other (``np.add.accumulate`` over
+    axis 0, its last row: the same additions in the same order)."""
+    for j in range(table.shape[1]):
+        out[j] = table[0, j]
+    for i in range(1, table.shape[0]):
+        for j in range(table.shape[1]):
+            out[j] += table[i, j]

@@ -158,7 +158,9 @@ def inhibit(cfg: ResonanceConfig, state: State, pool: Pool, order: np.ndarray,
     mult = np.ones(len(window))
     damped = 0
     # the near-duplicate pairs (i before j), in row order: one pass, then only those pairs
-    winners, losers = np.nonzero(np.triu(sims > cfg.inhibition_threshold, 1))
+    winners, losers = np.nonzero(sims > cfg.inhibition_threshold)
+    later = losers > winners  # the upper triangle, without np.triu's masks
+    winners, losers = winners[later], losers[later]
     taken: dict[int, int] = {}
     for i, j in zip(winners.tolist(), losers.tolist(), strict=True):
         if taken.get(i, 0) < cfg.inhibition_max_competitors:

@@ -35,7 +35,7 @@ import numpy as np
 from ..errors import ConfigError
 from .scoring_config import FactorConfig, ScoringConfig, ScoringConfigError, unknown_name
 from .scoring_factors import FACTORS
-from .scoring_inputs import EXTRA_KEYS, Affect, Inputs
+from .scoring_inputs import EXTRA_KEYS, Affect, Inputs, kernels
 
 if TYPE_CHECKING:
     from ..store.state import State
@@ -128,14 +128,19 @@ def combine(config: ScoringConfig, inputs: Inputs) -> Scored:
         table[uniform] = np.array([values[i] for i in uniform])[:, None]
     if moving:
         part = table[moving]
-        # Factors are finite by construction; this guards a future factor that is not.
-        part = np.minimum(np.maximum(np.where(np.isfinite(part), part, 1.0), 0.0), 1e6)
+        # Factors are finite by construction; this guards a future factor that is not:
+        # non-finite reads 1, then clipped to [0, 1e6] (one kernel call, kernels/scoring.py).
+        kernels().guard(part)
         table[moving] = part
-        # log 0 = -inf: the veto (the log is taken where the value is > 0 only: no warning)
-        logs = np.log(part, out=np.full_like(part, -np.inf), where=part > 0.0)
+        if (part > 0.0).all():
+            logs = np.log(part)
+        else:
+            with np.errstate(divide="ignore"):
+                logs = np.log(part)  # log 0 = -inf: the veto
         if any(weights[i] != 1.0 for i in moving):  # a weight of 1 leaves the log as is
             logs *= np.array([weights[i] for i in moving])[:, None]
-        log_final = np.add.accumulate(logs, axis=0)[-1] if len(logs) > 1 else logs[0]
+        log_final = np.empty(n)
+        kernels().row_sums(logs, log_final)  # added row after row, as a loop would
         final = np.exp(np.minimum(log_final, _LOG_MAX))
     else:
         final = np.ones(n)
