@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain, repeat
-from operator import itemgetter
+from operator import is_, itemgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -46,6 +46,7 @@ EXTRA_KEYS = (
 )
 _RATES = np.array([DECAY_RATES[Kind(i)] for i in range(len(Kind))])
 _META_CACHE = 65_536  # decoded metas kept per Scorer
+_UNREAD: tuple[None, None] = (None, None)  # a row the meta cache has not seen: no text yet
 TIERS = (Tier.HOT, Tier.WARM, Tier.COOL, Tier.COLD)
 
 
@@ -204,12 +205,15 @@ class Inputs:
     def metas(self) -> list[tuple[int, dict[str, Any]]]:
         """(position, meta) of the rows that have a non-empty meta; the others have none."""
         cache, rows = self.meta_cache, self.row_list
+        texts = self.values(self.state.meta)
+        hits = list(map(cache.get, rows, repeat(_UNREAD, len(rows))))
+        if all(map(is_, texts, map(itemgetter(0), hits))):  # every row's meta decoded already
+            return [(i, m) for i, m in enumerate(map(itemgetter(1), hits)) if m]
         out = []
-        for i, (text, hit) in enumerate(zip(self.values(self.state.meta), map(cache.get, rows),
-                                            strict=True)):
+        for i, (text, hit) in enumerate(zip(texts, hits, strict=True)):
             if not text:
                 continue
-            if hit is not None and hit[0] is text:  # the row's meta string is never replaced
+            if hit[0] is text:  # the row's meta string is never replaced
                 m = hit[1]
             else:
                 r = rows[i]
