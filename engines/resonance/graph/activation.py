@@ -75,7 +75,8 @@ class Spread:
         self.nodes, self.activation, self.hop = nodes, activation, hops
         self._keys, self._display, self._extra = keys, display, extra_seeds
         # entity flag per graph node (1 entity, 0 memory), when the caller has it
-        self._entity = entity if entity is not None and len(entity) >= len(keys) else None
+        self._entity = (np.ascontiguousarray(entity, np.uint8)
+                        if entity is not None and len(entity) >= len(keys) else None)
 
     def __len__(self) -> int:
         return len(self.nodes) + len(self._extra)
@@ -121,16 +122,14 @@ class Spread:
         out: dict[str, float] = {}
         if limit <= 0:
             return out
-        strong = np.flatnonzero(self.activation >= threshold)
-        if self._entity is not None and len(strong):
-            nodes = self.nodes[strong]
-            keep = self._entity[nodes] == 0
-            if exclude_nodes is not None and len(exclude_nodes):
-                known = np.sort(exclude_nodes)
-                at = np.minimum(np.searchsorted(known, nodes), len(known) - 1)
-                keep &= known[at] != nodes
-            strong = strong[keep]
-        strong = strong[np.argsort(-self.activation[strong], kind="stable")]
+        memories_only = self._entity is not None
+        known = _NONE if exclude_nodes is None or not memories_only else np.sort(
+            np.asarray(exclude_nodes, np.int64))
+        strong = np.empty(len(self.nodes), np.int64)
+        strong = strong[:_kernels().strong_order(
+            np.ascontiguousarray(self.activation >= threshold), np.ascontiguousarray(
+                self.activation, np.float32), np.ascontiguousarray(self.nodes, np.int32),
+            self._entity if memories_only else _NO_FLAGS, memories_only, known, strong)]
         keys, cut = self._keys, len(MEMORY_PREFIX)
         for node, a in zip(self.nodes[strong].tolist(), self.activation[strong].tolist(),
                            strict=True):
@@ -143,18 +142,13 @@ class Spread:
 
     def of_nodes(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(activation, hop) of each graph node in `nodes` (-1: not a node): 0 and -1 where
-        spreading did not reach it. Vectorised: no per-node dictionary."""
-        nodes = np.asarray(nodes, np.int64)
-        act = np.zeros(len(nodes), np.float64)
-        hop = np.full(len(nodes), -1, np.int64)
-        if len(self.nodes) == 0 or len(nodes) == 0:
-            return act, hop
-        order = np.argsort(self.nodes, kind="stable")
-        sorted_nodes = self.nodes[order]
-        pos = np.clip(np.searchsorted(sorted_nodes, nodes), 0, len(sorted_nodes) - 1)
-        hit = (sorted_nodes[pos] == nodes) & (nodes >= 0)
-        act[hit] = self.activation[order[pos[hit]]]
-        hop[hit] = self.hop[order[pos[hit]]]
+        spreading did not reach it. One kernel call: no per-node dictionary."""
+        nodes = np.ascontiguousarray(nodes, np.int64)
+        act = np.empty(len(nodes), np.float64)
+        hop = np.empty(len(nodes), np.int64)
+        _kernels().node_values(np.ascontiguousarray(self.nodes, np.int32),
+                    np.ascontiguousarray(self.activation, np.float32),
+                    np.ascontiguousarray(self.hop, np.int32), nodes, act, hop)
         return act, hop
 
     def memories_above(self, threshold: float) -> dict[str, float]:
@@ -199,10 +193,7 @@ def spread_nodes(adj: Adjacency, seed_nodes: np.ndarray, seed_values: np.ndarray
                  hub_power: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Run the spreading kernel over an adjacency from seed nodes (values already scaled by
     strength and clipped to [0, 1]); returns (reached nodes, activation, first hop)."""
-    global _SPREAD
-    if _SPREAD is None:  # the kernel module, imported on first use
-        from ..kernels.spread import spread_activation as _SPREAD
-    spread_activation = _SPREAD
+    spread_activation = _kernels().spread_activation
     ws = _workspace(adj.n_nodes)
     k = spread_activation(adj.indptr, adj.indices, adj.weights, adj.delta_src, adj.delta_dst,
                           adj.delta_w, adj.degree, adj.entity,
@@ -232,7 +223,19 @@ class _Workspace:
 
 
 _local = threading.local()
-_SPREAD: Any = None  # kernels.spread.spread_activation
+_NONE = np.zeros(0, np.int64)
+_NO_FLAGS = np.zeros(0, np.uint8)
+_KERNELS: Any = None
+
+
+def _kernels() -> Any:
+    """kernels/spread.py, imported on first use (numba loads when a graph is spread)."""
+    global _KERNELS
+    if _KERNELS is None:
+        from ..kernels import spread
+
+        _KERNELS = spread
+    return _KERNELS
 
 
 def _workspace(n: int) -> _Workspace:
