@@ -11,6 +11,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -131,8 +132,7 @@ def basin(cfg: ResonanceConfig, src: Sources, pool: Pool, query: str,
         return
     chosen = None
     for entity, strength in graph.attractors(cfg.attractors):
-        words = set(entity.lower().replace("_", " ").replace(".", " ").split())
-        if words & terms and (chosen is None or strength > chosen[1]):
+        if not terms.isdisjoint(_words(entity)) and (chosen is None or strength > chosen[1]):
             chosen = (entity, strength)
     if chosen is None:
         return
@@ -176,6 +176,13 @@ def inhibit(cfg: ResonanceConfig, state: State, pool: Pool, order: np.ndarray,
         order = np.concatenate([head, order[cfg.inhibition_window:]])
     facts["inhibition"] = {"window": len(window), "damped": damped}
     return order
+
+
+@lru_cache(maxsize=4096)
+def _words(entity: str) -> frozenset[str]:
+    """An attractor entity's words, as query terms are matched against them (the few
+    attractors come back every query: split once)."""
+    return frozenset(entity.lower().replace("_", " ").replace(".", " ").split())
 
 
 def query_terms(query: str) -> list[str]:
