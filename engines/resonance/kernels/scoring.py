@@ -16,7 +16,7 @@ import math
 import numpy as np
 from numba import float64, int64, njit, void
 
-__all__ = ["base_level", "decayed", "guard", "row_sums", "sigmoid", "spacing"]
+__all__ = ["base_level", "confidence", "decayed", "guard", "row_sums", "sigmoid", "spacing", "strength"]
 
 _SIG_BASE = void(float64[::1], float64[::1], int64[::1], float64[::1], float64, float64, float64,
                  float64, float64[::1])
@@ -178,3 +178,26 @@ def row_sums(table: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - 
     for i in range(1, table.shape[0]):
         for j in range(table.shape[1]):
             out[j] += table[i, j]
+
+
+@njit(void(float64[::1], float64, float64, float64[::1]), cache=True, error_model="numpy")
+def strength(observations: np.ndarray, floor: float, half: float,
+             out: np.ndarray) -> None:  # pragma: no cover - compiled
+    """The Strength factor: ``floor + (1 − floor)·n/(n + half)``, n the observations (≥ 0)."""
+    for i in range(observations.shape[0]):
+        n = observations[i]
+        n = n if (n >= 0.0 or n != n) else 0.0
+        out[i] = floor + (1.0 - floor) * n / (n + half)
+
+
+@njit(void(float64[::1], float64[::1], float64, float64, float64[::1]), cache=True,
+      error_model="numpy")
+def confidence(mu: np.ndarray, var: np.ndarray, floor: float, doubt: float,
+               out: np.ndarray) -> None:  # pragma: no cover - compiled
+    """The Confidence factor: ``floor + (1 − floor)·clip(mu − doubt·sqrt(var), 0, 1)``."""
+    for i in range(mu.shape[0]):
+        c = mu[i] - doubt * math.sqrt(var[i])
+        if c == c:  # numpy's maximum/minimum: NaN stays NaN
+            c = c if c >= 0.0 else 0.0
+            c = c if c <= 1.0 else 1.0
+        out[i] = floor + (1.0 - floor) * c

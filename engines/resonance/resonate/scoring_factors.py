@@ -72,16 +72,18 @@ def strength(x: Inputs, p: Params) -> np.ndarray:
     recall accesses — being retrieved is no evidence of being right, and counting it let the
     memories every query brings up crowd out the rest (LoCoMo dev, after two passes of
     questions: R@10 .747 counting accesses, .780 counting observations)."""
-    n = np.maximum(x.observations, 0.0)
-    return p["floor"] + (1.0 - p["floor"]) * n / (n + p["half_observations"])
+    out = np.empty(len(x.row_list))
+    kernels().strength(x.observations, float(p["floor"]), float(p["half_observations"]), out)
+    return out
 
 
 def confidence(x: Inputs, p: Params) -> np.ndarray:
     """``floor + (1 − floor)·clip(mu − doubt·sd)``: the decayed posterior mean, discounted by
     its standard deviation (a lower credible bound) — few observations count for less."""
     mu, var = x.confidence
-    c = clip(mu - p["doubt"] * np.sqrt(var), 0.0, 1.0)
-    return p["floor"] + (1.0 - p["floor"]) * c
+    out = np.empty(len(x.row_list))
+    kernels().confidence(mu, var, float(p["floor"]), float(p["doubt"]), out)
+    return out
 
 
 def surprise(x: Inputs, p: Params) -> Value:
