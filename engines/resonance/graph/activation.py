@@ -23,6 +23,9 @@ from .kg_state import MEMORY_PREFIX
 __all__ = ["Spread", "SpreadConfig", "spread_nodes", "spread_seeds"]
 
 
+_OVERRIDDEN: dict[tuple, SpreadConfig] = {}  # (config, the overrides) -> the copy
+
+
 @dataclass(frozen=True)
 class SpreadConfig:
     """Spreading-activation defaults, tuned so a memory two and three memory-hops out scores.
@@ -46,7 +49,12 @@ class SpreadConfig:
     def overridden(self, *, strength: float | None = None, decay: float | None = None,
                    max_hops: int | None = None, cutoff: float | None = None,
                    hub_power: float | None = None) -> SpreadConfig:
-        """A copy with the given values (None keeps this one's); `ConfigError` if invalid."""
+        """A copy with the given values (None keeps this one's); `ConfigError` if invalid.
+        Each query asks for the same few: the last ones are kept (the config is frozen)."""
+        key = (self, strength, decay, max_hops, cutoff, hub_power)
+        kept = _OVERRIDDEN.get(key)
+        if kept is not None:
+            return kept
         cfg = SpreadConfig(
             strength=self.strength if strength is None else strength,
             decay=self.decay if decay is None else decay,
@@ -59,6 +67,9 @@ class SpreadConfig:
             raise ConfigError(f"spread(strength={cfg.strength}, decay={cfg.decay}, max_hops="
                               f"{cfg.max_hops}, cutoff={cfg.cutoff}): need 0 <= decay <= 1, "
                               "strength >= 0, cutoff > 0, max_hops >= 0")
+        if len(_OVERRIDDEN) >= 64:
+            _OVERRIDDEN.clear()
+        _OVERRIDDEN[key] = cfg
         return cfg
 
 

@@ -14,9 +14,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import float64, int64, njit, void
+from numba import boolean, float64, int64, njit, void
 
-__all__ = ["base_level", "confidence", "decayed", "guard", "row_sums", "sigmoid", "spacing", "strength"]
+__all__ = ["base_level", "confidence", "decayed", "guard", "relevance", "row_sums", "sigmoid", "spacing",
+           "strength"]
 
 _SIG_BASE = void(float64[::1], float64[::1], int64[::1], float64[::1], float64, float64, float64,
                  float64, float64[::1])
@@ -201,3 +202,20 @@ def confidence(mu: np.ndarray, var: np.ndarray, floor: float, doubt: float,
             c = c if c >= 0.0 else 0.0
             c = c if c <= 1.0 else 1.0
         out[i] = floor + (1.0 - floor) * c
+
+
+@njit(void(float64[::1], boolean, float64[::1]), cache=True, error_model="numpy")
+def relevance(r: np.ndarray, cosine: bool, out: np.ndarray) -> None:  # pragma: no cover
+    """The Relevance factor: a non-finite relevance reads 0; a cosine as clip((r + 1)/2,
+    0, 1), a unit relevance as max(r, 0)."""
+    for i in range(r.shape[0]):
+        v = r[i]
+        if not math.isfinite(v):
+            v = 0.0
+        if cosine:
+            v = (v + 1.0) / 2.0
+            v = v if v >= 0.0 else 0.0
+            v = v if v <= 1.0 else 1.0
+        else:
+            v = v if v >= 0.0 else 0.0
+        out[i] = v

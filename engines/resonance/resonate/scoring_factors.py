@@ -51,10 +51,9 @@ def _table(p: Params, name: str, build: Callable[[], np.ndarray]) -> np.ndarray:
 def relevance(x: Inputs, p: Params) -> np.ndarray:
     """Cosine in [−1, 1] as (cos + 1)/2 (``scale: cosine``), or (``scale: unit``) a fused
     relevance >= 0 as is — not capped at 1, so scores boosted past 1 keep their order."""
-    r = finite_or(x.relevance, 0.0)
-    if p["scale"] == "cosine":
-        return clip((r + 1.0) / 2.0, 0.0, 1.0)
-    return np.maximum(r, 0.0)
+    out = np.empty(len(x.row_list))
+    kernels().relevance(np.ascontiguousarray(x.relevance, np.float64), p["scale"] == "cosine", out)
+    return out
 
 
 def actr(x: Inputs, p: Params) -> np.ndarray:
