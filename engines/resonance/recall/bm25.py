@@ -17,6 +17,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 
 import numpy as np
 
@@ -254,14 +255,18 @@ class BM25Index:
                 )
             n = self._n_alive
             ids: list[int] = []
-            weights: list[float] = []
+            times: list[int] = []
+            ratios: list[float] = []
             for tok, c in counts.items():
                 t = self._vocab.get(tok)
                 if t is None or self._df[t] <= 0:
                     continue
                 df = float(self._df[t])
                 ids.append(t)
-                weights.append(c * np.log1p((n - df + 0.5) / (df + 0.5)))
+                times.append(c)
+                ratios.append((n - df + 0.5) / (df + 0.5))
+            # numpy's log1p once over the terms (bitwise what it gives term by term)
+            weights = [c * idf for c, idf in zip(times, np.log1p(ratios).tolist(), strict=True)]
             empty_csr = (np.zeros(1, dtype=np.int64), _EMPTY_I32, _EMPTY_F32)
             view = _ReadView(
                 main=self._main,
@@ -341,10 +346,10 @@ class BM25Index:
     def _gather(
         self, sc: _Scored, ids: Sequence[int] | np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        slot_of, n_slots = self._slot_of, sc.view.n_slots
         wanted = ids.tolist() if isinstance(ids, np.ndarray) else [int(i) for i in ids]
-        slots = np.fromiter((-1 if (slot := slot_of.get(i)) is None or slot >= n_slots else slot
-                             for i in wanted), np.int64, len(wanted))
+        slots = np.fromiter(map(self._slot_of.get, wanted, repeat(-1, len(wanted))), np.int64,
+                            len(wanted))
+        slots[slots >= sc.view.n_slots] = -1  # written after the view was taken
         found = slots >= 0
         scores = np.zeros(len(ids), dtype=np.float32)
         matched = np.zeros(len(ids), dtype=np.float32)
