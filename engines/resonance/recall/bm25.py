@@ -255,18 +255,14 @@ class BM25Index:
                 )
             n = self._n_alive
             ids: list[int] = []
-            times: list[int] = []
-            ratios: list[float] = []
+            weights: list[float] = []
             for tok, c in counts.items():
                 t = self._vocab.get(tok)
                 if t is None or self._df[t] <= 0:
                     continue
                 df = float(self._df[t])
                 ids.append(t)
-                times.append(c)
-                ratios.append((n - df + 0.5) / (df + 0.5))
-            # numpy's log1p once over the terms (bitwise what it gives term by term)
-            weights = [c * idf for c, idf in zip(times, np.log1p(ratios).tolist(), strict=True)]
+                weights.append(c * np.log1p((n - df + 0.5) / (df + 0.5)))
             empty_csr = (np.zeros(1, dtype=np.int64), _EMPTY_I32, _EMPTY_F32)
             view = _ReadView(
                 main=self._main,
