@@ -146,7 +146,6 @@ class Resonator:
         cands = self._candidates(query, vector, kindex, vindex)
         hybrid = self._hybrid(cands, tags, now)
         graph = src.graph() if (cfg.on("spreading") or cfg.on("basin") or cfg.on("priming")) else None
-        activation, hops = np.zeros(len(cands)), np.full(len(cands), -1, np.int64)
         if cfg.on("spreading") and graph is not None and len(cands):
 
             def grow(cands: Candidates, extra: np.ndarray) -> tuple[Candidates, np.ndarray]:
@@ -154,12 +153,15 @@ class Resonator:
                 return more, self._hybrid(more, tags, now)
 
             cands, hybrid, activation, hops = spread(cfg, src, cands, hybrid, grow, facts)
+        else:
+            activation, hops = np.zeros(len(cands)), np.full(len(cands), -1, np.int64)
         keep = hybrid >= 0
-        pool = Pool(cands.ids[keep], hybrid[keep], activation[keep], hops[keep],
-                     np.zeros(int(keep.sum())), {})
+        columns = (cands.ids, hybrid, activation, hops)
+        if not keep.all():  # a forgotten candidate: left out
+            columns = tuple(c[keep] for c in columns)
         aw = cfg.activation_weight if cfg.on("spreading") else 0.0
-        pool.score = (1.0 - aw) * pool.hybrid + aw * pool.activation
-        pool.parts["relevance"] = pool.score.copy()
+        score = (1.0 - aw) * columns[1] + aw * columns[2]
+        pool = Pool(*columns, score, {"relevance": score.copy()})
         if session and cfg.on("priming") and len(pool.rows):
             prime(cfg, src, pool, session, facts)
         if cfg.on("basin") and graph is not None and len(pool.rows):
