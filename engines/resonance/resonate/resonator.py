@@ -169,7 +169,8 @@ class Resonator:
         if cfg.on("scoring") and len(pool.rows):
             scored = src.scorer().score(src.state, pool.rows, pool.score, now=now,
                                     affect=affect, relevance_scale="unit")
-            pool.parts.update({f"factor:{n}": v for n, v in scored.factors.items()})
+            if explain:  # the parts are only shown
+                pool.parts.update({f"factor:{n}": v for n, v in scored.factors.items()})
             pool.score = np.asarray(scored.final, np.float64)
         order = np.argsort(-pool.score, kind="stable")
         if cfg.on("inhibition") and len(pool.rows) > 1:
