@@ -124,17 +124,19 @@ def spacing(created: np.ndarray, flat: np.ndarray, counts: np.ndarray,
 
 
 _SIG_DECAYED = void(float64[::1], int64[::1], float64[::1], float64[::1], float64[::1], float64,
-                    float64, float64, float64[::1], float64[::1], float64[::1], int64[::1])
+                    float64, float64, float64[::1], float64[::1], float64[::1], int64[::1],
+                    int64[::1])
 
 
 @njit(_SIG_DECAYED, cache=True, error_model="numpy")
 def decayed(last_active: np.ndarray, kind: np.ndarray, mu: np.ndarray, var: np.ndarray,
             rates: np.ndarray, now: float, day: float, prior_var: float, idle: np.ndarray,
-            mu_out: np.ndarray, var_out: np.ndarray,
-            tier: np.ndarray) -> None:  # pragma: no cover - compiled
+            mu_out: np.ndarray, var_out: np.ndarray, tier: np.ndarray,
+            kind_out: np.ndarray) -> None:  # pragma: no cover - compiled
     """Per row: idle days since last active, the confidence (mean, variance) decayed over
-    them at the rate of the row's kind (see `Confidence.decay`), and the tier those give
-    (`scoring_inputs.tier_index`: 0 hot, 1 warm, 2 cool, 3 cold)."""
+    them at the rate of the row's kind (see `Confidence.decay`), the tier those give
+    (`scoring_inputs.tier_index`: 0 hot, 1 warm, 2 cool, 3 cold), and the kind clipped to
+    the known ones (an index into a per-kind table)."""
     top = rates.shape[0] - 1
     for i in range(last_active.shape[0]):
         last = last_active[i]
@@ -145,6 +147,7 @@ def decayed(last_active: np.ndarray, kind: np.ndarray, mu: np.ndarray, var: np.n
         idle[i] = d
         k = kind[i]
         k = 0 if k < 0 else top if k > top else k
+        kind_out[i] = k
         keep = math.exp(-rates[k] * d)
         m = mu[i]
         mu_out[i] = (m if math.isfinite(m) else 0.0) * keep

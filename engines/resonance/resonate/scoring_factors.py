@@ -128,7 +128,7 @@ def frustration_escalation(x: Inputs, p: Params) -> Value:
         table[[int(Kind[k.upper()]) for k in p["kinds"]]] = True
         return table
 
-    boosted = _table(p, "kinds", build)[clip(x.kind, 0, len(Kind) - 1)]
+    boosted = _table(p, "kinds", build)[x.kind_index]
     return np.where(boosted, 1.0 + p["gain"] * e, 1.0)
 
 
@@ -164,7 +164,7 @@ def kind(x: Inputs, p: Params) -> np.ndarray:
             table[int(Kind[label.upper()])] = value
         return table
 
-    return _table(p, "values", build)[clip(x.kind, 0, len(Kind) - 1)]
+    return _table(p, "values", build)[x.kind_index]
 
 
 def realm_reliability(x: Inputs, p: Params) -> Value:

@@ -13,7 +13,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from itertools import chain, repeat
 from operator import is_, itemgetter
 from typing import TYPE_CHECKING, Any
@@ -269,15 +269,21 @@ class Inputs:
         return np.full(len(self.row_list), neutral)
 
     @cached_property
-    def _decayed(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(idle days, decayed confidence mean, its variance, tier index), one kernel call."""
+    def _decayed(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(idle days, decayed confidence mean, its variance, tier index, the kind clipped to
+        the known kinds), one kernel call."""
         n = len(self.row_list)
         idle, mu, var = np.empty(n), np.empty(n), np.empty(n)
-        tier = np.empty(n, np.int64)
+        tier, kind = np.empty(n, np.int64), np.empty(n, np.int64)
         numbers = self._gathered
         kernels().decayed(numbers[3], self.kind, numbers[4], numbers[5], _RATES, float(self.now), float(DAY), float(PRIOR_VAR),
-                idle, mu, var, tier)
-        return idle, mu, var, tier
+                idle, mu, var, tier, kind)
+        return idle, mu, var, tier, kind
+
+    @property
+    def kind_index(self) -> np.ndarray:
+        """Each row's kind clipped to the known kinds: an index into a per-kind table."""
+        return self._decayed[4]
 
     @property
     def tier(self) -> np.ndarray:
@@ -286,7 +292,10 @@ class Inputs:
 
     @cached_property
     def affect_values(self) -> tuple[float, float, float, float]:
-        """The query's `affect_values`."""
+        """The query's `affect_values` (an `Affect` is frozen: the same few come back query
+        after query, worked out once each)."""
+        if type(self.affect) is Affect:
+            return _affect_values(self.affect)
         return affect_values(self.affect)
 
     @property
@@ -307,3 +316,6 @@ def affect_values(affect: Affect) -> tuple[float, float, float, float]:
         return min(max(v, lo), hi)
     return (clip(affect.valence, -1.0, 1.0, 0.0), clip(affect.arousal, 0.0, 1.0, 0.0),
             clip(affect.frustration, 0.0, 1.0, 0.0), clip(affect.confidence, 0.0, 1.0, 0.5))
+
+
+_affect_values = lru_cache(maxsize=256)(affect_values)
