@@ -142,17 +142,34 @@ def test_locomo_hybrid_beats_best_single_signal_by_5_points(tmp_path) -> None:
     assert mean["hybrid"] - max(mean["keyword"], mean["semantic"]) >= 0.05, mean
 
 
-def test_the_keyword_only_ids_are_found_alike_by_set_or_by_numpy() -> None:
-    # Which keyword hits the semantic search missed: a set for a query's few hundred ids
-    # (issue 26), numpy's isin beyond; both must answer as np.isin does.
-    from soul.engines.resonance.recall.hybrid import _isin
+def test_the_candidate_union_is_both_lists_with_their_signals() -> None:
+    # Hybrid recall's candidates are the semantic ids, then the keyword ids they lack, each
+    # with its ranks, BM25 score and coverage (issue 26: one kernel call, was a set, a dict
+    # and a dozen numpy calls); over random lists it must give what that plain code gave.
+    from soul.engines.resonance.recall.hybrid import _merge
 
     rng = np.random.default_rng(7)
-    for size in (0, 1, 5, 100, 300, 600):
-        ids = rng.integers(0, 400, size).astype(np.int64)
-        among = rng.integers(0, 400, rng.integers(0, 400)).astype(np.int64)
-        found = _isin(ids, among)
-        assert found.dtype == bool and np.array_equal(found, np.isin(ids, among))
+    for size in (0, 1, 5, 100, 300):
+        sem = rng.permutation(400)[: rng.integers(0, size + 1)].astype(np.int64)
+        kw = rng.permutation(400)[: rng.integers(0, size + 1)].astype(np.int64)
+        kw_scores, kw_cov = (rng.random(len(kw)).astype(np.float32) for _ in range(2))
+        sem_scores, sem_cov = (rng.random(len(sem)).astype(np.float32) for _ in range(2))
+        # the plain definition
+        ids = np.concatenate([sem, kw[~np.isin(kw, sem)]])
+        srank = np.full(len(ids), -1, np.int32)
+        srank[: len(sem)] = np.arange(1, len(sem) + 1)
+        krank = np.full(len(ids), -1, np.int32)
+        bm25, cov = np.zeros(len(ids), np.float32), np.zeros(len(ids), np.float32)
+        pos = {int(i): j for j, i in enumerate(ids)}
+        for r, i in enumerate(kw.tolist()):
+            krank[pos[i]], bm25[pos[i]], cov[pos[i]] = r + 1, kw_scores[r], kw_cov[r]
+        lacking = krank[: len(sem)] < 0
+        bm25[: len(sem)][lacking], cov[: len(sem)][lacking] = sem_scores[lacking], sem_cov[lacking]
+        out = (np.empty(len(sem) + len(kw), np.int64), *(np.empty(len(sem) + len(kw), np.int32)
+               for _ in range(2)), *(np.empty(len(sem) + len(kw), np.float32) for _ in range(2)))
+        n = _merge()(sem, kw, kw_scores, kw_cov, sem_scores, sem_cov, *out)
+        for got, want in zip((a[:n] for a in out), (ids, srank, krank, bm25, cov), strict=True):
+            assert got.tobytes() == want.tobytes()
 
 
 def _weighted_by_numpy(cands: Candidates, cfg: FusionConfig, tag, conf) -> np.ndarray:
