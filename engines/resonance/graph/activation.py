@@ -137,10 +137,11 @@ class Spread:
         known = _NONE if exclude_nodes is None or not memories_only else np.sort(
             np.asarray(exclude_nodes, np.int64))
         strong = np.empty(len(self.nodes), np.int64)
-        strong = strong[:_kernels().strong_order(
-            np.ascontiguousarray(self.activation >= threshold), np.ascontiguousarray(
-                self.activation, np.float32), np.ascontiguousarray(self.nodes, np.int32),
+        strong = strong[:_kernels().strong_nodes(
+            np.ascontiguousarray(self.activation >= threshold),
+            np.ascontiguousarray(self.nodes, np.int32),
             self._entity if memories_only else _NO_FLAGS, memories_only, known, strong)]
+        strong = strong[np.argsort(-self.activation[strong], kind="stable")]
         keys, cut = self._keys, len(MEMORY_PREFIX)
         for node, a in zip(self.nodes[strong].tolist(), self.activation[strong].tolist(),
                            strict=True):
@@ -157,9 +158,11 @@ class Spread:
         nodes = np.ascontiguousarray(nodes, np.int64)
         act = np.empty(len(nodes), np.float64)
         hop = np.empty(len(nodes), np.int64)
-        _kernels().node_values(np.ascontiguousarray(self.nodes, np.int32),
-                    np.ascontiguousarray(self.activation, np.float32),
-                    np.ascontiguousarray(self.hop, np.int32), nodes, act, hop)
+        reached = np.ascontiguousarray(self.nodes, np.int32)
+        order = np.argsort(reached, kind="stable")  # numpy's sort: fast at any size
+        _kernels().node_values(reached[order], order, np.ascontiguousarray(
+            self.activation, np.float32), np.ascontiguousarray(self.hop, np.int32), nodes,
+            act, hop)
         return act, hop
 
     def memories_above(self, threshold: float) -> dict[str, float]:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 from numba import boolean, float32, float64, int32, int64, njit, uint8, void
 
-__all__ = ["build_csr", "node_values", "spread_activation", "strong_order"]
+__all__ = ["build_csr", "node_values", "spread_activation", "strong_nodes"]
 
 
 @njit(
@@ -186,16 +186,14 @@ def spread_activation(indptr, indices, weights, d_src, d_dst, d_w, degree, is_en
     return n_touched
 
 
-@njit(void(int32[::1], float32[::1], int32[::1], int64[::1], float64[::1], int64[::1]),
-      cache=True)
-def node_values(reached: np.ndarray, activation: np.ndarray, hops: np.ndarray,
-                nodes: np.ndarray, act_out: np.ndarray,
+@njit(void(int32[::1], int64[::1], float32[::1], int32[::1], int64[::1], float64[::1],
+           int64[::1]), cache=True)
+def node_values(ranked: np.ndarray, order: np.ndarray, activation: np.ndarray,
+                hops: np.ndarray, nodes: np.ndarray, act_out: np.ndarray,
                 hop_out: np.ndarray) -> None:  # pragma: no cover - compiled
-    """The activation and first hop of each of ``nodes`` among the ``reached`` ones (each
-    reached once), 0 and -1 for a node not reached or -1; by binary search over them
-    sorted."""
-    order = np.argsort(reached)
-    ranked = reached[order]
+    """The activation and first hop of each of ``nodes`` among the reached ones (``ranked``:
+    them sorted, ``order``: where each sits in ``activation``/``hops``), 0 and -1 for a node
+    not reached or -1; by binary search."""
     m = ranked.shape[0]
     for i in range(nodes.shape[0]):
         act_out[i] = 0.0
@@ -209,15 +207,13 @@ def node_values(reached: np.ndarray, activation: np.ndarray, hops: np.ndarray,
             hop_out[i] = hops[order[at]]
 
 
-@njit(int64(boolean[::1], float32[::1], int32[::1], uint8[::1], boolean, int64[::1],
-            int64[::1]), cache=True)
-def strong_order(strong: np.ndarray, activation: np.ndarray, reached: np.ndarray,
-                 entity: np.ndarray, memories_only: bool, known: np.ndarray,
+@njit(int64(boolean[::1], int32[::1], uint8[::1], boolean, int64[::1], int64[::1]), cache=True)
+def strong_nodes(strong: np.ndarray, reached: np.ndarray, entity: np.ndarray,
+                 memories_only: bool, known: np.ndarray,
                  out: np.ndarray) -> int:  # pragma: no cover - compiled
-    """The positions of the ``strong`` reached nodes, strongest first (ties in reached
-    order), into ``out``; how many. With ``memories_only``, entity nodes (``entity`` flag 1)
-    and the nodes in ``known`` (sorted) are left out."""
-    picked = np.empty(strong.shape[0], np.int64)
+    """The positions of the ``strong`` reached nodes, in reached order, into ``out``; how
+    many. With ``memories_only``, entity nodes (``entity`` flag 1) and the nodes in
+    ``known`` (sorted) are left out."""
     n = 0
     for i in range(strong.shape[0]):
         if not strong[i]:
@@ -230,12 +226,6 @@ def strong_order(strong: np.ndarray, activation: np.ndarray, reached: np.ndarray
                 at = np.searchsorted(known, node)
                 if at < known.shape[0] and known[at] == node:
                     continue
-        picked[n] = i
+        out[n] = i
         n += 1
-    keys = np.empty(n, np.float32)
-    for j in range(n):
-        keys[j] = -activation[picked[j]]
-    order = np.argsort(keys, kind="mergesort")  # stable: ties keep their reached order
-    for j in range(n):
-        out[j] = picked[order[j]]
     return n
