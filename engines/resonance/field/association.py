@@ -73,6 +73,7 @@ class Association:
         self._scorer: Scorer | None = None
         self._learner: ThompsonLearner | None = None
         self._code: Any = None
+        self._no_code_until = 0.0  # monotonic time before which `code_index` reports none
         self._phrases: Any = None  # entities.PhraseCounter: noun phrases seen since opening
         self._credits: OrderedDict[str, tuple[Draw | None, int]] = OrderedDict()
         self._last_new: dict[str | None, tuple[str, float]] = {}  # session -> (id, when)
@@ -132,12 +133,16 @@ class Association:
         return self._learner
 
     def code_index(self, *, create: bool = True) -> Any:
-        """The field's code index (``<field>/code``); None if there is none and not `create`."""
+        """The field's code index (``<field>/code``); None if there is none and not `create`
+        (looked for on disk at most once a second: every resonance query asks)."""
         if self._code is None:
+            if not create and time.monotonic() < self._no_code_until:
+                return None
             where = self.path / "code"
             read_only = self.store.read_only
             if not where.exists():
                 if not create:
+                    self._no_code_until = time.monotonic() + 1.0
                     return None
                 if read_only:
                     raise ReadOnlyField("create a code index", where)

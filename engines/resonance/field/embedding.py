@@ -30,7 +30,8 @@ __all__ = ["FieldEmbedder", "unit_rows"]
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
     """Rows scaled to unit length (zero rows stay zero)."""
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    # np.linalg.norm(vectors, axis=1, keepdims=True), as it computes it, without its dispatch
+    norms = np.sqrt(np.add.reduce(vectors * vectors, axis=1, keepdims=True))
     return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
 
 

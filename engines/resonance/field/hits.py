@@ -26,10 +26,15 @@ class Hit:
     components: dict[str, Any] = field(default_factory=dict)
 
 
+_LABELS = {int(k): k.label for k in Kind}  # a kind's code -> its label
+
+
 def memory_hit(state: State, row: int, score: float, components: dict[str, Any]) -> Hit:
     """The hit for the memory stored at ``row``."""
-    return Hit(state.ids[row], state.text[row], score, Kind(state.kind[row]).label,
-               state.tags_at(row), state.meta_at(row), components)
+    code = state.kind[row]
+    label = _LABELS.get(code) or Kind(code).label  # an unknown code: Kind's own error
+    return Hit(state.ids[row], state.text[row], score, label, state.tags_at(row),
+               state.meta_at(row), components)
 
 
 def symbol_hit(memory_id: str, symbol: Any, score: float, components: dict[str, Any]) -> Hit:

@@ -260,6 +260,12 @@ class Ingest:
         """
         from ..recall.dedup import single_thread_blas
 
+        text_keys = [_text_key(item.text) for item in items]
+        with self._lock:  # every item the text of a live memory: reinforcements, no vector
+            known = self._known(text_keys)
+            if known is not None:
+                self._reinforce(known)
+                return list(known)
         vectors, ok, mixed = self._vectors(items, chain)
         stored_own: dict[int, np.ndarray] = {}
         threshold = self.config.dedup_threshold
@@ -283,7 +289,6 @@ class Ingest:
             new_keys: dict[str, int] = {}  # their text keys -> position
             accepted = np.zeros(n_items, bool)  # new, with a real vector: merge targets
             merges: list[str] = []
-            text_keys = [_text_key(item.text) for item in items]
             fresh = secrets.token_hex(8 * n_items)
             now = time.time()
             for j, item in enumerate(items):
@@ -334,9 +339,26 @@ class Ingest:
                 self._indexes.dup_added(added, new_pos, ok[new_pos])
             for row, pos in zip(added, new_pos, strict=True):
                 keys.setdefault(text_keys[pos], row)
-            for memory_id in merges:  # a reinforcement: evidence the memory matters
-                self.store.observe(memory_id, 1.0)
-                log.debug("merged a near-duplicate into %s", memory_id)
-            if merges:
-                self.store.access(merges)
+            self._reinforce(merges)
         return ids
+
+    def _known(self, text_keys: list[str]) -> list[str] | None:
+        """The live memory holding each text (by `_text_key`), or None unless every one is
+        held (the caller holds the lock)."""
+        keys, st = self._text_keys(), self.store.state
+        out = []
+        for key in text_keys:
+            row = keys.get(key)
+            if row is None or not st.is_alive(row):
+                return None
+            out.append(st.ids[row])
+        return out
+
+    def _reinforce(self, merges: list[str]) -> None:
+        """The items merged into these memories: each observes a reinforcement (evidence the
+        memory matters) and is accessed."""
+        for memory_id in merges:
+            self.store.observe(memory_id, 1.0)
+            log.debug("merged a near-duplicate into %s", memory_id)
+        if merges:
+            self.store.access(merges)

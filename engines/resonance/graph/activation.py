@@ -12,6 +12,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -20,6 +21,9 @@ from .adjacency import Adjacency
 from .kg_state import MEMORY_PREFIX
 
 __all__ = ["Spread", "SpreadConfig", "spread_nodes", "spread_seeds"]
+
+
+_OVERRIDDEN: dict[tuple, SpreadConfig] = {}  # (config, the overrides) -> the copy
 
 
 @dataclass(frozen=True)
@@ -45,7 +49,12 @@ class SpreadConfig:
     def overridden(self, *, strength: float | None = None, decay: float | None = None,
                    max_hops: int | None = None, cutoff: float | None = None,
                    hub_power: float | None = None) -> SpreadConfig:
-        """A copy with the given values (None keeps this one's); `ConfigError` if invalid."""
+        """A copy with the given values (None keeps this one's); `ConfigError` if invalid.
+        Each query asks for the same few: the last ones are kept (the config is frozen)."""
+        key = (self, strength, decay, max_hops, cutoff, hub_power)
+        kept = _OVERRIDDEN.get(key)
+        if kept is not None:
+            return kept
         cfg = SpreadConfig(
             strength=self.strength if strength is None else strength,
             decay=self.decay if decay is None else decay,
@@ -58,6 +67,9 @@ class SpreadConfig:
             raise ConfigError(f"spread(strength={cfg.strength}, decay={cfg.decay}, max_hops="
                               f"{cfg.max_hops}, cutoff={cfg.cutoff}): need 0 <= decay <= 1, "
                               "strength >= 0, cutoff > 0, max_hops >= 0")
+        if len(_OVERRIDDEN) >= 64:
+            _OVERRIDDEN.clear()
+        _OVERRIDDEN[key] = cfg
         return cfg
 
 
@@ -70,9 +82,12 @@ class Spread:
 
     def __init__(self, nodes: np.ndarray, activation: np.ndarray, hops: np.ndarray,
                  keys: Sequence[str], display: list[str],
-                 extra_seeds: Mapping[str, float]) -> None:
+                 extra_seeds: Mapping[str, float], entity: np.ndarray | None = None) -> None:
         self.nodes, self.activation, self.hop = nodes, activation, hops
         self._keys, self._display, self._extra = keys, display, extra_seeds
+        # entity flag per graph node (1 entity, 0 memory), when the caller has it
+        self._entity = (np.ascontiguousarray(entity, np.uint8)
+                        if entity is not None and len(entity) >= len(keys) else None)
 
     def __len__(self) -> int:
         return len(self.nodes) + len(self._extra)
@@ -109,13 +124,23 @@ class Spread:
         return self._split[2]
 
     def strongest_memories(self, threshold: float, limit: int,
-                           exclude: frozenset[str] = frozenset()) -> dict[str, float]:
+                           exclude: frozenset[str] = frozenset(),
+                           exclude_nodes: np.ndarray | None = None) -> dict[str, float]:
         """At most `limit` reached memories with activation ≥ threshold not in `exclude`,
-        strongest first; looks at nodes in activation order and stops once it has them."""
+        strongest first; looks at nodes in activation order and stops once it has them.
+        ``exclude_nodes``: the graph nodes of (some of) `exclude`, -1 for none: they and the
+        entity nodes are dropped in one array pass before that look."""
         out: dict[str, float] = {}
         if limit <= 0:
             return out
-        strong = np.flatnonzero(self.activation >= threshold)
+        memories_only = self._entity is not None
+        known = _NONE if exclude_nodes is None or not memories_only else np.sort(
+            np.asarray(exclude_nodes, np.int64))
+        strong = np.empty(len(self.nodes), np.int64)
+        strong = strong[:_kernels().strong_nodes(
+            np.ascontiguousarray(self.activation >= threshold),
+            np.ascontiguousarray(self.nodes, np.int32),
+            self._entity if memories_only else _NO_FLAGS, memories_only, known, strong)]
         strong = strong[np.argsort(-self.activation[strong], kind="stable")]
         keys, cut = self._keys, len(MEMORY_PREFIX)
         for node, a in zip(self.nodes[strong].tolist(), self.activation[strong].tolist(),
@@ -129,18 +154,15 @@ class Spread:
 
     def of_nodes(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(activation, hop) of each graph node in `nodes` (-1: not a node): 0 and -1 where
-        spreading did not reach it. Vectorised: no per-node dictionary."""
-        nodes = np.asarray(nodes, np.int64)
-        act = np.zeros(len(nodes), np.float64)
-        hop = np.full(len(nodes), -1, np.int64)
-        if len(self.nodes) == 0 or len(nodes) == 0:
-            return act, hop
-        order = np.argsort(self.nodes, kind="stable")
-        sorted_nodes = self.nodes[order]
-        pos = np.clip(np.searchsorted(sorted_nodes, nodes), 0, len(sorted_nodes) - 1)
-        hit = (sorted_nodes[pos] == nodes) & (nodes >= 0)
-        act[hit] = self.activation[order[pos[hit]]]
-        hop[hit] = self.hop[order[pos[hit]]]
+        spreading did not reach it. One kernel call: no per-node dictionary."""
+        nodes = np.ascontiguousarray(nodes, np.int64)
+        act = np.empty(len(nodes), np.float64)
+        hop = np.empty(len(nodes), np.int64)
+        reached = np.ascontiguousarray(self.nodes, np.int32)
+        order = np.argsort(reached, kind="stable")  # numpy's sort: fast at any size
+        _kernels().node_values(reached[order], order, np.ascontiguousarray(
+            self.activation, np.float32), np.ascontiguousarray(self.hop, np.int32), nodes,
+            act, hop)
         return act, hop
 
     def memories_above(self, threshold: float) -> dict[str, float]:
@@ -177,7 +199,7 @@ def spread_seeds(adj: Adjacency, seeds: Mapping[str, float], cfg: SpreadConfig,
     reached, act, hop = spread_nodes(adj, np.array(nodes, np.int32), np.array(vals, np.float32),
                                      decay=cfg.decay, cutoff=cfg.cutoff,
                                      max_hops=cfg.max_hops, hub_power=cfg.hub_power)
-    return Spread(reached, act, hop, keys, display, extra)
+    return Spread(reached, act, hop, keys, display, extra, adj.entity)
 
 
 def spread_nodes(adj: Adjacency, seed_nodes: np.ndarray, seed_values: np.ndarray, *,
@@ -185,8 +207,7 @@ def spread_nodes(adj: Adjacency, seed_nodes: np.ndarray, seed_values: np.ndarray
                  hub_power: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Run the spreading kernel over an adjacency from seed nodes (values already scaled by
     strength and clipped to [0, 1]); returns (reached nodes, activation, first hop)."""
-    from ..kernels.spread import spread_activation
-
+    spread_activation = _kernels().spread_activation
     ws = _workspace(adj.n_nodes)
     k = spread_activation(adj.indptr, adj.indices, adj.weights, adj.delta_src, adj.delta_dst,
                           adj.delta_w, adj.degree, adj.entity,
@@ -216,6 +237,19 @@ class _Workspace:
 
 
 _local = threading.local()
+_NONE = np.zeros(0, np.int64)
+_NO_FLAGS = np.zeros(0, np.uint8)
+_KERNELS: Any = None
+
+
+def _kernels() -> Any:
+    """kernels/spread.py, imported on first use (numba loads when a graph is spread)."""
+    global _KERNELS
+    if _KERNELS is None:
+        from ..kernels import spread
+
+        _KERNELS = spread
+    return _KERNELS
 
 
 def _workspace(n: int) -> _Workspace:

@@ -72,6 +72,47 @@ class GraphReads:
         display = self.state.display
         return tuple(display[n] for n in self.state.mentions.get(memory_id, {}))
 
+    def topic_shares(self, memory_ids: list[str], topics: Mapping[str, float]) -> list[float]:
+        """Per memory, ``min(1, Σ topics[e])`` over the entities it mentions (display forms,
+        summed in its mentions' order; an entity not in `topics` adds nothing): how much it
+        touches a session's topics."""
+        st = self.state
+        display, mentions = st.display, st.mentions
+        by_node: dict[int, float] = {}
+        for name, weight in topics.items():  # a topic's node is its display form's key
+            n = st.index.get(entity_key(name)[0])
+            if n is None or display[n] != name:
+                by_node = {}
+                break
+            by_node[n] = weight
+        if len(by_node) != len(topics):  # a name that is no node's display form: by name
+            by_node = {n: w for n, name in enumerate(display) if (w := topics.get(name)) is not None}
+        found = None
+        members = st.memories
+        if sum(len(members.get(n, ())) for n in by_node) <= len(memory_ids):
+            # the topics' memories are fewer than the memories asked about: look from them
+            found = {}
+            for n, weight in by_node.items():
+                for memory_id in members.get(n, ()):
+                    found.setdefault(memory_id, []).append(weight)
+        nodes = by_node.keys()
+        out = []
+        for memory_id in memory_ids:
+            if found is not None:
+                weights = found.get(memory_id, ())
+                if len(weights) <= 2:  # a + b is b + a: the mentions' order cannot matter
+                    out.append(min(1.0, sum(weights, 0)))
+                    continue
+            share = 0  # summed in the memory's mention order
+            mentioned = mentions.get(memory_id, ())
+            if not nodes.isdisjoint(mentioned):
+                for n in mentioned:
+                    w = by_node.get(n)
+                    if w is not None:
+                        share += w
+            out.append(min(1.0, share))
+        return out
+
     def memories_of(self, entity: str) -> tuple[str, ...]:
         """The memories that mention an entity (matched case-insensitively)."""
         n = self.state.index.get(entity_key(entity)[0])

@@ -26,9 +26,9 @@ name) hands each of them only a 1/sqrt(degree) share when hub_power is 0.5.
 from __future__ import annotations
 
 import numpy as np
-from numba import float32, int32, int64, njit, uint8
+from numba import boolean, float32, float64, int32, int64, njit, uint8, void
 
-__all__ = ["build_csr", "spread_activation"]
+__all__ = ["build_csr", "node_values", "spread_activation", "strong_nodes"]
 
 
 @njit(
@@ -184,3 +184,48 @@ def spread_activation(indptr, indices, weights, d_src, d_dst, d_w, degree, is_en
             values[i] = act[nxt[i]]
         n_front = n_next
     return n_touched
+
+
+@njit(void(int32[::1], int64[::1], float32[::1], int32[::1], int64[::1], float64[::1],
+           int64[::1]), cache=True)
+def node_values(ranked: np.ndarray, order: np.ndarray, activation: np.ndarray,
+                hops: np.ndarray, nodes: np.ndarray, act_out: np.ndarray,
+                hop_out: np.ndarray) -> None:  # pragma: no cover - compiled
+    """The activation and first hop of each of ``nodes`` among the reached ones (``ranked``:
+    them sorted, ``order``: where each sits in ``activation``/``hops``), 0 and -1 for a node
+    not reached or -1; by binary search."""
+    m = ranked.shape[0]
+    for i in range(nodes.shape[0]):
+        act_out[i] = 0.0
+        hop_out[i] = -1
+        q = nodes[i]
+        if q < 0 or m == 0:
+            continue
+        at = np.searchsorted(ranked, q)
+        if at < m and ranked[at] == q:
+            act_out[i] = activation[order[at]]
+            hop_out[i] = hops[order[at]]
+
+
+@njit(int64(boolean[::1], int32[::1], uint8[::1], boolean, int64[::1], int64[::1]), cache=True)
+def strong_nodes(strong: np.ndarray, reached: np.ndarray, entity: np.ndarray,
+                 memories_only: bool, known: np.ndarray,
+                 out: np.ndarray) -> int:  # pragma: no cover - compiled
+    """The positions of the ``strong`` reached nodes, in reached order, into ``out``; how
+    many. With ``memories_only``, entity nodes (``entity`` flag 1) and the nodes in
+    ``known`` (sorted) are left out."""
+    n = 0
+    for i in range(strong.shape[0]):
+        if not strong[i]:
+            continue
+        if memories_only:
+            node = reached[i]
+            if entity[node] != 0:
+                continue
+            if known.shape[0]:
+                at = np.searchsorted(known, node)
+                if at < known.shape[0] and known[at] == node:
+                    continue
+        out[n] = i
+        n += 1
+    return n

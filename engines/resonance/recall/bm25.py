@@ -17,6 +17,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 
 import numpy as np
 
@@ -341,12 +342,10 @@ class BM25Index:
     def _gather(
         self, sc: _Scored, ids: Sequence[int] | np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        slot_of = self._slot_of
-        slots = np.full(len(ids), -1, dtype=np.int64)
-        for i, doc_id in enumerate(ids):
-            slot = slot_of.get(int(doc_id))
-            if slot is not None and slot < sc.view.n_slots:
-                slots[i] = slot
+        wanted = ids.tolist() if isinstance(ids, np.ndarray) else [int(i) for i in ids]
+        slots = np.fromiter(map(self._slot_of.get, wanted, repeat(-1, len(wanted))), np.int64,
+                            len(wanted))
+        slots[slots >= sc.view.n_slots] = -1  # written after the view was taken
         found = slots >= 0
         scores = np.zeros(len(ids), dtype=np.float32)
         matched = np.zeros(len(ids), dtype=np.float32)

@@ -31,7 +31,7 @@ all — is no hit: recall returns fewer than k rather than memories that did not
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Literal
 
 import numpy as np
@@ -100,8 +100,12 @@ class Components:
     keyword_rank: int | None
 
     def as_dict(self) -> dict[str, Any]:
-        """A plain dict (for JSON output and Hit.components)."""
-        return asdict(self)
+        """A plain dict (for JSON output and Hit.components): every field, in order (the
+        values are numbers or None: `dataclasses.asdict`'s deep copies were half a recall)."""
+        return {name: getattr(self, name) for name in _COMPONENT_FIELDS}
+
+
+_COMPONENT_FIELDS = tuple(f.name for f in fields(Components))
 
 
 @dataclass(frozen=True)
@@ -115,17 +119,32 @@ class FusedHit:
 
 def _normalise(cands: Candidates, cfg: FusionConfig) -> tuple[np.ndarray, np.ndarray]:
     """The sem and kw signals of the weighted formula (see the module docstring)."""
-    cos = np.nan_to_num(cands.cosine.astype(np.float64), nan=0.0)
     if cfg.normalisation == "minmax":
-        return _minmax(cos), _minmax(cands.bm25.astype(np.float64))
-    hub = np.nan_to_num(cands.hub.astype(np.float64), nan=0.0)
-    sem = np.clip(cos - cfg.hub_penalty * hub, 0.0, 1.0)
-    bm25 = cands.bm25.astype(np.float64)
-    top = float(bm25.max()) if bm25.size else 0.0
-    kw = bm25 / top if top > 0 else np.zeros_like(bm25)
-    floor = cfg.coverage_floor
-    kw *= floor + (1.0 - floor) * np.clip(cands.coverage.astype(np.float64), 0.0, 1.0)
-    return sem, kw
+        cos = cands.cosine.astype(np.float64)
+        return _minmax(np.where(np.isnan(cos), 0.0, cos)), _minmax(cands.bm25.astype(np.float64))
+    return _calibrated(cands, cfg)[:2]
+
+
+_KERNEL: Any = None
+
+
+def _calibrated(cands: Candidates, cfg: FusionConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(sem, kw, semantic_weight·sem + keyword_weight·kw) with the calibrated normalisation:
+    one kernel call (kernels/fusion.py; a few candidates: numpy's per-call cost was most of
+    the time)."""
+    global _KERNEL
+    if _KERNEL is None:
+        from ..kernels.fusion import weighted_calibrated as _KERNEL
+    n = len(cands)
+    sem, kw, base = np.empty(n), np.empty(n), np.empty(n)
+    _KERNEL(_f32(cands.cosine), _f32(cands.hub), _f32(cands.bm25), _f32(cands.coverage),
+            float(cfg.hub_penalty), float(cfg.coverage_floor), float(cfg.semantic_weight),
+            float(cfg.keyword_weight), sem, kw, base)
+    return sem, kw, base
+
+
+def _f32(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(x, np.float32)
 
 
 def _minmax(x: np.ndarray) -> np.ndarray:
@@ -167,17 +186,27 @@ def fused_scores(
     `fuse` ranks, for callers that need every candidate's score (full resonance)."""
     n = len(cands)
     tag_v = np.zeros(n) if tag is None else np.asarray(tag, dtype=np.float64)
-    conf_v = np.ones(n) if confidence is None else np.asarray(confidence, dtype=np.float64)
-    conf_v = np.clip(conf_v, 0.0, 1.0)
-    sem, kw = _normalise(cands, cfg)
+    if confidence is None:
+        conf_v = np.ones(n)
+    else:
+        conf_v = np.minimum(np.maximum(np.asarray(confidence, dtype=np.float64), 0.0), 1.0)
+    if cfg.method == "weighted" and cfg.normalisation == "calibrated":
+        sem, kw, base = _calibrated(cands, cfg)
+    else:
+        sem, kw = _normalise(cands, cfg)
     if cfg.method == "weighted":
-        base = cfg.semantic_weight * sem + cfg.keyword_weight * kw + cfg.tag_weight * tag_v
+        if cfg.normalisation != "calibrated":
+            base = cfg.semantic_weight * sem + cfg.keyword_weight * kw
+        if tag is not None:  # no tags: + 0 for every candidate
+            base += cfg.tag_weight * tag_v
     else:
         srank = cands.semantic_rank.astype(np.float64)
         krank = cands.keyword_rank.astype(np.float64)
         base = np.where(srank > 0, 1.0 / (cfg.rrf_k + srank), 0.0)
         base += np.where(krank > 0, 1.0 / (cfg.rrf_k + krank), 0.0)
         base += cfg.tag_weight * tag_v / cfg.rrf_k
+    if confidence is None:  # confidence 1 for all: the factor is 1
+        return base, sem, kw, tag_v, conf_v
     return base * (0.5 + 0.5 * conf_v), sem, kw, tag_v, conf_v
 
 

@@ -11,7 +11,7 @@ for tags and confidence (looked up only for the ≤ 2·depth candidates, never f
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -25,17 +25,20 @@ if TYPE_CHECKING:  # only for hints: importing bm25 compiles/loads the numba ker
 __all__ = ["HybridSearcher", "Mode"]
 
 Mode = Literal["hybrid", "semantic", "keyword"]
+_DEFAULT_FUSION = FusionConfig()  # frozen: one for every searcher built without a config
 IdsToValues = Callable[[np.ndarray], np.ndarray]
 KeywordMore = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
-def _isin(ids: np.ndarray, among: np.ndarray) -> np.ndarray:
-    """`np.isin(ids, among)`: for a query's few hundred ids by a set (np.isin's set-up alone
-    took ~10 us, most of a one-memory field's candidate search), else numpy's."""
-    if len(ids) + len(among) > 512:
-        return np.isin(ids, among)
-    seen = set(among.tolist())
-    return np.fromiter((i in seen for i in ids.tolist()), bool, len(ids))
+_MERGE: Any = None
+
+
+def _merge() -> Any:
+    """kernels/fusion.py's `merge_candidates`, imported on first use."""
+    global _MERGE
+    if _MERGE is None:
+        from ..kernels.fusion import merge_candidates as _MERGE
+    return _MERGE
 
 
 class HybridSearcher:
@@ -47,7 +50,7 @@ class HybridSearcher:
     ) -> None:
         self.keyword = keyword
         self.vectors = vectors
-        self.config = config or FusionConfig()
+        self.config = config or _DEFAULT_FUSION
 
     def candidates(
         self, query: str, vector: np.ndarray | None, mode: Mode = "hybrid", depth: int = 100,
@@ -70,31 +73,23 @@ class HybridSearcher:
         sem_ids = np.zeros(0, np.int64)
         if use_sem:
             sem_ids, _ = self.vectors.search(vector, depth)
-        if use_kw:
+        if use_kw:  # the union of both lists with their signals, one kernel call
             kw, more = self.keyword.search_keeping(query, depth, sem_ids)
-            kw_ids = kw.ids
+            size = sem_ids.shape[0] + kw.ids.shape[0]
+            ids, srank, krank = (np.empty(size, np.int64), np.empty(size, np.int32),
+                                 np.empty(size, np.int32))
+            bm25, coverage = np.empty(size, np.float32), np.empty(size, np.float32)
+            n = _merge()(sem_ids, kw.ids, kw.scores, kw.coverage, kw.extra_scores,
+                         kw.extra_coverage, ids, srank, krank, bm25, coverage)
+            ids, srank, krank, bm25, coverage = (a[:n] for a in (ids, srank, krank, bm25,
+                                                                  coverage))
         else:
-            kw_ids = np.zeros(0, np.int64)
-        extra = kw_ids[~_isin(kw_ids, sem_ids)]
-        ids = np.concatenate([sem_ids, extra])
-        n = ids.shape[0]
-        srank = np.full(n, -1, np.int32)
-        srank[: sem_ids.shape[0]] = np.arange(1, sem_ids.shape[0] + 1)
-        krank = np.full(n, -1, np.int32)
-        bm25 = np.zeros(n, np.float32)
-        coverage = np.zeros(n, np.float32)
-        if use_kw:
-            pos = {int(i): j for j, i in enumerate(ids.tolist())}
-            for r, (i, s, c) in enumerate(zip(kw.ids.tolist(), kw.scores, kw.coverage,
-                                              strict=True)):
-                j = pos[i]
-                krank[j] = r + 1
-                bm25[j] = s
-                coverage[j] = c
-            m = sem_ids.shape[0]
-            in_top = krank[:m] > 0  # the semantic ids' keyword signals came with the search
-            bm25[:m] = np.where(in_top, bm25[:m], kw.extra_scores)
-            coverage[:m] = np.where(in_top, coverage[:m], kw.extra_coverage)
+            ids = sem_ids
+            n = ids.shape[0]
+            srank = np.arange(1, n + 1, dtype=np.int32)
+            krank = np.full(n, -1, np.int32)
+            bm25 = np.zeros(n, np.float32)
+            coverage = np.zeros(n, np.float32)
         if use_sem:
             cos, hub = self.vectors.signals(vector, ids)
         else:

@@ -96,6 +96,8 @@ class VectorIndex:
         # Σ of live unit vectors, kept exact on add/replace/remove: its direction is the
         # field's centroid, which fusion uses to discount "hub" memories (see fusion.py).
         self._sum = np.zeros(dim, dtype=np.float64)
+        self._sum_version = 0  # counts the changes of _sum: a centroid is kept for one
+        self._centroid: tuple[int, np.ndarray] | None = None
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -149,6 +151,7 @@ class VectorIndex:
             self._index.add_items(unit, ids_arr, num_threads=1 if len(ids_arr) < 64 else -1)
             self._live.update(ids_arr.tolist())
             self._sum += unit.sum(axis=0, dtype=np.float64)
+            self._sum_version += 1
 
     def remove(self, doc_id: int) -> bool:
         """Mark `doc_id` deleted (hnswlib keeps its slot; re-adding the id revives it)."""
@@ -156,6 +159,7 @@ class VectorIndex:
             if doc_id not in self._live:
                 return False
             self._sum -= self._vecs[self._row_of[doc_id]]
+            self._sum_version += 1
             self._index.mark_deleted(doc_id)
             self._live.discard(doc_id)
             return True
@@ -196,10 +200,20 @@ class VectorIndex:
 
     def centroid(self) -> np.ndarray:
         """The unit direction of the mean stored vector (zeros when empty)."""
+        return self._unit_centroid().copy()
+
+    def _unit_centroid(self) -> np.ndarray:
+        """`centroid`, computed once per change of the stored vectors (do not modify it)."""
+        version, kept = self._sum_version, self._centroid
+        if kept is not None and kept[0] == version:
+            return kept[1]
         norm = float(np.linalg.norm(self._sum))
         if not self._live or norm < 1e-12:
-            return np.zeros(self.dim, dtype=np.float32)
-        return (self._sum / norm).astype(np.float32)
+            c = np.zeros(self.dim, dtype=np.float32)
+        else:
+            c = (self._sum / norm).astype(np.float32)
+        self._centroid = (version, c)
+        return c
 
     def vectors(self, ids: Sequence[int] | np.ndarray) -> np.ndarray:
         """The stored unit vectors of `ids` (zero rows for ids not in the index)."""
@@ -226,13 +240,23 @@ class VectorIndex:
 
         The second is the id's "hubness": how much it looks like every other memory.
         """
-        ids_arr = np.asarray(ids, dtype=np.int64).reshape(-1)
+        wanted = np.asarray(ids, dtype=np.int64).reshape(-1).tolist()
         q = np.asarray(vector, dtype=np.float32).reshape(-1)
-        q = q / max(float(np.linalg.norm(q)), 1e-12)
-        both = np.stack([q, self.centroid()], axis=1)  # (dim, 2): one matmul for both
-        out = self.vectors(ids_arr) @ both
-        absent = np.array([i not in self._live for i in ids_arr.tolist()], dtype=bool)
-        out[absent] = np.nan
+        both = np.empty((self.dim, 2), np.float32)  # (dim, 2): one matmul for both
+        both[:, 0] = q / max(float(np.linalg.norm(q)), 1e-12)
+        both[:, 1] = self._unit_centroid()
+        with self._lock:
+            live, row_of = self._live, self._row_of
+            rows = [row_of[i] if i in live else -1 for i in wanted]
+            if -1 not in rows:  # the usual case: every id is in the index
+                out = self._vecs[rows] @ both
+                return out[:, 0].copy(), out[:, 1].copy()
+            vecs = np.zeros((len(rows), self.dim), dtype=np.float32)
+            present = [j for j, r in enumerate(rows) if r >= 0]
+            if present:
+                vecs[present] = self._vecs[[rows[j] for j in present]]
+        out = vecs @ both
+        out[[j for j, r in enumerate(rows) if r < 0]] = np.nan
         return out[:, 0].copy(), out[:, 1].copy()
 
     # ---- persistence ----------------------------------------------------------------------

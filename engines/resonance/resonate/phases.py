@@ -10,7 +10,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -19,11 +21,12 @@ from ..graph.kg_state import MEMORY_PREFIX
 from ..recall.fusion import Candidates
 
 if TYPE_CHECKING:
+    from ..graph.adjacency import Adjacency
     from ..store.state import State
     from .config import ResonanceConfig
     from .sources import Sources
 
-__all__ = ["Pool", "basin", "inhibit", "prime", "query_terms", "spread"]
+__all__ = ["Pool", "basin", "inhibit", "memory_ids", "prime", "query_terms", "spread"]
 
 _TERM = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.'-]*")
 
@@ -38,6 +41,21 @@ class Pool:
     hops: np.ndarray
     score: np.ndarray
     parts: dict[str, np.ndarray]  # phase -> per-row factor or value, for explain
+    _ids: list[str] | None = field(default=None, repr=False)
+
+    def ids(self, state: State) -> list[str]:
+        """The memory ids of the rows (looked up once)."""
+        if self._ids is None:
+            self._ids = memory_ids(state, self.rows)
+        return self._ids
+
+
+def memory_ids(state: State, rows: np.ndarray) -> list[str]:
+    """The memory ids of store rows, in order."""
+    rows_list = rows.tolist()
+    if len(rows_list) < 2:  # itemgetter of one key returns the value, not a tuple
+        return [state.ids[r] for r in rows_list]
+    return list(itemgetter(*rows_list)(state.ids))
 
 
 def spread(
@@ -55,28 +73,35 @@ def spread(
     st = src.state
     graph = src.graph()
     top = np.argsort(-hybrid, kind="stable")[: cfg.seeds]
-    seeds = {st.ids[int(cands.ids[j])]: float(hybrid[j]) for j in top if hybrid[j] > 0}
+    names = memory_ids(st, cands.ids)
+    seeds = {names[j]: h for j, h in zip(top.tolist(), hybrid[top].tolist(), strict=True) if h > 0}
     if not seeds:
         return cands, hybrid, np.zeros(len(cands)), np.full(len(cands), -1, np.int64)
     reached = graph.spread(seeds, strength=cfg.spread_strength, decay=cfg.spread_decay,
                            max_hops=cfg.max_hops, cutoff=cfg.cutoff)
-    st_ids = st.ids
-    known = frozenset(st_ids[int(i)] for i in cands.ids)
+    adjacency = graph.adjacency()
+    nodes = _nodes(adjacency, names)
     # the strongest reached memories that were not candidates join (bounded: association
     # candidates below the top `join` never reach the top k, and each costs a full scoring)
-    joined = [st.rows[m] for m in reached.strongest_memories(cfg.entry_threshold, cfg.join,
-                                                              known)
-              if m in st.rows and st.is_alive(st.rows[m])]
+    strongest = reached.strongest_memories(cfg.entry_threshold, cfg.join, frozenset(names), nodes)
+    joined = [st.rows[m] for m in strongest if m in st.rows and st.is_alive(st.rows[m])]
     if joined:
         cands, hybrid = grow(cands, np.asarray(joined, np.int64))
-    node_of = graph.adjacency().node_of
-    nodes = np.fromiter((-1 if (n := node_of(MEMORY_PREFIX + st_ids[int(i)])) is None else n
-                         for i in cands.ids), np.int64, count=len(cands))
+        more = memory_ids(st, cands.ids[len(names):])
+        names = names + more
+        nodes = np.concatenate([nodes, _nodes(adjacency, more)])
     activation, hops = reached.of_nodes(nodes)
-    by_hop = Counter(int(h) for h in hops if h > 0)
+    by_hop = Counter(hops[hops > 0].tolist())
     facts["spreading"] = {"seeds": len(seeds), "reached": len(reached),
                           "joined": len(joined), "by_hop": dict(sorted(by_hop.items()))}
     return cands, hybrid, activation, hops
+
+
+def _nodes(adjacency: Adjacency, names: list[str]) -> np.ndarray:
+    """The graph node of each memory id (-1: not in the graph)."""
+    index, n = adjacency.index, adjacency.n_nodes
+    return np.fromiter((-1 if (i := index.get(key)) is None or i >= n else i
+                        for key in map(MEMORY_PREFIX.__add__, names)), np.int64, len(names))
 
 
 def prime(cfg: ResonanceConfig, src: Sources, pool: Pool, session: str,
@@ -87,12 +112,10 @@ def prime(cfg: ResonanceConfig, src: Sources, pool: Pool, session: str,
     topics = src.primer.topics(session)
     if not recent and not topics:
         return
-    ids = [st.ids[int(r)] for r in pool.rows]
+    ids = pool.ids(st)
     mult = np.array([cfg.priming_boost if m in recent else 1.0 for m in ids])
     if topics:
-        graph = src.graph()
-        share = np.array([min(1.0, sum(topics.get(e, 0.0) for e in graph.entities_of(m)))
-                          for m in ids])
+        share = np.array(src.graph().topic_shares(ids, topics))
         mult *= 1.0 + cfg.topic_boost * share
     pool.score *= mult
     pool.parts["priming"] = mult
@@ -109,14 +132,12 @@ def basin(cfg: ResonanceConfig, src: Sources, pool: Pool, query: str,
         return
     chosen = None
     for entity, strength in graph.attractors(cfg.attractors):
-        words = set(entity.lower().replace("_", " ").replace(".", " ").split())
-        if words & terms and (chosen is None or strength > chosen[1]):
+        if not terms.isdisjoint(_words(entity)) and (chosen is None or strength > chosen[1]):
             chosen = (entity, strength)
     if chosen is None:
         return
     members = set(graph.memories_of(chosen[0]))
-    st = src.state
-    mult = np.array([cfg.basin_boost if st.ids[int(r)] in members else 1.0 for r in pool.rows])
+    mult = np.array([cfg.basin_boost if m in members else 1.0 for m in pool.ids(src.state)])
     pool.score *= mult
     pool.parts["basin"] = mult
     facts["basin"] = {"attractor": chosen[0], "strength": round(chosen[1], 4),
@@ -136,10 +157,14 @@ def inhibit(cfg: ResonanceConfig, state: State, pool: Pool, order: np.ndarray,
     sims = vecs @ vecs.T
     mult = np.ones(len(window))
     damped = 0
-    for i in range(len(window)):
-        later = np.flatnonzero(sims[i, i + 1:] > cfg.inhibition_threshold)[
-            : cfg.inhibition_max_competitors] + i + 1
-        for j in later:
+    # the near-duplicate pairs (i before j), in row order: one pass, then only those pairs
+    winners, losers = np.nonzero(sims > cfg.inhibition_threshold)
+    later = losers > winners  # the upper triangle, without np.triu's masks
+    winners, losers = winners[later], losers[later]
+    taken: dict[int, int] = {}
+    for i, j in zip(winners.tolist(), losers.tolist(), strict=True):
+        if taken.get(i, 0) < cfg.inhibition_max_competitors:
+            taken[i] = taken.get(i, 0) + 1
             mult[j] *= 1.0 - cfg.inhibition_strength * float(sims[i, j])
             damped += 1
     if damped:
@@ -151,6 +176,13 @@ def inhibit(cfg: ResonanceConfig, state: State, pool: Pool, order: np.ndarray,
         order = np.concatenate([head, order[cfg.inhibition_window:]])
     facts["inhibition"] = {"window": len(window), "damped": damped}
     return order
+
+
+@lru_cache(maxsize=4096)
+def _words(entity: str) -> frozenset[str]:
+    """An attractor entity's words, as query terms are matched against them (the few
+    attractors come back every query: split once)."""
+    return frozenset(entity.lower().replace("_", " ").replace(".", " ").split())
 
 
 def query_terms(query: str) -> list[str]:

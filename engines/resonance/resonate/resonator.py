@@ -44,6 +44,28 @@ if TYPE_CHECKING:
 
 __all__ = ["Resonator"]
 
+_LAZY: dict[str, Any] = {}  # the modules a query needs, imported by the first one
+
+
+def _phases() -> Any:
+    """resonate/phases.py (it loads the graph's modules: only once a query runs)."""
+    module = _LAZY.get("phases")
+    if module is None:
+        from . import phases as module
+
+        _LAZY["phases"] = module
+    return module
+
+
+def _hybrid_searcher() -> Any:
+    """recall/hybrid.py's HybridSearcher."""
+    searcher = _LAZY.get("hybrid")
+    if searcher is None:
+        from ..recall.hybrid import HybridSearcher as searcher
+
+        _LAZY["hybrid"] = searcher
+    return searcher
+
 
 class Resonator:
     """Runs one resonance query over a Field's `Sources` (see the module docstring)."""
@@ -59,8 +81,6 @@ class Resonator:
                     vindex: Any) -> Candidates:
         """Hybrid recall's candidates (HybridSearcher), the modes the config leaves on; keeps
         the keyword scoring pass so `_extend` can score more candidates without a second."""
-        from ..recall.hybrid import HybridSearcher
-
         sem, kw = self.config.on("semantic"), self.config.on("keyword")
         mode = "hybrid" if sem and kw else "semantic" if sem else "keyword"
         if not (sem or kw):
@@ -68,7 +88,7 @@ class Resonator:
             none = np.zeros(0, np.int64)
             return Candidates(none, *(np.zeros(0, np.float32) for _ in range(4)),
                               none.astype(np.int32), none.astype(np.int32))
-        cands, self._more_keyword = HybridSearcher(kindex, vindex).candidates_keeping(
+        cands, self._more_keyword = _hybrid_searcher()(kindex, vindex).candidates_keeping(
             query, vector, mode, self.config.depth)
         return cands
 
@@ -112,9 +132,9 @@ class Resonator:
     def run(self, query: str, k: int, *, session: str | None, tags: frozenset[str],
             affect: Any, explain: bool) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """Rank memories for `query`; returns (hit rows, facts about the query)."""
-        # the phases load the graph's modules: only once a query runs
-        from .phases import Pool, basin, inhibit, prime, spread
-
+        phases = _phases()
+        Pool, basin, inhibit, prime, spread = (phases.Pool, phases.basin, phases.inhibit,
+                                               phases.prime, phases.spread)
         src, cfg = self.sources, self.config
         now = time.time()
         facts: dict[str, Any] = {"phases": [p for p in PHASES if cfg.on(p)]}
@@ -126,7 +146,6 @@ class Resonator:
         cands = self._candidates(query, vector, kindex, vindex)
         hybrid = self._hybrid(cands, tags, now)
         graph = src.graph() if (cfg.on("spreading") or cfg.on("basin") or cfg.on("priming")) else None
-        activation, hops = np.zeros(len(cands)), np.full(len(cands), -1, np.int64)
         if cfg.on("spreading") and graph is not None and len(cands):
 
             def grow(cands: Candidates, extra: np.ndarray) -> tuple[Candidates, np.ndarray]:
@@ -134,12 +153,15 @@ class Resonator:
                 return more, self._hybrid(more, tags, now)
 
             cands, hybrid, activation, hops = spread(cfg, src, cands, hybrid, grow, facts)
+        else:
+            activation, hops = np.zeros(len(cands)), np.full(len(cands), -1, np.int64)
         keep = hybrid >= 0
-        pool = Pool(cands.ids[keep], hybrid[keep], activation[keep], hops[keep],
-                     np.zeros(int(keep.sum())), {})
+        columns = (cands.ids, hybrid, activation, hops)
+        if not keep.all():  # a forgotten candidate: left out
+            columns = tuple(c[keep] for c in columns)
         aw = cfg.activation_weight if cfg.on("spreading") else 0.0
-        pool.score = (1.0 - aw) * pool.hybrid + aw * pool.activation
-        pool.parts["relevance"] = pool.score.copy()
+        score = (1.0 - aw) * columns[1] + aw * columns[2]
+        pool = Pool(*columns, score, {"relevance": score.copy()})
         if session and cfg.on("priming") and len(pool.rows):
             prime(cfg, src, pool, session, facts)
         if cfg.on("basin") and graph is not None and len(pool.rows):
@@ -147,7 +169,8 @@ class Resonator:
         if cfg.on("scoring") and len(pool.rows):
             scored = src.scorer().score(src.state, pool.rows, pool.score, now=now,
                                     affect=affect, relevance_scale="unit")
-            pool.parts.update({f"factor:{n}": v for n, v in scored.factors.items()})
+            if explain:  # the parts are only shown
+                pool.parts.update({f"factor:{n}": v for n, v in scored.factors.items()})
             pool.score = np.asarray(scored.final, np.float64)
         order = np.argsort(-pool.score, kind="stable")
         if cfg.on("inhibition") and len(pool.rows) > 1:

@@ -35,7 +35,7 @@ import numpy as np
 from ..errors import ConfigError
 from .scoring_config import FactorConfig, ScoringConfig, ScoringConfigError, unknown_name
 from .scoring_factors import FACTORS
-from .scoring_inputs import EXTRA_KEYS, Affect, Inputs
+from .scoring_inputs import EXTRA_KEYS, Affect, Inputs, kernels
 
 if TYPE_CHECKING:
     from ..store.state import State
@@ -52,6 +52,7 @@ __all__ = [
 
 log = logging.getLogger("soul.engines.resonance.resonate.scoring")
 
+_NEUTRAL = Affect()  # the query's affect when none is given
 _LOG_MAX = 700.0  # exp(700) ~ 1e304: the largest final score, so it stays a finite float64
 
 
@@ -80,35 +81,69 @@ def _extra_arrays(extra: Mapping[str, Any] | None, n: int) -> dict[str, np.ndarr
     return out
 
 
+_ENABLED: dict[int, tuple[ScoringConfig, list[tuple[str, float, Any, Any]]]] = {}
+
+
+def _enabled(config: ScoringConfig) -> list[tuple[str, float, Any, Any]]:
+    """(name, weight, function, params) of the config's enabled factors with a weight,
+    in order; worked out once per config (a config is read-only)."""
+    hit = _ENABLED.get(id(config))
+    if hit is None or hit[0] is not config:
+        if len(_ENABLED) > 64:
+            _ENABLED.clear()
+        hit = _ENABLED[id(config)] = (config, [
+            (f.name, f.weight, FACTORS[f.name].fn, f.params) for f in config.factors
+            if f.enabled and f.weight != 0.0])
+    return hit[1]
+
+
 def combine(config: ScoringConfig, inputs: Inputs) -> Scored:
     """Evaluate the enabled factors and their weighted product (in the log domain)."""
     n = len(inputs.row_list)
     names: list[str] = []
     weights: list[float] = []
-    values: list[np.ndarray] = []
-    for f in config.factors:
-        if not f.enabled or f.weight == 0.0:
-            continue
-        value = np.asarray(FACTORS[f.name].fn(inputs, f.params), dtype=np.float64)
-        if value.shape != (n,):
-            value = np.full(n, value)
-        names.append(f.name)
-        weights.append(f.weight)
-        values.append(value)
-    if not values:
-        return Scored(np.exp(np.minimum(np.zeros(n), _LOG_MAX)), {})
+    values: list[np.ndarray | float] = []
+    for name, weight, fn, params in _enabled(config):
+        names.append(name)
+        weights.append(weight)
+        values.append(fn(inputs, params))
     # One array operation per stage over all the factors at once, not one per factor (a few
     # candidates: numpy's per-call cost was most of the time), with the same arithmetic: each
     # value guarded, its log times its weight, summed in factor order (`accumulate` adds
-    # row after row, as the loop did), exp of the sum.
-    table = np.array(values)  # (factors, rows)
-    # Factors are finite by construction; this guards a future factor that is not.
-    table = np.minimum(np.maximum(np.where(np.isfinite(table), table, 1.0), 0.0), 1e6)
-    with np.errstate(divide="ignore"):
-        logs = np.log(table)  # log 0 = -inf: the veto
-    logs *= np.array(weights)[:, None]
-    log_final = np.add.accumulate(logs, axis=0)[-1] if len(logs) > 1 else logs[0]
-    final = np.exp(np.minimum(log_final, _LOG_MAX))
+    # row after row, as the loop did), exp of the sum. A factor that is 1.0 for every row
+    # (most are, for a memory without the signal they read) adds log 1 = 0 exactly: it is
+    # left out of the sum, not computed.
+    table = np.empty((len(values), n))  # (factors, rows)
+    moving: list[int] = []
+    uniform: list[int] = []  # factors with one value for every row: set in one assignment
+    for i, value in enumerate(values):
+        if isinstance(value, float):
+            uniform.append(i)
+            if value == 1.0:
+                continue
+        else:
+            table[i] = value
+        moving.append(i)
+    if uniform:
+        table[uniform] = np.array([values[i] for i in uniform])[:, None]
+    if moving:
+        part = table[moving]
+        # Factors are finite by construction; this guards a future factor that is not:
+        # non-finite reads 1, then clipped to [0, 1e6] (one kernel call, kernels/scoring.py).
+        kernels().guard(part)
+        table[moving] = part
+        if (part > 0.0).all():
+            logs = np.log(part)
+        else:
+            with np.errstate(divide="ignore"):
+                logs = np.log(part)  # log 0 = -inf: the veto
+        if any(weights[i] != 1.0 for i in moving):  # a weight of 1 leaves the log as is
+            logs *= np.array([weights[i] for i in moving])[:, None]
+        log_final = np.empty(n)
+        kernels().row_sums(logs, log_final)  # added row after row, as a loop would
+        final = np.exp(np.minimum(log_final, _LOG_MAX))
+    else:
+        final = np.ones(n)
     return Scored(final, dict(zip(names, table, strict=True)))
 
 
@@ -220,12 +255,13 @@ class Scorer:
         if rel.shape != rows.shape:
             raise ConfigError(f"relevance has {rel.size} values for {rows.size} rows; give "
                               "one per row")
-        if rows.size and (rows.min() < 0 or rows.max() >= state.n_rows):
-            raise ConfigError(f"row numbers must be in [0, {state.n_rows}); got "
-                              f"{int(rows.min())}..{int(rows.max())}")
         now = time.time() if now is None else float(now)
         if not math.isfinite(now):
             raise ConfigError(f"now must be a finite time in seconds, got {now!r}")
-        inputs = Inputs(state, rows, rel, now, affect or Affect(),
+        inputs = Inputs(state, rows, rel, now, affect or _NEUTRAL,
                         _extra_arrays(extra, rows.size), self._meta_cache)
+        row_list = inputs.row_list  # min/max of a few ints: cheaper on the list than numpy's
+        if row_list and (min(row_list) < 0 or max(row_list) >= state.n_rows):
+            raise ConfigError(f"row numbers must be in [0, {state.n_rows}); got "
+                              f"{min(row_list)}..{max(row_list)}")
         return combine(config, inputs)

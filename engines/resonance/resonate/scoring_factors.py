@@ -20,27 +20,40 @@ from ..memory import Kind, Tier
 from .scoring_inputs import (
     TIERS,
     Inputs,
-    affect_values,
     base_level_flat,
     clip,
     finite_or,
-    tier_index,
+    kernels,
 )
 
 __all__ = ["FACTORS", "RULES", "FactorSpec", "check_params"]
 
 
 Params = Mapping[str, Any]
-FactorFn = Callable[[Inputs, Params], np.ndarray]
+# A factor's value per row, or one float when it is the same for every row (a factor whose
+# signal no row has is neutral: its one value costs no array).
+Value = np.ndarray | float
+FactorFn = Callable[[Inputs, Params], Value]
+_TABLES: dict[tuple[int, str], tuple[Params, np.ndarray]] = {}
+
+
+def _table(p: Params, name: str, build: Callable[[], np.ndarray]) -> np.ndarray:
+    """A lookup table made from a factor's params, once per params object (a config's
+    params never change: they are read-only)."""
+    hit = _TABLES.get((id(p), name))
+    if hit is None or hit[0] is not p:
+        if len(_TABLES) > 256:
+            _TABLES.clear()
+        hit = _TABLES[(id(p), name)] = (p, build())
+    return hit[1]
 
 
 def relevance(x: Inputs, p: Params) -> np.ndarray:
     """Cosine in [−1, 1] as (cos + 1)/2 (``scale: cosine``), or (``scale: unit``) a fused
     relevance >= 0 as is — not capped at 1, so scores boosted past 1 keep their order."""
-    r = finite_or(x.relevance, 0.0)
-    if p["scale"] == "cosine":
-        return clip((r + 1.0) / 2.0, 0.0, 1.0)
-    return np.maximum(r, 0.0)
+    out = np.empty(len(x.row_list))
+    kernels().relevance(np.ascontiguousarray(x.relevance, np.float64), p["scale"] == "cosine", out)
+    return out
 
 
 def actr(x: Inputs, p: Params) -> np.ndarray:
@@ -48,8 +61,8 @@ def actr(x: Inputs, p: Params) -> np.ndarray:
     flat, counts = x.history
     b = base_level_flat(x.created, flat, counts, x.access_count, x.now, p["decay"],
                     p["min_age_seconds"])
-    z = clip((b + p["offset"]) / p["width"], -500.0, 500.0)
-    return p["floor"] + (1.0 - p["floor"]) / (1.0 + np.exp(-z))
+    kernels().sigmoid(b, float(p["offset"]), float(p["width"]), float(p["floor"]), b)
+    return b
 
 
 def strength(x: Inputs, p: Params) -> np.ndarray:
@@ -58,143 +71,149 @@ def strength(x: Inputs, p: Params) -> np.ndarray:
     recall accesses — being retrieved is no evidence of being right, and counting it let the
     memories every query brings up crowd out the rest (LoCoMo dev, after two passes of
     questions: R@10 .747 counting accesses, .780 counting observations)."""
-    n = np.maximum(x.observations, 0.0)
-    return p["floor"] + (1.0 - p["floor"]) * n / (n + p["half_observations"])
+    out = np.empty(len(x.row_list))
+    kernels().strength(x.observations, float(p["floor"]), float(p["half_observations"]), out)
+    return out
 
 
 def confidence(x: Inputs, p: Params) -> np.ndarray:
     """``floor + (1 − floor)·clip(mu − doubt·sd)``: the decayed posterior mean, discounted by
     its standard deviation (a lower credible bound) — few observations count for less."""
     mu, var = x.confidence
-    c = clip(mu - p["doubt"] * np.sqrt(var), 0.0, 1.0)
-    return p["floor"] + (1.0 - p["floor"]) * c
+    out = np.empty(len(x.row_list))
+    kernels().confidence(mu, var, float(p["floor"]), float(p["doubt"]), out)
+    return out
 
 
-def surprise(x: Inputs, p: Params) -> np.ndarray:
+def surprise(x: Inputs, p: Params) -> Value:
     """``1 + gain·s``, s in [0, 1] from extra["surprise"] or meta["surprise"]."""
+    if not x.has("surprise"):
+        return 1.0
     return 1.0 + p["gain"] * clip(x.signal("surprise", 0.0), 0.0, 1.0)
 
 
-def arousal(x: Inputs, p: Params) -> np.ndarray:
+def arousal(x: Inputs, p: Params) -> Value:
     """``1 + gain·a``, the memory's own arousal meta["arousal"] in [0, 1] (flashbulb effect)."""
+    if "arousal" not in x.meta_keys:
+        return 1.0
     return 1.0 + p["gain"] * clip(x.meta_number("arousal", 0.0), 0.0, 1.0)
 
 
-def mood_congruence(x: Inputs, p: Params) -> np.ndarray:
+def mood_congruence(x: Inputs, p: Params) -> Value:
     """Bower (1981): ``1 + gain·v_q·v_m + arousal_gain·(1 − 2|a_q − a_m|)`` — memories whose
     stored valence (meta["valence"], [−1, 1]) agrees with the query's are boosted; the arousal
     term counts only for memories that store meta["arousal"]."""
-    vq, aq = affect_values(x.affect)[:2]
+    vq, aq = x.affect_values[:2]
+    if "arousal" not in x.meta_keys and (vq == 0.0 or "valence" not in x.meta_keys):
+        return 1.0
     vm = clip(x.meta_number("valence", 0.0), -1.0, 1.0)
     am = x.meta_number("arousal", np.nan)
     align = np.where(np.isnan(am), 0.0, 1.0 - 2.0 * np.abs(aq - clip(am, 0.0, 1.0)))
     return 1.0 + p["gain"] * vq * vm + p["arousal_gain"] * align
 
 
-def frustration_escalation(x: Inputs, p: Params) -> np.ndarray:
+def frustration_escalation(x: Inputs, p: Params) -> Value:
     """A frustrated query (frustration, or negative valence times arousal, above
     ``threshold``) boosts the ``kinds`` that fix things (corrections, preferences, failures,
     approaches): ``1 + gain·e``, e rescaled from [threshold, 1] to [0, 1]."""
-    v, a, f, _ = affect_values(x.affect)
+    v, a, f, _ = x.affect_values
     e = max(f, max(0.0, -v) * a)
     t = p["threshold"]
     e = max(0.0, (e - t) / (1.0 - t)) if t < 1.0 else 0.0
-    table = np.zeros(len(Kind), bool)
-    table[[int(Kind[k.upper()]) for k in p["kinds"]]] = True
-    boosted = table[clip(x.kind, 0, len(Kind) - 1)]
+    if e == 0.0:
+        return 1.0
+
+    def build() -> np.ndarray:
+        table = np.zeros(len(Kind), bool)
+        table[[int(Kind[k.upper()]) for k in p["kinds"]]] = True
+        return table
+
+    boosted = _table(p, "kinds", build)[x.kind_index]
     return np.where(boosted, 1.0 + p["gain"] * e, 1.0)
 
 
-def status(x: Inputs, p: Params) -> np.ndarray:
+def status(x: Inputs, p: Params) -> Value:
     """Table lookup of meta["status"] (verified, active, observed, proposed); a missing or
     unknown status reads as ``default``."""
     values, default = p["values"], p["values"][p["default"]]
+    if "status" not in x.meta_keys:
+        return float(default)
     return x.meta_lookup("status", values, default)
 
 
-def epistemic(x: Inputs, p: Params) -> np.ndarray:
+def epistemic(x: Inputs, p: Params) -> Value:
     """Table lookup of the memory's source (user, tool, model, autonomous); "user:alice"
     reads as "user"; no source or an unknown one reads as ``unknown``."""
-    values, unknown, src = p["values"], p["unknown"], x.state.source
+    values, unknown = p["values"], p["unknown"]
+    sources = x.values(x.state.source)
     memo: dict[str | None, float] = {}  # few distinct sources: look each up once
-    out = np.empty(len(x.row_list))
-    for i, r in enumerate(x.row_list):
-        s = src[r]
-        if s not in memo:
-            low = (s or "").lower()
-            memo[s] = values.get(low, values.get(low.split(":", 1)[0], unknown))
-        out[i] = memo[s]
-    return out
+    for s in set(sources):
+        low = (s or "").lower()
+        memo[s] = float(values.get(low, values.get(low.split(":", 1)[0], unknown)))
+    if len(memo) == 1:
+        return memo[sources[0]]
+    return np.fromiter(map(memo.__getitem__, sources), np.float64, len(sources))
 
 
 def kind(x: Inputs, p: Params) -> np.ndarray:
     """Table lookup of the memory's kind (correction/preference 1.3 ... episode 0.7)."""
-    table = np.full(len(Kind), float(p["other"]))
-    for label, value in p["values"].items():
-        table[int(Kind[label.upper()])] = value
-    return table[clip(x.kind, 0, len(Kind) - 1)]
+
+    def build() -> np.ndarray:
+        table = np.full(len(Kind), float(p["other"]))
+        for label, value in p["values"].items():
+            table[int(Kind[label.upper()])] = value
+        return table
+
+    return _table(p, "values", build)[x.kind_index]
 
 
-def realm_reliability(x: Inputs, p: Params) -> np.ndarray:
+def realm_reliability(x: Inputs, p: Params) -> Value:
     """``1 + gain·(2r − 1)``, r in [0, 1] the realm's reliability: extra["realm_reliability"]
     (e.g. `ThompsonLearner.realm_reliability`), else the ``realms`` table, else 0.5 (neutral)."""
     if "realm_reliability" in x.extra:
         r = finite_or(x.extra["realm_reliability"], 0.5)
     else:
         table, realm = p["realms"], x.state.realm
+        if not table:  # every realm reads 0.5: neutral
+            return 1.0
         r = np.array([table.get(realm[row] or "", 0.5) for row in x.row_list], np.float64)
     return 1.0 + p["gain"] * (2.0 * clip(r, 0.0, 1.0) - 1.0)
 
 
-def interference(x: Inputs, p: Params) -> np.ndarray:
+def interference(x: Inputs, p: Params) -> Value:
     """``1/(1 + per_competitor·c)``, c = extra["competitors"] (near neighbours crowding it)."""
+    if not x.has("competitors", meta=False):
+        return 1.0
     c = np.maximum(x.signal("competitors", 0.0, meta=False), 0.0)
     return 1.0 / (1.0 + p["per_competitor"] * c)
 
 
-def spacing(x: Inputs, p: Params) -> np.ndarray:
+def spacing(x: Inputs, p: Params) -> Value:
     """``floor + (1 − floor)/(1 + CV)`` of the intervals between presentations, for rows with
     at least ``min_accesses`` accesses (others 1.0). The creation is the first presentation
     when the whole history is kept; when older accesses were dropped, only the kept ones."""
-    n = len(x.row_list)
-    flat, counts = x.history
     count = x.access_count
-    # Presentations: the kept accesses, and the creation unless older accesses were dropped.
-    keep = (count <= counts).astype(np.int64)
-    lens = keep + counts
-    start = np.cumsum(lens) - lens
-    seg = np.repeat(np.arange(n), lens)
-    times = np.empty(int(lens.sum()))
-    times[start[keep == 1]] = x.created[keep == 1]
-    within = np.arange(len(flat)) - np.repeat(np.cumsum(counts) - counts, counts)
-    times[np.repeat(start + keep, counts) + within] = flat
-    times = finite_or(times, 0.0)
-    if (np.diff(times)[seg[1:] == seg[:-1]] < 0).any():  # rare (clock skew): sort per row
-        order = np.lexsort((times, seg))
-        times, seg = times[order], seg[order]
-    flat = times
-    same = seg[1:] == seg[:-1]
-    gaps, gseg = np.diff(flat)[same], seg[1:][same]
-    k = np.bincount(gseg, minlength=n).astype(np.float64)
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        s1 = np.bincount(gseg, weights=gaps, minlength=n)
-        s2 = np.bincount(gseg, weights=gaps * gaps, minlength=n)
-        mean = s1 / np.maximum(k, 1.0)
-        sd = np.sqrt(np.maximum(s2 / np.maximum(k, 1.0) - mean * mean, 0.0))
-        cv = finite_or(np.where(mean > 0, sd / mean, 0.0), 0.0)
-    value = p["floor"] + (1.0 - p["floor"]) / (1.0 + cv)
-    return np.where((count >= p["min_accesses"]) & (k > 0), value, 1.0)
+    if not (count >= p["min_accesses"]).any():  # no row has enough accesses: all neutral
+        return 1.0
+    flat, counts = x.history
+    out = np.empty(len(x.row_list))
+    kernels().spacing(x.created, flat, counts, count, float(p["floor"]), float(p["min_accesses"]), out)
+    return out
 
 
-def prediction(x: Inputs, p: Params) -> np.ndarray:
+def prediction(x: Inputs, p: Params) -> Value:
     """``1 + gain·p``, p in [0, 1] = extra["prediction"] (predicted to be needed next)."""
+    if not x.has("prediction", meta=False):
+        return 1.0
     return 1.0 + p["gain"] * clip(x.signal("prediction", 0.0, meta=False), 0.0, 1.0)
 
 
-def surprise_domain(x: Inputs, p: Params) -> np.ndarray:
+def surprise_domain(x: Inputs, p: Params) -> Value:
     """Outcomes that happened are boosted, expectations that proved wrong suppressed: a signed
     s in [−1, 1] from extra["surprise_domain"], else meta["surprise_domain"] through ``roles``
     (actual 1, expected 0, wrong_expected −1); ``1 + boost·s`` or ``1 + suppress·s``."""
+    if not x.has("surprise_domain"):
+        return 1.0
     if "surprise_domain" in x.extra:
         s = finite_or(x.extra["surprise_domain"], 0.0)
     else:
@@ -203,26 +222,30 @@ def surprise_domain(x: Inputs, p: Params) -> np.ndarray:
     return np.where(s >= 0, 1.0 + p["boost"] * s, 1.0 + p["suppress"] * s)
 
 
-def epistemic_debt(x: Inputs, p: Params) -> np.ndarray:
+def epistemic_debt(x: Inputs, p: Params) -> Value:
     """``1 + boost·d·u``: d in [0, 1] marks a memory of an uncertain domain
     (extra/meta "epistemic_debt"); u = 2·(1 − the query affect's confidence), clipped to
     [0, 2], so the seed's 1.1× holds at neutral confidence 0.5, a sure soul does not dig."""
+    u = min(max(2.0 * (1.0 - x.affect_values[3]), 0.0), 2.0)
+    if u == 0.0 or not x.has("epistemic_debt"):
+        return 1.0
     d = clip(x.signal("epistemic_debt", 0.0), 0.0, 1.0)
-    u = min(max(2.0 * (1.0 - affect_values(x.affect)[3]), 0.0), 2.0)
     return 1.0 + p["boost"] * d * u
 
 
-def integration_weight(x: Inputs, p: Params) -> np.ndarray:
+def integration_weight(x: Inputs, p: Params) -> Value:
     """The learned weight of the recall source that found the row, extra["integration"],
     used as the multiplier itself, clipped to [0, max] (missing: 1.0)."""
+    if not x.has("integration", meta=False):
+        return float(min(max(1.0, 0.0), p["max"]))
     return clip(x.signal("integration", 1.0, meta=False), 0.0, p["max"])
 
 
 def tier(x: Inputs, p: Params) -> np.ndarray:
     """Demotion over time: the row's tier (`memory.tier_of` of idle days and decayed
     confidence) through the table hot 1.0, warm 0.9, cool 0.75, cold 0.5."""
-    table = np.array([p["values"][t.value] for t in TIERS], np.float64)
-    return table[tier_index(x.idle_days, x.confidence[0])]
+    table = _table(p, "values", lambda: np.array([p["values"][t.value] for t in TIERS], np.float64))
+    return table[x.tier]
 
 
 @dataclass(frozen=True)

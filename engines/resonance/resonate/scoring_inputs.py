@@ -13,9 +13,9 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cached_property
-from itertools import chain
-from operator import itemgetter
+from functools import cached_property, lru_cache
+from itertools import chain, repeat
+from operator import is_, itemgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -35,6 +35,7 @@ __all__ = [
     "base_level_flat",
     "clip",
     "finite_or",
+    "kernels",
     "tier_index",
 ]
 
@@ -45,6 +46,7 @@ EXTRA_KEYS = (
 )
 _RATES = np.array([DECAY_RATES[Kind(i)] for i in range(len(Kind))])
 _META_CACHE = 65_536  # decoded metas kept per Scorer
+_UNREAD: tuple[None, None] = (None, None)  # a row the meta cache has not seen: no text yet
 TIERS = (Tier.HOT, Tier.WARM, Tier.COOL, Tier.COLD)
 
 
@@ -57,6 +59,20 @@ class Affect:
     arousal: float = 0.0
     frustration: float = 0.0
     confidence: float = 0.5
+
+
+_KERNELS: Any = None
+
+
+def kernels() -> Any:
+    """The scoring kernels (kernels/scoring.py), imported on first use: numba loads only
+    when a query is scored."""
+    global _KERNELS
+    if _KERNELS is None:
+        from ..kernels import scoring
+
+        _KERNELS = scoring
+    return _KERNELS
 
 
 def finite_or(x: np.ndarray, neutral: float) -> np.ndarray:
@@ -104,29 +120,15 @@ def base_level_activation(created: np.ndarray, history: list[list[float]],
 def base_level_flat(created: np.ndarray, flat: np.ndarray, counts: np.ndarray,
                 access_count: np.ndarray, now: float, decay: float,
                 min_age: float) -> np.ndarray:
-    """`base_level_activation` over the histories laid end to end (``counts`` per row)."""
-    n = len(created)
-    if n == 0:
-        return np.zeros(0)
-    floor = min_age / DAY
-    seg = np.repeat(np.arange(n), counts)
-    # fmax ignores NaN: an unreadable time counts as a presentation a minute ago.
-    age_created = np.fmax((now - finite_or(created, now)) / DAY, floor)
-    ages = np.fmax((now - flat) / DAY, floor)
-    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        total = age_created ** -decay + np.bincount(seg, weights=ages ** -decay, minlength=n)
-        older = np.maximum(finite_or(access_count, 0.0) - counts, 0.0)
-        if older.any():
-            t_k = np.full(n, floor)
-            np.maximum.at(t_k, seg, ages)  # the oldest kept access
-            t_n = np.maximum(age_created, t_k)
-            span = t_n - t_k
-            e = 1.0 - decay
-            spread = (t_n ** e - t_k ** e) / (e * np.where(span > 0, span, 1.0))
-            # All older accesses at one moment (span 0): each counts t_k^−d.
-            each = np.where(span > 1e-12 * t_n, spread, t_k ** -decay)
-            total = total + older * finite_or(each, 0.0)
-    return np.log(clip(finite_or(total, 0.0), 1e-300, 1e300))
+    """`base_level_activation` over the histories laid end to end (``counts`` per row):
+    ages in days floored at ``min_age`` seconds (an unreadable time counts as a presentation
+    a minute ago), one kernel call (kernels/scoring.py)."""
+    out = np.empty(len(created))
+    kernels().base_level(np.ascontiguousarray(created, np.float64), np.ascontiguousarray(flat, np.float64),
+               np.ascontiguousarray(counts, np.int64),
+               np.ascontiguousarray(access_count, np.float64), float(now), float(decay),
+               min_age / DAY, float(DAY), out)
+    return out
 
 
 def tier_index(idle_days: np.ndarray, confidence: np.ndarray) -> np.ndarray:
@@ -153,50 +155,77 @@ class Inputs:
         # row -> (its meta text, decoded): a Scorer keeps one across calls (meta never changes)
         self.meta_cache = {} if meta_cache is None else meta_cache
 
-    def _column(self, column: Any, dtype: type = np.float64) -> np.ndarray:
+    def values(self, column: Any) -> tuple[Any, ...]:
+        """The rows' entries of a State column, in row order."""
         rows = self.row_list
         if len(rows) < 2:  # itemgetter of one key returns the value, not a tuple
-            return np.array([column[r] for r in rows], dtype)
-        return np.array(itemgetter(*rows)(column), dtype)
+            return tuple(column[r] for r in rows)
+        return itemgetter(*rows)(column)
+
+    def _column(self, column: Any, dtype: type = np.float64) -> np.ndarray:
+        return np.array(self.values(column), dtype)
 
     @cached_property
     def kind(self) -> np.ndarray:
         return self._column(self.state.kind, np.int64)
 
     @cached_property
+    def _gathered(self) -> np.ndarray:
+        """The rows' numeric columns the factors read, gathered in one array (one numpy call
+        for all, not one a column): created, access count, observations, last active, mu,
+        var."""
+        st = self.state
+        return np.array([self.values(column) for column in (
+            st.created, st.access_count, st.n, st.last_active, st.mu, st.var)], np.float64)
+
+    @property
     def access_count(self) -> np.ndarray:
-        return self._column(self.state.access_count)
+        return self._gathered[1]
 
-    @cached_property
+    @property
     def observations(self) -> np.ndarray:
-        return self._column(self.state.n)
+        return self._gathered[2]
 
-    @cached_property
+    @property
     def created(self) -> np.ndarray:
-        return self._column(self.state.created)
+        return self._gathered[0]
 
     @cached_property
     def history(self) -> tuple[np.ndarray, np.ndarray]:
         """(every row's kept access times laid end to end, how many per row)."""
         accessed = self.state.accessed
         # tuple() copies: a snapshot, in case a writer appends to a row's history meanwhile.
-        hists = [tuple(accessed.get(r, ())) for r in self.row_list]
+        rows = self.row_list
+        hists = list(map(tuple, map(accessed.get, rows, repeat((), len(rows)))))
         counts = np.fromiter(map(len, hists), np.int64, len(hists))
         return np.fromiter(chain.from_iterable(hists), np.float64, int(counts.sum())), counts
 
     @cached_property
+    def meta_keys(self) -> frozenset[str]:
+        """Every key some row's meta holds: a factor whose key no row has is neutral."""
+        return frozenset().union(*(m for _, m in self.metas))
+
+    def has(self, key: str, *, meta: bool = True) -> bool:
+        """Whether any row has the signal ``key``: given in ``extra``, or (``meta``) in a
+        row's meta. Without it, the factors that read it are neutral for every row."""
+        return key in self.extra or (meta and key in self.meta_keys)
+
+    @cached_property
     def metas(self) -> list[tuple[int, dict[str, Any]]]:
         """(position, meta) of the rows that have a non-empty meta; the others have none."""
-        raw, cache = self.state.meta, self.meta_cache
+        cache, rows = self.meta_cache, self.row_list
+        texts = self.values(self.state.meta)
+        hits = list(map(cache.get, rows, repeat(_UNREAD, len(rows))))
+        if all(map(is_, texts, map(itemgetter(0), hits))):  # every row's meta decoded already
+            return [(i, m) for i, m in enumerate(map(itemgetter(1), hits)) if m]
         out = []
-        for i, r in enumerate(self.row_list):
-            text = raw[r]
+        for i, (text, hit) in enumerate(zip(texts, hits, strict=True)):
             if not text:
                 continue
-            hit = cache.get(r)
-            if hit is not None and hit[0] is text:  # the row's meta string is never replaced
+            if hit[0] is text:  # the row's meta string is never replaced
                 m = hit[1]
             else:
+                r = rows[i]
                 try:
                     m = json.loads(text)
                 except ValueError:  # undecodable meta: read as none rather than fail a recall
@@ -215,18 +244,20 @@ class Inputs:
         cache = self._numbers
         if (key, neutral) not in cache or np.isnan(neutral):
             out = np.full(len(self.row_list), neutral)
-            for i, m in self.metas:
-                if key in m:
-                    out[i] = _number(m[key], neutral)
+            if key in self.meta_keys:
+                for i, m in self.metas:
+                    if key in m:
+                        out[i] = _number(m[key], neutral)
             cache[(key, neutral)] = out
         return cache[(key, neutral)]
 
     def meta_lookup(self, key: str, table: Mapping[str, float], default: float) -> np.ndarray:
         """``table[str(meta[key]).lower()]`` per row; ``default`` where missing or unknown."""
         out = np.full(len(self.row_list), float(default))
-        for i, m in self.metas:
-            if key in m:
-                out[i] = table.get(str(m[key]).lower(), default)
+        if key in self.meta_keys:
+            for i, m in self.metas:
+                if key in m:
+                    out[i] = table.get(str(m[key]).lower(), default)
         return out
 
     def signal(self, key: str, neutral: float, *, meta: bool = True) -> np.ndarray:
@@ -238,18 +269,44 @@ class Inputs:
         return np.full(len(self.row_list), neutral)
 
     @cached_property
-    def idle_days(self) -> np.ndarray:
-        last = finite_or(self._column(self.state.last_active), self.now)
-        return np.maximum(self.now - last, 0.0) / DAY
+    def _decayed(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(idle days, decayed confidence mean, its variance, tier index, the kind clipped to
+        the known kinds), one kernel call."""
+        n = len(self.row_list)
+        idle, mu, var = np.empty(n), np.empty(n), np.empty(n)
+        tier, kind = np.empty(n, np.int64), np.empty(n, np.int64)
+        numbers = self._gathered
+        kernels().decayed(numbers[3], self.kind, numbers[4], numbers[5], _RATES, float(self.now), float(DAY), float(PRIOR_VAR),
+                idle, mu, var, tier, kind)
+        return idle, mu, var, tier, kind
+
+    @property
+    def kind_index(self) -> np.ndarray:
+        """Each row's kind clipped to the known kinds: an index into a per-kind table."""
+        return self._decayed[4]
+
+    @property
+    def tier(self) -> np.ndarray:
+        """Each row's tier index (`tier_index` of its idle days and decayed confidence)."""
+        return self._decayed[3]
 
     @cached_property
+    def affect_values(self) -> tuple[float, float, float, float]:
+        """The query's `affect_values` (an `Affect` is frozen: the same few come back query
+        after query, worked out once each)."""
+        if type(self.affect) is Affect:
+            return _affect_values(self.affect)
+        return affect_values(self.affect)
+
+    @property
+    def idle_days(self) -> np.ndarray:
+        """Days since each row was last active (an unreadable time reads as now)."""
+        return self._decayed[0]
+
+    @property
     def confidence(self) -> tuple[np.ndarray, np.ndarray]:
         """The decayed (mean, variance), as `Confidence.decay` computes them."""
-        keep = np.exp(-_RATES[clip(self.kind, 0, len(_RATES) - 1)] * self.idle_days)
-        mu = finite_or(self._column(self.state.mu), 0.0) * keep
-        var = PRIOR_VAR + (np.maximum(finite_or(self._column(self.state.var), PRIOR_VAR), 0.0)
-                           - PRIOR_VAR) * keep
-        return mu, var
+        return self._decayed[1], self._decayed[2]
 
 
 def affect_values(affect: Affect) -> tuple[float, float, float, float]:
@@ -259,3 +316,6 @@ def affect_values(affect: Affect) -> tuple[float, float, float, float]:
         return min(max(v, lo), hi)
     return (clip(affect.valence, -1.0, 1.0, 0.0), clip(affect.arousal, 0.0, 1.0, 0.0),
             clip(affect.frustration, 0.0, 1.0, 0.0), clip(affect.confidence, 0.0, 1.0, 0.5))
+
+
+_affect_values = lru_cache(maxsize=256)(affect_values)

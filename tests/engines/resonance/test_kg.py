@@ -321,3 +321,23 @@ def test_public_names() -> None:
                                "SpreadConfig", "Triplet", "UnknownTriplet", "spread_nodes"}
     assert kg.SpreadConfig() == kg.SpreadConfig(strength=1.0, decay=0.8, max_hops=6,
                                                 cutoff=0.01, hub_power=0.5)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_topic_shares_sum_each_memorys_topics_in_its_mention_order(graph: KnowledgeGraph,
+                                                                   seed: int) -> None:
+    # Session priming weighs a memory by the session's topics among its entities (issue 26:
+    # looked up from the topics' side when they hold fewer memories); the share must be the
+    # sum over the memory's entities in its mention order, to the last bit, either way.
+    import random
+
+    rng = random.Random(seed)
+    names = [f"Entity {i}" for i in range(12)]
+    memories = [f"m{i}" for i in range(rng.randint(1, 40))]
+    for memory_id in memories:
+        graph.mention(memory_id, rng.sample(names, rng.randint(0, 6)))
+    topics = {name: rng.choice([0.1, 0.3, 1 / 3, 0.7, 1.0, 0.05]) for name in
+              rng.sample(names, rng.randint(1, 10 if seed % 2 else 3))}
+    asked = rng.sample([*memories, "unknown"], rng.randint(1, len(memories) + 1))
+    expected = [min(1.0, sum(topics.get(e, 0.0) for e in graph.entities_of(m))) for m in asked]
+    assert graph.topic_shares(asked, topics) == expected

@@ -142,14 +142,69 @@ def test_locomo_hybrid_beats_best_single_signal_by_5_points(tmp_path) -> None:
     assert mean["hybrid"] - max(mean["keyword"], mean["semantic"]) >= 0.05, mean
 
 
-def test_the_keyword_only_ids_are_found_alike_by_set_or_by_numpy() -> None:
-    # Which keyword hits the semantic search missed: a set for a query's few hundred ids
-    # (issue 26), numpy's isin beyond; both must answer as np.isin does.
-    from soul.engines.resonance.recall.hybrid import _isin
+def test_the_candidate_union_is_both_lists_with_their_signals() -> None:
+    # Hybrid recall's candidates are the semantic ids, then the keyword ids they lack, each
+    # with its ranks, BM25 score and coverage (issue 26: one kernel call, was a set, a dict
+    # and a dozen numpy calls); over random lists it must give what that plain code gave.
+    from soul.engines.resonance.recall.hybrid import _merge
 
     rng = np.random.default_rng(7)
-    for size in (0, 1, 5, 100, 300, 600):
-        ids = rng.integers(0, 400, size).astype(np.int64)
-        among = rng.integers(0, 400, rng.integers(0, 400)).astype(np.int64)
-        found = _isin(ids, among)
-        assert found.dtype == bool and np.array_equal(found, np.isin(ids, among))
+    for size in (0, 1, 5, 100, 300):
+        sem = rng.permutation(400)[: rng.integers(0, size + 1)].astype(np.int64)
+        kw = rng.permutation(400)[: rng.integers(0, size + 1)].astype(np.int64)
+        kw_scores, kw_cov = (rng.random(len(kw)).astype(np.float32) for _ in range(2))
+        sem_scores, sem_cov = (rng.random(len(sem)).astype(np.float32) for _ in range(2))
+        # the plain definition
+        ids = np.concatenate([sem, kw[~np.isin(kw, sem)]])
+        srank = np.full(len(ids), -1, np.int32)
+        srank[: len(sem)] = np.arange(1, len(sem) + 1)
+        krank = np.full(len(ids), -1, np.int32)
+        bm25, cov = np.zeros(len(ids), np.float32), np.zeros(len(ids), np.float32)
+        pos = {int(i): j for j, i in enumerate(ids)}
+        for r, i in enumerate(kw.tolist()):
+            krank[pos[i]], bm25[pos[i]], cov[pos[i]] = r + 1, kw_scores[r], kw_cov[r]
+        lacking = krank[: len(sem)] < 0
+        bm25[: len(sem)][lacking], cov[: len(sem)][lacking] = sem_scores[lacking], sem_cov[lacking]
+        out = (np.empty(len(sem) + len(kw), np.int64), *(np.empty(len(sem) + len(kw), np.int32)
+               for _ in range(2)), *(np.empty(len(sem) + len(kw), np.float32) for _ in range(2)))
+        n = _merge()(sem, kw, kw_scores, kw_cov, sem_scores, sem_cov, *out)
+        for got, want in zip((a[:n] for a in out), (ids, srank, krank, bm25, cov), strict=True):
+            assert got.tobytes() == want.tobytes()
+
+
+def _weighted_by_numpy(cands: Candidates, cfg: FusionConfig, tag, conf) -> np.ndarray:
+    """The weighted, calibrated formula as whole-array numpy operations (how fusion computed
+    it before its kernel)."""
+    cos = np.nan_to_num(cands.cosine.astype(np.float64), nan=0.0)
+    hub = np.nan_to_num(cands.hub.astype(np.float64), nan=0.0)
+    sem = np.clip(cos - cfg.hub_penalty * hub, 0.0, 1.0)
+    bm25 = cands.bm25.astype(np.float64)
+    top = float(bm25.max()) if bm25.size else 0.0
+    kw = bm25 / top if top > 0 else np.zeros_like(bm25)
+    kw *= cfg.coverage_floor + (1.0 - cfg.coverage_floor) * np.clip(
+        cands.coverage.astype(np.float64), 0.0, 1.0)
+    tag_v = np.zeros(len(cands)) if tag is None else tag
+    conf_v = np.ones(len(cands)) if conf is None else np.clip(conf, 0.0, 1.0)
+    base = cfg.semantic_weight * sem + cfg.keyword_weight * kw + cfg.tag_weight * tag_v
+    return base * (0.5 + 0.5 * conf_v)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_fusion_kernel_gives_numpys_scores_bit_for_bit(seed: int) -> None:
+    # The weighted formula runs as one numba kernel (issue 26: two dozen numpy calls over a
+    # few candidates were most of its time); over random signals (missing cosines, no BM25
+    # at all, coverage outside [0, 1], random weights) it must give numpy's values exactly.
+    from soul.engines.resonance.recall.fusion import fused_scores
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 60))
+    cos = rng.uniform(-1, 1, n)
+    cos[rng.random(n) < 0.2] = np.nan
+    bm25 = np.where(rng.random(n) < 0.4, 0.0, rng.exponential(3.0, n)) * (seed % 5 != 0)
+    cands = _cands(cos, rng.uniform(-0.2, 0.9, n), bm25, rng.uniform(-0.3, 1.3, n))
+    cfg = FusionConfig(semantic_weight=float(rng.uniform(0, 1)), keyword_weight=float(rng.uniform(0, 1)),
+                       hub_penalty=float(rng.uniform(0, 0.6)), coverage_floor=float(rng.uniform(0, 1)))
+    tag = rng.uniform(0, 1, n) if seed % 3 == 0 else None
+    conf = rng.uniform(-0.5, 1.5, n) if seed % 4 == 0 else None
+    got = fused_scores(cands, cfg, tag=tag, confidence=conf)[0]
+    assert got.tobytes() == _weighted_by_numpy(cands, cfg, tag, conf).tobytes()

@@ -217,3 +217,40 @@ def test_random_graph_activations_never_exceed_the_best_seed() -> None:
                                 max_hops=cfg.max_hops, hub_power=cfg.hub_power)
     assert act.max() <= vals.max() + 1e-7
     assert hops.max() <= cfg.max_hops
+
+
+@pytest.mark.parametrize("seed", range(15))
+def test_reached_lookups_match_their_plain_definitions(graph: KnowledgeGraph, seed: int) -> None:
+    # Resonance asks a Spread for the activation and hop of its candidates' nodes and for the
+    # strongest memories it reached that are not candidates (issue 26: both as kernels over
+    # the reached arrays); each must answer as the plain definition over those arrays does.
+    import random
+
+    rng = random.Random(seed)
+    memories = [f"mem{i}" for i in range(rng.randint(2, 40))]
+    entities = [f"Entity {i}" for i in range(rng.randint(1, 12))]
+    for memory_id in memories:
+        graph.mention(memory_id, rng.sample(entities, rng.randint(0, min(3, len(entities)))))
+    reached = graph.spread({m: rng.uniform(0.1, 1.0) for m in rng.sample(memories, 2)},
+                           decay=0.9, cutoff=0.01)
+    adj = graph.adjacency()
+    by_node = {n: (a, h) for n, a, h in zip(reached.nodes.tolist(), reached.activation.tolist(),
+                                             reached.hop.tolist(), strict=True)}
+    asked = [adj.node_of(f"m:{m}") for m in memories] + [adj.node_of(f"e:{entities[0].lower()}")]
+    nodes = np.array([-1 if n is None else n for n in asked] + [-1, 10_000], np.int64)
+    act, hop = reached.of_nodes(nodes)
+    assert act.tolist() == [by_node.get(int(n), (0.0, -1))[0] if n >= 0 else 0.0 for n in nodes]
+    assert hop.tolist() == [by_node.get(int(n), (0.0, -1))[1] if n >= 0 else -1 for n in nodes]
+
+    known = frozenset(rng.sample(memories, rng.randint(0, len(memories))))
+    known_nodes = np.array([adj.node_of(f"m:{m}") or -1 for m in known], np.int64)
+    threshold, limit = rng.choice([0.0, 0.05, 0.3]), rng.choice([1, 3, 50])
+    order = sorted(range(len(by_node)), key=lambda i: -reached.activation[i])  # stable
+    expected = {}
+    for i in order:
+        key = graph.state.keys[int(reached.nodes[i])]
+        if (reached.activation[i] >= threshold and key.startswith("m:")
+                and key[2:] not in known and len(expected) < limit):
+            expected[key[2:]] = float(reached.activation[i])
+    assert reached.strongest_memories(threshold, limit, known, known_nodes) == expected
+    assert reached.strongest_memories(threshold, limit, known) == expected

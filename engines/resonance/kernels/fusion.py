@@ -1,0 +1,93 @@
+"""Numba kernels of hybrid recall's candidates (recall/hybrid.py) and of fusion's weighted
+formula with the calibrated normalisation (recall/fusion.py): one call over the candidates
+each instead of two dozen numpy calls over arrays of a few values.
+
+The arithmetic is numpy's, operation for operation (no fused multiply-add: numba does not
+contract without fastmath), so the values are the same bit for bit; NaN reads as numpy's
+`minimum`/`maximum` read it (it propagates), a NaN cosine is 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import float32, float64, int32, int64, njit, void
+
+__all__ = ["merge_candidates", "weighted_calibrated"]
+
+
+@njit(void(float32[::1], float32[::1], float32[::1], float32[::1], float64, float64, float64,
+           float64, float64[::1], float64[::1], float64[::1]), cache=True, error_model="numpy")
+def weighted_calibrated(cosine: np.ndarray, hub: np.ndarray, bm25: np.ndarray,
+                        coverage: np.ndarray, hub_penalty: float, floor: float,
+                        semantic_weight: float, keyword_weight: float, sem: np.ndarray,
+                        kw: np.ndarray, base: np.ndarray) -> None:  # pragma: no cover
+    """Per candidate: ``sem = clip(cos − hub_penalty·hub, 0, 1)``, ``kw = bm25/max(bm25) ·
+    (floor + (1 − floor)·clip(coverage, 0, 1))`` (0 when no candidate has a BM25 score) and
+    ``base = semantic_weight·sem + keyword_weight·kw``."""
+    n = cosine.shape[0]
+    top = 0.0
+    if n:
+        top = -np.inf
+        for i in range(n):
+            b = float64(bm25[i])
+            if b != b:  # numpy's max propagates NaN
+                top = np.nan
+                break
+            if b > top:
+                top = b
+    for i in range(n):
+        c = float64(cosine[i])
+        c = 0.0 if c != c else c
+        h = float64(hub[i])
+        h = 0.0 if h != h else h
+        s = c - hub_penalty * h
+        if s == s:  # np.maximum(s, 0) then np.minimum(., 1); NaN stays NaN
+            s = 0.0 if s < 0.0 else s
+            s = 1.0 if s > 1.0 else s
+        k = float64(bm25[i]) / top if top > 0 else 0.0
+        v = float64(coverage[i])
+        if v == v:
+            v = 0.0 if v < 0.0 else v
+            v = 1.0 if v > 1.0 else v
+        k *= floor + (1.0 - floor) * v
+        sem[i] = s
+        kw[i] = k
+        base[i] = semantic_weight * s + keyword_weight * k
+
+
+@njit(int64(int64[::1], int64[::1], float32[::1], float32[::1], float32[::1], float32[::1],
+            int64[::1], int32[::1], int32[::1], float32[::1], float32[::1]), cache=True)
+def merge_candidates(semantic: np.ndarray, keyword: np.ndarray, keyword_scores: np.ndarray,
+                     keyword_coverage: np.ndarray, semantic_scores: np.ndarray,
+                     semantic_coverage: np.ndarray, ids: np.ndarray, semantic_rank: np.ndarray,
+                     keyword_rank: np.ndarray, bm25: np.ndarray,
+                     coverage: np.ndarray) -> int:  # pragma: no cover - compiled
+    """The union of the semantic ids (in their order) and the keyword ids they lack (in
+    theirs) into ``ids`` with their 1-based ranks (-1: not in that list), BM25 scores and
+    coverage: a keyword hit's from the keyword list, a semantic id's from
+    ``semantic_scores``/``semantic_coverage`` (the same scoring pass) when the keyword list
+    lacks it. Returns how many; the out arrays hold at least both lists."""
+    m = semantic.shape[0]
+    order = np.argsort(semantic)  # a keyword id is looked for among the semantic ones
+    ranked = semantic[order]
+    for j in range(m):
+        ids[j] = semantic[j]
+        semantic_rank[j] = j + 1
+        keyword_rank[j] = -1
+        bm25[j] = semantic_scores[j]
+        coverage[j] = semantic_coverage[j]
+    n = m
+    for r in range(keyword.shape[0]):
+        doc = keyword[r]
+        at = np.searchsorted(ranked, doc)
+        if at < m and ranked[at] == doc:
+            j = order[at]
+        else:
+            j = n
+            ids[j] = doc
+            semantic_rank[j] = -1
+            n += 1
+        keyword_rank[j] = r + 1
+        bm25[j] = keyword_scores[r]
+        coverage[j] = keyword_coverage[r]
+    return n
