@@ -142,6 +142,7 @@ class Session:
         if self.work is not None:
             await self.work.stop()
         await self._cancel_background()
+        self._kept = None  # Chetana's controller: a closed session's next turn restores it
         if self.services.tools is not None:
             self.services.tools.release(self.id)
 
