@@ -239,10 +239,10 @@ class Session:
         kept, self._kept = self._kept, None  # the controller goes on once: a rewrite restores
         ts = start_turn(plan, services, snapshot, text, kind, session=self.id, kept=kept)
         if persona is not None:  # this turn's system prompt head (trusted), in place of the persona file
-            ts.ctx = replace(ts.ctx, persona=persona)
+            ts.ctx = ts.ctx.changed(persona=persona)
         mind = self.mind
         if mind is not None:  # the mood it starts with, and the impulses drained into it
-            ts.ctx = replace(ts.ctx, mind=mind.for_turn(impulses).variables())
+            ts.ctx = ts.ctx.changed(mind=mind.for_turn(impulses).variables())
         gate = gate_config(plan.blueprint.observer) if kind == "message" else None
         held = HeldEvents() if gate is not None else None  # a draft shows nothing before the verdict
         await ScopeRunner(plan, plan.turn, services, held if held is not None else emit).run(ts)
@@ -308,7 +308,7 @@ class Session:
             held.release(emit)
             return ts, None
         retry = start_turn(plan, self.services, snapshot, text, "message", session=self.id)
-        retry.ctx = replace(retry.ctx, mind=ts.ctx.mind, revise=verdict.note(), persona=ts.ctx.persona)
+        retry.ctx = retry.ctx.changed(mind=ts.ctx.mind, revise=verdict.note(), persona=ts.ctx.persona)
         again = HeldEvents()
         error: str | None = None
         try:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import replace
 from functools import partial
 from typing import Any, ClassVar
 
@@ -77,7 +76,7 @@ def start_turn(plan: Plan, services: Services, snapshot: Snapshot, text: str, ki
     ts = TurnState(context_for(plan, snapshot, text, kind), {}, session=session)
     if services.chetana is not None:
         ts.cognition = services.chetana(snapshot.chetana, text, kept)
-        ts.ctx = replace(ts.ctx, chetana=ts.cognition.context)
+        ts.ctx = ts.ctx.changed(chetana=ts.cognition.context)
     return ts
 
 
@@ -118,7 +117,7 @@ class ScopeRunner:
         self.units = shared.units if self.applies_changes else {}
 
     def variables(self, ts: TurnState, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        return self.builder.variables(replace(ts.ctx, steps={**self.not_run, **ts.outputs}), params)
+        return self.builder.variables(ts.ctx.changed(steps={**self.not_run, **ts.outputs}), params)
 
     def _did(self, ts: TurnState, name: str, outputs: dict[str, Any]) -> None:
         """`name`'s outputs among the steps done, which are kept in plan order (the order
@@ -278,7 +277,7 @@ class ScopeRunner:
             if changes.regions:  # working memory for the rest of this turn's prompts
                 filled = {region: tuple(labelled(MemoryEntry(region, "recollection", text), name, kind.name, ts.ctx.number)
                                         for text in texts) for region, texts in changes.regions.items()}
-                ts.ctx = replace(ts.ctx, memory={**ts.ctx.memory, **changes.regions}, entries={**ts.ctx.entries, **filled})
+                ts.ctx = ts.ctx.changed(memory={**ts.ctx.memory, **changes.regions}, entries={**ts.ctx.entries, **filled})
         ts.steps.append(StepTrace(name, kind.name, "ran", dict(outputs), flags, ms=ms))
         if ts.cognition is not None:
             ts.cognition.record(name, True, ms, outputs)
@@ -321,7 +320,7 @@ class ScopeRunner:
                 if known is not None and known[0] == read:
                     return known[1]
                 trial = {**self.not_run, **ts.outputs, **{n: p.outputs for n, p in parses.items()}}
-                variables = builder.variables(replace(ts.ctx, steps=trial))
+                variables = builder.variables(ts.ctx.changed(steps=trial))
                 off = not gates.when_open(name, expression, variables, planned[name].kind.name)
                 decided[name] = (read, off)
                 return off
@@ -397,7 +396,7 @@ class ScopeRunner:
                 if changes.flags:
                     flags += changes.flags
                 if changes.state:
-                    ts.ctx = replace(ts.ctx, state={**ts.ctx.state, **changes.state})
+                    ts.ctx = ts.ctx.changed(state={**ts.ctx.state, **changes.state})
             ts.steps.append(StepTrace(name, kind.name, status, outputs, flags, call.gates[name], per_step_ms))
             if ts.cognition is not None and status != "gated":
                 ts.cognition.record(name, status == "ran", per_step_ms, outputs)
