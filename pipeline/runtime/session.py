@@ -274,9 +274,9 @@ class Session:
         # the items go with the commit (a partition is rebuilt from them), under the lease's fence
         commit = replace(commit, remember=tuple(items) if items else None, fence=fence, **more)
         applied = store.apply(commit)
-        if chetana_state is not None and ts.cognition is not None and plan.blueprint.chetana is not None:
+        if ts.cognition is not None and chetana_state is not None:
             # stored: the controller goes on next turn if the state read back is this one
-            self._kept = ts.cognition.keep(plan.blueprint.chetana, chetana_state)
+            self._kept = ts.cognition.keep(chetana_state)
         turn = applied.turn
         self.info = store.session(self.id)
         if mind is not None and self.work is not None:  # the next cycle sees what this turn said

@@ -123,19 +123,17 @@ def dumps(value: Any) -> str:
         return _CHECKED(value)
 
 
-_ENCODE = dumps
-
 
 def encode(data: Mapping[str, Any]) -> str:
     """One JSONL line, newline included (UTF-8 text, not \\u escapes, so the logs read well)."""
-    return _ENCODE(data) + "\n"
+    return dumps(data) + "\n"
 
 
 def _text(value: Any) -> str:
     """A str (or None) field as `encode` writes it."""
     if type(value) is str:
         return _STRING(value)
-    return "null" if value is None else _ENCODE(value)
+    return "null" if value is None else dumps(value)
 
 
 def commit_lines(
@@ -169,10 +167,10 @@ def commit_lines(
     if cycle is not None:
         head["cycle"] = cycle
     head["time"] = time
-    opening = _ENCODE(head)[:-1]  # '{"commit":1,"turn":1,"time":...' without its '}'
+    opening = dumps(head)[:-1]  # '{"commit":1,"turn":1,"time":...' without its '}'
     out: list[LogLine] = []
     for i, m in enumerate(messages):
-        meta = metas[i] if metas is not None else _ENCODE(dict(m.meta or {}))
+        meta = metas[i] if metas is not None else dumps(dict(m.meta or {}))
         out.append(LogLine(
             file_for(m.layer, m.tag),
             f'{opening},"tag":{_text(m.tag)},"step":{_text(m.step)},"verb":{_text(m.verb)},'
@@ -188,7 +186,7 @@ def commit_lines(
                    "cycle_to": s.cycle_to, "digest": bool(s.digest)}
         out.append(LogLine("context_summaries", encode({**shared, **summary})))
     if event_json is None:
-        event_json = _ENCODE(dict(event))
+        event_json = dumps(dict(event))
     out.append(LogLine(
         "events",
         f'{opening},"tag":"commit","step":null,"verb":null,"content":{_text(event["kind"])},'

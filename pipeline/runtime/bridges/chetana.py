@@ -67,6 +67,7 @@ class Cognition:
     controller: Any
     context: dict[str, Any]
     correction: bool
+    block: Mapping[str, Any]  # the `chetana:` block it began from (what `keep` records)
     events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
     @classmethod
@@ -100,7 +101,7 @@ class Cognition:
                 context = controller.after_user_correction()
         data = context.to_dict()
         data["correction"] = correction
-        return cls(controller, data, correction, events)
+        return cls(controller, data, correction, block, events)
 
     def record(self, step: str, ok: bool, latency_ms: float, outputs: Mapping[str, Any]) -> None:
         """Report one step's run as a tool execution (a user correction was reported once,
@@ -121,12 +122,12 @@ class Cognition:
             state: dict[str, Any] = self.controller.serialize()
         return state
 
-    def keep(self, block: Mapping[str, Any], state: dict[str, Any]) -> Kept:
+    def keep(self, state: dict[str, Any]) -> Kept:
         """The controller to go on with next turn, once `state` (what `finish` returned) is
         stored: rested to what `serialize` keeps, so that it is the restore of `state`."""
         with _ChetanaErrors(doing="the end of the turn"):
             self.controller.rest()
-        return Kept(block, state, self.controller)
+        return Kept(self.block, state, self.controller)
 
     def event_records(self) -> tuple[MessageRecord, ...]:
         """The turn's events as records for the session's events log."""
