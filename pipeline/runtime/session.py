@@ -31,7 +31,9 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from soul.compiler import Plan
@@ -86,6 +88,7 @@ class Session:
         self._order = tuple(plan.turn.steps)  # plan order: the order changes are committed in
         self._kept: Kept | None = None  # Chetana's controller as the last turn left it (`Cognition.keep`)
         self._background: asyncio.Task[None] | None = None
+        self._writing: Future[None] | None = None  # the last turn's memories, written after it returned
         self._listeners: list[Callable[[Any], None]] = []
         self._lock: asyncio.Lock | None = None  # one turn at a time (made on the running loop)
         self.work: Background | None = None
@@ -142,6 +145,7 @@ class Session:
         if self.work is not None:
             await self.work.stop()
         await self._cancel_background()
+        await self._written()  # a closed session's memories are in its field
         self._kept = None  # Chetana's controller: a closed session's next turn restores it
         if self.services.tools is not None:
             self.services.tools.release(self.id)
@@ -194,10 +198,19 @@ class Session:
                 await task
 
     async def settle(self) -> None:
-        """Wait for after-turn subprocesses to finish."""
+        """Wait for after-turn subprocesses to finish, and for the last turn's memories to be
+        written to the field."""
         task, self._background = self._background, None
         if task is not None:
             await task
+        await self._written()
+
+    async def _written(self) -> None:
+        """Wait for the last turn's memory writes (`_remember`): reads of the field wait for
+        them anyway; this is for `settle()` and `close()`."""
+        writing, self._writing = self._writing, None
+        if writing is not None and not writing.done():
+            await asyncio.wrap_future(writing)
 
     async def _run(self, text: str, kind: str, emit: Callable[[Any], None] | None,
                    persona: str | None = None) -> TurnResult:
@@ -283,7 +296,7 @@ class Session:
             mind.observe_turn(observed_in(commit.messages, reply, kind))
             self.work.after_turn()
         use = recall_use(plan.blueprint.memory, plan.turn.steps, ts.outputs, [c.raw for c in ts.calls], reply, text)
-        await self._remember(items, ts.recalled, use, applied.commit_id)
+        await self._remember(items, ts.recalled, use, applied.commit_id)  # written after the reply, in a worker thread
         spontaneous = kind == "spontaneous"
         if emit is not None:
             if reply or not spontaneous:  # a spontaneous turn that stays silent shows nothing
@@ -351,14 +364,21 @@ class Session:
         With `memory.learn`, `use` (which recalled memories the turn used) is fed back too.
 
         Remembering embeds and extracts entities (CPU-bound, seconds on a long text), so it
-        runs in a worker thread: an app's event loop keeps serving while it does."""
+        runs in a worker thread, and the turn returns without waiting for it: every read of
+        the field (the next turn's recall, `soul memory`, another session's) waits for it
+        first (`MemoryBridge.writes`), as do `settle()` and `close()`. A partitioned field's
+        writes finish inside the turn: its lease is held for the turn only."""
         memory = self.services.memory
         if memory is None:
             if items:
                 log.warning("session %s: %d memory item(s) dropped: these services have no memory bridge", self.id, len(items))
             return
         if recalled or use is not None or items:  # one trip to a worker thread for all three
-            await asyncio.to_thread(self._remember_now, memory, items, recalled, use, commit)
+            writing = memory.writes.submit(self.id, partial(self._remember_now, memory, items, recalled, use, commit))
+            if memory.leased:
+                await asyncio.wrap_future(writing)
+            else:
+                self._writing = writing
 
     def _remember_now(self, memory: Any, items: list[dict[str, Any]], recalled: Sequence[str], use: RecallUse | None,
                       commit: int | None) -> None:

@@ -39,6 +39,7 @@ from soul.language import Blueprint, field_folder
 from soul.records import Fence
 from soul.runtime.bridges.learning import RecallUse, judge, learn_config
 from soul.runtime.bridges.memory_errors import FieldErrors, field_errors
+from soul.runtime.bridges.memory_writes import Writes
 from soul.runtime.bridges.partitions import Partition, Partitions
 from soul.runtime.bridges.tape import TapedField
 from soul.store import fields_dir, redact, secrets
@@ -106,6 +107,8 @@ class MemoryBridge:
         self._partition: Partition | None = None  # set on a user's bridge (`for_user`)
         self._users: dict[str, MemoryBridge] = {}
         self._embedder: Any = None
+        # a turn's memories are written after it returns (`Writes`); reads wait for them
+        self.writes = Writes()
 
     # -- partitions (a PostgreSQL store): docs/scale.md ---------------------------------------
 
@@ -225,7 +228,9 @@ class MemoryBridge:
 
     def field(self) -> Any:
         """The resonance Field (opened on first use); raises MemoryFieldError if it cannot be.
-        A user's bridge on a partitioned field: its partition's, held first."""
+        A user's bridge on a partitioned field: its partition's, held first. Waits for the
+        writes submitted before (`writes`), unless called by one of them."""
+        self.writes.wait()
         if self._partition is not None:
             live = self._partition.open_field()
             if self._tape is None:
@@ -333,6 +338,8 @@ class MemoryBridge:
         return path, named, elsewhere
 
     def close(self) -> None:
+        """Close the field (and every partition's), once the pending writes have run."""
+        self.writes.wait()
         if self._partitions is not None:  # every partition's field closed, its lease given up
             self._partitions.close()
         if self._partition is not None:

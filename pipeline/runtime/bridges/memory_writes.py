@@ -1,0 +1,88 @@
+"""A memory field's writes after a turn: run in a worker thread once the turn has returned,
+in the order they were asked for; whatever reads the field first waits for them.
+
+A turn's memories are written after its commit (embedding the new texts, seconds on a long
+one with a real embedder; touching its recalls; feeding back what it used). The reply does
+not wait for that: `Writes.submit` hands the work to the event loop's default executor and
+returns at once, and the session awaits it before its next turn reads memory, in `settle()`
+and in `close()` (docs/memory.md, "When memories are written"). Ordering is kept by two waits:
+
+- a write waits for the writes of its session submitted before it (a session's memories chain
+  their context in the order they were said, `MemoryBridge.remember`); two sessions' writes
+  may run at once, as they did when each turn waited for its own;
+- a read (`MemoryBridge.field()`, which every recall, resonate, `soul memory` command and
+  bundle goes through) waits for every write submitted before it, in any thread; a write's
+  own reads do not wait (a write never waits for one submitted after it: no cycle).
+
+Nothing is lost to a loop that ends without `close()`: `asyncio.run` waits for its default
+executor's threads, and the work runs to its end there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, wait
+
+log = logging.getLogger(__name__)
+
+
+class Writes:
+    """The pending writes of one memory field (see the module's docstring)."""
+
+    __slots__ = ("_inside", "_lock", "_pending")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: list[tuple[str, Future[None]]] = []  # (session, its write), in order
+        self._inside = threading.local()  # set while a write runs: its own reads do not wait
+
+    def submit(self, session: str, work: Callable[[], None]) -> Future[None]:
+        """Run `work` in the running loop's default executor after the writes of `session`
+        submitted before it; the future is done when it has run (with its exception, if it
+        raised: callers log their failures inside `work`)."""
+        loop = asyncio.get_running_loop()
+        done: Future[None] = Future()
+        with self._lock:
+            live = [(s, f) for s, f in self._pending if not f.done()]
+            before = [f for s, f in live if s == session]
+            self._pending = [*live, (session, done)]
+        context = contextvars.copy_context()  # the turn's span and settings, as to_thread keeps them
+
+        def run() -> None:
+            if before:
+                wait(before)
+            self._inside.writing = True
+            try:
+                context.run(work)
+            except BaseException as exc:  # handed to whoever awaits the write
+                done.set_exception(exc)
+            else:
+                done.set_result(None)
+            finally:
+                self._inside.writing = False
+
+        try:
+            loop.run_in_executor(None, run)
+        except RuntimeError:  # the loop's executor is shut down (the loop is closing): run it here
+            run()
+        return done
+
+    def wait(self) -> None:
+        """Block until the writes submitted so far have run (at once inside a write)."""
+        if getattr(self._inside, "writing", False):
+            return
+        with self._lock:
+            self._pending = [(s, f) for s, f in self._pending if not f.done()]
+            pending = [f for _, f in self._pending]
+        if pending:
+            wait(pending)
+
+    @property
+    def pending(self) -> int:
+        """How many writes have not run yet."""
+        with self._lock:
+            return sum(1 for _, f in self._pending if not f.done())
