@@ -213,7 +213,7 @@ def claudius_turn(folder: Path, turns: int) -> tuple[dict[str, tuple[list[float]
     build, extract, parse_step, commit = builder.build, soul.runtime.turn.calls.extract_sections, soul.runtime.turn.calls.parse_step, s.store.apply
     snapshot, start_turn = s.store.snapshot, soul.runtime.session.start_turn
     local_step, remember = ScopeRunner.run_local_step, soul.runtime.session.Session._remember
-    remember_now = soul.runtime.session.Session._remember_now
+    remember_now = soul.runtime.session.write_turn
     written: list[float] = []  # the writes after the turns, in their worker thread (wall)
 
     def timed_write(*args: Any) -> None:
@@ -259,7 +259,7 @@ def claudius_turn(folder: Path, turns: int) -> tuple[dict[str, tuple[list[float]
     soul.runtime.session.start_turn = timed("start", start_turn)
     ScopeRunner.run_local_step = timed_async("recall", local_step)  # type: ignore[method-assign]
     soul.runtime.session.Session._remember = timed_async("remember", remember)  # type: ignore[method-assign]
-    soul.runtime.session.Session._remember_now = timed_write  # type: ignore[method-assign]
+    soul.runtime.session.write_turn = timed_write
     out: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in ("turn", *names, "other")}
     text = "Hi, I'm Ada. I build compilers."
 
@@ -295,7 +295,7 @@ def claudius_turn(folder: Path, turns: int) -> tuple[dict[str, tuple[list[float]
         soul.runtime.session.start_turn = start_turn
         ScopeRunner.run_local_step = local_step  # type: ignore[method-assign]
         soul.runtime.session.Session._remember = remember  # type: ignore[method-assign]
-        soul.runtime.session.Session._remember_now = remember_now  # type: ignore[method-assign]
+        soul.runtime.session.write_turn = remember_now
     out["written"] = (written, written)  # wall only: the worker thread's CPU is not told apart
     assert provider.calls >= turns
     # the commit alone, replayed: a typical turn's Commit applied to fresh sessions, unwrapped

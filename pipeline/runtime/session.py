@@ -37,13 +37,11 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from soul.compiler import Plan
-from soul.errors import SoulError
 from soul.records import Fence, SessionInfo
 from soul.runtime import tracing
 from soul.runtime.background import S_LOUD_REASONS, Background, Mind, observed_in
-from soul.runtime.bridges import Kept, RecallUse, recall_use
+from soul.runtime.bridges import Kept, RecallUse, recall_use, write_turn
 from soul.runtime.events import (
-    FixyGated,
     Reply,
     SubprocessFinished,
     Trace,
@@ -53,7 +51,6 @@ from soul.runtime.events import (
 )
 from soul.runtime.surrogates import replace_lone_surrogates
 from soul.runtime.turn import (
-    GateConfig,
     HeldEvents,
     ScopeRunner,
     Services,
@@ -61,11 +58,9 @@ from soul.runtime.turn import (
     build_commit,
     busy_seconds,
     gate_config,
-    judge,
+    gate_reply,
     memory_items,
-    reply_of,
     start_turn,
-    transcript,
 )
 
 if TYPE_CHECKING:
@@ -261,7 +256,7 @@ class Session:
         await ScopeRunner(plan, plan.turn, services, held if held is not None else emit).run(ts)
         gated: dict[str, Any] | None = None
         if gate is not None and held is not None:
-            ts, gated = await self._gate(gate, ts, snapshot, text, held, emit)
+            ts, gated = await gate_reply(plan, services, self.id, self._order, gate, ts, snapshot, text, held, emit)
         chetana_state = ts.cognition.finish() if ts.cognition else None
         total_ms = (time.perf_counter() - started) * 1000
         trace = Trace(
@@ -307,37 +302,6 @@ class Session:
         outputs = {name: dict(out) for name, out in ts.outputs.items()}
         return TurnResult(reply=reply, session_id=self.id, turn=turn, steps=outputs, trace=trace, kind=kind)
 
-    async def _gate(self, gate: GateConfig, ts: TurnState, snapshot: Any, text: str, held: HeldEvents,
-                    emit: Callable[[Any], None] | None) -> tuple[TurnState, dict[str, Any] | None]:
-        """The observer's gate (`runtime/turn/observer.py`): the draft is judged by Fixy's detectors;
-        when one fires the turn runs once more with the rewrite request, and the rewrite is
-        what is sent unless it fails, when the draft stands. Returns the turn state to commit
-        and the gate's record for the trace (None when nothing fired)."""
-        plan = self.plan
-        draft = reply_of(ts, self._order)
-        lines = transcript(ts.ctx.history, ts.ctx.user, text, plan.blueprint.name, draft)
-        verdict = judge(gate, lines) if draft.strip() else None
-        if verdict is None:
-            held.release(emit)
-            return ts, None
-        retry = start_turn(plan, self.services, snapshot, text, "message", session=self.id)
-        retry.ctx = retry.ctx.changed(mind=ts.ctx.mind, revise=verdict.note(), persona=ts.ctx.persona)
-        again = HeldEvents()
-        error: str | None = None
-        try:
-            await ScopeRunner(plan, plan.turn, self.services, again).run(retry)
-            if not reply_of(retry, self._order).strip():
-                error = "the rewrite was empty"
-        except SoulError as exc:  # the model or a step failed: the draft stands
-            error = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
-            log.warning("session %s: the observer's rewrite failed (%s); the draft is sent", self.id, error)
-        rewritten = error is None
-        (again if rewritten else held).release(emit)
-        if emit is not None:
-            emit(FixyGated(ts.ctx.number, plan.blueprint.name, verdict.reason, rewritten, error))
-        record = {"event": "fixy_gate", "reason": verdict.reason, "rewritten": rewritten, "error": error}
-        return (retry if rewritten else ts), record
-
     async def _subprocesses(self, turn_state: TurnState, emit: Callable[[Any], None] | None) -> None:
         plan, services, store = self.plan, self.services, self.store
         for name, scope in plan.subprocesses.items():
@@ -374,30 +338,11 @@ class Session:
                 log.warning("session %s: %d memory item(s) dropped: these services have no memory bridge", self.id, len(items))
             return
         if recalled or use is not None or items:  # one trip to a worker thread for all three
-            writing = memory.writes.submit(self.id, partial(self._remember_now, memory, items, recalled, use, commit))
+            writing = memory.writes.submit(self.id, partial(write_turn, memory, self.id, items, recalled, use, commit))
             if memory.leased:
                 await asyncio.wrap_future(writing)
             else:
                 self._writing = writing
-
-    def _remember_now(self, memory: Any, items: list[dict[str, Any]], recalled: Sequence[str], use: RecallUse | None,
-                      commit: int | None) -> None:
-        """`_remember`'s work, in a worker thread: each part's failure is logged, not raised."""
-        if recalled:
-            try:
-                memory.touch(recalled)
-            except Exception:
-                log.exception("session %s: logging %d recall(s) after the turn failed", self.id, len(recalled))
-        if use is not None:
-            try:
-                memory.feedback(use)
-            except Exception:
-                log.exception("session %s: feeding back %d recall(s) after the turn failed", self.id, len(use.shown))
-        if items:
-            try:
-                memory.remember(items, session=self.id, commit=commit)
-            except Exception:
-                log.exception("session %s: remembering %d item(s) after the turn failed", self.id, len(items))
 
     async def turn(self, text: str, *, on_event: Callable[[Any], None] | None = None,
                    persona: str | None = None) -> TurnResult:

@@ -11,6 +11,7 @@ from soul.runtime.bridges.chetana import Cognition, Kept, session_report
 from soul.runtime.bridges.dialogue import DialogueRules, resonance_embedder
 from soul.runtime.bridges.learning import RecallUse, recall_use
 from soul.runtime.bridges.memory import MemoryBridge, MemoryReader, field_errors, uses_memory
+from soul.runtime.bridges.memory_writes import Writes, write_turn
 from soul.runtime.bridges.snapshots import field_files, restore_field
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "MemoryBridge",
     "MemoryReader",
     "RecallUse",
+    "Writes",
     "field_errors",
     "field_files",
     "recall_use",
@@ -27,4 +29,5 @@ __all__ = [
     "restore_field",
     "session_report",
     "uses_memory",
+    "write_turn",
 ]

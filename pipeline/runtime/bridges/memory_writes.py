@@ -24,8 +24,12 @@ import asyncio
 import contextvars
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, wait
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from soul.runtime.bridges.learning import RecallUse
 
 log = logging.getLogger(__name__)
 
@@ -86,3 +90,25 @@ class Writes:
         """How many writes have not run yet."""
         with self._lock:
             return sum(1 for _, f in self._pending if not f.done())
+
+
+def write_turn(memory: Any, session: str, items: list[dict[str, Any]], recalled: Sequence[str],
+               use: RecallUse | None, commit: int | None) -> None:
+    """A committed turn's writes to `memory` (its `MemoryBridge`; `Session._remember` submits
+    them): its recalls logged as accesses, the use of what it recalled fed back, its memories
+    remembered. Each part's failure is logged, not raised: the turn stands."""
+    if recalled:
+        try:
+            memory.touch(recalled)
+        except Exception:
+            log.exception("session %s: logging %d recall(s) after the turn failed", session, len(recalled))
+    if use is not None:
+        try:
+            memory.feedback(use)
+        except Exception:
+            log.exception("session %s: feeding back %d recall(s) after the turn failed", session, len(use.shown))
+    if items:
+        try:
+            memory.remember(items, session=session, commit=commit)
+        except Exception:
+            log.exception("session %s: remembering %d item(s) after the turn failed", session, len(items))

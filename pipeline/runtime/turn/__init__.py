@@ -19,6 +19,7 @@ from soul.runtime.turn.observer import (
     HeldEvents,
     fixy_kind,
     gate_config,
+    gate_reply,
     judge,
     transcript,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "context_for",
     "fixy_kind",
     "gate_config",
+    "gate_reply",
     "judge",
     "memory_items",
     "reply_of",

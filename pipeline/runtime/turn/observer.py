@@ -15,12 +15,24 @@ as lines, so `min_turn` (3 by default, the original's) counts lines, not exchang
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from soul.errors import RunError
+from soul.errors import RunError, SoulError
 from soul.runtime.conversation import HistoryTurn
+from soul.runtime.events import FixyGated
+from soul.runtime.turn.commit import reply_of
+from soul.runtime.turn.runner import ScopeRunner, start_turn
+
+if TYPE_CHECKING:
+    from soul.compiler import Plan
+    from soul.records import Snapshot
+    from soul.runtime.turn.context import TurnState
+    from soul.runtime.turn.services import Services
+
+log = logging.getLogger(__name__)
 
 REWRITE = (
     "Fixy, the observer, read your draft reply before it was sent and asks for one rewrite "
@@ -120,3 +132,36 @@ class HeldEvents:
             for event in self.events:
                 emit(event)
         self.events.clear()
+
+
+async def gate_reply(plan: Plan, services: Services, session: str, order: Sequence[str], gate: GateConfig, ts: TurnState,
+                    snapshot: Snapshot, text: str, held: HeldEvents, emit: Callable[[Any], None] | None,
+                    ) -> tuple[TurnState, dict[str, Any] | None]:
+    """The observer's gate on a user turn's draft (`session` is its id, `order` the plan's step
+    order, `held` the draft's events): the draft is judged by Fixy's detectors;
+    when one fires the turn runs once more with the rewrite request, and the rewrite is
+    what is sent unless it fails, when the draft stands. Returns the turn state to commit
+    and the gate's record for the trace (None when nothing fired)."""
+    draft = reply_of(ts, order)
+    lines = transcript(ts.ctx.history, ts.ctx.user, text, plan.blueprint.name, draft)
+    verdict = judge(gate, lines) if draft.strip() else None
+    if verdict is None:
+        held.release(emit)
+        return ts, None
+    retry = start_turn(plan, services, snapshot, text, "message", session=session)
+    retry.ctx = retry.ctx.changed(mind=ts.ctx.mind, revise=verdict.note(), persona=ts.ctx.persona)
+    again = HeldEvents()
+    error: str | None = None
+    try:
+        await ScopeRunner(plan, plan.turn, services, again).run(retry)
+        if not reply_of(retry, order).strip():
+            error = "the rewrite was empty"
+    except SoulError as exc:  # the model or a step failed: the draft stands
+        error = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+        log.warning("session %s: the observer's rewrite failed (%s); the draft is sent", session, error)
+    rewritten = error is None
+    (again if rewritten else held).release(emit)
+    if emit is not None:
+        emit(FixyGated(ts.ctx.number, plan.blueprint.name, verdict.reason, rewritten, error))
+    record = {"event": "fixy_gate", "reason": verdict.reason, "rewritten": rewritten, "error": error}
+    return (retry if rewritten else ts), record
