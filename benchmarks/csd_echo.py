@@ -69,7 +69,7 @@ MESSAGES = (
     "I think I'll frame the harbour painting.",
     "Thanks for listening. Good night!",
 )
-# What the framework writes around a cycle's input blocks (runtime/turn/prompt.py mind_blocks)
+# What the framework writes around a cycle's input blocks (runtime/turn/prompting/prompt.py mind_blocks)
 BLOCK_TEXT = ("(nothing new)", "(empty)", "(do not repeat these)")
 
 

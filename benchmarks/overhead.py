@@ -357,7 +357,7 @@ def plant_slowdown(micros: float) -> None:
     model call runs once, whatever reads its reply): the benchmark's own monkeypatch, to show
     the guard firing. (It wrapped the reply parser until a plain one-section reply stopped
     going through it: the planted slowdown then planted nothing on the graphs measured.)"""
-    from soul.runtime.turn.prompt import PromptBuilder
+    from soul.runtime.turn.prompting.prompt import PromptBuilder
 
     build = PromptBuilder.build
 

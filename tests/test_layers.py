@@ -211,7 +211,7 @@ def door_violations(found: list[Import]) -> list[str]:
 
 
 def runtime_part(module: str) -> str:
-    """`soul.runtime.turn.prompt` -> `soul.runtime.turn`; a module at runtime's top is its own part."""
+    """`soul.runtime.turn.prompting.prompt` -> `soul.runtime.turn`; a module at runtime's top is its own part."""
     return ".".join(module.split(".")[:3])
 
 

@@ -11,7 +11,7 @@ from souls import claudius_reply
 import soul
 import soul.runtime.session
 import soul.runtime.turn.calls
-import soul.runtime.turn.prompt
+import soul.runtime.turn.prompting.prompt
 import soul.runtime.turn.runner
 import soul.steps.user_model
 from soul.providers.scripted import ScriptedProvider
@@ -27,7 +27,7 @@ def _raise(*args: Any, **kwargs: Any) -> Any:
 
 POINTS = [
     ("the turn context", soul.runtime.turn.runner, "context_for"),
-    ("prompt assembly", soul.runtime.turn.prompt.PromptBuilder, "build"),
+    ("prompt assembly", soul.runtime.turn.prompting.prompt.PromptBuilder, "build"),
     ("the model call", ScriptedProvider, "_next"),
     ("parsing the reply", soul.runtime.turn.calls, "extract_sections"),
     ("typing the outputs", soul.runtime.turn.calls, "parse_step"),

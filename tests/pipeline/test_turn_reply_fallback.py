@@ -12,7 +12,7 @@ from souls import claudius_reply
 import soul
 from soul.providers.scripted import ScriptedProvider
 from soul.runtime.events import Reply, Token
-from soul.runtime.turn.calls import FALLBACK_REPLY
+from soul.runtime.turn.replies import FALLBACK_REPLY
 from soul.sections import extract_sections, text_outside_sections
 
 SECRET = "SECRET plan to flatter her"

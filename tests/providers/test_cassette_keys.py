@@ -15,7 +15,7 @@ from soul.providers import Request
 from soul.providers.cassette import Call, Cassette, key_of, old_key_of
 from soul.providers.replay import ReplayProvider, recording
 from soul.providers.scripted import ScriptedProvider
-from soul.runtime.turn.prompt import Message
+from soul.runtime.turn.prompting.prompt import Message
 
 MESSAGES = (Message("system", "s"), Message("user", "hi"))
 POLICY = {"timeout": 3.0, "retries": 2, "backoff": 0.5, "breaker_failures": 4, "breaker_cooldown": 9.0}

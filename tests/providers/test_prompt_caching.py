@@ -19,9 +19,9 @@ import soul
 from soul.providers import ReplayProvider, Request, recording, resolve
 from soul.providers.sdk import cost
 from soul.runtime.conversation import ConversationSummary
-from soul.runtime.turn.blocks import cache_points
 from soul.runtime.turn.context import TurnContext
-from soul.runtime.turn.prompt import Message, PromptBuilder
+from soul.runtime.turn.prompting.blocks import cache_points
+from soul.runtime.turn.prompting.prompt import Message, PromptBuilder
 
 pytest.importorskip("anthropic")
 

@@ -14,7 +14,7 @@ import pytest
 
 from soul.errors import AuthError, ProviderError, ProviderTimeout, ProviderUnavailable
 from soul.providers import Policy, Request, resolve
-from soul.runtime.turn.prompt import Message
+from soul.runtime.turn.prompting.prompt import Message
 
 FAKE = textwrap.dedent('''\
     #!{python}

@@ -24,7 +24,7 @@ from llama_server import LlamaServer
 
 import soul
 from soul.providers import Chunk, Provider, Request, resolve
-from soul.runtime.turn.prompt import Message
+from soul.runtime.turn.prompting.prompt import Message
 
 pytestmark = pytest.mark.slow
 

@@ -15,7 +15,7 @@ from wire_server import Fault, WireServer
 import soul
 from soul.errors import AuthError, BadRequest, ProviderTimeout, ProviderUnavailable, RateLimited
 from soul.providers import Policy, Request, resolve
-from soul.runtime.turn.prompt import Message
+from soul.runtime.turn.prompting.prompt import Message
 
 pytest.importorskip("openai")
 

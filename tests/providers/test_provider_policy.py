@@ -11,7 +11,7 @@ import pytest
 from soul.errors import AuthError, CircuitOpen, ProviderTimeout, ProviderUnavailable, RateLimited
 from soul.providers.base import Chunk, Completion, Provider, Request, Usage
 from soul.providers.policy import Breaker, Guarded, Policy
-from soul.runtime.turn.prompt import Message
+from soul.runtime.turn.prompting.prompt import Message
 
 REQUEST = Request("test/model", (Message("user", "hi"),))
 

@@ -17,7 +17,7 @@ from soul.compiler.validation import validate
 from soul.errors import CircuitOpen, ProviderUnavailable
 from soul.providers import Policy, Request, resolve
 from soul.providers.policy import Guarded, breaker_for
-from soul.runtime.turn.prompt import Message
+from soul.runtime.turn.prompting.prompt import Message
 
 pytest.importorskip("openai")
 

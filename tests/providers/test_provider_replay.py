@@ -17,7 +17,7 @@ from soul.providers import Request, resolve
 from soul.providers.cassette import Cassette, key_of, request_key
 from soul.providers.replay import RecordingProvider, ReplayProvider, recording
 from soul.providers.scripted import ScriptedProvider
-from soul.runtime.turn.prompt import Message
+from soul.runtime.turn.prompting.prompt import Message
 
 CLAUDIUS = (
     '<internal_monologue verb="mused">A greeting.</internal_monologue>\n'

@@ -13,7 +13,6 @@ or dialogues: they call it.
 from soul.runtime.turn.calls import CallOutcome
 from soul.runtime.turn.commit import build_commit, memory_items, reply_of
 from soul.runtime.turn.context import TurnState, context_for
-from soul.runtime.turn.fitting import Prompt
 from soul.runtime.turn.observer import (
     GateConfig,
     HeldEvents,
@@ -23,6 +22,7 @@ from soul.runtime.turn.observer import (
     judge,
     transcript,
 )
+from soul.runtime.turn.prompting.fitting import Prompt
 from soul.runtime.turn.runner import GatedOff, ScopeRunner, busy_seconds, start_turn
 from soul.runtime.turn.services import Services, services_for
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -38,7 +38,16 @@ from soul.runtime.conversation import Budget
 from soul.runtime.events import CallTrace, Token
 from soul.runtime.surrogates import replace_lone_surrogates
 from soul.runtime.tools import TOOL_STEP, ToolRun, ToolUse, converse, tool_outputs
-from soul.runtime.turn.fitting import Prompt
+from soul.runtime.turn.prompting.fitting import Prompt
+from soul.runtime.turn.replies import (
+    FALLBACK_REPLY,
+    REPLY_KINDS,
+    Seen,
+    echoes_of,
+    empty_reply,
+    reask,
+    refusals,
+)
 from soul.sections import (
     CleanReader,
     Closed,
@@ -54,9 +63,6 @@ from soul.sections import (
 )
 from soul.store import StreamRedactor, secrets
 
-FALLBACK_REPLY = "I had a thought but couldn't form a response."
-REPLY_KINDS = ("external_dialogue",)
-
 
 # Not frozen: built on every model call (a frozen init costs 4x); treat it as immutable.
 @dataclass(slots=True)
@@ -69,96 +75,6 @@ class CallOutcome:
     span: tuple[float, float] = (0.0, 0.0)  # (start, end) of the call on the perf_counter clock
 
 
-def _reask(missing: Sequence[str], tags: Sequence[str], empty: Sequence[str] = (),
-           refused: Mapping[str, str] | None = None, echoes: Sequence[Echo] = ()) -> str:
-    order = " ".join(f"<{t}>" for t in tags)
-    problems = []
-    for echo in echoes:
-        problems.append(f"<{echo.tag}> repeats the instructions (\"{echo.what}\") instead of doing what they ask; "
-                        "write it in your own words")
-    if missing:
-        problems.append(
-            f"the section{'s' if len(missing) > 1 else ''} "
-            f"{', '.join(f'<{m}>' for m in missing)} {'are' if len(missing) > 1 else 'is'} missing"
-        )
-    if empty:
-        problems.append(f"{', '.join(f'<{m}>' for m in empty)} {'are' if len(empty) > 1 else 'is'} empty")
-    problems.extend(f"<{tag}> {reason}" for tag, reason in (refused or {}).items())
-    return (
-        f"Your reply could not be read: {'; '.join(problems)}. "
-        f"Write the whole reply again with every section, in this order: {order}"
-    )
-
-
-class _Seen:
-    """`soul.kinds.Seen` over one call: what the turn said before it (the user's message,
-    earlier steps' text; normalised once, when first asked) and one reply's sections."""
-
-    __slots__ = ("_known", "_plain_known", "sections")
-
-    def __init__(self, known: Sequence[str]) -> None:
-        self._known = known
-        self._plain_known: tuple[str, ...] | None = None
-        self.sections: Mapping[str, Any] = {}
-
-    def holds(self, text: str, besides: str) -> bool:
-        wanted = _plain(text)
-        if not wanted:
-            return False
-        if self._plain_known is None:
-            self._plain_known = tuple(_plain(k) for k in self._known)
-        if any(wanted in k for k in self._plain_known):
-            return True
-        return any(tag != besides and wanted in _plain(section.text) for tag, section in self.sections.items())
-
-
-def _plain(text: str) -> str:
-    """Case and runs of whitespace aside: how a copy is recognised."""
-    return " ".join(text.casefold().split())
-
-
-def _refusals(steps: Sequence[PlannedStep], parses: dict[str, StepParse], seen: _Seen,
-              gated_off: Callable[[str, dict[str, StepParse]], bool] | None) -> dict[str, dict[str, str]]:
-    """Per step, the sections its kind refuses in this reply (a gated-off step's do not count)."""
-    out: dict[str, dict[str, str]] = {}
-    for step in steps:
-        found = step.kind.refusals(parses[step.name].outputs, seen)
-        if found and not (gated_off and gated_off(step.name, parses)):
-            out[step.name] = dict(found)
-    return out
-
-
-@dataclass(frozen=True, slots=True)
-class Echo:
-    """A section whose text repeats the instructions: which step and output, and what of them."""
-
-    step: str
-    tag: str
-    output: str
-    what: str
-
-
-def _echoes(shape: CallShape, parses: dict[str, StepParse], instructions: Instructions | None,
-            gated_off: Callable[[str, dict[str, StepParse]], bool] | None = None) -> list[Echo]:
-    """The sections of this reply that repeat the call's instructions (a gated-off step's do
-    not count: its outputs are not used, as its missing sections and refusals do not count).
-    Only sections that read as text can (`CallShape.echoing`)."""
-    if instructions is None:
-        return []
-    found = []
-    for step, sections in shape.echoing:
-        if gated_off and gated_off(step.name, parses):
-            continue
-        outputs = parses[step.name].outputs
-        for section in sections:
-            value = outputs.get(section.output)
-            if isinstance(value, str) and value.strip() and value.strip() != step.kind.silence:
-                what = instructions.echoed(value)
-                if what is not None:
-                    found.append(Echo(step.name, section.tag, section.output, what))
-    return found
-
-
 def _window(layout: dict[str, Any] | None, tools: ToolUse | None, provider: Provider) -> dict[str, Any] | None:
     """The prompt's layout for the trace, with the tools' specs when they went beside the
     messages (native tool calling: the provider counts them in the call's input)."""
@@ -166,14 +82,6 @@ def _window(layout: dict[str, Any] | None, tools: ToolUse | None, provider: Prov
         specs = [{"name": s.name, "description": s.description, "parameters": s.parameters} for s in tools.specs()]
         return {**layout, "tool_specs": json.dumps(specs, ensure_ascii=False)}
     return layout
-
-
-def _empty_reply(step: PlannedStep, parse: StepParse) -> bool:
-    """Whether a reply step's section was written but holds nothing the user could read."""
-    if step.kind.name not in REPLY_KINDS or parse.missing:
-        return False
-    text = parse.outputs.get("text")
-    return text is None or not str(text).strip()
 
 
 @dataclass(frozen=True)
@@ -247,7 +155,7 @@ async def run_call(
             for step in shape.steps:  # a plain loop: a comprehension is a frame of its own
                 parses[step.name] = parse_step(step.kind, step.params, result)
             # no step's reply can fall back or be refused, and nothing repeats the instructions
-            if shape.plain and not (shape.echoing and _echoes(shape, parses, instructions)):
+            if shape.plain and not (shape.echoing and echoes_of(shape.echoing, parses, instructions)):
                 for parse in parses.values():
                     if parse.missing:
                         first = (raw, completion.usage, result, parses, started)
@@ -305,7 +213,7 @@ async def _call_on(
     started = time.perf_counter() if first is None else first[4]
     runs: list[ToolRun] = []
     notes: list[str] = []
-    seen = _Seen(known)
+    seen = Seen(known)
     read: dict[str, StepParse] = {}  # steps read whole by an earlier attempt: they stand
     refused: dict[str, dict[str, str]] = {}
     for attempt in range(1, max(1, attempts) + 1):
@@ -333,13 +241,13 @@ async def _call_on(
         repairs = result.repairs
         if shape.refusing:
             seen.sections = result.sections
-            refused = _refusals(shape.refusing, parses, seen, gated_off)
+            refused = refusals(shape.refusing, parses, seen, gated_off)
         missing = []
         for name, p in parses.items():
             if p.missing and not (gated_off and gated_off(name, parses)):
                 missing += p.missing
-        empty = [step.kind.sections[0].tag for step in shape.replies if _empty_reply(step, parses[step.name])] if shape.replies else ()
-        echoes = echoed_now = _echoes(shape, parses, instructions, gated_off)
+        empty = [step.kind.sections[0].tag for step in shape.replies if empty_reply(step, parses[step.name])] if shape.replies else ()
+        echoes = echoed_now = echoes_of(shape.echoing, parses, instructions, gated_off)
         if streamed and echoes:  # an echo the user saw as it streamed stands (flagged below), never re-asked
             echoes = [echo for echo in echoes if echo.tag not in by_tag]
         if not (missing or empty or refused or echoes) or attempt == attempts:
@@ -349,9 +257,9 @@ async def _call_on(
         echoed = {echo.step for echo in echoes}
         for step in steps:
             parse = parses[step.name]
-            if not parse.missing and step.name not in refused and step.name not in echoed and not _empty_reply(step, parse):
+            if not parse.missing and step.name not in refused and step.name not in echoed and not empty_reply(step, parse):
                 read[step.name] = parse
-        problem = _reask(missing, tags, empty, {tag: why for found in refused.values() for tag, why in found.items()}, echoes)
+        problem = reask(missing, tags, empty, {tag: why for found in refused.values() for tag, why in found.items()}, echoes)
         longer = (*history, Message("assistant", raw), Message("user", problem))
         if fits is not None and not fits(longer):
             break  # the re-ask would overrun the window: what parsed stands, the rest falls back
@@ -372,7 +280,7 @@ async def _call_on(
             parses[step.name] = replace(parse, outputs={**parse.outputs, **extra}, flags=(*parse.flags, *notes))
     dropped: set[str] = set()
     # the last reply's echoes, found again only when refusals or tool runs changed its outputs
-    for echo in echoed_now if not refused and tools is None else _echoes(shape, parses, instructions, gated_off):
+    for echo in echoed_now if not refused and tools is None else echoes_of(shape.echoing, parses, instructions, gated_off):
         parse = parses[echo.step]
         if streamed and echo.tag in by_tag:  # the user saw it as it came: it stands
             parses[echo.step] = replace(parse, flags=(*parse.flags, f"echo: <{echo.tag}> repeats the instructions (shown as streamed)"))
@@ -390,7 +298,7 @@ async def _call_on(
             parses[step.name] = replace(parse, outputs={**parse.outputs, into: whole or None},
                                         flags=(*parse.flags, f"no section parsed: the reply kept as {into}"))
             continue
-        if step.kind.name in REPLY_KINDS and (parse.missing or _empty_reply(step, parse)):
+        if step.kind.name in REPLY_KINDS and (parse.missing or empty_reply(step, parse)):
             text = text_outside_sections(raw, tags).strip() or FALLBACK_REPLY
             parses[step.name] = replace(parse, outputs={**parse.outputs, "text": text}, flags=(*parse.flags, "fallback: reply taken from the raw text"))
             fallbacks.add(step.name)
@@ -416,7 +324,7 @@ class CallShape:
     it): their names, the reply steps (an empty reply is re-asked), the steps a reply can fall
     back for (reply kinds, kinds with an `unparsed` output), the steps whose kind may refuse a
     section (`StepKind.refusals` overridden), and the sections that read as text — the only
-    ones that can repeat the instructions (`_echoes`): with none, a call needs no instructions."""
+    ones that can repeat the instructions (`replies.echoes_of`): with none, a call needs no instructions."""
 
     __slots__ = ("echoing", "falling", "names", "plain", "reader", "refusing", "replies", "steps")
 

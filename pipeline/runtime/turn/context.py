@@ -48,7 +48,7 @@ class TurnContext:
     summary: ConversationSummary | None = None
     revise: str | None = None  # the observer's rewrite request, when its gate asked for one
     # What the turn's calls work out once and share (the prompt's views of the history and of
-    # working memory: `turn/fitting.py`). Made with the context, carried by `replace`, so it
+    # working memory: `turn/prompting/fitting.py`). Made with the context, carried by `replace`, so it
     # lives exactly as long as the turn; never compared, never shown.
     shared: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 

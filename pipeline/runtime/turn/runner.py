@@ -42,9 +42,9 @@ from soul.runtime.tools import ToolUse, tools_of
 from soul.runtime.turn.calls import BoundCall, CallOutcome, run_call
 from soul.runtime.turn.context import TurnState, context_for
 from soul.runtime.turn.eager import finish_waiting, start_eagerly
-from soul.runtime.turn.fitting import Prompt
 from soul.runtime.turn.gates import EXPRESSION_ERRORS, every_open
-from soul.runtime.turn.prompt import MESSAGE_NOTE, MOMENT_NOTE
+from soul.runtime.turn.prompting.fitting import Prompt
+from soul.runtime.turn.prompting.prompt import MESSAGE_NOTE, MOMENT_NOTE
 from soul.runtime.turn.services import Services
 from soul.sections import Instructions, instructions_of
 

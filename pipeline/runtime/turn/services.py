@@ -21,8 +21,8 @@ from soul.runtime.conversation import budget_for
 from soul.runtime.tools import ToolBox
 from soul.runtime.turn.calls import BoundCall, CallShape
 from soul.runtime.turn.gates import GateEvaluator
-from soul.runtime.turn.not_run import NotRun, not_run_steps
-from soul.runtime.turn.prompt import PromptBuilder
+from soul.runtime.turn.prompting.not_run import NotRun, not_run_steps
+from soul.runtime.turn.prompting.prompt import PromptBuilder
 
 # model slot name or provider spec -> (provider, provider spec, options)
 ProviderResolver = Callable[[str], tuple[Provider, str, dict[str, Any]]]

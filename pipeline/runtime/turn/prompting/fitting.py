@@ -37,8 +37,8 @@ from soul.runtime.conversation import (
     over_budget,
     parts,
 )
-from soul.runtime.turn.blocks import cache_points
 from soul.runtime.turn.context import TurnContext
+from soul.runtime.turn.prompting.blocks import cache_points
 from soul.runtime.untrusted import escape_untrusted
 
 DEFAULT_REGION_LIMIT = 12  # entries a working-memory region shows unless the blueprint says

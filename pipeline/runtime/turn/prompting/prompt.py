@@ -13,7 +13,7 @@ With a `Budget` (`runtime/conversation/budget.py`), `fit` keeps the prompt withi
 fixed parts must fit; the summary, the recent turns and the working memory get what is left,
 in that order, and what is cut is reported. Regions are also held to their declared size
 (`working_memory.limits`), oldest entries dropped first. The fitting itself, with the work a
-turn's calls share done once, is `runtime/turn/fitting.py`; the prompt also keeps where each
+turn's calls share done once, is `runtime/turn/prompting/fitting.py`; the prompt also keeps where each
 part lies in the messages (`runtime/conversation/layout.py`): the call's context window.
 """
 
@@ -31,10 +31,10 @@ from soul.kinds import Section
 from soul.language import Blueprint, environment
 from soul.providers import Message
 from soul.runtime.conversation import Budget, BudgetReport, parts
-from soul.runtime.turn.blocks import inert_mind, mind_blocks, turn_blocks
 from soul.runtime.turn.context import TurnContext
-from soul.runtime.turn.fitting import Fitter, Prompt, TurnParts
-from soul.runtime.turn.not_run import NotRun
+from soul.runtime.turn.prompting.blocks import inert_mind, mind_blocks, turn_blocks
+from soul.runtime.turn.prompting.fitting import Fitter, Prompt, TurnParts
+from soul.runtime.turn.prompting.not_run import NotRun
 from soul.runtime.untrusted import escape_untrusted, fence
 
 # The notes around the input: instructions too, which a section must not parrot (the echo check)
