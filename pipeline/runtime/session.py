@@ -238,6 +238,10 @@ class Session:
 
     async def _turn(self, text: str, kind: str, emit: Callable[[Any], None] | None, impulses: tuple[str, ...],
                     persona: str | None, fence: Fence | None) -> TurnResult:
+        # the last turn's memory write, if it still runs (a conversation's next message rarely
+        # comes this soon): waited for here, not raced — two threads of one session's work
+        # would only take turns at the GIL, and this turn's recall needs the write done anyway
+        await self._written()
         if self.loops_in_workers:
             self.work.restore()  # SOUL_RUNNER=dbos: a worker ran the cycles; read what they left
         text = replace_lone_surrogates(text)  # before anything is shown, prompted or stored
