@@ -40,7 +40,7 @@ from soul.compiler import Plan
 from soul.records import Fence, SessionInfo
 from soul.runtime import tracing
 from soul.runtime.background import S_LOUD_REASONS, Background, Mind, observed_in
-from soul.runtime.bridges import Kept, RecallUse, recall_use, write_turn
+from soul.runtime.bridges import Kept, RecallUse, recall_use, recalls_input, write_turn
 from soul.runtime.events import (
     Reply,
     SubprocessFinished,
@@ -82,6 +82,7 @@ class Session:
         self.info = info
         self._order = tuple(plan.turn.steps)  # plan order: the order changes are committed in
         self._kept: Kept | None = None  # Chetana's controller as the last turn left it (`Cognition.keep`)
+        self._warms = recalls_input(plan)  # a recall searches for the input: its vector is warmed at the start
         self._background: asyncio.Task[None] | None = None
         self._writing: Future[None] | None = None  # the last turn's memories, written after it returned
         self._listeners: list[Callable[[Any], None]] = []
@@ -247,6 +248,8 @@ class Session:
         text = replace_lone_surrogates(text)  # before anything is shown, prompted or stored
         started = time.perf_counter()
         plan, services, store = self.plan, self.services, self.store
+        if self._warms and services.memory is not None and text.strip():
+            services.memory.warm(text)  # embedded in a worker thread while the turn starts
         snapshot = store.snapshot(self.id, ttl_hours=plan.blueprint.memory_ttl_hours)
         kept, self._kept = self._kept, None  # the controller goes on once: a rewrite restores
         ts = start_turn(plan, services, snapshot, text, kind, session=self.id, kept=kept)

@@ -103,7 +103,8 @@ def test_steps_get_a_read_only_recall(write_blueprint, soul_home: Path) -> None:
     bridge = _bridge(write_blueprint, "field", soul_home)
     reader = bridge.reader()
     assert isinstance(reader, Recall)
-    assert {name for name in dir(reader) if not name.startswith("_")} == {"recall", "resonate"}
+    # the queries, and the same queries awaited (on the loop when quick, else in a worker thread)
+    assert {name for name in dir(reader) if not name.startswith("_")} == {"recall", "resonate", "recall_soon", "resonate_soon"}
     assert not hasattr(reader, "__dict__")  # nothing can be hung on it either
     assert not bridge.path().exists()  # the field opens on the first query, not before
 

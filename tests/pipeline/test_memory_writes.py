@@ -10,7 +10,7 @@ import pytest
 
 import soul
 from soul.providers.scripted import ScriptedProvider
-from soul.runtime.bridges.memory_writes import Writes
+from soul.runtime.bridges.memory_work import Queries, Writes, run_query
 
 BLUEPRINT = """\
 soul: rememberer
@@ -146,4 +146,69 @@ def test_settle_waits_for_the_memories_of_the_last_turn(write_blueprint, soul_ho
     asyncio.run(main())
     holder.join()
     assert field.stats()["memories"] == 1
+    s.close()
+
+
+# -- a turn's queries: on the loop when quick ----------------------------------------------
+
+
+def test_a_warmed_query_runs_on_the_loop_and_any_other_in_a_worker_thread() -> None:
+    queries, threads = Queries(), []
+    loop_thread = threading.get_ident()
+
+    def ask() -> str:
+        threads.append(threading.get_ident())
+        return "hits"
+
+    async def main() -> None:
+        queries.warm("warm text", lambda text: None)
+        assert await run_query(queries, "warm text", lambda: True, ask) == "hits"  # warmed, quick
+        assert await run_query(queries, "warm text", lambda: True, ask) == "hits"  # each warming answers once
+        queries.warm("big field", lambda text: None)
+        await run_query(queries, "big field", lambda: False, ask)  # warmed, but the field is not quick
+        queries.warm("broken", lambda text: (_ for _ in ()).throw(OSError("model file gone")))
+        await run_query(queries, "broken", lambda: True, ask)  # the query says what failed, in its thread
+
+    asyncio.run(main())
+    assert threads[0] == loop_thread
+    assert all(t != loop_thread for t in threads[1:]) and len(threads) == 4
+
+
+def test_a_known_vector_is_not_embedded_again() -> None:
+    queries, embedded = Queries(), []
+
+    async def main() -> None:
+        queries.warm("cached", embedded.append, known=True)
+        assert await queries.warmed("cached")
+
+    asyncio.run(main())
+    assert embedded == []
+
+
+def test_a_turns_recall_embeds_its_query_at_the_start_and_searches_on_the_loop(
+        write_blueprint, soul_home: Path) -> None:  # type: ignore[no-untyped-def]
+    path = write_blueprint(BLUEPRINT.replace("mode: keyword, ", ""))  # hybrid: the query needs its vector
+    s = soul.load(path, provider=ScriptedProvider(["<external_dialogue>Noted.</external_dialogue>"] * 3), home=soul_home)
+    session = s.session(user="ada")
+    session.turn_sync("My cat is called Miso.")  # opens the field (in a worker thread)
+    field = s.memory_field()
+    embedder = field.embedder
+    searched_on: list[int] = []
+    recall = field.recall
+
+    def spied(*args, **kwargs):  # type: ignore[no-untyped-def]
+        searched_on.append(threading.get_ident())
+        return recall(*args, **kwargs)
+
+    field.recall = spied  # the real recall, with the thread it ran on noted
+    misses = embedder.stats().cache_misses
+
+    async def main() -> int:
+        await session.turn("What is my cat called?")
+        await session.close()
+        return threading.get_ident()
+
+    loop_thread = asyncio.run(main())
+    assert searched_on == [loop_thread]
+    assert embedder.stats().cache_misses == misses + 2  # the query, warmed once; the reply, written after
     s.close()

@@ -352,6 +352,10 @@ class Embedder:
                 breaker=self.breaker.state,
             )
 
+    def knows(self, text: str) -> bool:
+        """Whether `text`'s vector is in the cache (embedding it would run no model)."""
+        return bool(self.config.cache_size) and text in self._cache
+
     def clear_cache(self) -> None:
         """Drop every cached vector (counters are kept)."""
         with self._lock:

