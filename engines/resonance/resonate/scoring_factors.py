@@ -26,7 +26,7 @@ from .scoring_inputs import (
     kernels,
 )
 
-__all__ = ["FACTORS", "RULES", "FactorSpec", "check_params"]
+__all__ = ["FACTORS", "RULES", "FactorSpec", "check_params", "kind_values", "tier_values"]
 
 
 Params = Mapping[str, Any]
@@ -157,14 +157,15 @@ def epistemic(x: Inputs, p: Params) -> Value:
 
 def kind(x: Inputs, p: Params) -> np.ndarray:
     """Table lookup of the memory's kind (correction/preference 1.3 ... episode 0.7)."""
+    return _table(p, "values", lambda: kind_values(p))[x.kind_index]
 
-    def build() -> np.ndarray:
-        table = np.full(len(Kind), float(p["other"]))
-        for label, value in p["values"].items():
-            table[int(Kind[label.upper()])] = value
-        return table
 
-    return _table(p, "values", build)[x.kind_index]
+def kind_values(p: Params) -> np.ndarray:
+    """The Kind factor's value of each kind code (its params' ``values``, else ``other``)."""
+    table = np.full(len(Kind), float(p["other"]))
+    for label, value in p["values"].items():
+        table[int(Kind[label.upper()])] = value
+    return table
 
 
 def realm_reliability(x: Inputs, p: Params) -> Value:
@@ -244,8 +245,12 @@ def integration_weight(x: Inputs, p: Params) -> Value:
 def tier(x: Inputs, p: Params) -> np.ndarray:
     """Demotion over time: the row's tier (`memory.tier_of` of idle days and decayed
     confidence) through the table hot 1.0, warm 0.9, cool 0.75, cold 0.5."""
-    table = _table(p, "values", lambda: np.array([p["values"][t.value] for t in TIERS], np.float64))
-    return table[x.tier]
+    return _table(p, "values", lambda: tier_values(p))[x.tier]
+
+
+def tier_values(p: Params) -> np.ndarray:
+    """The Tier factor's value of each tier index (hot, warm, cool, cold)."""
+    return np.array([p["values"][t.value] for t in TIERS], np.float64)
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from soul.engines.resonance import ConfigError
+from soul.engines.resonance.kernels.scoring import CORE, guard
 from soul.engines.resonance.memory import DAY, Tier, parse_kind, tier_of
 from soul.engines.resonance.resonate.scoring import Affect, Scorer, ScoringConfig
-from soul.engines.resonance.resonate.scoring_inputs import TIERS, base_level_activation, tier_index
+from soul.engines.resonance.resonate.scoring_factors import FACTORS
+from soul.engines.resonance.resonate.scoring_inputs import (
+    TIERS,
+    Inputs,
+    base_level_activation,
+    tier_index,
+)
 from soul.engines.resonance.store import ops
 from soul.engines.resonance.store.state import ACCESS_HISTORY, State
 
@@ -417,3 +424,32 @@ def test_final_is_the_weighted_log_sum_of_the_factors_in_order_bit_for_bit(
             with np.errstate(divide="ignore"):
                 log_final += f.weight * np.log(scored.factors[f.name])
     assert np.array_equal(scored.final, np.exp(np.minimum(log_final, 700.0)))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(memories=st.lists(_memory, min_size=1, max_size=8), data=st.data())
+def test_the_fused_factor_kernel_gives_each_factors_own_values_bit_for_bit(
+        memories: list[dict[str, Any]], data: st.DataObject) -> None:
+    # combine computes Relevance, ActR, Strength, Confidence, Kind, Spacing and Tier in one
+    # kernel call (kernels/scoring.py `core`, issue 26): each must be what its own factor
+    # function (and kernel) gives, to the last bit, whichever of them are on.
+    n = len(memories)
+    relevance = np.array(data.draw(st.lists(_weird, min_size=n, max_size=n)))
+    now = data.draw(st.floats(NOW - 1e6, NOW + 1e9))
+    on = data.draw(st.sets(st.sampled_from(CORE), min_size=1))
+    config = ScoringConfig.defaults().only(*on, "Epistemic")
+    config = config.with_factor("Relevance", scale=data.draw(st.sampled_from(["cosine", "unit"])))
+    config = config.with_factor("ActR", decay=data.draw(st.floats(0.05, 0.95)),
+                                min_age_seconds=data.draw(st.floats(1.0, 1e5)))
+    config = config.with_factor("Spacing", min_accesses=data.draw(st.sampled_from([0.0, 2.0, 5.0])))
+    config = config.with_factor("Kind", other=data.draw(st.floats(0.0, 3.0)))
+    state = make_state(memories)
+    rows = np.arange(n)
+    scored = Scorer(config=config).score(state, rows, relevance, now=now)
+    assert set(scored.factors) == {*on, "Epistemic"}
+    for name in on:
+        own = FACTORS[name].fn(Inputs(state, rows, relevance, now, Affect(), {}),
+                               config.factor(name).params)
+        expected = np.array(np.broadcast_to(own, (1, n)), np.float64)
+        guard(expected)  # what combine does to every factor's values
+        assert np.array_equal(scored.factors[name], expected[0]), name
