@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from numba import float32, int32, int64, njit, types, uint8
 
-__all__ = ["bm25_accumulate", "csr_merge", "topk_sorted"]
+__all__ = ["bm25_accumulate", "csr_merge", "gather_slots", "topk_sorted"]
 
 
 @njit(
@@ -68,6 +68,25 @@ def bm25_accumulate(
             scores[d] += s
             matched[d] += w
     return n_touched
+
+
+@njit(
+    types.void(int64[::1], int64, float32[::1], float32[::1], float32[::1], float32[::1]),
+    cache=True,
+    nogil=True,
+)
+def gather_slots(slots, n_slots, scores, matched, out_scores, out_matched):  # pragma: no cover
+    """``scores[slot]`` and ``matched[slot]`` of each of ``slots`` into out_*; 0 for a slot
+    that is -1 (an id the index does not hold) or not below ``n_slots`` (newer than the
+    scoring pass)."""
+    for i in range(slots.shape[0]):
+        slot = slots[i]
+        if 0 <= slot < n_slots:
+            out_scores[i] = scores[slot]
+            out_matched[i] = matched[slot]
+        else:
+            out_scores[i] = 0.0
+            out_matched[i] = 0.0
 
 
 @njit(cache=True, inline="always")

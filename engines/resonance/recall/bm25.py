@@ -18,11 +18,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
+from typing import NamedTuple
 
 import numpy as np
 
 from ..errors import ConfigError
-from ..kernels.bm25 import bm25_accumulate, csr_merge, topk_sorted
+from ..kernels.bm25 import bm25_accumulate, csr_merge, gather_slots, topk_sorted
 from .text import DEFAULT_TEXT, TextConfig, tokenize
 
 __all__ = ["BM25Index", "BM25Params", "KeywordResult"]
@@ -49,7 +50,8 @@ class BM25Params:
 
 @dataclass(frozen=True)
 class _ReadView:
-    """Array references a query needs; valid even if the index changes meanwhile."""
+    """Array references a query needs; valid even if the index changes meanwhile. Made once
+    per version of the index (every write drops it), not once per query."""
 
     main: tuple[np.ndarray, np.ndarray, np.ndarray]
     delta: tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -58,10 +60,10 @@ class _ReadView:
     slot_ids: np.ndarray
     n_slots: int
     avgdl: float
+    n_alive: int  # N of the idf
 
 
-@dataclass(frozen=True)
-class _Scored:
+class _Scored(NamedTuple):
     scores: np.ndarray
     matched: np.ndarray
     touched: np.ndarray
@@ -119,6 +121,8 @@ class BM25Index:
         # append buffer: per doc (slot, term ids, tfs); compiled lazily into a CSR
         self._buf: list[tuple[int, np.ndarray, np.ndarray]] = []
         self._buf_csr: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._view: _ReadView | None = None  # what queries read, until the next write
+        self._k1, self._b = np.float32(self.params.k1), np.float32(self.params.b)
         self._main_has_dead = False  # removed docs still have postings in the main CSR
 
     # ---- size -----------------------------------------------------------------------------
@@ -154,7 +158,7 @@ class BM25Index:
                 if doc_id in self._slot_of:
                     self._remove_locked(doc_id)
                 self._append_locked(doc_id, tokens)
-            self._buf_csr = None
+            self._buf_csr = self._view = None
             if len(self._buf) >= self.params.merge_every:
                 self._merge_locked()
 
@@ -203,7 +207,7 @@ class BM25Index:
         self._alive[slot] = 0
         self._n_alive -= 1
         self._total_len -= float(self._doc_len[slot])
-        self._buf_csr = None
+        self._buf_csr = self._view = None
 
     def _terms_of_slot(self, slot: int) -> tuple[np.ndarray, bool]:
         """The distinct term ids of a slot (from the buffer, else a scan of the main CSR),
@@ -228,7 +232,7 @@ class BM25Index:
             offsets, pdocs, ptf, terms, docs, tfs, len(self._vocab), self._alive
         )
         self._buf = []
-        self._buf_csr = None
+        self._buf_csr = self._view = None
         self._main_has_dead = False
 
     def _buffer_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -244,36 +248,49 @@ class BM25Index:
     # ---- reads ----------------------------------------------------------------------------
     def _query_terms(self, query: str) -> tuple[np.ndarray, np.ndarray, _ReadView]:
         """Query term ids and weights (idf · count), and a read view to score against."""
-        counts = Counter(tokenize(query, self.text))
+        counts: dict[str, int] = {}  # a Counter's counts and order, without its set-up
+        for tok in tokenize(query, self.text):
+            counts[tok] = counts.get(tok, 0) + 1
         with self._lock:
-            if self._buf and self._buf_csr is None:
-                terms, docs, tfs = self._buffer_arrays()
-                empty = np.zeros(1, dtype=np.int64)
-                self._buf_csr = csr_merge(
-                    empty, _EMPTY_I32, _EMPTY_F32, terms, docs, tfs, len(self._vocab),
-                    self._alive,
-                )
-            n = self._n_alive
+            view = self._view
+            if view is None:
+                view = self._view = self._read_view()
+            n = view.n_alive
+            vocab, df_of = self._vocab, self._df
             ids: list[int] = []
             weights: list[float] = []
             for tok, c in counts.items():
-                t = self._vocab.get(tok)
-                if t is None or self._df[t] <= 0:
+                t = vocab.get(tok)
+                if t is None:
                     continue
-                df = float(self._df[t])
+                df = df_of[t]
+                if df <= 0:
+                    continue
+                df = float(df)
                 ids.append(t)
                 weights.append(c * np.log1p((n - df + 0.5) / (df + 0.5)))
-            empty_csr = (np.zeros(1, dtype=np.int64), _EMPTY_I32, _EMPTY_F32)
-            view = _ReadView(
-                main=self._main,
-                delta=self._buf_csr if self._buf else empty_csr,
-                doc_len=self._doc_len,
-                alive=self._alive,
-                slot_ids=self._slot_ids,
-                n_slots=self._n_slots,
-                avgdl=self._total_len / n if n else 1.0,
-            )
         return np.asarray(ids, np.int32), np.asarray(weights, np.float32), view
+
+    def _read_view(self) -> _ReadView:
+        """The index as queries read it now (the caller holds the lock)."""
+        if self._buf and self._buf_csr is None:
+            terms, docs, tfs = self._buffer_arrays()
+            empty = np.zeros(1, dtype=np.int64)
+            self._buf_csr = csr_merge(
+                empty, _EMPTY_I32, _EMPTY_F32, terms, docs, tfs, len(self._vocab), self._alive,
+            )
+        n = self._n_alive
+        empty_csr = (np.zeros(1, dtype=np.int64), _EMPTY_I32, _EMPTY_F32)
+        return _ReadView(
+            main=self._main,
+            delta=self._buf_csr if self._buf else empty_csr,
+            doc_len=self._doc_len,
+            alive=self._alive,
+            slot_ids=self._slot_ids,
+            n_slots=self._n_slots,
+            avgdl=self._total_len / n if n else 1.0,
+            n_alive=n,
+        )
 
     def _score(self, query: str) -> _Scored:
         """Dense slot scores and matched query weight, the touched slots, the read view."""
@@ -284,7 +301,7 @@ class BM25Index:
         touched = np.empty(size, dtype=np.int32)
         n = 0
         if q_terms.shape[0]:
-            k1, b = np.float32(self.params.k1), np.float32(self.params.b)
+            k1, b = self._k1, self._b
             avg = np.float32(view.avgdl or 1.0)
             for offsets, docs, tfs in (view.main, view.delta):
                 if docs.shape[0]:
@@ -343,12 +360,10 @@ class BM25Index:
         self, sc: _Scored, ids: Sequence[int] | np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         wanted = ids.tolist() if isinstance(ids, np.ndarray) else [int(i) for i in ids]
-        slots = np.fromiter(map(self._slot_of.get, wanted, repeat(-1, len(wanted))), np.int64,
-                            len(wanted))
-        slots[slots >= sc.view.n_slots] = -1  # written after the view was taken
-        found = slots >= 0
-        scores = np.zeros(len(ids), dtype=np.float32)
-        matched = np.zeros(len(ids), dtype=np.float32)
-        scores[found] = sc.scores[slots[found]]
-        matched[found] = sc.matched[slots[found]]
+        n = len(wanted)
+        slots = np.fromiter(map(self._slot_of.get, wanted, repeat(-1, n)), np.int64, n)
+        scores = np.empty(n, dtype=np.float32)
+        matched = np.empty(n, dtype=np.float32)
+        # an id written after the view was taken has a slot past it: 0, as an unknown id
+        gather_slots(slots, sc.view.n_slots, sc.scores, sc.matched, scores, matched)
         return scores, matched

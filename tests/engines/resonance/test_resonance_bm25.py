@@ -176,6 +176,53 @@ def test_search_extra_ids_and_coverage() -> None:
     assert idx.top_k("", 5)[0].size == 0
 
 
+def test_more_scores_ids_as_its_scoring_pass_saw_the_index() -> None:
+    docs = ["red fish swims", "blue bird flew", "red bird"]
+    idx = BM25Index()
+    idx.add_many([10, 20, 30], docs)
+    _, more = idx.search_keeping("red bird", 1)
+    idx.add(40, "red bird red")  # written after the pass: unknown to it, like an absent id
+    scores, coverage = more(np.array([30, 40, 99, 10]))
+    before = BM25Index()
+    before.add_many([10, 20, 30], docs)
+    expected = before.search("red bird", 1, [30, 40, 99, 10])
+    assert scores.tolist() == expected.extra_scores.tolist()
+    assert coverage.tolist() == expected.extra_coverage.tolist()
+    assert scores[1] == scores[2] == 0.0 and scores[0] > scores[3] > 0.0
+
+
+def test_a_write_between_two_queries_is_seen() -> None:
+    # a query reads a view of the index kept until the next write (issue 26): after every
+    # kind of write, the scores are those of an index built afresh from the same documents
+    idx = BM25Index(BM25Params(merge_every=3))
+    corpus = {1: "red fish", 2: "blue bird"}
+
+    def check() -> None:
+        fresh = BM25Index()
+        fresh.add_many(list(corpus), list(corpus.values()))
+        for query in ("red", "bird fish", "red bird"):
+            got, want = idx.top_k(query, 5), fresh.top_k(query, 5)
+            assert dict(zip(*(a.tolist() for a in got), strict=True)) == dict(
+                zip(*(a.tolist() for a in want), strict=True))
+
+    idx.add_many(list(corpus), list(corpus.values()))
+    check()
+    for write in ("add", "remove", "replace", "merge", "add", "add"):
+        if write == "add":
+            doc_id = max(corpus) + 1
+            corpus[doc_id] = "red red bird" if doc_id % 2 else "fish"
+            idx.add(doc_id, corpus[doc_id])
+        elif write == "remove":
+            idx.remove(max(corpus))
+            del corpus[max(corpus)]
+        elif write == "replace":
+            corpus[1] = "green fish bird"
+            idx.add(1, corpus[1])
+        else:
+            idx.merge()
+        check()
+
+
 def test_empty_index_and_bad_input() -> None:
     idx = BM25Index()
     assert idx.top_k("anything", 3)[0].size == 0
