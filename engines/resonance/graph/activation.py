@@ -137,11 +137,15 @@ class Spread:
         known = _NONE if exclude_nodes is None or not memories_only else np.sort(
             np.asarray(exclude_nodes, np.int64))
         strong = np.empty(len(self.nodes), np.int64)
-        strong = strong[:_kernels().strong_nodes(
+        found = _kernels().strong_nodes(
             np.ascontiguousarray(self.activation >= threshold),
             np.ascontiguousarray(self.nodes, np.int32),
-            self._entity if memories_only else _NO_FLAGS, memories_only, known, strong)]
-        strong = strong[np.argsort(-self.activation[strong], kind="stable")]
+            self._entity if memories_only else _NO_FLAGS, memories_only, known, strong)
+        if not found:
+            return out
+        strong = strong[:found]
+        if found > 1:
+            strong = strong[(-self.activation[strong]).argsort(kind="stable")]
         keys, cut = self._keys, len(MEMORY_PREFIX)
         for node, a in zip(self.nodes[strong].tolist(), self.activation[strong].tolist(),
                            strict=True):
@@ -215,9 +219,8 @@ def spread_nodes(adj: Adjacency, seed_nodes: np.ndarray, seed_values: np.ndarray
                           np.ascontiguousarray(seed_values, np.float32), np.float32(decay),
                           np.float32(cutoff), int(max_hops), np.float32(hub_power), ws.act,
                           ws.hops, ws.touched, ws.mark, ws.frontier, ws.nxt, ws.values)
-    reached = ws.touched[:k].copy()
-    act, hops = ws.act[reached], ws.hops[reached]
-    ws.act[reached], ws.hops[reached], ws.mark[reached] = 0.0, -1, -1  # clean for the next call
+    reached, act, hops = np.empty(k, np.int32), np.empty(k, np.float32), np.empty(k, np.int32)
+    _kernels().harvest(k, ws.touched, ws.act, ws.hops, ws.mark, reached, act, hops)  # and cleans
     return reached, act, hops
 
 

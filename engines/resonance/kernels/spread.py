@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 from numba import boolean, float32, float64, int32, int64, njit, uint8, void
 
-__all__ = ["build_csr", "node_values", "spread_activation", "strong_nodes"]
+__all__ = ["build_csr", "harvest", "node_values", "spread_activation", "strong_nodes"]
 
 
 @njit(
@@ -184,6 +184,23 @@ def spread_activation(indptr, indices, weights, d_src, d_dst, d_w, degree, is_en
             values[i] = act[nxt[i]]
         n_front = n_next
     return n_touched
+
+
+@njit(void(int64, int32[::1], float32[::1], int32[::1], int32[::1], int32[::1], float32[::1],
+           int32[::1]), cache=True, nogil=True)
+def harvest(n, touched, act, hops, mark, nodes, activation,
+            hop):  # pragma: no cover - compiled
+    """The first ``n`` reached nodes of a `spread_activation` call (``touched[:n]``) with
+    their activation and hop into ``nodes``/``activation``/``hop``, and their ``act``,
+    ``hops`` and ``mark`` entries put back (0, -1, -1) for the next call."""
+    for i in range(n):
+        node = touched[i]
+        nodes[i] = node
+        activation[i] = act[node]
+        hop[i] = hops[node]
+        act[node] = 0.0
+        hops[node] = -1
+        mark[node] = -1
 
 
 @njit(void(int32[::1], int64[::1], float32[::1], int32[::1], int64[::1], float64[::1],

@@ -72,7 +72,7 @@ def spread(
     """
     st = src.state
     graph = src.graph()
-    top = np.argsort(-hybrid, kind="stable")[: cfg.seeds]
+    top = (-hybrid).argsort(kind="stable")[: cfg.seeds]
     names = memory_ids(st, cands.ids)
     seeds = {names[j]: h for j, h in zip(top.tolist(), hybrid[top].tolist(), strict=True) if h > 0}
     if not seeds:
@@ -113,14 +113,21 @@ def prime(cfg: ResonanceConfig, src: Sources, pool: Pool, session: str,
     if not recent and not topics:
         return
     ids = pool.ids(st)
-    mult = np.array([cfg.priming_boost if m in recent else 1.0 for m in ids])
+    boost = cfg.priming_boost
+    # per candidate in Python (a few candidates: numpy's per-call cost was the time), with
+    # numpy's arithmetic: boost · (1 + topic_boost · share), each operation in that order
+    mult = [boost if m in recent else 1.0 for m in ids]
     if topics:
-        share = np.array(src.graph().topic_shares(ids, topics))
-        mult *= 1.0 + cfg.topic_boost * share
-    pool.score *= mult
-    pool.parts["priming"] = mult
-    facts["priming"] = {"recent": len(recent), "topics": sorted(topics)[:10],
-                        "boosted": int((mult > 1.0).sum())}
+        gain = cfg.topic_boost
+        mult = [b * (1.0 + gain * s) for b, s in
+                zip(mult, src.graph().topic_shares(ids, topics), strict=True)]
+        boosted = sum(1 for x in mult if x > 1.0)
+    else:
+        boosted = mult.count(boost) if boost > 1.0 else 0
+    factor = np.array(mult, np.float64)
+    pool.score *= factor
+    pool.parts["priming"] = factor
+    facts["priming"] = {"recent": len(recent), "topics": sorted(topics)[:10], "boosted": boosted}
 
 
 def basin(cfg: ResonanceConfig, src: Sources, pool: Pool, query: str,
@@ -137,11 +144,13 @@ def basin(cfg: ResonanceConfig, src: Sources, pool: Pool, query: str,
     if chosen is None:
         return
     members = set(graph.memories_of(chosen[0]))
-    mult = np.array([cfg.basin_boost if m in members else 1.0 for m in pool.ids(src.state)])
-    pool.score *= mult
-    pool.parts["basin"] = mult
+    boost = cfg.basin_boost
+    mult = [boost if m in members else 1.0 for m in pool.ids(src.state)]
+    factor = np.array(mult, np.float64)
+    pool.score *= factor
+    pool.parts["basin"] = factor
     facts["basin"] = {"attractor": chosen[0], "strength": round(chosen[1], 4),
-                      "boosted": int((mult > 1.0).sum())}
+                      "boosted": mult.count(boost) if boost > 1.0 else 0}
 
 
 def inhibit(cfg: ResonanceConfig, state: State, pool: Pool, order: np.ndarray,
@@ -172,7 +181,7 @@ def inhibit(cfg: ResonanceConfig, state: State, pool: Pool, order: np.ndarray,
         full[window] = mult
         pool.score = pool.score * full
         pool.parts["inhibition"] = full
-        head = window[np.argsort(-pool.score[window], kind="stable")]
+        head = window[(-pool.score[window]).argsort(kind="stable")]
         order = np.concatenate([head, order[cfg.inhibition_window:]])
     facts["inhibition"] = {"window": len(window), "damped": damped}
     return order
