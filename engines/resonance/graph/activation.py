@@ -163,7 +163,7 @@ class Spread:
         act = np.empty(len(nodes), np.float64)
         hop = np.empty(len(nodes), np.int64)
         reached = np.ascontiguousarray(self.nodes, np.int32)
-        order = np.argsort(reached, kind="stable")  # numpy's sort: fast at any size
+        order = reached.argsort(kind="stable")  # numpy's sort: fast at any size
         _kernels().node_values(reached[order], order, np.ascontiguousarray(
             self.activation, np.float32), np.ascontiguousarray(self.hop, np.int32), nodes,
             act, hop)

@@ -8,7 +8,6 @@ and a summary in `facts`. Split from resonator.py so each phase reads on its own
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -91,7 +90,10 @@ def spread(
         names = names + more
         nodes = np.concatenate([nodes, _nodes(adjacency, more)])
     activation, hops = reached.of_nodes(nodes)
-    by_hop = Counter(hops[hops > 0].tolist())
+    by_hop: dict[int, int] = {}  # a Counter's counts, without its set-up
+    for hop in hops.tolist():
+        if hop > 0:
+            by_hop[hop] = by_hop.get(hop, 0) + 1
     facts["spreading"] = {"seeds": len(seeds), "reached": len(reached),
                           "joined": len(joined), "by_hop": dict(sorted(by_hop.items()))}
     return cands, hybrid, activation, hops

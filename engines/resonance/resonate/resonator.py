@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..recall.fusion import Candidates, fused_scores
+from ..recall.fusion import Candidates, fused_relevance
 from ..store.ops import FLAG_DELETED
 from .config import PHASES, ResonanceConfig
 
@@ -55,6 +55,16 @@ def _phases() -> Any:
 
         _LAZY["phases"] = module
     return module
+
+
+def _drop_deleted() -> Any:
+    """kernels/fusion.py's `drop_deleted`."""
+    kernel = _LAZY.get("drop_deleted")
+    if kernel is None:
+        from ..kernels.fusion import drop_deleted as kernel
+
+        _LAZY["drop_deleted"] = kernel
+    return kernel
 
 
 def _hybrid_searcher() -> Any:
@@ -112,8 +122,6 @@ class Resonator:
 
     def _hybrid(self, cands: Candidates, tags: frozenset[str], now: float) -> np.ndarray:
         st = self.sources.state
-        flags = np.frombuffer(st.flags, np.uint8)  # a view: no copy of the column
-        alive = (flags[cands.ids] & FLAG_DELETED) == 0 if len(cands) else np.zeros(0, bool)
         tag = None
         if tags and self.config.on("tags"):
             tag = np.array([len(tags.intersection(st.tags_at(int(i)))) / len(tags)
@@ -123,8 +131,10 @@ class Resonator:
         conf = None
         if len(cands) and not self.config.on("scoring"):
             conf = self.sources.confidence(cands.ids, now)
-        score = fused_scores(cands, self.sources.fusion, tag=tag, confidence=conf)[0]
-        score[~alive] = -1.0
+        score = fused_relevance(cands, self.sources.fusion, tag=tag, confidence=conf)
+        if len(cands):  # a memory forgotten since the indexes were read: -1, left out
+            _drop_deleted()(np.ascontiguousarray(cands.ids, np.int64),
+                            np.frombuffer(st.flags, np.uint8), FLAG_DELETED, score)
         return score
 
     # -- the query ---------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -194,7 +196,7 @@ def test_the_fusion_kernel_gives_numpys_scores_bit_for_bit(seed: int) -> None:
     # The weighted formula runs as one numba kernel (issue 26: two dozen numpy calls over a
     # few candidates were most of its time); over random signals (missing cosines, no BM25
     # at all, coverage outside [0, 1], random weights) it must give numpy's values exactly.
-    from soul.engines.resonance.recall.fusion import fused_scores
+    from soul.engines.resonance.recall.fusion import fused_relevance, fused_scores
 
     rng = np.random.default_rng(seed)
     n = int(rng.integers(0, 60))
@@ -208,3 +210,10 @@ def test_the_fusion_kernel_gives_numpys_scores_bit_for_bit(seed: int) -> None:
     conf = rng.uniform(-0.5, 1.5, n) if seed % 4 == 0 else None
     got = fused_scores(cands, cfg, tag=tag, confidence=conf)[0]
     assert got.tobytes() == _weighted_by_numpy(cands, cfg, tag, conf).tobytes()
+    # full resonance asks for the relevance alone (fused_relevance): the same bytes, in
+    # every method and normalisation
+    for method, normalisation in (("weighted", "calibrated"), ("weighted", "minmax"),
+                                  ("rrf", "calibrated")):
+        other = replace(cfg, method=method, normalisation=normalisation)
+        want = fused_scores(cands, other, tag=tag, confidence=conf)[0]
+        assert fused_relevance(cands, other, tag=tag, confidence=conf).tobytes() == want.tobytes()
