@@ -88,11 +88,12 @@ class _Plan:
     config: a config is read-only). The `kernels.scoring.CORE` factors among them are
     computed by one kernel call (``slots``: each one's position in ``names``, -1 if off;
     ``params``, ``kind_table``, ``tier_table``: what it needs of their params); the others
-    by their functions (``others``: position, function, params)."""
+    by their functions (``others``: position, function, params, and the signals without
+    which it is 1.0 for every row, None if it must be evaluated)."""
 
     names: tuple[str, ...]
     weights: tuple[float, ...]
-    others: tuple[tuple[int, Any, Any], ...]
+    others: tuple[tuple[int, Any, Any, frozenset[str] | None], ...]
     slots: tuple[int, ...]
     core: tuple[int, ...]  # the positions in ``slots`` that are on
     params: np.ndarray
@@ -121,7 +122,10 @@ def _make_plan(config: ScoringConfig) -> _Plan:
     kind_table, tier_table = np.ones(len(Kind)), np.ones(len(TIERS))
     for i, f in enumerate(enabled):
         if f.name not in core_names:
-            others.append((i, FACTORS[f.name].fn, f.params))
+            spec = FACTORS[f.name]
+            idle = spec.idle(f.params) if spec.idle is not None else None
+            # None: always evaluated; else the signals without which it is 1.0 for every row
+            others.append((i, spec.fn, f.params, spec.signals if idle == 1.0 else None))
             continue
         slots[core_names.index(f.name)] = i
         p = f.params
@@ -161,7 +165,14 @@ def combine(config: ScoringConfig, inputs: Inputs) -> Scored:
     values: list[Any] = [None] * len(names)
     moving = list(plan.core)
     neutral = []
-    for i, fn, params in plan.others:
+    present: set[str] | None = None  # the signals some row has (meta keys, extra)
+    for i, fn, params, signals in plan.others:
+        if signals is not None:
+            if present is None:
+                present = inputs.meta_keys | inputs.extra.keys()
+            if signals.isdisjoint(present):  # what it would give: 1.0 for every row
+                neutral.append(i)
+                continue
         value = values[i] = fn(inputs, params)
         if isinstance(value, float) and value == 1.0:
             neutral.append(i)

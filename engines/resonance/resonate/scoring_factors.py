@@ -255,10 +255,17 @@ def tier_values(p: Params) -> np.ndarray:
 
 @dataclass(frozen=True)
 class FactorSpec:
-    """A factor's function and the rule each numeric parameter must satisfy."""
+    """A factor's function and the rule each numeric parameter must satisfy. A factor that
+    reads per-row signals names them (``signals``: keys of a row's meta or the caller's
+    extra) with ``idle(params)``, the value it takes for every row when no row has any of
+    them, whatever the affect (None: with these params it has a value even then): combine
+    skips it when that value is 1.0 (test_a_factor_without_its_signals_is_idle pins each
+    declaration against its function)."""
 
     fn: FactorFn
     rules: Mapping[str, str]  # numeric param -> a name in RULES
+    signals: frozenset[str] = frozenset()
+    idle: Callable[[Params], float | None] | None = None  # None from it: not idle then
 
 
 RULES: dict[str, tuple[Callable[[float], bool], str]] = {
@@ -304,26 +311,40 @@ def check_params(name: str, params: Mapping[str, Any]) -> list[tuple[str, str]]:
     return problems
 
 
+def _one(p: Params) -> float:
+    return 1.0
+
+
 FACTORS: dict[str, FactorSpec] = {
     "Relevance": FactorSpec(relevance, {}),
     "ActR": FactorSpec(actr, {"decay": "open_unit", "min_age_seconds": "pos", "floor": "unit",
                               "offset": "real", "width": "pos"}),
     "Strength": FactorSpec(strength, {"floor": "unit", "half_observations": "pos"}),
     "Confidence": FactorSpec(confidence, {"floor": "unit", "doubt": "nonneg"}),
-    "Surprise": FactorSpec(surprise, {"gain": "nonneg"}),
-    "Arousal": FactorSpec(arousal, {"gain": "nonneg"}),
-    "MoodCongruence": FactorSpec(mood_congruence, {"gain": "unit_half", "arousal_gain": "unit_half"}),
+    "Surprise": FactorSpec(surprise, {"gain": "nonneg"}, frozenset({"surprise"}), _one),
+    "Arousal": FactorSpec(arousal, {"gain": "nonneg"}, frozenset({"arousal"}), _one),
+    "MoodCongruence": FactorSpec(mood_congruence,
+                                 {"gain": "unit_half", "arousal_gain": "unit_half"},
+                                 frozenset({"valence", "arousal"}), _one),
     "FrustrationEscalation": FactorSpec(frustration_escalation,
                                         {"gain": "nonneg", "threshold": "unit_lt1"}),
-    "Status": FactorSpec(status, {}),
+    "Status": FactorSpec(status, {}, frozenset({"status"}),
+                         lambda p: float(p["values"][p["default"]])),
     "Epistemic": FactorSpec(epistemic, {"unknown": "nonneg"}),
     "Kind": FactorSpec(kind, {"other": "nonneg"}),
-    "RealmReliability": FactorSpec(realm_reliability, {"gain": "unit"}),
-    "Interference": FactorSpec(interference, {"per_competitor": "nonneg"}),
+    "RealmReliability": FactorSpec(realm_reliability, {"gain": "unit"},
+                                   frozenset({"realm_reliability"}),
+                                   lambda p: None if p["realms"] else 1.0),
+    "Interference": FactorSpec(interference, {"per_competitor": "nonneg"},
+                               frozenset({"competitors"}), _one),
     "Spacing": FactorSpec(spacing, {"floor": "unit", "min_accesses": "nonneg"}),
-    "Prediction": FactorSpec(prediction, {"gain": "nonneg"}),
-    "SurpriseDomain": FactorSpec(surprise_domain, {"boost": "nonneg", "suppress": "unit"}),
-    "EpistemicDebt": FactorSpec(epistemic_debt, {"boost": "nonneg"}),
-    "IntegrationWeight": FactorSpec(integration_weight, {"max": "nonneg"}),
+    "Prediction": FactorSpec(prediction, {"gain": "nonneg"}, frozenset({"prediction"}), _one),
+    "SurpriseDomain": FactorSpec(surprise_domain, {"boost": "nonneg", "suppress": "unit"},
+                                 frozenset({"surprise_domain"}), _one),
+    "EpistemicDebt": FactorSpec(epistemic_debt, {"boost": "nonneg"},
+                                frozenset({"epistemic_debt"}), _one),
+    "IntegrationWeight": FactorSpec(integration_weight, {"max": "nonneg"},
+                                    frozenset({"integration"}),
+                                    lambda p: float(min(max(1.0, 0.0), p["max"]))),
     "Tier": FactorSpec(tier, {}),
 }

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -49,6 +50,9 @@ RATES = np.array([DECAY_RATES[Kind(i)] for i in range(len(Kind))])
 _META_CACHE = 65_536  # decoded metas kept per Scorer
 _UNREAD: tuple[None, None] = (None, None)  # a row the meta cache has not seen: no text yet
 TIERS = (Tier.HOT, Tier.WARM, Tier.COOL, Tier.COLD)
+# Rows read through a copy of their range (`Inputs._span`): at least this many, spanning
+# fewer than max(_SPAN_MIN, _SPAN_FACTOR x their number) rows.
+_SPAN_ROWS, _SPAN_MIN, _SPAN_FACTOR = 16, 4096, 8
 
 
 @dataclass(frozen=True)
@@ -158,6 +162,7 @@ class Inputs:
         # row -> (its meta text, decoded): a Scorer keeps one across calls (meta never changes)
         self.meta_cache = {} if meta_cache is None else meta_cache
         self._kind: np.ndarray | None = None
+        self._span_of: tuple[int, ...] | None = None
         self._gathered: np.ndarray | None = None
         self._history: tuple[np.ndarray, np.ndarray] | None = None
         self._metas: list[tuple[int, dict[str, Any]]] | None = None
@@ -169,14 +174,35 @@ class Inputs:
         """The rows' entries of a State column, in row order."""
         rows = self.row_list
         if len(rows) < 2:  # itemgetter of one key returns the value, not a tuple
-            return tuple(column[r] for r in rows)
+            return (column[rows[0]],) if rows else ()
         return itemgetter(*rows)(column)
+
+    def _span(self) -> tuple[int, int] | None:
+        """(first, last) row when the rows are many and close together: their columns are
+        then read as numpy views of a copy of that range (a C copy, then one fancy index),
+        not as a boxed Python number each (150 rows: 49 -> ~8 µs). Views of the State's own
+        arrays are never taken: one held while a writer appends would fail its append."""
+        if self._span_of is None:
+            rows = self.row_list
+            lo, hi = (min(rows), max(rows)) if len(rows) >= _SPAN_ROWS else (0, -1)
+            dense = hi >= lo and hi - lo < max(_SPAN_MIN, _SPAN_FACTOR * len(rows))
+            self._span_of = (lo, hi) if dense else ()
+        return self._span_of or None
+
+    def _gather(self, column: Any, span: tuple[int, int]) -> np.ndarray:
+        """The rows' entries of an array column (array.array or bytearray), by `_span`."""
+        lo, hi = span
+        part = column[lo : hi + 1]  # a copy
+        dtype = part.typecode if isinstance(part, array) else np.uint8
+        return np.frombuffer(part, dtype)[self.rows - lo]
 
     @property
     def kind(self) -> np.ndarray:
         """Each row's kind code (int64)."""
         if self._kind is None:
-            self._kind = np.array(self.values(self.state.kind), np.int64)
+            span = self._span()
+            self._kind = (np.array(self.values(self.state.kind), np.int64) if span is None
+                          else self._gather(self.state.kind, span).astype(np.int64))
         return self._kind
 
     @property
@@ -186,8 +212,14 @@ class Inputs:
         active, mu, var."""
         if self._gathered is None:
             st = self.state
-            self._gathered = np.array([self.values(column) for column in (
-                st.created, st.access_count, st.n, st.last_active, st.mu, st.var)], np.float64)
+            columns = (st.created, st.access_count, st.n, st.last_active, st.mu, st.var)
+            span = self._span()
+            if span is None:
+                self._gathered = np.array([self.values(c) for c in columns], np.float64)
+            else:
+                out = self._gathered = np.empty((len(columns), len(self.row_list)))
+                for i, column in enumerate(columns):
+                    out[i] = self._gather(column, span)
         return self._gathered
 
     @property

@@ -453,3 +453,54 @@ def test_the_fused_factor_kernel_gives_each_factors_own_values_bit_for_bit(
         expected = np.array(np.broadcast_to(own, (1, n)), np.float64)
         guard(expected)  # what combine does to every factor's values
         assert np.array_equal(scored.factors[name], expected[0]), name
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(memories=st.lists(_memory, min_size=1, max_size=6), data=st.data())
+def test_a_factor_without_its_signals_is_idle(memories: list[dict[str, Any]],
+                                             data: st.DataObject) -> None:
+    # combine skips a factor none of whose signals a row has when its declared idle value
+    # is 1.0 (issue 26): the function must give exactly that value then, whatever the
+    # affect, the other meta keys and the params
+    n = len(memories)
+    affect = Affect(*data.draw(st.tuples(_weird, _weird, _weird, _weird)))
+    config = ScoringConfig.defaults()
+    config = config.with_factor("Status", default=data.draw(st.sampled_from(
+        ["verified", "active", "observed", "proposed"])))
+    config = config.with_factor("IntegrationWeight", max=data.draw(st.sampled_from([0.5, 1.0, 2.0])))
+    config = config.with_factor("RealmReliability", realms=data.draw(st.sampled_from(
+        [{}, {"work": 0.9}])))
+    for name, spec in FACTORS.items():
+        if spec.idle is None:
+            continue
+        params = config.factor(name).params
+        idle = spec.idle(params)
+        rows = [{**m, "meta": {k: v for k, v in m["meta"].items() if k not in spec.signals}}
+                for m in memories]
+        extra = {k: [1.0] * n for k in data.draw(st.sets(st.sampled_from(
+            ["competitors", "prediction", "surprise", "integration", "epistemic_debt",
+             "surprise_domain", "realm_reliability"]))) if k not in spec.signals}
+        value = spec.fn(Inputs(make_state(rows), np.arange(n), np.ones(n), NOW, affect, extra),
+                        params)
+        if idle is not None:
+            assert isinstance(value, float) and value == idle, name
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_rows_columns_are_gathered_as_read_one_by_one(seed: int) -> None:
+    # many rows close together are read through a copy of their range (issue 26), others
+    # one value at a time: both must give each row's own values, in the rows' order
+    rng = np.random.default_rng(seed)
+    specs = [{"kind": str(rng.choice(["episode", "correction", "belief"])),
+              "created": NOW - float(rng.uniform(0, 1e7)), "mu": float(rng.uniform(0, 1)),
+              "n": int(rng.integers(0, 9)), "accesses": [NOW - 5.0] * int(rng.integers(0, 3))}
+             for _ in range(300)]
+    state = make_state(specs)
+    for rows in (rng.permutation(300)[: int(rng.integers(1, 300))], np.arange(40, 80),
+                 rng.choice(300, 20), np.array([7])):
+        inputs = Inputs(state, np.asarray(rows, np.int64), np.ones(len(rows)), NOW, Affect(), {})
+        want = [[column[r] for r in rows.tolist()] for column in (
+            state.created, state.access_count, state.n, state.last_active, state.mu, state.var)]
+        assert inputs.numbers.tolist() == want
+        assert inputs.kind.tolist() == [state.kind[r] for r in rows.tolist()]
+        assert inputs.kind.dtype == np.int64 and inputs.numbers.dtype == np.float64
