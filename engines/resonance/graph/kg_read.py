@@ -14,9 +14,11 @@ import threading
 import time
 from collections.abc import Mapping
 
+import numpy as np
+
 from ..errors import ResonanceError
 from . import kg_query
-from .activation import Spread, SpreadConfig, spread_seeds
+from .activation import Reach, Spread, SpreadConfig, reach, spread_seeds
 from .adjacency import Adjacency, build_as_of
 from .kg_state import GraphState, Triplet, entity_key
 
@@ -148,6 +150,18 @@ class GraphReads:
         # __getitem__ per reached node.
         return spread_seeds(self.adjacency(as_of), seeds, cfg, self.state.keys,
                             self.state.display)
+
+    def reach(self, adjacency: Adjacency, seeds: Mapping[str, float], candidates: np.ndarray,
+              threshold: float, limit: int, *, strength: float | None = None,
+              decay: float | None = None, max_hops: int | None = None,
+              cutoff: float | None = None, hub_power: float | None = None) -> Reach:
+        """`spread` over ``adjacency`` (one of this graph's, e.g. `adjacency()`), read for
+        full resonance: the activation and hop of the nodes ``candidates`` and the
+        ``limit`` strongest other memories reached with activation ≥ ``threshold``
+        (`activation.reach`)."""
+        cfg = self.spread_config.overridden(strength=strength, decay=decay, max_hops=max_hops,
+                                            cutoff=cutoff, hub_power=hub_power)
+        return reach(adjacency, seeds, cfg, self.state.keys, candidates, threshold, limit)
 
     def attractors(self, n: int = 10) -> list[tuple[str, float]]:
         """The n most-connected entities with strength ``min(log2(1 + degree) / 4, 1)``.

@@ -76,25 +76,30 @@ def spread(
     seeds = {names[j]: h for j, h in zip(top.tolist(), hybrid[top].tolist(), strict=True) if h > 0}
     if not seeds:
         return cands, hybrid, np.zeros(len(cands)), np.full(len(cands), -1, np.int64)
-    reached = graph.spread(seeds, strength=cfg.spread_strength, decay=cfg.spread_decay,
-                           max_hops=cfg.max_hops, cutoff=cfg.cutoff)
     adjacency = graph.adjacency()
     nodes = _nodes(adjacency, names)
     # the strongest reached memories that were not candidates join (bounded: association
     # candidates below the top `join` never reach the top k, and each costs a full scoring)
-    strongest = reached.strongest_memories(cfg.entry_threshold, cfg.join, frozenset(names), nodes)
-    joined = [st.rows[m] for m in strongest if m in st.rows and st.is_alive(st.rows[m])]
+    reached = graph.reach(adjacency, seeds, nodes, cfg.entry_threshold, cfg.join,
+                          strength=cfg.spread_strength, decay=cfg.spread_decay,
+                          max_hops=cfg.max_hops, cutoff=cfg.cutoff)
+    activation, hops = reached.activation, reached.hops
+    joined, more_act, more_hops = [], [], []
+    for memory_id, a, hop in reached.strongest:
+        row = st.rows.get(memory_id)
+        if row is not None and st.is_alive(row):
+            joined.append(row)
+            more_act.append(a)
+            more_hops.append(hop)
     if joined:
         cands, hybrid = grow(cands, np.asarray(joined, np.int64))
-        more = memory_ids(st, cands.ids[len(names):])
-        names = names + more
-        nodes = np.concatenate([nodes, _nodes(adjacency, more)])
-    activation, hops = reached.of_nodes(nodes)
+        activation = np.concatenate([activation, np.array(more_act, np.float64)])
+        hops = np.concatenate([hops, np.array(more_hops, np.int64)])
     by_hop: dict[int, int] = {}  # a Counter's counts, without its set-up
     for hop in hops.tolist():
         if hop > 0:
             by_hop[hop] = by_hop.get(hop, 0) + 1
-    facts["spreading"] = {"seeds": len(seeds), "reached": len(reached),
+    facts["spreading"] = {"seeds": len(seeds), "reached": reached.reached,
                           "joined": len(joined), "by_hop": dict(sorted(by_hop.items()))}
     return cands, hybrid, activation, hops
 
