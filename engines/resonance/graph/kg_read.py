@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping
+from functools import lru_cache
 
 import numpy as np
 
@@ -23,6 +24,13 @@ from .adjacency import Adjacency, build_as_of
 from .kg_state import GraphState, Triplet, entity_key
 
 __all__ = ["GraphReads", "UnknownTriplet"]
+
+
+@lru_cache(maxsize=4096)
+def _entity_key(name: str) -> str:
+    """An entity name's node key (`entity_key`, a pure function: the few topic names a
+    session has come back query after query)."""
+    return entity_key(name)[0]
 
 
 class UnknownTriplet(ResonanceError, KeyError):
@@ -82,7 +90,7 @@ class GraphReads:
         display, mentions = st.display, st.mentions
         by_node: dict[int, float] = {}
         for name, weight in topics.items():  # a topic's node is its display form's key
-            n = st.index.get(entity_key(name)[0])
+            n = st.index.get(_entity_key(name))
             if n is None or display[n] != name:
                 by_node = {}
                 break

@@ -26,7 +26,7 @@ import os
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -99,6 +99,28 @@ class _Plan:
     params: np.ndarray
     kind_table: np.ndarray
     tier_table: np.ndarray
+    _layouts: dict[tuple[int, ...], tuple[list[int], np.ndarray, np.ndarray]] = field(
+        default_factory=dict, repr=False)
+
+    def layout(self, moving: tuple[int, ...]) -> tuple[list[int], np.ndarray, np.ndarray]:
+        """For the factors ``moving`` (positions, in order; the others are 1.0 for every
+        row): each factor's row in the table (the moving first), the core factors' rows
+        (`kernels.scoring.core`'s slots) and the moving factors' weights. The same few sets
+        come back query after query: each is worked out once."""
+        kept = self._layouts.get(moving)
+        if kept is None:
+            at = [0] * len(self.names)
+            for row, i in enumerate(moving):
+                at[i] = row
+            rest = [i for i in range(len(self.names)) if i not in moving]
+            for row, i in enumerate(rest, len(moving)):
+                at[i] = row
+            if len(self._layouts) >= 64:
+                self._layouts.clear()
+            kept = self._layouts[moving] = (
+                at, np.array([at[i] if i >= 0 else -1 for i in self.slots], np.int64),
+                np.array([self.weights[i] for i in moving], np.float64))
+        return kept
 
 
 _PLANS: dict[int, tuple[ScoringConfig, _Plan]] = {}
@@ -181,11 +203,7 @@ def combine(config: ScoringConfig, inputs: Inputs) -> Scored:
     if plan.core and len(moving) > len(plan.core):
         moving.sort()
     m = len(moving)
-    at = [0] * len(names)  # each factor's row in the table
-    for row, i in enumerate(moving):
-        at[i] = row
-    for row, i in enumerate(neutral, m):
-        at[i] = row
+    at, slots, weights = plan.layout(tuple(moving))
     table = np.empty((len(names), n))
     if neutral:
         table[m:] = 1.0
@@ -196,10 +214,11 @@ def combine(config: ScoringConfig, inputs: Inputs) -> Scored:
         flat, counts = inputs.history
         kernels().core(np.ascontiguousarray(inputs.relevance, np.float64), inputs.numbers,
                        inputs.kind, flat, counts, RATES, plan.params, plan.kind_table,
-                       plan.tier_table, float(inputs.now), DAY, PRIOR_VAR, table,
-                       np.array([at[i] if i >= 0 else -1 for i in plan.slots], np.int64))
+                       plan.tier_table, float(inputs.now), DAY, PRIOR_VAR, table, slots)
+    rows = list(table)
+    factors = dict(zip(names, map(rows.__getitem__, at), strict=True))
     if not moving:
-        return Scored(np.ones(n), {name: table[at[i]] for i, name in enumerate(names)})
+        return Scored(np.ones(n), factors)
     block = table[:m]
     # Factors are finite by construction; this guards a future factor that is not:
     # non-finite reads 1, then clipped to [0, 1e6] (kernels/scoring.py).
@@ -209,9 +228,8 @@ def combine(config: ScoringConfig, inputs: Inputs) -> Scored:
         with np.errstate(divide="ignore"):
             logs = np.log(block)  # log 0 = -inf: the veto
     log_final = np.empty(n)
-    kernels().weighted_sums(logs, np.array([plan.weights[i] for i in moving]), _LOG_MAX,
-                            log_final)
-    return Scored(np.exp(log_final), {name: table[at[i]] for i, name in enumerate(names)})
+    kernels().weighted_sums(logs, weights, _LOG_MAX, log_final)
+    return Scored(np.exp(log_final), factors)
 
 
 class Scorer:

@@ -35,6 +35,7 @@ Params = Mapping[str, Any]
 Value = np.ndarray | float
 FactorFn = Callable[[Inputs, Params], Value]
 _TABLES: dict[tuple[int, str], tuple[Params, np.ndarray]] = {}
+_SOURCES: dict[int, tuple[Params, dict[str | None, float]]] = {}  # Epistemic's, per params
 
 
 def _table(p: Params, name: str, build: Callable[[], np.ndarray]) -> np.ndarray:
@@ -144,15 +145,25 @@ def status(x: Inputs, p: Params) -> Value:
 def epistemic(x: Inputs, p: Params) -> Value:
     """Table lookup of the memory's source (user, tool, model, autonomous); "user:alice"
     reads as "user"; no source or an unknown one reads as ``unknown``."""
-    values, unknown = p["values"], p["unknown"]
     sources = x.values(x.state.source)
-    memo: dict[str | None, float] = {}  # few distinct sources: look each up once
-    for s in set(sources):
-        low = (s or "").lower()
-        memo[s] = float(values.get(low, values.get(low.split(":", 1)[0], unknown)))
-    if len(memo) == 1:
-        return memo[sources[0]]
-    return np.fromiter(map(memo.__getitem__, sources), np.float64, len(sources))
+    # few distinct sources, the same ones query after query: each is looked up once per params
+    memo = _SOURCES.get(id(p))
+    if memo is None or memo[0] is not p:
+        if len(_SOURCES) > 64:
+            _SOURCES.clear()
+        memo = _SOURCES[id(p)] = (p, {})
+    known = memo[1]
+    distinct = set(sources)
+    for s in distinct:
+        if s not in known:
+            if len(known) >= 4096:
+                known.clear()
+            low = (s or "").lower()
+            known[s] = float(p["values"].get(low, p["values"].get(low.split(":", 1)[0],
+                                                                  p["unknown"])))
+    if len(distinct) == 1:
+        return known[sources[0]]
+    return np.fromiter(map(known.__getitem__, sources), np.float64, len(sources))
 
 
 def kind(x: Inputs, p: Params) -> np.ndarray:

@@ -241,6 +241,10 @@ class Inputs:
             accessed = self.state.accessed
             # tuple() copies: a snapshot, in case a writer appends to a row's history meanwhile.
             rows = self.row_list
+            if len(rows) == 1:
+                one = tuple(accessed.get(rows[0], ()))
+                self._history = (np.array(one, np.float64), np.array([len(one)], np.int64))
+                return self._history
             hists = list(map(tuple, map(accessed.get, rows, repeat((), len(rows)))))
             counts = np.fromiter(map(len, hists), np.int64, len(hists))
             self._history = (np.fromiter(chain.from_iterable(hists), np.float64,
