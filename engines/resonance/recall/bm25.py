@@ -23,7 +23,8 @@ from typing import NamedTuple
 import numpy as np
 
 from ..errors import ConfigError
-from ..kernels.bm25 import bm25_accumulate, csr_merge, gather_slots, topk_sorted
+from ..kernels.bm25 import bm25_accumulate, csr_merge, gather_slots
+from ..kernels.bm25 import search as search_kernel
 from .text import DEFAULT_TEXT, TextConfig, tokenize
 
 __all__ = ["BM25Index", "BM25Params", "KeywordResult"]
@@ -332,24 +333,31 @@ class BM25Index:
         """`search`, plus a function giving (scores, coverage) of more ids from the same
         scoring pass — full resonance learns of candidates only after spreading, and would
         otherwise score the whole query again."""
-        sc = self._score(query)
-        inv = np.float32(1.0 / sc.total if sc.total > 0 else 0.0)
+        q_terms, q_weights, view = self._query_terms(query)
+        size = max(view.n_slots, 1)
+        scores = np.zeros(size, dtype=np.float32)
+        matched = np.zeros(size, dtype=np.float32)
+        touched = np.empty(size, dtype=np.int32)
+        total = float(q_weights.sum())
+        inv = np.float32(1.0 / total if total > 0 else 0.0)
+        k = max(int(k), 0)
+        extra = self._slots(extra_ids)
+        out_ids, out_scores, out_cov = (np.empty(k, np.int64), np.empty(k, np.float32),
+                                        np.empty(k, np.float32))
+        extra_scores, extra_cov = np.empty(len(extra), np.float32), np.empty(len(extra), np.float32)
+        # the scoring pass, the top k and the extra ids' signals: one kernel call
+        n, m = search_kernel(*view.main, *view.delta, view.doc_len, view.alive, view.slot_ids,
+                             q_terms, q_weights, self._k1, self._b, np.float32(view.avgdl or 1.0),
+                             inv, scores, matched, touched, k, extra, view.n_slots, out_ids,
+                             out_scores, out_cov, extra_scores, extra_cov)
+        sc = _Scored(scores, matched, touched, n, view, total)
 
         def more(ids: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             scores, matched = self._gather(sc, ids)
             return scores, matched * inv
 
-        k = max(int(k), 0)
-        out_slots = np.empty(k, dtype=np.int32)
-        out_scores = np.empty(k, dtype=np.float32)
-        m = topk_sorted(sc.scores, sc.touched, sc.n, k, out_slots, out_scores) if k else 0
-        slots = out_slots[:m]
-        extra_scores, extra_cov = more(extra_ids)
-        result = KeywordResult(
-            ids=sc.view.slot_ids[slots].astype(np.int64), scores=out_scores[:m].copy(),
-            coverage=sc.matched[slots] * inv, extra_scores=extra_scores,
-            extra_coverage=extra_cov,
-        )
+        result = KeywordResult(ids=out_ids[:m], scores=out_scores[:m], coverage=out_cov[:m],
+                               extra_scores=extra_scores, extra_coverage=extra_cov)
         return result, more
 
     def scores_for(self, query: str, ids: Sequence[int] | np.ndarray) -> np.ndarray:
@@ -359,11 +367,16 @@ class BM25Index:
     def _gather(
         self, sc: _Scored, ids: Sequence[int] | np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        wanted = ids.tolist() if isinstance(ids, np.ndarray) else [int(i) for i in ids]
-        n = len(wanted)
-        slots = np.fromiter(map(self._slot_of.get, wanted, repeat(-1, n)), np.int64, n)
+        slots = self._slots(ids)
+        n = len(slots)
         scores = np.empty(n, dtype=np.float32)
         matched = np.empty(n, dtype=np.float32)
         # an id written after the view was taken has a slot past it: 0, as an unknown id
         gather_slots(slots, sc.view.n_slots, sc.scores, sc.matched, scores, matched)
         return scores, matched
+
+    def _slots(self, ids: Sequence[int] | np.ndarray) -> np.ndarray:
+        """The slot of each id (-1: not indexed), read without the lock (a dict look-up)."""
+        wanted = ids.tolist() if isinstance(ids, np.ndarray) else [int(i) for i in ids]
+        n = len(wanted)
+        return np.fromiter(map(self._slot_of.get, wanted, repeat(-1, n)), np.int64, n)

@@ -254,3 +254,31 @@ def test_merge_drops_removed_postings_and_keeps_scores() -> None:
     assert offsets[-1] == docs.shape[0] == 10  # 9 postings − 1 removed + 2 added
     after = dict(zip(*(a.tolist() for a in idx.top_k("red fish", 10)), strict=True))
     assert set(after) == (set(before) - {3}) | {9}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_one_search_call_answers_as_the_separate_kernels_do(seed: int) -> None:
+    # A keyword search runs as one kernel call (kernels/bm25.py search, issue 26): scoring
+    # over the main CSR and the append buffer, the top k, the extra ids' signals. Each must
+    # be, byte for byte, what the scoring pass, topk_sorted and the slot gather give.
+    rng = np.random.default_rng(seed)
+    idx = BM25Index(BM25Params(merge_every=int(rng.integers(5, 40))))
+    ids = rng.permutation(400)[:120]
+    for doc_id in ids.tolist():  # a main CSR and a buffer, some documents removed
+        idx.add(doc_id, " ".join(rng.choice(WORDS, size=int(rng.integers(1, 9)))))
+        if rng.random() < 0.1:
+            idx.remove(int(rng.choice(ids)))
+    for _ in range(10):
+        query = " ".join(rng.choice(WORDS, size=int(rng.integers(1, 5))))
+        extra = rng.choice(500, int(rng.integers(0, 30)))
+        k = int(rng.integers(0, 40))
+        got = idx.search(query, k, extra)
+        sc = idx._score(query)
+        inv = np.float32(1.0 / sc.total if sc.total > 0 else 0.0)
+        slots, scores = np.empty(k, np.int32), np.empty(k, np.float32)
+        m = topk_sorted(sc.scores, sc.touched, sc.n, k, slots, scores) if k else 0
+        extra_scores, extra_matched = idx._gather(sc, extra)
+        for a, b in ((got.ids, sc.view.slot_ids[slots[:m]]), (got.scores, scores[:m]),
+                     (got.coverage, sc.matched[slots[:m]] * inv),
+                     (got.extra_scores, extra_scores), (got.extra_coverage, extra_matched * inv)):
+            assert a.tobytes() == b.tobytes()
