@@ -125,7 +125,7 @@ class GraphReads:
 
     def memories_of(self, entity: str) -> tuple[str, ...]:
         """The memories that mention an entity (matched case-insensitively)."""
-        n = self.state.index.get(entity_key(entity)[0])
+        n = self.state.index.get(_entity_key(entity))
         return tuple(self.state.memories.get(n, ())) if n is not None else ()
 
     def adjacency(self, as_of: float | None = None) -> Adjacency:
