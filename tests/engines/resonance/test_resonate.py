@@ -337,3 +337,29 @@ def test_a_hits_meta_is_its_own_copy(field: Field) -> None:
     again = field.resonate("compilers", k=1)[0]
     assert again.meta == {"session": "s", "n": 1} == field.get(memory_id).meta
     assert again.meta is not first.meta
+
+
+def test_a_sessions_topics_are_what_a_counter_of_them_gives() -> None:
+    # SessionPrimer counts topics without Counter.update and ranks a few without heapq
+    # (issue 26): the same weights, in the same order, as Counter.update / most_common
+    import random
+    from collections import Counter
+
+    from soul.engines.resonance.resonate.priming import SessionPrimer
+
+    rng = random.Random(4)
+    primer, counts = SessionPrimer(), Counter()
+    names = [f"topic{i}" for i in range(14)]
+    for _ in range(300):
+        seen = rng.choices(names, k=rng.randint(0, 6))
+        primer.observe("s", [], seen)
+        if seen:
+            for name in list(counts):
+                counts[name] *= 0.8
+                if counts[name] < 0.1:
+                    del counts[name]
+            counts.update(seen)
+        for n in (3, 10, 20):
+            top = counts.most_common(n)
+            want = {name: c / top[0][1] for name, c in top} if top else {}
+            assert list(primer.topics("s", n).items()) == list(want.items())
