@@ -70,11 +70,7 @@ def bm25_accumulate(
     return n_touched
 
 
-@njit(
-    types.void(int64[::1], int64, float32[::1], float32[::1], float32[::1], float32[::1]),
-    cache=True,
-    nogil=True,
-)
+@njit(cache=True, nogil=True)  # compiled on first use: not on a query's path
 def gather_slots(slots, n_slots, scores, matched, out_scores, out_matched):  # pragma: no cover
     """``scores[slot]`` and ``matched[slot]`` of each of ``slots`` into out_*; 0 for a slot
     that is -1 (an id the index does not hold) or not below ``n_slots`` (newer than the

@@ -23,7 +23,7 @@ import numpy as np
 from numba import boolean, float64, int64, njit, void
 
 __all__ = ["CORE", "base_level", "confidence", "core", "decayed", "guard", "guard_rows", "relevance",
-           "row_sums", "sigmoid", "spacing", "strength", "weighted_sums"]
+           "sigmoid", "spacing", "strength", "weighted_sums"]
 
 # The factors `core` computes, in the order of its ``slots`` argument.
 CORE = ("Relevance", "ActR", "Strength", "Confidence", "Kind", "Spacing", "Tier")
@@ -162,11 +162,8 @@ def _relevance_of(v: float, cosine: bool) -> float:  # pragma: no cover - compil
     return v
 
 
-_SIG_BASE = void(float64[::1], float64[::1], int64[::1], float64[::1], float64, float64, float64,
-                 float64, float64[::1])
 
-
-@njit(_SIG_BASE, cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy")  # compiled on first use: not on a query's path
 def base_level(created: np.ndarray, flat: np.ndarray, counts: np.ndarray,
                access_count: np.ndarray, now: float, decay: float, floor: float, day: float,
                out: np.ndarray) -> None:  # pragma: no cover - compiled
@@ -180,8 +177,7 @@ def base_level(created: np.ndarray, flat: np.ndarray, counts: np.ndarray,
         start += counts[i]
 
 
-@njit(void(float64[::1], float64, float64, float64, float64[::1]), cache=True,
-      error_model="numpy")
+@njit(cache=True, error_model="numpy")  # compiled on first use: not on a query's path
 def sigmoid(b: np.ndarray, offset: float, width: float, floor: float,
             out: np.ndarray) -> None:  # pragma: no cover - compiled
     """``floor + (1 − floor)·sigmoid(clip((b + offset)/width, −500, 500))`` per row (ActR)."""
@@ -189,11 +185,8 @@ def sigmoid(b: np.ndarray, offset: float, width: float, floor: float,
         out[i] = _sigmoid_of(b[i], offset, width, floor)
 
 
-_SIG_SPACING = void(float64[::1], float64[::1], int64[::1], float64[::1], float64, float64,
-                    float64[::1])
 
-
-@njit(_SIG_SPACING, cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy")  # compiled on first use: not on a query's path
 def spacing(created: np.ndarray, flat: np.ndarray, counts: np.ndarray,
             access_count: np.ndarray, floor: float, min_accesses: float,
             out: np.ndarray) -> None:  # pragma: no cover - compiled
@@ -208,12 +201,8 @@ def spacing(created: np.ndarray, flat: np.ndarray, counts: np.ndarray,
         start += counts[i]
 
 
-_SIG_DECAYED = void(float64[::1], int64[::1], float64[::1], float64[::1], float64[::1], float64,
-                    float64, float64, float64[::1], float64[::1], float64[::1], int64[::1],
-                    int64[::1])
 
-
-@njit(_SIG_DECAYED, cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy")  # compiled on first use: not on a query's path
 def decayed(last_active: np.ndarray, kind: np.ndarray, mu: np.ndarray, var: np.ndarray,
             rates: np.ndarray, now: float, day: float, prior_var: float, idle: np.ndarray,
             mu_out: np.ndarray, var_out: np.ndarray, tier: np.ndarray,
@@ -250,22 +239,11 @@ def guard_rows(table: np.ndarray, m: int) -> bool:  # pragma: no cover - compile
     return positive
 
 
-@njit(void(float64[:, ::1]), cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy")  # compiled on first use: not on a query's path
 def guard(table: np.ndarray) -> None:  # pragma: no cover - compiled
     """In place: a value that is not finite reads 1.0 (neutral), then it is clipped to
     [0, 1e6] (numpy's maximum/minimum: −0.0 stays −0.0)."""
     guard_rows(table, table.shape[0])
-
-
-@njit(void(float64[:, ::1], float64[::1]), cache=True, error_model="numpy")
-def row_sums(table: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - compiled
-    """``out`` = the rows of ``table`` added one after the other (``np.add.accumulate`` over
-    axis 0, its last row: the same additions in the same order)."""
-    for j in range(table.shape[1]):
-        out[j] = table[0, j]
-    for i in range(1, table.shape[0]):
-        for j in range(table.shape[1]):
-            out[j] += table[i, j]
 
 
 @njit(void(float64[:, ::1], float64[::1], float64, float64[::1]), cache=True,
@@ -286,7 +264,7 @@ def weighted_sums(logs: np.ndarray, weights: np.ndarray, cap: float,
             out[j] = cap
 
 
-@njit(void(float64[::1], float64, float64, float64[::1]), cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy")  # compiled on first use: not on a query's path
 def strength(observations: np.ndarray, floor: float, half: float,
              out: np.ndarray) -> None:  # pragma: no cover - compiled
     """The Strength factor: ``floor + (1 − floor)·n/(n + half)``, n the observations (≥ 0)."""
@@ -294,8 +272,7 @@ def strength(observations: np.ndarray, floor: float, half: float,
         out[i] = _strength_of(observations[i], floor, half)
 
 
-@njit(void(float64[::1], float64[::1], float64, float64, float64[::1]), cache=True,
-      error_model="numpy")
+@njit(cache=True, error_model="numpy")  # compiled on first use: not on a query's path
 def confidence(mu: np.ndarray, var: np.ndarray, floor: float, doubt: float,
                out: np.ndarray) -> None:  # pragma: no cover - compiled
     """The Confidence factor: ``floor + (1 − floor)·clip(mu − doubt·sqrt(var), 0, 1)``."""
@@ -303,7 +280,7 @@ def confidence(mu: np.ndarray, var: np.ndarray, floor: float, doubt: float,
         out[i] = _confidence_of(mu[i], var[i], floor, doubt)
 
 
-@njit(void(float64[::1], boolean, float64[::1]), cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy")  # compiled on first use: not on a query's path
 def relevance(r: np.ndarray, cosine: bool, out: np.ndarray) -> None:  # pragma: no cover
     """The Relevance factor: a non-finite relevance reads 0; a cosine as clip((r + 1)/2,
     0, 1), a unit relevance as max(r, 0)."""

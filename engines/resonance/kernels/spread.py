@@ -26,7 +26,7 @@ name) hands each of them only a 1/sqrt(degree) share when hub_power is 0.5.
 from __future__ import annotations
 
 import numpy as np
-from numba import boolean, float32, float64, int32, int64, njit, types, uint8, void
+from numba import float32, float64, int32, int64, njit, types, uint8
 
 __all__ = ["build_csr", "harvest", "node_values", "reach", "spread_activation", "strong_nodes"]
 
@@ -256,8 +256,7 @@ def reach(indptr, indices, weights, d_src, d_dst, d_w, degree, is_entity, seed_n
     return n, m
 
 
-@njit(void(int64, int32[::1], float32[::1], int32[::1], int32[::1], int32[::1], float32[::1],
-           int32[::1]), cache=True, nogil=True)
+@njit(cache=True, nogil=True)  # compiled on first use: not on a query's path
 def harvest(n, touched, act, hops, mark, nodes, activation,
             hop):  # pragma: no cover - compiled
     """The first ``n`` reached nodes of a `spread_activation` call (``touched[:n]``) with
@@ -273,8 +272,7 @@ def harvest(n, touched, act, hops, mark, nodes, activation,
         mark[node] = -1
 
 
-@njit(void(int32[::1], int64[::1], float32[::1], int32[::1], int64[::1], float64[::1],
-           int64[::1]), cache=True)
+@njit(cache=True)  # compiled on first use: not on a query's path
 def node_values(ranked: np.ndarray, order: np.ndarray, activation: np.ndarray,
                 hops: np.ndarray, nodes: np.ndarray, act_out: np.ndarray,
                 hop_out: np.ndarray) -> None:  # pragma: no cover - compiled
@@ -294,7 +292,7 @@ def node_values(ranked: np.ndarray, order: np.ndarray, activation: np.ndarray,
             hop_out[i] = hops[order[at]]
 
 
-@njit(int64(boolean[::1], int32[::1], uint8[::1], boolean, int64[::1], int64[::1]), cache=True)
+@njit(cache=True)  # compiled on first use: not on a query's path
 def strong_nodes(strong: np.ndarray, reached: np.ndarray, entity: np.ndarray,
                  memories_only: bool, known: np.ndarray,
                  out: np.ndarray) -> int:  # pragma: no cover - compiled
