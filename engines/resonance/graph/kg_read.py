@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Mapping
 from functools import lru_cache
+from itertools import repeat
 
 import numpy as np
 
@@ -24,6 +25,8 @@ from .adjacency import Adjacency, build_as_of
 from .kg_state import GraphState, Triplet, entity_key
 
 __all__ = ["GraphReads", "UnknownTriplet"]
+
+_ZEROS = repeat(0)  # the weight of a mentioned entity that is no topic
 
 
 @lru_cache(maxsize=4096)
@@ -105,22 +108,18 @@ class GraphReads:
             for n, weight in by_node.items():
                 for memory_id in members.get(n, ()):
                     found.setdefault(memory_id, []).append(weight)
-        nodes = by_node.keys()
+        # summed in each memory's mention order, from 0; an entity not in the topics adds 0,
+        # which changes no sum (x + 0 is x)
+        weight, get = by_node.get, mentions.get
+        if found is None:
+            return [min(1.0, sum(map(weight, get(m, ()), _ZEROS))) for m in memory_ids]
         out = []
         for memory_id in memory_ids:
-            if found is not None:
-                weights = found.get(memory_id, ())
-                if len(weights) <= 2:  # a + b is b + a: the mentions' order cannot matter
-                    out.append(min(1.0, sum(weights, 0)))
-                    continue
-            share = 0  # summed in the memory's mention order
-            mentioned = mentions.get(memory_id, ())
-            if not nodes.isdisjoint(mentioned):
-                for n in mentioned:
-                    w = by_node.get(n)
-                    if w is not None:
-                        share += w
-            out.append(min(1.0, share))
+            weights = found.get(memory_id, ())
+            if len(weights) <= 2:  # a + b is b + a: the mentions' order cannot matter
+                out.append(min(1.0, sum(weights, 0)))
+            else:
+                out.append(min(1.0, sum(map(weight, get(memory_id, ()), _ZEROS))))
         return out
 
     def memories_of(self, entity: str) -> tuple[str, ...]:

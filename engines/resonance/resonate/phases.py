@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -107,8 +108,10 @@ def spread(
 def _nodes(adjacency: Adjacency, names: list[str]) -> np.ndarray:
     """The graph node of each memory id (-1: not in the graph)."""
     index, n = adjacency.index, adjacency.n_nodes
-    return np.fromiter((-1 if (i := index.get(key)) is None or i >= n else i
-                        for key in map(MEMORY_PREFIX.__add__, names)), np.int64, len(names))
+    nodes = np.fromiter(map(index.get, map(MEMORY_PREFIX.__add__, names), repeat(-1)), np.int64,
+                        len(names))
+    nodes[nodes >= n] = -1  # a node newer than this adjacency
+    return nodes
 
 
 def prime(cfg: ResonanceConfig, src: Sources, pool: Pool, session: str,

@@ -300,12 +300,13 @@ class Inputs:
     def meta_number(self, key: str, neutral: float) -> np.ndarray:
         """``meta[key]`` per row as a finite float; ``neutral`` where missing or not a number."""
         cache = self._numbers
-        if (key, neutral) not in cache or np.isnan(neutral):
+        if (key, neutral) not in cache or neutral != neutral:  # NaN: never equal as a key
             out = np.full(len(self.row_list), neutral)
             if key in self.meta_keys:
-                for i, m in self.metas:
-                    if key in m:
-                        out[i] = _number(m[key], neutral)
+                found = [(i, m[key]) for i, m in self.metas if key in m]
+                if found:
+                    at, raw = zip(*found, strict=True)
+                    out[list(at)] = [_number(v, neutral) for v in raw]
             cache[(key, neutral)] = out
         return cache[(key, neutral)]
 
