@@ -152,18 +152,20 @@ def epistemic(x: Inputs, p: Params) -> Value:
         if len(_SOURCES) > 64:
             _SOURCES.clear()
         memo = _SOURCES[id(p)] = (p, {})
-    known = memo[1]
-    distinct = set(sources)
-    for s in distinct:
-        if s not in known:
+    known, value_of = memo[1], {}
+    for s in set(sources):
+        value = known.get(s)
+        if value is None:
+            low = (s or "").lower()
+            value = float(p["values"].get(low, p["values"].get(low.split(":", 1)[0],
+                                                                p["unknown"])))
             if len(known) >= 4096:
                 known.clear()
-            low = (s or "").lower()
-            known[s] = float(p["values"].get(low, p["values"].get(low.split(":", 1)[0],
-                                                                  p["unknown"])))
-    if len(distinct) == 1:
-        return known[sources[0]]
-    return np.fromiter(map(known.__getitem__, sources), np.float64, len(sources))
+            known[s] = value
+        value_of[s] = value  # this query's own: another may clear the shared one meanwhile
+    if len(value_of) == 1:
+        return value_of[sources[0]]
+    return np.fromiter(map(value_of.__getitem__, sources), np.float64, len(sources))
 
 
 def kind(x: Inputs, p: Params) -> np.ndarray:
