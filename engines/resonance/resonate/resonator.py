@@ -67,6 +67,16 @@ def _drop_deleted() -> Any:
     return kernel
 
 
+def _pool_relevance() -> Any:
+    """kernels/fusion.py's `pool_relevance`."""
+    kernel = _LAZY.get("pool_relevance")
+    if kernel is None:
+        from ..kernels.fusion import pool_relevance as kernel
+
+        _LAZY["pool_relevance"] = kernel
+    return kernel
+
+
 def _hybrid_searcher() -> Any:
     """recall/hybrid.py's HybridSearcher."""
     searcher = _LAZY.get("hybrid")
@@ -165,12 +175,13 @@ class Resonator:
             cands, hybrid, activation, hops = phases.spread(cfg, src, cands, hybrid, grow, facts)
         else:
             activation, hops = np.zeros(len(cands)), np.full(len(cands), -1, np.int64)
-        keep = hybrid >= 0
         columns = (cands.ids, hybrid, activation, hops)
-        if not keep.all():  # a forgotten candidate: left out
-            columns = tuple(c[keep] for c in columns)
         aw = cfg.activation_weight if spreading else 0.0
-        score = (1.0 - aw) * columns[1] + aw * columns[2]
+        score = np.empty(len(hybrid))
+        if not _pool_relevance()(hybrid, np.ascontiguousarray(activation, np.float64), aw, score):
+            keep = hybrid >= 0  # a forgotten candidate: left out
+            columns = tuple(c[keep] for c in columns)
+            score = score[keep]
         # the relevance before the phases' factors is only shown (explain)
         pool = phases.Pool(*columns, score, {"relevance": score.copy()} if explain else {})
         size = len(pool.rows)

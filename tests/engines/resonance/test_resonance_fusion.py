@@ -217,3 +217,23 @@ def test_the_fusion_kernel_gives_numpys_scores_bit_for_bit(seed: int) -> None:
         other = replace(cfg, method=method, normalisation=normalisation)
         want = fused_scores(cands, other, tag=tag, confidence=conf)[0]
         assert fused_relevance(cands, other, tag=tag, confidence=conf).tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_pool_relevance_kernel_gives_numpys_values(seed: int) -> None:
+    # full resonance mixes hybrid relevance and activation in one kernel call (issue 26):
+    # numpy's (1 - w)·h + w·a to the bit, and whether no candidate is marked forgotten
+    from soul.engines.resonance.kernels.fusion import pool_relevance
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 50))
+    hybrid = rng.uniform(0, 1.5, n)
+    if seed % 2:
+        hybrid[rng.random(n) < 0.2] = -1.0
+    if seed % 3 == 0 and n:
+        hybrid[0] = np.nan
+    activation, weight = rng.uniform(0, 1, n), float(rng.uniform(0, 1))
+    out = np.empty(n)
+    kept = pool_relevance(hybrid, activation, weight, out)
+    assert out.tobytes() == ((1.0 - weight) * hybrid + weight * activation).tobytes()
+    assert kept == bool((hybrid >= 0).all())
