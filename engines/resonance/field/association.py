@@ -263,6 +263,7 @@ class Association:
             explain=explain)
         st = self.store.state
         hits = []
+        credited = []
         for rank, r in enumerate(rows):
             if r["kind"] == "symbol":
                 hits.append(symbol_hit(r["id"], r["symbol"], r["score"],
@@ -272,15 +273,21 @@ class Association:
             if explain:
                 comps["facts"] = facts
             hits.append(memory_hit(st, r["row"], r["score"], comps))
-            if config.on("credit"):
-                self._credit(r["id"], draw, rank)
+            credited.append((r["id"], rank))
+        if credited and config.on("credit"):
+            self._credit(credited, draw)
         return hits
 
-    def _credit(self, memory_id: str, draw: Draw | None, rank: int) -> None:
-        self._credits[memory_id] = (draw, rank)
-        self._credits.move_to_end(memory_id)
-        while len(self._credits) > _CREDITS:
-            self._credits.popitem(last=False)
+    def _credit(self, ranked: list[tuple[str, int]], draw: Draw | None) -> None:
+        """Keep the draw that surfaced each memory (id, rank), the latest `_CREDITS` only:
+        evicting once after the batch keeps what evicting after each one kept (the
+        least recently credited go first either way)."""
+        credits = self._credits
+        for memory_id, rank in ranked:
+            credits[memory_id] = (draw, rank)
+            credits.move_to_end(memory_id)
+        while len(credits) > _CREDITS:
+            credits.popitem(last=False)
 
     def credit(self, memory_id: str, useful: bool) -> None:
         """Credit the parameters that surfaced a memory (discounted by its rank) with whether

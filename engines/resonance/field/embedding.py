@@ -32,6 +32,8 @@ def unit_rows(vectors: np.ndarray) -> np.ndarray:
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     # np.linalg.norm(vectors, axis=1, keepdims=True), as it computes it, without its dispatch
     norms = np.sqrt(np.add.reduce(vectors * vectors, axis=1, keepdims=True))
+    if all(map((0.0).__lt__, norms.ravel().tolist())):  # no zero (nor NaN) row: one divide
+        return vectors / norms
     return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
 
 

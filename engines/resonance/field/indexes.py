@@ -78,10 +78,10 @@ class FieldIndexes:
 
     def vector(self) -> Any:
         """The vector index, loaded or built, caught up with every row."""
-        from ..recall.index import IndexParams, VectorIndex
-
         st, cfg = self.store.state, self.config
         if self._vindex is None:
+            from ..recall.index import IndexParams, VectorIndex  # here: every query asks
+
             params = IndexParams(M=cfg.M, ef_construction=cfg.ef_construction, ef=cfg.ef)
             try:
                 self._vindex = VectorIndex.load(
@@ -105,10 +105,10 @@ class FieldIndexes:
 
     def keyword(self) -> Any:
         """The BM25 index, caught up with every row."""
-        from ..recall.bm25 import BM25Index
-
         st = self.store.state
         if self._kindex is None:
+            from ..recall.bm25 import BM25Index  # here: every query asks
+
             self._kindex = BM25Index()
             self._k_upto = 0
         if self._k_upto < st.n_rows:

@@ -13,14 +13,27 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping
+from functools import lru_cache
+from itertools import repeat
+
+import numpy as np
 
 from ..errors import ResonanceError
 from . import kg_query
-from .activation import Spread, SpreadConfig, spread_seeds
+from .activation import Reach, Spread, SpreadConfig, reach, spread_seeds
 from .adjacency import Adjacency, build_as_of
 from .kg_state import GraphState, Triplet, entity_key
 
 __all__ = ["GraphReads", "UnknownTriplet"]
+
+_ZEROS = repeat(0)  # the weight of a mentioned entity that is no topic
+
+
+@lru_cache(maxsize=4096)
+def _entity_key(name: str) -> str:
+    """An entity name's node key (`entity_key`, a pure function: the few topic names a
+    session has come back query after query)."""
+    return entity_key(name)[0]
 
 
 class UnknownTriplet(ResonanceError, KeyError):
@@ -80,7 +93,7 @@ class GraphReads:
         display, mentions = st.display, st.mentions
         by_node: dict[int, float] = {}
         for name, weight in topics.items():  # a topic's node is its display form's key
-            n = st.index.get(entity_key(name)[0])
+            n = st.index.get(_entity_key(name))
             if n is None or display[n] != name:
                 by_node = {}
                 break
@@ -95,27 +108,23 @@ class GraphReads:
             for n, weight in by_node.items():
                 for memory_id in members.get(n, ()):
                     found.setdefault(memory_id, []).append(weight)
-        nodes = by_node.keys()
+        # summed in each memory's mention order, from 0; an entity not in the topics adds 0,
+        # which changes no sum (x + 0 is x)
+        weight, get = by_node.get, mentions.get
+        if found is None:
+            return [min(1.0, sum(map(weight, get(m, ()), _ZEROS))) for m in memory_ids]
         out = []
         for memory_id in memory_ids:
-            if found is not None:
-                weights = found.get(memory_id, ())
-                if len(weights) <= 2:  # a + b is b + a: the mentions' order cannot matter
-                    out.append(min(1.0, sum(weights, 0)))
-                    continue
-            share = 0  # summed in the memory's mention order
-            mentioned = mentions.get(memory_id, ())
-            if not nodes.isdisjoint(mentioned):
-                for n in mentioned:
-                    w = by_node.get(n)
-                    if w is not None:
-                        share += w
-            out.append(min(1.0, share))
+            weights = found.get(memory_id, ())
+            if len(weights) <= 2:  # a + b is b + a: the mentions' order cannot matter
+                out.append(min(1.0, sum(weights, 0)))
+            else:
+                out.append(min(1.0, sum(map(weight, get(memory_id, ()), _ZEROS))))
         return out
 
     def memories_of(self, entity: str) -> tuple[str, ...]:
         """The memories that mention an entity (matched case-insensitively)."""
-        n = self.state.index.get(entity_key(entity)[0])
+        n = self.state.index.get(_entity_key(entity))
         return tuple(self.state.memories.get(n, ())) if n is not None else ()
 
     def adjacency(self, as_of: float | None = None) -> Adjacency:
@@ -148,6 +157,18 @@ class GraphReads:
         # __getitem__ per reached node.
         return spread_seeds(self.adjacency(as_of), seeds, cfg, self.state.keys,
                             self.state.display)
+
+    def reach(self, adjacency: Adjacency, seeds: Mapping[str, float], candidates: np.ndarray,
+              threshold: float, limit: int, *, strength: float | None = None,
+              decay: float | None = None, max_hops: int | None = None,
+              cutoff: float | None = None, hub_power: float | None = None) -> Reach:
+        """`spread` over ``adjacency`` (one of this graph's, e.g. `adjacency()`), read for
+        full resonance: the activation and hop of the nodes ``candidates`` and the
+        ``limit`` strongest other memories reached with activation ≥ ``threshold``
+        (`activation.reach`)."""
+        cfg = self.spread_config.overridden(strength=strength, decay=decay, max_hops=max_hops,
+                                            cutoff=cutoff, hub_power=hub_power)
+        return reach(adjacency, seeds, cfg, self.state.keys, candidates, threshold, limit)
 
     def attractors(self, n: int = 10) -> list[tuple[str, float]]:
         """The n most-connected entities with strength ``min(log2(1 + degree) / 4, 1)``.

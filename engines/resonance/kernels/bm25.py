@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from numba import float32, int32, int64, njit, types, uint8
 
-__all__ = ["bm25_accumulate", "csr_merge", "topk_sorted"]
+__all__ = ["bm25_accumulate", "csr_merge", "gather_slots", "search", "topk_sorted"]
 
 
 @njit(
@@ -68,6 +68,21 @@ def bm25_accumulate(
             scores[d] += s
             matched[d] += w
     return n_touched
+
+
+@njit(cache=True, nogil=True)  # compiled on first use: not on a query's path
+def gather_slots(slots, n_slots, scores, matched, out_scores, out_matched):  # pragma: no cover
+    """``scores[slot]`` and ``matched[slot]`` of each of ``slots`` into out_*; 0 for a slot
+    that is -1 (an id the index does not hold) or not below ``n_slots`` (newer than the
+    scoring pass)."""
+    for i in range(slots.shape[0]):
+        slot = slots[i]
+        if 0 <= slot < n_slots:
+            out_scores[i] = scores[slot]
+            out_matched[i] = matched[slot]
+        else:
+            out_scores[i] = 0.0
+            out_matched[i] = 0.0
 
 
 @njit(cache=True, inline="always")
@@ -140,6 +155,56 @@ def topk_sorted(scores, cand, n_cand, k, out_slots, out_scores):  # pragma: no c
         _sift_down(out_scores, out_slots, end, s, d)
         end -= 1
     return m
+
+
+@njit(
+    types.UniTuple(int64, 2)(
+        int64[::1], int32[::1], float32[::1],  # main CSR
+        int64[::1], int32[::1], float32[::1],  # the append buffer's CSR
+        float32[::1], uint8[::1], int64[::1],  # doc_len, alive, slot ids
+        int32[::1], float32[::1],  # query term ids, query term weights
+        float32, float32, float32, float32,  # k1, b, avgdl, 1 / Σ query weights
+        float32[::1], float32[::1], int32[::1],  # scores, matched (in: zeros), touched
+        int64, int64[::1], int64,  # k, the extra ids' slots (-1: none), slots of the pass
+        int64[::1], float32[::1], float32[::1],  # out: top ids, scores, coverage
+        float32[::1], float32[::1],  # out: the extra ids' scores and coverage
+    ),
+    cache=True,
+    nogil=True,
+)
+def search(main_offsets, main_docs, main_tf, buf_offsets, buf_docs, buf_tf, doc_len, alive,
+           slot_ids, q_terms, q_weights, k1, b, avgdl, inv, scores, matched, touched, k,
+           extra, n_slots, out_ids, out_scores, out_cov, extra_scores,
+           extra_cov):  # pragma: no cover - compiled
+    """One keyword query in one call: `bm25_accumulate` over both CSRs, `topk_sorted` of
+    the touched slots (their ids, scores, and coverage = matched · ``inv``), and the scores
+    and coverage of the ``extra`` slots as `gather_slots` gives them (0 for -1 or a slot not
+    below ``n_slots``). Returns (slots touched, hits)."""
+    n = 0
+    if q_terms.shape[0]:
+        if main_docs.shape[0]:
+            n = bm25_accumulate(main_offsets, main_docs, main_tf, doc_len, alive, q_terms,
+                                q_weights, k1, b, avgdl, scores, matched, touched, n)
+        if buf_docs.shape[0]:
+            n = bm25_accumulate(buf_offsets, buf_docs, buf_tf, doc_len, alive, q_terms,
+                                q_weights, k1, b, avgdl, scores, matched, touched, n)
+    m = 0
+    if k:
+        slots = np.empty(k, np.int32)
+        m = topk_sorted(scores, touched, n, k, slots, out_scores)
+        for i in range(m):
+            out_ids[i] = slot_ids[slots[i]]
+            out_cov[i] = matched[slots[i]] * inv
+    for i in range(extra.shape[0]):
+        slot = extra[i]
+        got = np.float32(0.0)
+        if 0 <= slot < n_slots:
+            extra_scores[i] = scores[slot]
+            got = matched[slot]
+        else:
+            extra_scores[i] = 0.0
+        extra_cov[i] = got * inv
+    return n, m
 
 
 @njit(

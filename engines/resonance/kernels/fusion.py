@@ -10,9 +10,9 @@ contract without fastmath), so the values are the same bit for bit; NaN reads as
 from __future__ import annotations
 
 import numpy as np
-from numba import float32, float64, int32, int64, njit, void
+from numba import boolean, float32, float64, int32, int64, njit, uint8, void
 
-__all__ = ["merge_candidates", "weighted_calibrated"]
+__all__ = ["drop_deleted", "merge_candidates", "pool_relevance", "weighted_calibrated"]
 
 
 @njit(void(float32[::1], float32[::1], float32[::1], float32[::1], float64, float64, float64,
@@ -91,3 +91,29 @@ def merge_candidates(semantic: np.ndarray, keyword: np.ndarray, keyword_scores: 
         bm25[j] = keyword_scores[r]
         coverage[j] = keyword_coverage[r]
     return n
+
+
+@njit(void(int64[::1], uint8[::1], int64, float64[::1]), cache=True)
+def drop_deleted(ids: np.ndarray, flags: np.ndarray, deleted: int,
+                 score: np.ndarray) -> None:  # pragma: no cover - compiled
+    """``score`` = -1 for each candidate whose row's flags have the ``deleted`` bit (a memory
+    forgotten since the indexes were read)."""
+    for i in range(ids.shape[0]):
+        if flags[ids[i]] & deleted:
+            score[i] = -1.0
+
+
+@njit(boolean(float64[::1], float64[::1], float64, float64[::1]), cache=True)
+def pool_relevance(hybrid: np.ndarray, activation: np.ndarray, weight: float,
+                   out: np.ndarray) -> bool:  # pragma: no cover - compiled
+    """Full resonance's relevance ``(1 − weight)·hybrid + weight·activation`` per candidate
+    into ``out`` (numpy's operations, in its order); whether every candidate is kept (a
+    hybrid relevance < 0, or NaN, marks one forgotten)."""
+    kept = True
+    rest = 1.0 - weight
+    for i in range(hybrid.shape[0]):
+        h = hybrid[i]
+        if not h >= 0.0:
+            kept = False
+        out[i] = rest * h + weight * activation[i]
+    return kept

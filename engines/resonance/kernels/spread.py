@@ -26,9 +26,9 @@ name) hands each of them only a 1/sqrt(degree) share when hub_power is 0.5.
 from __future__ import annotations
 
 import numpy as np
-from numba import boolean, float32, float64, int32, int64, njit, uint8, void
+from numba import float32, float64, int32, int64, njit, types, uint8
 
-__all__ = ["build_csr", "node_values", "spread_activation", "strong_nodes"]
+__all__ = ["build_csr", "harvest", "node_values", "reach", "spread_activation", "strong_nodes"]
 
 
 @njit(
@@ -186,8 +186,93 @@ def spread_activation(indptr, indices, weights, d_src, d_dst, d_w, degree, is_en
     return n_touched
 
 
-@njit(void(int32[::1], int64[::1], float32[::1], int32[::1], int64[::1], float64[::1],
-           int64[::1]), cache=True)
+@njit(
+    types.UniTuple(int64, 2)(
+        int64[::1], int32[::1], float32[::1],  # main CSR
+        int32[::1], int32[::1], float32[::1],  # delta: src (sorted), dst, w
+        int32[::1], uint8[::1],  # degree, is_entity (per node)
+        int32[::1], float32[::1],  # seed nodes, seed values
+        float32, float32, int64, float32,  # decay, cutoff, max_hops, hub_power
+        float32[::1], int32[::1], int32[::1],  # act (in: zeros), hops (in: -1), touched
+        int32[::1], int32[::1], int32[::1], float32[::1],  # mark (in: -1), frontier, nxt, values
+        int64[::1], float32, int64,  # candidate nodes (-1: none), threshold, limit
+        float64[::1], int64[::1],  # out: each candidate's activation and hop
+        int32[::1], float32[::1], int32[::1],  # out: the strongest others' nodes, act., hops
+    ),
+    cache=True,
+    nogil=True,
+)
+def reach(indptr, indices, weights, d_src, d_dst, d_w, degree, is_entity, seed_nodes,
+          seed_vals, decay, cutoff, max_hops, hub_power, act, hops, touched, mark, frontier,
+          nxt, values, cands, threshold, limit, cand_act, cand_hop, strong_nodes, strong_act,
+          strong_hop):  # pragma: no cover - compiled
+    """`spread_activation`, then what full resonance reads of it, the workspace put back as
+    `harvest` puts it: each candidate node's activation and hop (0 and -1 where not reached
+    or -1), and at most ``limit`` other memory nodes reached with activation ≥ ``threshold``
+    (not entities, not candidates), strongest first, ties in the order they were reached —
+    a `Spread`'s `of_nodes` and `strongest_memories`, without its arrays or sorts. Returns
+    (nodes reached, strongest found)."""
+    n = spread_activation(indptr, indices, weights, d_src, d_dst, d_w, degree, is_entity,
+                          seed_nodes, seed_vals, decay, cutoff, max_hops, hub_power, act, hops,
+                          touched, mark, frontier, nxt, values)
+    size = hops.shape[0]  # a node past the workspace was never reached
+    for i in range(cands.shape[0]):
+        c = cands[i]
+        if 0 <= c < size and hops[c] >= 0:
+            cand_act[i] = act[c]
+            cand_hop[i] = hops[c]
+        else:
+            cand_act[i] = 0.0
+            cand_hop[i] = -1
+        if 0 <= c < size:
+            mark[c] = -2  # a candidate: not among the others
+    m = 0
+    for i in range(n if limit > 0 else 0):
+        node = touched[i]
+        a = act[node]
+        if not a >= threshold or is_entity[node] != 0 or mark[node] == -2:
+            continue
+        if m == limit and not a > strong_act[m - 1]:
+            continue
+        j = m if m < limit else limit - 1  # insert, best first, after its equals
+        while j > 0 and a > strong_act[j - 1]:
+            strong_act[j] = strong_act[j - 1]
+            strong_nodes[j] = strong_nodes[j - 1]
+            strong_hop[j] = strong_hop[j - 1]
+            j -= 1
+        strong_act[j] = a
+        strong_nodes[j] = node
+        strong_hop[j] = hops[node]
+        if m < limit:
+            m += 1
+    for i in range(n):
+        node = touched[i]
+        act[node] = 0.0
+        hops[node] = -1
+        mark[node] = -1
+    for i in range(cands.shape[0]):
+        if 0 <= cands[i] < size:
+            mark[cands[i]] = -1
+    return n, m
+
+
+@njit(cache=True, nogil=True)  # compiled on first use: not on a query's path
+def harvest(n, touched, act, hops, mark, nodes, activation,
+            hop):  # pragma: no cover - compiled
+    """The first ``n`` reached nodes of a `spread_activation` call (``touched[:n]``) with
+    their activation and hop into ``nodes``/``activation``/``hop``, and their ``act``,
+    ``hops`` and ``mark`` entries put back (0, -1, -1) for the next call."""
+    for i in range(n):
+        node = touched[i]
+        nodes[i] = node
+        activation[i] = act[node]
+        hop[i] = hops[node]
+        act[node] = 0.0
+        hops[node] = -1
+        mark[node] = -1
+
+
+@njit(cache=True)  # compiled on first use: not on a query's path
 def node_values(ranked: np.ndarray, order: np.ndarray, activation: np.ndarray,
                 hops: np.ndarray, nodes: np.ndarray, act_out: np.ndarray,
                 hop_out: np.ndarray) -> None:  # pragma: no cover - compiled
@@ -207,7 +292,7 @@ def node_values(ranked: np.ndarray, order: np.ndarray, activation: np.ndarray,
             hop_out[i] = hops[order[at]]
 
 
-@njit(int64(boolean[::1], int32[::1], uint8[::1], boolean, int64[::1], int64[::1]), cache=True)
+@njit(cache=True)  # compiled on first use: not on a query's path
 def strong_nodes(strong: np.ndarray, reached: np.ndarray, entity: np.ndarray,
                  memories_only: bool, known: np.ndarray,
                  out: np.ndarray) -> int:  # pragma: no cover - compiled

@@ -18,11 +18,13 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
+from typing import NamedTuple
 
 import numpy as np
 
 from ..errors import ConfigError
-from ..kernels.bm25 import bm25_accumulate, csr_merge, topk_sorted
+from ..kernels.bm25 import bm25_accumulate, csr_merge, gather_slots
+from ..kernels.bm25 import search as search_kernel
 from .text import DEFAULT_TEXT, TextConfig, tokenize
 
 __all__ = ["BM25Index", "BM25Params", "KeywordResult"]
@@ -49,7 +51,8 @@ class BM25Params:
 
 @dataclass(frozen=True)
 class _ReadView:
-    """Array references a query needs; valid even if the index changes meanwhile."""
+    """Array references a query needs; valid even if the index changes meanwhile. Made once
+    per version of the index (every write drops it), not once per query."""
 
     main: tuple[np.ndarray, np.ndarray, np.ndarray]
     delta: tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -58,10 +61,10 @@ class _ReadView:
     slot_ids: np.ndarray
     n_slots: int
     avgdl: float
+    n_alive: int  # N of the idf
 
 
-@dataclass(frozen=True)
-class _Scored:
+class _Scored(NamedTuple):
     scores: np.ndarray
     matched: np.ndarray
     touched: np.ndarray
@@ -119,6 +122,8 @@ class BM25Index:
         # append buffer: per doc (slot, term ids, tfs); compiled lazily into a CSR
         self._buf: list[tuple[int, np.ndarray, np.ndarray]] = []
         self._buf_csr: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._view: _ReadView | None = None  # what queries read, until the next write
+        self._k1, self._b = np.float32(self.params.k1), np.float32(self.params.b)
         self._main_has_dead = False  # removed docs still have postings in the main CSR
 
     # ---- size -----------------------------------------------------------------------------
@@ -154,7 +159,7 @@ class BM25Index:
                 if doc_id in self._slot_of:
                     self._remove_locked(doc_id)
                 self._append_locked(doc_id, tokens)
-            self._buf_csr = None
+            self._buf_csr = self._view = None
             if len(self._buf) >= self.params.merge_every:
                 self._merge_locked()
 
@@ -203,7 +208,7 @@ class BM25Index:
         self._alive[slot] = 0
         self._n_alive -= 1
         self._total_len -= float(self._doc_len[slot])
-        self._buf_csr = None
+        self._buf_csr = self._view = None
 
     def _terms_of_slot(self, slot: int) -> tuple[np.ndarray, bool]:
         """The distinct term ids of a slot (from the buffer, else a scan of the main CSR),
@@ -228,7 +233,7 @@ class BM25Index:
             offsets, pdocs, ptf, terms, docs, tfs, len(self._vocab), self._alive
         )
         self._buf = []
-        self._buf_csr = None
+        self._buf_csr = self._view = None
         self._main_has_dead = False
 
     def _buffer_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -244,36 +249,49 @@ class BM25Index:
     # ---- reads ----------------------------------------------------------------------------
     def _query_terms(self, query: str) -> tuple[np.ndarray, np.ndarray, _ReadView]:
         """Query term ids and weights (idf · count), and a read view to score against."""
-        counts = Counter(tokenize(query, self.text))
+        counts: dict[str, int] = {}  # a Counter's counts and order, without its set-up
+        for tok in tokenize(query, self.text):
+            counts[tok] = counts.get(tok, 0) + 1
         with self._lock:
-            if self._buf and self._buf_csr is None:
-                terms, docs, tfs = self._buffer_arrays()
-                empty = np.zeros(1, dtype=np.int64)
-                self._buf_csr = csr_merge(
-                    empty, _EMPTY_I32, _EMPTY_F32, terms, docs, tfs, len(self._vocab),
-                    self._alive,
-                )
-            n = self._n_alive
+            view = self._view
+            if view is None:
+                view = self._view = self._read_view()
+            n = view.n_alive
+            vocab, df_of = self._vocab, self._df
             ids: list[int] = []
             weights: list[float] = []
             for tok, c in counts.items():
-                t = self._vocab.get(tok)
-                if t is None or self._df[t] <= 0:
+                t = vocab.get(tok)
+                if t is None:
                     continue
-                df = float(self._df[t])
+                df = df_of[t]
+                if df <= 0:
+                    continue
+                df = float(df)
                 ids.append(t)
                 weights.append(c * np.log1p((n - df + 0.5) / (df + 0.5)))
-            empty_csr = (np.zeros(1, dtype=np.int64), _EMPTY_I32, _EMPTY_F32)
-            view = _ReadView(
-                main=self._main,
-                delta=self._buf_csr if self._buf else empty_csr,
-                doc_len=self._doc_len,
-                alive=self._alive,
-                slot_ids=self._slot_ids,
-                n_slots=self._n_slots,
-                avgdl=self._total_len / n if n else 1.0,
-            )
         return np.asarray(ids, np.int32), np.asarray(weights, np.float32), view
+
+    def _read_view(self) -> _ReadView:
+        """The index as queries read it now (the caller holds the lock)."""
+        if self._buf and self._buf_csr is None:
+            terms, docs, tfs = self._buffer_arrays()
+            empty = np.zeros(1, dtype=np.int64)
+            self._buf_csr = csr_merge(
+                empty, _EMPTY_I32, _EMPTY_F32, terms, docs, tfs, len(self._vocab), self._alive,
+            )
+        n = self._n_alive
+        empty_csr = (np.zeros(1, dtype=np.int64), _EMPTY_I32, _EMPTY_F32)
+        return _ReadView(
+            main=self._main,
+            delta=self._buf_csr if self._buf else empty_csr,
+            doc_len=self._doc_len,
+            alive=self._alive,
+            slot_ids=self._slot_ids,
+            n_slots=self._n_slots,
+            avgdl=self._total_len / n if n else 1.0,
+            n_alive=n,
+        )
 
     def _score(self, query: str) -> _Scored:
         """Dense slot scores and matched query weight, the touched slots, the read view."""
@@ -284,7 +302,7 @@ class BM25Index:
         touched = np.empty(size, dtype=np.int32)
         n = 0
         if q_terms.shape[0]:
-            k1, b = np.float32(self.params.k1), np.float32(self.params.b)
+            k1, b = self._k1, self._b
             avg = np.float32(view.avgdl or 1.0)
             for offsets, docs, tfs in (view.main, view.delta):
                 if docs.shape[0]:
@@ -315,24 +333,31 @@ class BM25Index:
         """`search`, plus a function giving (scores, coverage) of more ids from the same
         scoring pass — full resonance learns of candidates only after spreading, and would
         otherwise score the whole query again."""
-        sc = self._score(query)
-        inv = np.float32(1.0 / sc.total if sc.total > 0 else 0.0)
+        q_terms, q_weights, view = self._query_terms(query)
+        size = max(view.n_slots, 1)
+        scores = np.zeros(size, dtype=np.float32)
+        matched = np.zeros(size, dtype=np.float32)
+        touched = np.empty(size, dtype=np.int32)
+        total = float(q_weights.sum())
+        inv = np.float32(1.0 / total if total > 0 else 0.0)
+        k = max(int(k), 0)
+        extra = self._slots(extra_ids)
+        out_ids, out_scores, out_cov = (np.empty(k, np.int64), np.empty(k, np.float32),
+                                        np.empty(k, np.float32))
+        extra_scores, extra_cov = np.empty(len(extra), np.float32), np.empty(len(extra), np.float32)
+        # the scoring pass, the top k and the extra ids' signals: one kernel call
+        n, m = search_kernel(*view.main, *view.delta, view.doc_len, view.alive, view.slot_ids,
+                             q_terms, q_weights, self._k1, self._b, np.float32(view.avgdl or 1.0),
+                             inv, scores, matched, touched, k, extra, view.n_slots, out_ids,
+                             out_scores, out_cov, extra_scores, extra_cov)
+        sc = _Scored(scores, matched, touched, n, view, total)
 
         def more(ids: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             scores, matched = self._gather(sc, ids)
             return scores, matched * inv
 
-        k = max(int(k), 0)
-        out_slots = np.empty(k, dtype=np.int32)
-        out_scores = np.empty(k, dtype=np.float32)
-        m = topk_sorted(sc.scores, sc.touched, sc.n, k, out_slots, out_scores) if k else 0
-        slots = out_slots[:m]
-        extra_scores, extra_cov = more(extra_ids)
-        result = KeywordResult(
-            ids=sc.view.slot_ids[slots].astype(np.int64), scores=out_scores[:m].copy(),
-            coverage=sc.matched[slots] * inv, extra_scores=extra_scores,
-            extra_coverage=extra_cov,
-        )
+        result = KeywordResult(ids=out_ids[:m], scores=out_scores[:m], coverage=out_cov[:m],
+                               extra_scores=extra_scores, extra_coverage=extra_cov)
         return result, more
 
     def scores_for(self, query: str, ids: Sequence[int] | np.ndarray) -> np.ndarray:
@@ -342,13 +367,16 @@ class BM25Index:
     def _gather(
         self, sc: _Scored, ids: Sequence[int] | np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        wanted = ids.tolist() if isinstance(ids, np.ndarray) else [int(i) for i in ids]
-        slots = np.fromiter(map(self._slot_of.get, wanted, repeat(-1, len(wanted))), np.int64,
-                            len(wanted))
-        slots[slots >= sc.view.n_slots] = -1  # written after the view was taken
-        found = slots >= 0
-        scores = np.zeros(len(ids), dtype=np.float32)
-        matched = np.zeros(len(ids), dtype=np.float32)
-        scores[found] = sc.scores[slots[found]]
-        matched[found] = sc.matched[slots[found]]
+        slots = self._slots(ids)
+        n = len(slots)
+        scores = np.empty(n, dtype=np.float32)
+        matched = np.empty(n, dtype=np.float32)
+        # an id written after the view was taken has a slot past it: 0, as an unknown id
+        gather_slots(slots, sc.view.n_slots, sc.scores, sc.matched, scores, matched)
         return scores, matched
+
+    def _slots(self, ids: Sequence[int] | np.ndarray) -> np.ndarray:
+        """The slot of each id (-1: not indexed), read without the lock (a dict look-up)."""
+        wanted = ids.tolist() if isinstance(ids, np.ndarray) else [int(i) for i in ids]
+        n = len(wanted)
+        return np.fromiter(map(self._slot_of.get, wanted, repeat(-1, n)), np.int64, n)

@@ -38,8 +38,8 @@ import numpy as np
 
 from ..errors import ConfigError
 
-__all__ = ["Candidates", "Components", "FusedHit", "FusionConfig", "fuse", "fused_scores",
-           "rank_single"]
+__all__ = ["Candidates", "Components", "FusedHit", "FusionConfig", "fuse", "fused_relevance",
+           "fused_scores", "rank_single"]
 
 
 @dataclass(frozen=True)
@@ -208,6 +208,23 @@ def fused_scores(
     if confidence is None:  # confidence 1 for all: the factor is 1
         return base, sem, kw, tag_v, conf_v
     return base * (0.5 + 0.5 * conf_v), sem, kw, tag_v, conf_v
+
+
+def fused_relevance(
+    cands: Candidates, cfg: FusionConfig, *, tag: np.ndarray | None = None,
+    confidence: np.ndarray | None = None,
+) -> np.ndarray:
+    """`fused_scores`' relevance alone (full resonance needs no other part): the same values,
+    without the parts' arrays."""
+    if cfg.method != "weighted" or cfg.normalisation != "calibrated":
+        return fused_scores(cands, cfg, tag=tag, confidence=confidence)[0]
+    base = _calibrated(cands, cfg)[2]
+    if tag is not None:
+        base += cfg.tag_weight * np.asarray(tag, dtype=np.float64)
+    if confidence is None:
+        return base
+    conf_v = np.minimum(np.maximum(np.asarray(confidence, dtype=np.float64), 0.0), 1.0)
+    return base * (0.5 + 0.5 * conf_v)
 
 
 def rank_single(cands: Candidates, k: int, signal: Literal["semantic", "keyword"]) -> list[FusedHit]:

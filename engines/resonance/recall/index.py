@@ -172,8 +172,10 @@ class VectorIndex:
             k = min(int(k), len(self._live))
             if k <= 0:
                 return np.zeros(0, np.int64), np.zeros(0, np.float32)
-            # hnswlib needs ef >= k to return k results
-            if k > self._index.ef:
+            # hnswlib needs ef >= k to return k results; between queries its ef is params.ef
+            # (set at creation and load, put back here), so no call asks it
+            ef = self.params.ef
+            if k > ef:
                 self._index.set_ef(k)
             try:
                 labels, dists = self._index.knn_query(q, k=k, num_threads=1)
@@ -183,9 +185,10 @@ class VectorIndex:
                 # scan of the live vectors is cheap exactly when that happens.
                 return self._exact(q[0], k)
             finally:
-                if self._index.ef != self.params.ef:
-                    self._index.set_ef(self.params.ef)
-        sims = np.clip(1.0 - dists[0], -1.0, 1.0).astype(np.float32)
+                if k > ef:
+                    self._index.set_ef(ef)
+        # np.clip's values (NaN stays NaN), without its dispatch
+        sims = np.minimum(np.maximum(1.0 - dists[0], -1.0), 1.0).astype(np.float32, copy=False)
         return labels[0].astype(np.int64), sims
 
     def _exact(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -243,7 +246,7 @@ class VectorIndex:
         wanted = np.asarray(ids, dtype=np.int64).reshape(-1).tolist()
         q = np.asarray(vector, dtype=np.float32).reshape(-1)
         both = np.empty((self.dim, 2), np.float32)  # (dim, 2): one matmul for both
-        both[:, 0] = q / max(float(np.linalg.norm(q)), 1e-12)
+        both[:, 0] = q / max(float(np.sqrt(q.dot(q))), 1e-12)  # np.linalg.norm(q), undispatched
         both[:, 1] = self._unit_centroid()
         with self._lock:
             live, row_of = self._live, self._row_of

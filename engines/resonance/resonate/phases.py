@@ -8,10 +8,10 @@ and a summary in `facts`. Split from resonator.py so each phase reads on its own
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -72,27 +72,35 @@ def spread(
     """
     st = src.state
     graph = src.graph()
-    top = np.argsort(-hybrid, kind="stable")[: cfg.seeds]
+    top = (-hybrid).argsort(kind="stable")[: cfg.seeds]
     names = memory_ids(st, cands.ids)
     seeds = {names[j]: h for j, h in zip(top.tolist(), hybrid[top].tolist(), strict=True) if h > 0}
     if not seeds:
         return cands, hybrid, np.zeros(len(cands)), np.full(len(cands), -1, np.int64)
-    reached = graph.spread(seeds, strength=cfg.spread_strength, decay=cfg.spread_decay,
-                           max_hops=cfg.max_hops, cutoff=cfg.cutoff)
     adjacency = graph.adjacency()
     nodes = _nodes(adjacency, names)
     # the strongest reached memories that were not candidates join (bounded: association
     # candidates below the top `join` never reach the top k, and each costs a full scoring)
-    strongest = reached.strongest_memories(cfg.entry_threshold, cfg.join, frozenset(names), nodes)
-    joined = [st.rows[m] for m in strongest if m in st.rows and st.is_alive(st.rows[m])]
+    reached = graph.reach(adjacency, seeds, nodes, cfg.entry_threshold, cfg.join,
+                          strength=cfg.spread_strength, decay=cfg.spread_decay,
+                          max_hops=cfg.max_hops, cutoff=cfg.cutoff)
+    activation, hops = reached.activation, reached.hops
+    joined, more_act, more_hops = [], [], []
+    for memory_id, a, hop in reached.strongest:
+        row = st.rows.get(memory_id)
+        if row is not None and st.is_alive(row):
+            joined.append(row)
+            more_act.append(a)
+            more_hops.append(hop)
     if joined:
         cands, hybrid = grow(cands, np.asarray(joined, np.int64))
-        more = memory_ids(st, cands.ids[len(names):])
-        names = names + more
-        nodes = np.concatenate([nodes, _nodes(adjacency, more)])
-    activation, hops = reached.of_nodes(nodes)
-    by_hop = Counter(hops[hops > 0].tolist())
-    facts["spreading"] = {"seeds": len(seeds), "reached": len(reached),
+        activation = np.concatenate([activation, np.array(more_act, np.float64)])
+        hops = np.concatenate([hops, np.array(more_hops, np.int64)])
+    by_hop: dict[int, int] = {}  # a Counter's counts, without its set-up
+    for hop in hops.tolist():
+        if hop > 0:
+            by_hop[hop] = by_hop.get(hop, 0) + 1
+    facts["spreading"] = {"seeds": len(seeds), "reached": reached.reached,
                           "joined": len(joined), "by_hop": dict(sorted(by_hop.items()))}
     return cands, hybrid, activation, hops
 
@@ -100,8 +108,10 @@ def spread(
 def _nodes(adjacency: Adjacency, names: list[str]) -> np.ndarray:
     """The graph node of each memory id (-1: not in the graph)."""
     index, n = adjacency.index, adjacency.n_nodes
-    return np.fromiter((-1 if (i := index.get(key)) is None or i >= n else i
-                        for key in map(MEMORY_PREFIX.__add__, names)), np.int64, len(names))
+    nodes = np.fromiter(map(index.get, map(MEMORY_PREFIX.__add__, names), repeat(-1)), np.int64,
+                        len(names))
+    nodes[nodes >= n] = -1  # a node newer than this adjacency
+    return nodes
 
 
 def prime(cfg: ResonanceConfig, src: Sources, pool: Pool, session: str,
@@ -113,14 +123,21 @@ def prime(cfg: ResonanceConfig, src: Sources, pool: Pool, session: str,
     if not recent and not topics:
         return
     ids = pool.ids(st)
-    mult = np.array([cfg.priming_boost if m in recent else 1.0 for m in ids])
+    boost = cfg.priming_boost
+    # per candidate in Python (a few candidates: numpy's per-call cost was the time), with
+    # numpy's arithmetic: boost · (1 + topic_boost · share), each operation in that order
+    mult = [boost if m in recent else 1.0 for m in ids]
     if topics:
-        share = np.array(src.graph().topic_shares(ids, topics))
-        mult *= 1.0 + cfg.topic_boost * share
-    pool.score *= mult
-    pool.parts["priming"] = mult
-    facts["priming"] = {"recent": len(recent), "topics": sorted(topics)[:10],
-                        "boosted": int((mult > 1.0).sum())}
+        gain = cfg.topic_boost
+        mult = [b * (1.0 + gain * s) for b, s in
+                zip(mult, src.graph().topic_shares(ids, topics), strict=True)]
+        boosted = sum(1 for x in mult if x > 1.0)
+    else:
+        boosted = mult.count(boost) if boost > 1.0 else 0
+    factor = np.array(mult, np.float64)
+    pool.score *= factor
+    pool.parts["priming"] = factor
+    facts["priming"] = {"recent": len(recent), "topics": sorted(topics)[:10], "boosted": boosted}
 
 
 def basin(cfg: ResonanceConfig, src: Sources, pool: Pool, query: str,
@@ -137,11 +154,13 @@ def basin(cfg: ResonanceConfig, src: Sources, pool: Pool, query: str,
     if chosen is None:
         return
     members = set(graph.memories_of(chosen[0]))
-    mult = np.array([cfg.basin_boost if m in members else 1.0 for m in pool.ids(src.state)])
-    pool.score *= mult
-    pool.parts["basin"] = mult
+    boost = cfg.basin_boost
+    mult = [boost if m in members else 1.0 for m in pool.ids(src.state)]
+    factor = np.array(mult, np.float64)
+    pool.score *= factor
+    pool.parts["basin"] = factor
     facts["basin"] = {"attractor": chosen[0], "strength": round(chosen[1], 4),
-                      "boosted": int((mult > 1.0).sum())}
+                      "boosted": mult.count(boost) if boost > 1.0 else 0}
 
 
 def inhibit(cfg: ResonanceConfig, state: State, pool: Pool, order: np.ndarray,
@@ -172,7 +191,7 @@ def inhibit(cfg: ResonanceConfig, state: State, pool: Pool, order: np.ndarray,
         full[window] = mult
         pool.score = pool.score * full
         pool.parts["inhibition"] = full
-        head = window[np.argsort(-pool.score[window], kind="stable")]
+        head = window[(-pool.score[window]).argsort(kind="stable")]
         order = np.concatenate([head, order[cfg.inhibition_window:]])
     facts["inhibition"] = {"window": len(window), "damped": damped}
     return order

@@ -7,6 +7,7 @@ memories a turn remembered. Kept in memory only, bounded in sessions and in memo
 from __future__ import annotations
 
 from collections import Counter, deque
+from operator import itemgetter
 
 __all__ = ["SessionPrimer"]
 
@@ -34,7 +35,8 @@ class SessionPrimer:
                 counts[name] *= 0.8
                 if counts[name] < 0.1:
                     del counts[name]
-            counts.update(topics)
+            for name in topics:  # Counter.update's counting, without its type checks
+                counts[name] = counts.get(name, 0) + 1
 
     def recent(self, session: str) -> frozenset[str]:
         return frozenset(self._recent.get(session, ()))
@@ -43,6 +45,9 @@ class SessionPrimer:
         counts = self._topics.get(session)
         if not counts:
             return {}
-        top = counts.most_common(n)
+        # most_common(n) is sorted(..., reverse=True)[:n] (heapq.nlargest's own shortcut when
+        # n covers them all, the usual case: a session touches a few topics)
+        top = (sorted(counts.items(), key=itemgetter(1), reverse=True)[:n] if len(counts) <= n
+               else counts.most_common(n))
         best = top[0][1]
         return {name: c / best for name, c in top}

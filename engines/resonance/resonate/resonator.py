@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..recall.fusion import Candidates, fused_scores
+from ..recall.fusion import Candidates, fused_relevance
 from ..store.ops import FLAG_DELETED
 from .config import PHASES, ResonanceConfig
 
@@ -55,6 +55,26 @@ def _phases() -> Any:
 
         _LAZY["phases"] = module
     return module
+
+
+def _drop_deleted() -> Any:
+    """kernels/fusion.py's `drop_deleted`."""
+    kernel = _LAZY.get("drop_deleted")
+    if kernel is None:
+        from ..kernels.fusion import drop_deleted as kernel
+
+        _LAZY["drop_deleted"] = kernel
+    return kernel
+
+
+def _pool_relevance() -> Any:
+    """kernels/fusion.py's `pool_relevance`."""
+    kernel = _LAZY.get("pool_relevance")
+    if kernel is None:
+        from ..kernels.fusion import pool_relevance as kernel
+
+        _LAZY["pool_relevance"] = kernel
+    return kernel
 
 
 def _hybrid_searcher() -> Any:
@@ -112,8 +132,6 @@ class Resonator:
 
     def _hybrid(self, cands: Candidates, tags: frozenset[str], now: float) -> np.ndarray:
         st = self.sources.state
-        flags = np.frombuffer(st.flags, np.uint8)  # a view: no copy of the column
-        alive = (flags[cands.ids] & FLAG_DELETED) == 0 if len(cands) else np.zeros(0, bool)
         tag = None
         if tags and self.config.on("tags"):
             tag = np.array([len(tags.intersection(st.tags_at(int(i)))) / len(tags)
@@ -123,8 +141,10 @@ class Resonator:
         conf = None
         if len(cands) and not self.config.on("scoring"):
             conf = self.sources.confidence(cands.ids, now)
-        score = fused_scores(cands, self.sources.fusion, tag=tag, confidence=conf)[0]
-        score[~alive] = -1.0
+        score = fused_relevance(cands, self.sources.fusion, tag=tag, confidence=conf)
+        if len(cands):  # a memory forgotten since the indexes were read: -1, left out
+            _drop_deleted()(np.ascontiguousarray(cands.ids, np.int64),
+                            np.frombuffer(st.flags, np.uint8), FLAG_DELETED, score)
         return score
 
     # -- the query ---------------------------------------------------------------------------
@@ -133,54 +153,56 @@ class Resonator:
             affect: Any, explain: bool) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """Rank memories for `query`; returns (hit rows, facts about the query)."""
         phases = _phases()
-        Pool, basin, inhibit, prime, spread = (phases.Pool, phases.basin, phases.inhibit,
-                                               phases.prime, phases.spread)
         src, cfg = self.sources, self.config
+        off = cfg.disabled  # `cfg.on(phase)` is `phase not in off`: a method call less a phase
         now = time.time()
-        facts: dict[str, Any] = {"phases": [p for p in PHASES if cfg.on(p)]}
+        facts: dict[str, Any] = {"phases": [p for p in PHASES if p not in off]}
         vector = None
-        if cfg.on("semantic"):
+        if "semantic" not in off:
             vectors, ok = src.embed([query])
             vector = vectors[0] if ok[0] else None
         kindex, vindex = src.indexes(vector is not None)
         cands = self._candidates(query, vector, kindex, vindex)
         hybrid = self._hybrid(cands, tags, now)
-        graph = src.graph() if (cfg.on("spreading") or cfg.on("basin") or cfg.on("priming")) else None
-        if cfg.on("spreading") and graph is not None and len(cands):
+        spreading = "spreading" not in off
+        graph = src.graph() if (spreading or "basin" not in off or "priming" not in off) else None
+        if spreading and graph is not None and len(cands):
 
             def grow(cands: Candidates, extra: np.ndarray) -> tuple[Candidates, np.ndarray]:
                 more = self._extend(cands, extra, vector, vindex)
                 return more, self._hybrid(more, tags, now)
 
-            cands, hybrid, activation, hops = spread(cfg, src, cands, hybrid, grow, facts)
+            cands, hybrid, activation, hops = phases.spread(cfg, src, cands, hybrid, grow, facts)
         else:
             activation, hops = np.zeros(len(cands)), np.full(len(cands), -1, np.int64)
-        keep = hybrid >= 0
         columns = (cands.ids, hybrid, activation, hops)
-        if not keep.all():  # a forgotten candidate: left out
+        aw = cfg.activation_weight if spreading else 0.0
+        score = np.empty(len(hybrid))
+        if not _pool_relevance()(hybrid, np.ascontiguousarray(activation, np.float64), aw, score):
+            keep = hybrid >= 0  # a forgotten candidate: left out
             columns = tuple(c[keep] for c in columns)
-        aw = cfg.activation_weight if cfg.on("spreading") else 0.0
-        score = (1.0 - aw) * columns[1] + aw * columns[2]
-        pool = Pool(*columns, score, {"relevance": score.copy()})
-        if session and cfg.on("priming") and len(pool.rows):
-            prime(cfg, src, pool, session, facts)
-        if cfg.on("basin") and graph is not None and len(pool.rows):
-            basin(cfg, src, pool, query, facts)
-        if cfg.on("scoring") and len(pool.rows):
+            score = score[keep]
+        # the relevance before the phases' factors is only shown (explain)
+        pool = phases.Pool(*columns, score, {"relevance": score.copy()} if explain else {})
+        size = len(pool.rows)
+        if session and size and "priming" not in off:
+            phases.prime(cfg, src, pool, session, facts)
+        if size and graph is not None and "basin" not in off:
+            phases.basin(cfg, src, pool, query, facts)
+        if size and "scoring" not in off:
             scored = src.scorer().score(src.state, pool.rows, pool.score, now=now,
                                     affect=affect, relevance_scale="unit")
             if explain:  # the parts are only shown
                 pool.parts.update({f"factor:{n}": v for n, v in scored.factors.items()})
             pool.score = np.asarray(scored.final, np.float64)
-        order = np.argsort(-pool.score, kind="stable")
-        if cfg.on("inhibition") and len(pool.rows) > 1:
-            order = inhibit(cfg, src.state, pool, order, facts)
-        top = order[:k]
-        hits = [self._row(pool, int(j), explain) for j in top]
-        if cfg.on("code"):
+        order = (-pool.score).argsort(kind="stable")
+        if size > 1 and "inhibition" not in off:
+            order = phases.inhibit(cfg, src.state, pool, order, facts)
+        hits = [self._row(pool, j, explain) for j in order[:k].tolist()]
+        if "code" not in off:
             hits = self._code(query, hits, k, facts)
         ids = [h["id"] for h in hits if h["kind"] != "symbol"]
-        if cfg.on("hebbian") and graph is not None and len(ids) > 1 and cfg.hebbian > 0:
+        if graph is not None and len(ids) > 1 and cfg.hebbian > 0 and "hebbian" not in off:
             graph.hebbian(ids[: cfg.hebbian_top], cfg.hebbian)
         if session:
             topics = [e for m in ids[:3] for e in (graph.entities_of(m) if graph else ())]

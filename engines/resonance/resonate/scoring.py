@@ -26,16 +26,17 @@ import os
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import ConfigError
+from ..memory import DAY, PRIOR_VAR, Kind
 from .scoring_config import FactorConfig, ScoringConfig, ScoringConfigError, unknown_name
-from .scoring_factors import FACTORS
-from .scoring_inputs import EXTRA_KEYS, Affect, Inputs, kernels
+from .scoring_factors import FACTORS, kind_values, tier_values
+from .scoring_inputs import EXTRA_KEYS, RATES, TIERS, Affect, Inputs, kernels
 
 if TYPE_CHECKING:
     from ..store.state import State
@@ -81,70 +82,154 @@ def _extra_arrays(extra: Mapping[str, Any] | None, n: int) -> dict[str, np.ndarr
     return out
 
 
-_ENABLED: dict[int, tuple[ScoringConfig, list[tuple[str, float, Any, Any]]]] = {}
+@dataclass(frozen=True)
+class _Plan:
+    """How `combine` evaluates a config's enabled factors with a weight (worked out once per
+    config: a config is read-only). The `kernels.scoring.CORE` factors among them are
+    computed by one kernel call (``slots``: each one's position in ``names``, -1 if off;
+    ``params``, ``kind_table``, ``tier_table``: what it needs of their params); the others
+    by their functions (``others``: position, function, params, and the signals without
+    which it is 1.0 for every row, None if it must be evaluated)."""
+
+    names: tuple[str, ...]
+    weights: tuple[float, ...]
+    others: tuple[tuple[int, Any, Any, frozenset[str] | None], ...]
+    slots: tuple[int, ...]
+    core: tuple[int, ...]  # the positions in ``slots`` that are on
+    params: np.ndarray
+    kind_table: np.ndarray
+    tier_table: np.ndarray
+    _layouts: dict[tuple[int, ...], tuple[list[int], np.ndarray, np.ndarray]] = field(
+        default_factory=dict, repr=False)
+
+    def layout(self, moving: tuple[int, ...]) -> tuple[list[int], np.ndarray, np.ndarray]:
+        """For the factors ``moving`` (positions, in order; the others are 1.0 for every
+        row): each factor's row in the table (the moving first), the core factors' rows
+        (`kernels.scoring.core`'s slots) and the moving factors' weights. The same few sets
+        come back query after query: each is worked out once."""
+        kept = self._layouts.get(moving)
+        if kept is None:
+            at = [0] * len(self.names)
+            for row, i in enumerate(moving):
+                at[i] = row
+            rest = [i for i in range(len(self.names)) if i not in moving]
+            for row, i in enumerate(rest, len(moving)):
+                at[i] = row
+            if len(self._layouts) >= 64:
+                self._layouts.clear()
+            kept = self._layouts[moving] = (
+                at, np.array([at[i] if i >= 0 else -1 for i in self.slots], np.int64),
+                np.array([self.weights[i] for i in moving], np.float64))
+        return kept
 
 
-def _enabled(config: ScoringConfig) -> list[tuple[str, float, Any, Any]]:
-    """(name, weight, function, params) of the config's enabled factors with a weight,
-    in order; worked out once per config (a config is read-only)."""
-    hit = _ENABLED.get(id(config))
+_PLANS: dict[int, tuple[ScoringConfig, _Plan]] = {}
+
+
+def _plan(config: ScoringConfig) -> _Plan:
+    hit = _PLANS.get(id(config))
     if hit is None or hit[0] is not config:
-        if len(_ENABLED) > 64:
-            _ENABLED.clear()
-        hit = _ENABLED[id(config)] = (config, [
-            (f.name, f.weight, FACTORS[f.name].fn, f.params) for f in config.factors
-            if f.enabled and f.weight != 0.0])
+        if len(_PLANS) > 64:
+            _PLANS.clear()
+        hit = _PLANS[id(config)] = (config, _make_plan(config))
     return hit[1]
+
+
+def _make_plan(config: ScoringConfig) -> _Plan:
+    core_names = kernels().CORE
+    enabled = [f for f in config.factors if f.enabled and f.weight != 0.0]
+    slots = [-1] * len(core_names)
+    others = []
+    params = np.zeros(12)
+    kind_table, tier_table = np.ones(len(Kind)), np.ones(len(TIERS))
+    for i, f in enumerate(enabled):
+        if f.name not in core_names:
+            spec = FACTORS[f.name]
+            idle = spec.idle(f.params) if spec.idle is not None else None
+            # None: always evaluated; else the signals without which it is 1.0 for every row
+            others.append((i, spec.fn, f.params, spec.signals if idle == 1.0 else None))
+            continue
+        slots[core_names.index(f.name)] = i
+        p = f.params
+        if f.name == "Relevance":
+            params[0] = 1.0 if p["scale"] == "cosine" else 0.0
+        elif f.name == "ActR":  # as `scoring_factors.actr` passes them
+            params[1:6] = (float(p["decay"]), p["min_age_seconds"] / DAY, float(p["offset"]),
+                           float(p["width"]), float(p["floor"]))
+        elif f.name == "Strength":
+            params[6:8] = float(p["floor"]), float(p["half_observations"])
+        elif f.name == "Confidence":
+            params[8:10] = float(p["floor"]), float(p["doubt"])
+        elif f.name == "Spacing":
+            params[10:12] = float(p["floor"]), float(p["min_accesses"])
+        elif f.name == "Kind":
+            kind_table = kind_values(p)
+        else:
+            tier_table = tier_values(p)
+    return _Plan(tuple(f.name for f in enabled), tuple(f.weight for f in enabled),
+                 tuple(others), tuple(slots), tuple(sorted(i for i in slots if i >= 0)), params,
+                 kind_table, tier_table)
 
 
 def combine(config: ScoringConfig, inputs: Inputs) -> Scored:
     """Evaluate the enabled factors and their weighted product (in the log domain)."""
+    plan = _plan(config)
     n = len(inputs.row_list)
-    names: list[str] = []
-    weights: list[float] = []
-    values: list[np.ndarray | float] = []
-    for name, weight, fn, params in _enabled(config):
-        names.append(name)
-        weights.append(weight)
-        values.append(fn(inputs, params))
-    # One array operation per stage over all the factors at once, not one per factor (a few
-    # candidates: numpy's per-call cost was most of the time), with the same arithmetic: each
-    # value guarded, its log times its weight, summed in factor order (`accumulate` adds
-    # row after row, as the loop did), exp of the sum. A factor that is 1.0 for every row
-    # (most are, for a memory without the signal they read) adds log 1 = 0 exactly: it is
-    # left out of the sum, not computed.
-    table = np.empty((len(values), n))  # (factors, rows)
-    moving: list[int] = []
-    uniform: list[int] = []  # factors with one value for every row: set in one assignment
-    for i, value in enumerate(values):
-        if isinstance(value, float):
-            uniform.append(i)
-            if value == 1.0:
+    names = plan.names
+    # One table of every factor's values (factor, row), and one array operation per stage
+    # over all of them, not one per factor (a few candidates: numpy's per-call cost was most
+    # of the time), with the same arithmetic: each value guarded, its log times its weight,
+    # summed in factor order (row after row, as a loop over the factors did), exp of the
+    # sum. A factor with one value for every row (most are, for memories without the signal
+    # they read) is left out of the sum when that value is 1.0 (log 1 = 0 exactly: adding
+    # it changes no bit). The others ("moving") take the table's first rows, in factor
+    # order, so the guard and the log run over one contiguous block.
+    values: list[Any] = [None] * len(names)
+    moving = list(plan.core)
+    neutral = []
+    present: set[str] | None = None  # the signals some row has (meta keys, extra)
+    for i, fn, params, signals in plan.others:
+        if signals is not None:
+            if present is None:
+                present = inputs.meta_keys | inputs.extra.keys()
+            if signals.isdisjoint(present):  # what it would give: 1.0 for every row
+                neutral.append(i)
                 continue
+        value = values[i] = fn(inputs, params)
+        if isinstance(value, float) and value == 1.0:
+            neutral.append(i)
         else:
-            table[i] = value
-        moving.append(i)
-    if uniform:
-        table[uniform] = np.array([values[i] for i in uniform])[:, None]
-    if moving:
-        part = table[moving]
-        # Factors are finite by construction; this guards a future factor that is not:
-        # non-finite reads 1, then clipped to [0, 1e6] (one kernel call, kernels/scoring.py).
-        kernels().guard(part)
-        table[moving] = part
-        if (part > 0.0).all():
-            logs = np.log(part)
-        else:
-            with np.errstate(divide="ignore"):
-                logs = np.log(part)  # log 0 = -inf: the veto
-        if any(weights[i] != 1.0 for i in moving):  # a weight of 1 leaves the log as is
-            logs *= np.array([weights[i] for i in moving])[:, None]
-        log_final = np.empty(n)
-        kernels().row_sums(logs, log_final)  # added row after row, as a loop would
-        final = np.exp(np.minimum(log_final, _LOG_MAX))
+            moving.append(i)
+    if plan.core and len(moving) > len(plan.core):
+        moving.sort()
+    m = len(moving)
+    at, slots, weights = plan.layout(tuple(moving))
+    table = np.empty((len(names), n))
+    if neutral:
+        table[m:] = 1.0
+    for i in moving:
+        if values[i] is not None:
+            table[at[i]] = values[i]
+    if plan.core:
+        flat, counts = inputs.history
+        kernels().core(np.ascontiguousarray(inputs.relevance, np.float64), inputs.numbers,
+                       inputs.kind, flat, counts, RATES, plan.params, plan.kind_table,
+                       plan.tier_table, float(inputs.now), DAY, PRIOR_VAR, table, slots)
+    rows = list(table)
+    factors = dict(zip(names, map(rows.__getitem__, at), strict=True))
+    if not moving:
+        return Scored(np.ones(n), factors)
+    block = table[:m]
+    # Factors are finite by construction; this guards a future factor that is not:
+    # non-finite reads 1, then clipped to [0, 1e6] (kernels/scoring.py).
+    if kernels().guard_rows(table, m):
+        logs = np.log(block)
     else:
-        final = np.ones(n)
-    return Scored(final, dict(zip(names, table, strict=True)))
+        with np.errstate(divide="ignore"):
+            logs = np.log(block)  # log 0 = -inf: the veto
+    log_final = np.empty(n)
+    kernels().weighted_sums(logs, weights, _LOG_MAX, log_final)
+    return Scored(np.exp(log_final), factors)
 
 
 class Scorer:

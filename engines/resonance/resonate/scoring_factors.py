@@ -26,7 +26,7 @@ from .scoring_inputs import (
     kernels,
 )
 
-__all__ = ["FACTORS", "RULES", "FactorSpec", "check_params"]
+__all__ = ["FACTORS", "RULES", "FactorSpec", "check_params", "kind_values", "tier_values"]
 
 
 Params = Mapping[str, Any]
@@ -35,6 +35,7 @@ Params = Mapping[str, Any]
 Value = np.ndarray | float
 FactorFn = Callable[[Inputs, Params], Value]
 _TABLES: dict[tuple[int, str], tuple[Params, np.ndarray]] = {}
+_SOURCES: dict[int, tuple[Params, dict[str | None, float]]] = {}  # Epistemic's, per params
 
 
 def _table(p: Params, name: str, build: Callable[[], np.ndarray]) -> np.ndarray:
@@ -144,27 +145,40 @@ def status(x: Inputs, p: Params) -> Value:
 def epistemic(x: Inputs, p: Params) -> Value:
     """Table lookup of the memory's source (user, tool, model, autonomous); "user:alice"
     reads as "user"; no source or an unknown one reads as ``unknown``."""
-    values, unknown = p["values"], p["unknown"]
     sources = x.values(x.state.source)
-    memo: dict[str | None, float] = {}  # few distinct sources: look each up once
+    # few distinct sources, the same ones query after query: each is looked up once per params
+    memo = _SOURCES.get(id(p))
+    if memo is None or memo[0] is not p:
+        if len(_SOURCES) > 64:
+            _SOURCES.clear()
+        memo = _SOURCES[id(p)] = (p, {})
+    known, value_of = memo[1], {}
     for s in set(sources):
-        low = (s or "").lower()
-        memo[s] = float(values.get(low, values.get(low.split(":", 1)[0], unknown)))
-    if len(memo) == 1:
-        return memo[sources[0]]
-    return np.fromiter(map(memo.__getitem__, sources), np.float64, len(sources))
+        value = known.get(s)
+        if value is None:
+            low = (s or "").lower()
+            value = float(p["values"].get(low, p["values"].get(low.split(":", 1)[0],
+                                                                p["unknown"])))
+            if len(known) >= 4096:
+                known.clear()
+            known[s] = value
+        value_of[s] = value  # this query's own: another may clear the shared one meanwhile
+    if len(value_of) == 1:
+        return value_of[sources[0]]
+    return np.fromiter(map(value_of.__getitem__, sources), np.float64, len(sources))
 
 
 def kind(x: Inputs, p: Params) -> np.ndarray:
     """Table lookup of the memory's kind (correction/preference 1.3 ... episode 0.7)."""
+    return _table(p, "values", lambda: kind_values(p))[x.kind_index]
 
-    def build() -> np.ndarray:
-        table = np.full(len(Kind), float(p["other"]))
-        for label, value in p["values"].items():
-            table[int(Kind[label.upper()])] = value
-        return table
 
-    return _table(p, "values", build)[x.kind_index]
+def kind_values(p: Params) -> np.ndarray:
+    """The Kind factor's value of each kind code (its params' ``values``, else ``other``)."""
+    table = np.full(len(Kind), float(p["other"]))
+    for label, value in p["values"].items():
+        table[int(Kind[label.upper()])] = value
+    return table
 
 
 def realm_reliability(x: Inputs, p: Params) -> Value:
@@ -244,16 +258,27 @@ def integration_weight(x: Inputs, p: Params) -> Value:
 def tier(x: Inputs, p: Params) -> np.ndarray:
     """Demotion over time: the row's tier (`memory.tier_of` of idle days and decayed
     confidence) through the table hot 1.0, warm 0.9, cool 0.75, cold 0.5."""
-    table = _table(p, "values", lambda: np.array([p["values"][t.value] for t in TIERS], np.float64))
-    return table[x.tier]
+    return _table(p, "values", lambda: tier_values(p))[x.tier]
+
+
+def tier_values(p: Params) -> np.ndarray:
+    """The Tier factor's value of each tier index (hot, warm, cool, cold)."""
+    return np.array([p["values"][t.value] for t in TIERS], np.float64)
 
 
 @dataclass(frozen=True)
 class FactorSpec:
-    """A factor's function and the rule each numeric parameter must satisfy."""
+    """A factor's function and the rule each numeric parameter must satisfy. A factor that
+    reads per-row signals names them (``signals``: keys of a row's meta or the caller's
+    extra) with ``idle(params)``, the value it takes for every row when no row has any of
+    them, whatever the affect (None: with these params it has a value even then): combine
+    skips it when that value is 1.0 (test_a_factor_without_its_signals_is_idle pins each
+    declaration against its function)."""
 
     fn: FactorFn
     rules: Mapping[str, str]  # numeric param -> a name in RULES
+    signals: frozenset[str] = frozenset()
+    idle: Callable[[Params], float | None] | None = None  # None from it: not idle then
 
 
 RULES: dict[str, tuple[Callable[[float], bool], str]] = {
@@ -299,26 +324,40 @@ def check_params(name: str, params: Mapping[str, Any]) -> list[tuple[str, str]]:
     return problems
 
 
+def _one(p: Params) -> float:
+    return 1.0
+
+
 FACTORS: dict[str, FactorSpec] = {
     "Relevance": FactorSpec(relevance, {}),
     "ActR": FactorSpec(actr, {"decay": "open_unit", "min_age_seconds": "pos", "floor": "unit",
                               "offset": "real", "width": "pos"}),
     "Strength": FactorSpec(strength, {"floor": "unit", "half_observations": "pos"}),
     "Confidence": FactorSpec(confidence, {"floor": "unit", "doubt": "nonneg"}),
-    "Surprise": FactorSpec(surprise, {"gain": "nonneg"}),
-    "Arousal": FactorSpec(arousal, {"gain": "nonneg"}),
-    "MoodCongruence": FactorSpec(mood_congruence, {"gain": "unit_half", "arousal_gain": "unit_half"}),
+    "Surprise": FactorSpec(surprise, {"gain": "nonneg"}, frozenset({"surprise"}), _one),
+    "Arousal": FactorSpec(arousal, {"gain": "nonneg"}, frozenset({"arousal"}), _one),
+    "MoodCongruence": FactorSpec(mood_congruence,
+                                 {"gain": "unit_half", "arousal_gain": "unit_half"},
+                                 frozenset({"valence", "arousal"}), _one),
     "FrustrationEscalation": FactorSpec(frustration_escalation,
                                         {"gain": "nonneg", "threshold": "unit_lt1"}),
-    "Status": FactorSpec(status, {}),
+    "Status": FactorSpec(status, {}, frozenset({"status"}),
+                         lambda p: float(p["values"][p["default"]])),
     "Epistemic": FactorSpec(epistemic, {"unknown": "nonneg"}),
     "Kind": FactorSpec(kind, {"other": "nonneg"}),
-    "RealmReliability": FactorSpec(realm_reliability, {"gain": "unit"}),
-    "Interference": FactorSpec(interference, {"per_competitor": "nonneg"}),
+    "RealmReliability": FactorSpec(realm_reliability, {"gain": "unit"},
+                                   frozenset({"realm_reliability"}),
+                                   lambda p: None if p["realms"] else 1.0),
+    "Interference": FactorSpec(interference, {"per_competitor": "nonneg"},
+                               frozenset({"competitors"}), _one),
     "Spacing": FactorSpec(spacing, {"floor": "unit", "min_accesses": "nonneg"}),
-    "Prediction": FactorSpec(prediction, {"gain": "nonneg"}),
-    "SurpriseDomain": FactorSpec(surprise_domain, {"boost": "nonneg", "suppress": "unit"}),
-    "EpistemicDebt": FactorSpec(epistemic_debt, {"boost": "nonneg"}),
-    "IntegrationWeight": FactorSpec(integration_weight, {"max": "nonneg"}),
+    "Prediction": FactorSpec(prediction, {"gain": "nonneg"}, frozenset({"prediction"}), _one),
+    "SurpriseDomain": FactorSpec(surprise_domain, {"boost": "nonneg", "suppress": "unit"},
+                                 frozenset({"surprise_domain"}), _one),
+    "EpistemicDebt": FactorSpec(epistemic_debt, {"boost": "nonneg"},
+                                frozenset({"epistemic_debt"}), _one),
+    "IntegrationWeight": FactorSpec(integration_weight, {"max": "nonneg"},
+                                    frozenset({"integration"}),
+                                    lambda p: float(min(max(1.0, 0.0), p["max"]))),
     "Tier": FactorSpec(tier, {}),
 }

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import math
+from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from itertools import chain, repeat
 from operator import is_, itemgetter
 from typing import TYPE_CHECKING, Any
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXTRA_KEYS",
+    "RATES",
     "TIERS",
     "Affect",
     "Inputs",
@@ -44,10 +46,13 @@ EXTRA_KEYS = (
     "competitors", "prediction", "surprise", "integration", "epistemic_debt",
     "surprise_domain", "realm_reliability",
 )
-_RATES = np.array([DECAY_RATES[Kind(i)] for i in range(len(Kind))])
+RATES = np.array([DECAY_RATES[Kind(i)] for i in range(len(Kind))])
 _META_CACHE = 65_536  # decoded metas kept per Scorer
 _UNREAD: tuple[None, None] = (None, None)  # a row the meta cache has not seen: no text yet
 TIERS = (Tier.HOT, Tier.WARM, Tier.COOL, Tier.COLD)
+# Rows read through a copy of their range (`Inputs._span`): at least this many, spanning
+# fewer than max(_SPAN_MIN, _SPAN_FACTOR x their number) rows.
+_SPAN_ROWS, _SPAN_MIN, _SPAN_FACTOR = 16, 4096, 8
 
 
 @dataclass(frozen=True)
@@ -139,7 +144,9 @@ def tier_index(idle_days: np.ndarray, confidence: np.ndarray) -> np.ndarray:
 
 
 class Inputs:
-    """What the factors may read about the candidate rows, gathered once and lazily."""
+    """What the factors may read about the candidate rows, gathered once and lazily (each
+    on its first read: plain attributes, not `functools.cached_property`, whose lock and
+    descriptor call cost more than a few rows' gathering)."""
 
     def __init__(self, state: State, rows: np.ndarray, relevance: np.ndarray, now: float,
                  affect: Affect, extra: Mapping[str, np.ndarray],
@@ -154,65 +161,116 @@ class Inputs:
         self._numbers: dict[tuple[str, float], np.ndarray] = {}
         # row -> (its meta text, decoded): a Scorer keeps one across calls (meta never changes)
         self.meta_cache = {} if meta_cache is None else meta_cache
+        self._kind: np.ndarray | None = None
+        self._span_of: tuple[int, ...] | None = None
+        self._gathered: np.ndarray | None = None
+        self._history: tuple[np.ndarray, np.ndarray] | None = None
+        self._metas: list[tuple[int, dict[str, Any]]] | None = None
+        self._meta_keys: frozenset[str] | None = None
+        self._decayed: tuple[np.ndarray, ...] | None = None
+        self._affect_values: tuple[float, float, float, float] | None = None
 
     def values(self, column: Any) -> tuple[Any, ...]:
         """The rows' entries of a State column, in row order."""
         rows = self.row_list
         if len(rows) < 2:  # itemgetter of one key returns the value, not a tuple
-            return tuple(column[r] for r in rows)
+            return (column[rows[0]],) if rows else ()
         return itemgetter(*rows)(column)
 
-    def _column(self, column: Any, dtype: type = np.float64) -> np.ndarray:
-        return np.array(self.values(column), dtype)
+    def _span(self) -> tuple[int, int] | None:
+        """(first, last) row when the rows are many and close together: their columns are
+        then read as numpy views of a copy of that range (a C copy, then one fancy index),
+        not as a boxed Python number each (150 rows: 49 -> ~8 µs). Views of the State's own
+        arrays are never taken: one held while a writer appends would fail its append."""
+        if self._span_of is None:
+            rows = self.row_list
+            lo, hi = (min(rows), max(rows)) if len(rows) >= _SPAN_ROWS else (0, -1)
+            dense = hi >= lo and hi - lo < max(_SPAN_MIN, _SPAN_FACTOR * len(rows))
+            self._span_of = (lo, hi) if dense else ()
+        return self._span_of or None
 
-    @cached_property
+    def _gather(self, column: Any, span: tuple[int, int]) -> np.ndarray:
+        """The rows' entries of an array column (array.array or bytearray), by `_span`."""
+        lo, hi = span
+        part = column[lo : hi + 1]  # a copy
+        dtype = part.typecode if isinstance(part, array) else np.uint8
+        return np.frombuffer(part, dtype)[self.rows - lo]
+
+    @property
     def kind(self) -> np.ndarray:
-        return self._column(self.state.kind, np.int64)
+        """Each row's kind code (int64)."""
+        if self._kind is None:
+            span = self._span()
+            self._kind = (np.array(self.values(self.state.kind), np.int64) if span is None
+                          else self._gather(self.state.kind, span).astype(np.int64))
+        return self._kind
 
-    @cached_property
-    def _gathered(self) -> np.ndarray:
-        """The rows' numeric columns the factors read, gathered in one array (one numpy call
-        for all, not one a column): created, access count, observations, last active, mu,
-        var."""
-        st = self.state
-        return np.array([self.values(column) for column in (
-            st.created, st.access_count, st.n, st.last_active, st.mu, st.var)], np.float64)
+    @property
+    def numbers(self) -> np.ndarray:
+        """The rows' numeric columns the factors read, gathered in one (6, rows) array (one
+        numpy call for all, not one a column): created, access count, observations, last
+        active, mu, var."""
+        if self._gathered is None:
+            st = self.state
+            columns = (st.created, st.access_count, st.n, st.last_active, st.mu, st.var)
+            span = self._span()
+            if span is None:
+                self._gathered = np.array([self.values(c) for c in columns], np.float64)
+            else:
+                out = self._gathered = np.empty((len(columns), len(self.row_list)))
+                for i, column in enumerate(columns):
+                    out[i] = self._gather(column, span)
+        return self._gathered
 
     @property
     def access_count(self) -> np.ndarray:
-        return self._gathered[1]
+        return self.numbers[1]
 
     @property
     def observations(self) -> np.ndarray:
-        return self._gathered[2]
+        return self.numbers[2]
 
     @property
     def created(self) -> np.ndarray:
-        return self._gathered[0]
+        return self.numbers[0]
 
-    @cached_property
+    @property
     def history(self) -> tuple[np.ndarray, np.ndarray]:
         """(every row's kept access times laid end to end, how many per row)."""
-        accessed = self.state.accessed
-        # tuple() copies: a snapshot, in case a writer appends to a row's history meanwhile.
-        rows = self.row_list
-        hists = list(map(tuple, map(accessed.get, rows, repeat((), len(rows)))))
-        counts = np.fromiter(map(len, hists), np.int64, len(hists))
-        return np.fromiter(chain.from_iterable(hists), np.float64, int(counts.sum())), counts
+        if self._history is None:
+            accessed = self.state.accessed
+            # tuple() copies: a snapshot, in case a writer appends to a row's history meanwhile.
+            rows = self.row_list
+            if len(rows) == 1:
+                one = tuple(accessed.get(rows[0], ()))
+                self._history = (np.array(one, np.float64), np.array([len(one)], np.int64))
+                return self._history
+            hists = list(map(tuple, map(accessed.get, rows, repeat((), len(rows)))))
+            counts = np.fromiter(map(len, hists), np.int64, len(hists))
+            self._history = (np.fromiter(chain.from_iterable(hists), np.float64,
+                                         int(counts.sum())), counts)
+        return self._history
 
-    @cached_property
+    @property
     def meta_keys(self) -> frozenset[str]:
         """Every key some row's meta holds: a factor whose key no row has is neutral."""
-        return frozenset().union(*(m for _, m in self.metas))
+        if self._meta_keys is None:
+            self._meta_keys = frozenset().union(*(m for _, m in self.metas))
+        return self._meta_keys
 
     def has(self, key: str, *, meta: bool = True) -> bool:
         """Whether any row has the signal ``key``: given in ``extra``, or (``meta``) in a
         row's meta. Without it, the factors that read it are neutral for every row."""
         return key in self.extra or (meta and key in self.meta_keys)
 
-    @cached_property
+    @property
     def metas(self) -> list[tuple[int, dict[str, Any]]]:
         """(position, meta) of the rows that have a non-empty meta; the others have none."""
+        if self._metas is None:
+            self._metas = self._read_metas()
+        return self._metas
+
+    def _read_metas(self) -> list[tuple[int, dict[str, Any]]]:
         cache, rows = self.meta_cache, self.row_list
         texts = self.values(self.state.meta)
         hits = list(map(cache.get, rows, repeat(_UNREAD, len(rows))))
@@ -242,12 +300,13 @@ class Inputs:
     def meta_number(self, key: str, neutral: float) -> np.ndarray:
         """``meta[key]`` per row as a finite float; ``neutral`` where missing or not a number."""
         cache = self._numbers
-        if (key, neutral) not in cache or np.isnan(neutral):
+        if (key, neutral) not in cache or neutral != neutral:  # NaN: never equal as a key
             out = np.full(len(self.row_list), neutral)
             if key in self.meta_keys:
-                for i, m in self.metas:
-                    if key in m:
-                        out[i] = _number(m[key], neutral)
+                found = [(i, m[key]) for i, m in self.metas if key in m]
+                if found:
+                    at, raw = zip(*found, strict=True)
+                    out[list(at)] = [_number(v, neutral) for v in raw]
             cache[(key, neutral)] = out
         return cache[(key, neutral)]
 
@@ -268,45 +327,49 @@ class Inputs:
             return self.meta_number(key, neutral)
         return np.full(len(self.row_list), neutral)
 
-    @cached_property
-    def _decayed(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def decayed(self) -> tuple[np.ndarray, ...]:
         """(idle days, decayed confidence mean, its variance, tier index, the kind clipped to
         the known kinds), one kernel call."""
-        n = len(self.row_list)
-        idle, mu, var = np.empty(n), np.empty(n), np.empty(n)
-        tier, kind = np.empty(n, np.int64), np.empty(n, np.int64)
-        numbers = self._gathered
-        kernels().decayed(numbers[3], self.kind, numbers[4], numbers[5], _RATES, float(self.now), float(DAY), float(PRIOR_VAR),
-                idle, mu, var, tier, kind)
-        return idle, mu, var, tier, kind
+        if self._decayed is None:
+            n = len(self.row_list)
+            idle, mu, var = np.empty(n), np.empty(n), np.empty(n)
+            tier, kind = np.empty(n, np.int64), np.empty(n, np.int64)
+            numbers = self.numbers
+            kernels().decayed(numbers[3], self.kind, numbers[4], numbers[5], RATES,
+                              float(self.now), float(DAY), float(PRIOR_VAR), idle, mu, var, tier,
+                              kind)
+            self._decayed = (idle, mu, var, tier, kind)
+        return self._decayed
 
     @property
     def kind_index(self) -> np.ndarray:
         """Each row's kind clipped to the known kinds: an index into a per-kind table."""
-        return self._decayed[4]
+        return self.decayed()[4]
 
     @property
     def tier(self) -> np.ndarray:
         """Each row's tier index (`tier_index` of its idle days and decayed confidence)."""
-        return self._decayed[3]
+        return self.decayed()[3]
 
-    @cached_property
+    @property
     def affect_values(self) -> tuple[float, float, float, float]:
         """The query's `affect_values` (an `Affect` is frozen: the same few come back query
         after query, worked out once each)."""
-        if type(self.affect) is Affect:
-            return _affect_values(self.affect)
-        return affect_values(self.affect)
+        if self._affect_values is None:
+            self._affect_values = (_affect_values(self.affect) if type(self.affect) is Affect
+                                   else affect_values(self.affect))
+        return self._affect_values
 
     @property
     def idle_days(self) -> np.ndarray:
         """Days since each row was last active (an unreadable time reads as now)."""
-        return self._decayed[0]
+        return self.decayed()[0]
 
     @property
     def confidence(self) -> tuple[np.ndarray, np.ndarray]:
         """The decayed (mean, variance), as `Confidence.decay` computes them."""
-        return self._decayed[1], self._decayed[2]
+        decayed = self.decayed()
+        return decayed[1], decayed[2]
 
 
 def affect_values(affect: Affect) -> tuple[float, float, float, float]:

@@ -23,6 +23,8 @@ from . import ops
 __all__ = ["ACCESS_HISTORY", "State"]
 
 ACCESS_HISTORY = 16  # access times kept per memory (the count is kept in full)
+_SCALARS = frozenset((str, int, float, bool, type(None)))
+_METAS_KEPT = 65_536
 _POPULATE_BYTES = 32 << 20
 
 
@@ -62,6 +64,7 @@ class State:
         self.n = array("I")
         self.access_count = array("I")
         self.accessed: dict[int, list[float]] = {}
+        self._metas: dict[int, tuple[str, dict[str, Any]]] = {}  # row -> its flat meta, decoded
         self._vectors = np.zeros((0, dim or 0), dtype=np.float32)
         self.covered: dict[str, int] = {}  # writer instance -> last seq applied
         # The embedding model the vectors come from (MODEL entries, the snapshot header);
@@ -105,9 +108,23 @@ class State:
         return tuple(joined.split(ops.TAG_SEP)) if joined else ()
 
     def meta_at(self, row: int) -> dict[str, Any]:
-        """The meta dict of a row (JSON decoded on demand)."""
+        """The meta dict of a row (JSON decoded on demand; a fresh dict each call)."""
         raw = self.meta[row]
-        return json.loads(raw) if raw else {}
+        if not raw:
+            return {}
+        # Every recalled hit reads its row's meta: a flat one (scalar values, the usual
+        # session, valence, status...) is decoded once and copied, a copy being a whole one.
+        # Kept with the text it came from: a row's text is never replaced but by forget's None.
+        kept = self._metas.get(row)
+        if kept is not None and kept[0] is raw:
+            return kept[1].copy()
+        value = json.loads(raw)
+        if type(value) is dict and all(type(v) in _SCALARS for v in value.values()):
+            if len(self._metas) >= _METAS_KEPT:
+                self._metas.clear()
+            self._metas[row] = (raw, value)
+            return value.copy()
+        return value
 
     def memory(self, row: int) -> Memory:
         """A read-only Memory for a row."""
@@ -310,6 +327,7 @@ class State:
         self.text[row] = ""
         self.tags[row] = ""
         self.meta[row] = None
+        self._metas.pop(row, None)
         self.realm[row] = self.source[row] = None
         self._vectors[row] = 0.0
         self.accessed.pop(row, None)

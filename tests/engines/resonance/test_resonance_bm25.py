@@ -176,6 +176,53 @@ def test_search_extra_ids_and_coverage() -> None:
     assert idx.top_k("", 5)[0].size == 0
 
 
+def test_more_scores_ids_as_its_scoring_pass_saw_the_index() -> None:
+    docs = ["red fish swims", "blue bird flew", "red bird"]
+    idx = BM25Index()
+    idx.add_many([10, 20, 30], docs)
+    _, more = idx.search_keeping("red bird", 1)
+    idx.add(40, "red bird red")  # written after the pass: unknown to it, like an absent id
+    scores, coverage = more(np.array([30, 40, 99, 10]))
+    before = BM25Index()
+    before.add_many([10, 20, 30], docs)
+    expected = before.search("red bird", 1, [30, 40, 99, 10])
+    assert scores.tolist() == expected.extra_scores.tolist()
+    assert coverage.tolist() == expected.extra_coverage.tolist()
+    assert scores[1] == scores[2] == 0.0 and scores[0] > scores[3] > 0.0
+
+
+def test_a_write_between_two_queries_is_seen() -> None:
+    # a query reads a view of the index kept until the next write (issue 26): after every
+    # kind of write, the scores are those of an index built afresh from the same documents
+    idx = BM25Index(BM25Params(merge_every=3))
+    corpus = {1: "red fish", 2: "blue bird"}
+
+    def check() -> None:
+        fresh = BM25Index()
+        fresh.add_many(list(corpus), list(corpus.values()))
+        for query in ("red", "bird fish", "red bird"):
+            got, want = idx.top_k(query, 5), fresh.top_k(query, 5)
+            assert dict(zip(*(a.tolist() for a in got), strict=True)) == dict(
+                zip(*(a.tolist() for a in want), strict=True))
+
+    idx.add_many(list(corpus), list(corpus.values()))
+    check()
+    for write in ("add", "remove", "replace", "merge", "add", "add"):
+        if write == "add":
+            doc_id = max(corpus) + 1
+            corpus[doc_id] = "red red bird" if doc_id % 2 else "fish"
+            idx.add(doc_id, corpus[doc_id])
+        elif write == "remove":
+            idx.remove(max(corpus))
+            del corpus[max(corpus)]
+        elif write == "replace":
+            corpus[1] = "green fish bird"
+            idx.add(1, corpus[1])
+        else:
+            idx.merge()
+        check()
+
+
 def test_empty_index_and_bad_input() -> None:
     idx = BM25Index()
     assert idx.top_k("anything", 3)[0].size == 0
@@ -207,3 +254,31 @@ def test_merge_drops_removed_postings_and_keeps_scores() -> None:
     assert offsets[-1] == docs.shape[0] == 10  # 9 postings − 1 removed + 2 added
     after = dict(zip(*(a.tolist() for a in idx.top_k("red fish", 10)), strict=True))
     assert set(after) == (set(before) - {3}) | {9}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_one_search_call_answers_as_the_separate_kernels_do(seed: int) -> None:
+    # A keyword search runs as one kernel call (kernels/bm25.py search, issue 26): scoring
+    # over the main CSR and the append buffer, the top k, the extra ids' signals. Each must
+    # be, byte for byte, what the scoring pass, topk_sorted and the slot gather give.
+    rng = np.random.default_rng(seed)
+    idx = BM25Index(BM25Params(merge_every=int(rng.integers(5, 40))))
+    ids = rng.permutation(400)[:120]
+    for doc_id in ids.tolist():  # a main CSR and a buffer, some documents removed
+        idx.add(doc_id, " ".join(rng.choice(WORDS, size=int(rng.integers(1, 9)))))
+        if rng.random() < 0.1:
+            idx.remove(int(rng.choice(ids)))
+    for _ in range(10):
+        query = " ".join(rng.choice(WORDS, size=int(rng.integers(1, 5))))
+        extra = rng.choice(500, int(rng.integers(0, 30)))
+        k = int(rng.integers(0, 40))
+        got = idx.search(query, k, extra)
+        sc = idx._score(query)
+        inv = np.float32(1.0 / sc.total if sc.total > 0 else 0.0)
+        slots, scores = np.empty(k, np.int32), np.empty(k, np.float32)
+        m = topk_sorted(sc.scores, sc.touched, sc.n, k, slots, scores) if k else 0
+        extra_scores, extra_matched = idx._gather(sc, extra)
+        for a, b in ((got.ids, sc.view.slot_ids[slots[:m]]), (got.scores, scores[:m]),
+                     (got.coverage, sc.matched[slots[:m]] * inv),
+                     (got.extra_scores, extra_scores), (got.extra_coverage, extra_matched * inv)):
+            assert a.tobytes() == b.tobytes()

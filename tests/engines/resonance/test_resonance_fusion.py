@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -194,7 +196,7 @@ def test_the_fusion_kernel_gives_numpys_scores_bit_for_bit(seed: int) -> None:
     # The weighted formula runs as one numba kernel (issue 26: two dozen numpy calls over a
     # few candidates were most of its time); over random signals (missing cosines, no BM25
     # at all, coverage outside [0, 1], random weights) it must give numpy's values exactly.
-    from soul.engines.resonance.recall.fusion import fused_scores
+    from soul.engines.resonance.recall.fusion import fused_relevance, fused_scores
 
     rng = np.random.default_rng(seed)
     n = int(rng.integers(0, 60))
@@ -208,3 +210,30 @@ def test_the_fusion_kernel_gives_numpys_scores_bit_for_bit(seed: int) -> None:
     conf = rng.uniform(-0.5, 1.5, n) if seed % 4 == 0 else None
     got = fused_scores(cands, cfg, tag=tag, confidence=conf)[0]
     assert got.tobytes() == _weighted_by_numpy(cands, cfg, tag, conf).tobytes()
+    # full resonance asks for the relevance alone (fused_relevance): the same bytes, in
+    # every method and normalisation
+    for method, normalisation in (("weighted", "calibrated"), ("weighted", "minmax"),
+                                  ("rrf", "calibrated")):
+        other = replace(cfg, method=method, normalisation=normalisation)
+        want = fused_scores(cands, other, tag=tag, confidence=conf)[0]
+        assert fused_relevance(cands, other, tag=tag, confidence=conf).tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_pool_relevance_kernel_gives_numpys_values(seed: int) -> None:
+    # full resonance mixes hybrid relevance and activation in one kernel call (issue 26):
+    # numpy's (1 - w)·h + w·a to the bit, and whether no candidate is marked forgotten
+    from soul.engines.resonance.kernels.fusion import pool_relevance
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 50))
+    hybrid = rng.uniform(0, 1.5, n)
+    if seed % 2:
+        hybrid[rng.random(n) < 0.2] = -1.0
+    if seed % 3 == 0 and n:
+        hybrid[0] = np.nan
+    activation, weight = rng.uniform(0, 1, n), float(rng.uniform(0, 1))
+    out = np.empty(n)
+    kept = pool_relevance(hybrid, activation, weight, out)
+    assert out.tobytes() == ((1.0 - weight) * hybrid + weight * activation).tobytes()
+    assert kept == bool((hybrid >= 0).all())

@@ -141,3 +141,24 @@ def test_search_falls_back_to_an_exact_scan_when_hnsw_cannot_reach_k() -> None:
         assert sorted(ids.tolist()) == live.tolist()
         assert np.allclose(sims, np.sort(exact)[::-1], atol=1e-5)
     assert raised > 0
+
+
+def test_unit_rows_is_the_guarded_division_by_the_row_norms_bit_for_bit() -> None:
+    # unit_rows divides at once when no row is zero or NaN (issue 26): the same values as
+    # the guarded division it does otherwise, which leaves such rows zero
+    from soul.engines.resonance.field.embedding import unit_rows
+
+    rng = np.random.default_rng(3)
+    for n in (0, 1, 2, 7, 64):
+        vectors = rng.normal(size=(n, 384)).astype(np.float32) * rng.uniform(1e-3, 1e3)
+        for bad in ([], [0], [n - 1], [0, n // 2]):
+            if n == 0 and bad:
+                continue
+            v = vectors.copy()
+            v[bad] = 0.0
+            if len(bad) == 2:
+                v[bad[1], 5] = np.nan
+            norms = np.linalg.norm(v, axis=1, keepdims=True)
+            with np.errstate(invalid="ignore"):
+                want = np.divide(v, norms, out=np.zeros_like(v), where=norms > 0)
+            assert np.array_equal(unit_rows(v), want, equal_nan=True)

@@ -285,3 +285,81 @@ def test_resonating_logs_accesses_like_recall_without_an_unbounded_queue(field: 
         field.resonate("when does the harbour ferry stop", k=len(field))
     assert len(field.accesses) < 256  # flushed to the log, as recall does
     assert field.get(m).access_count >= 60
+
+
+def test_a_write_between_two_queries_is_seen_as_a_fresh_open_sees_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A query keeps what depends only on the field between queries (issue 26: the keyword
+    # index's read view, decoded metas, the scoring plan); after every kind of write the
+    # next query must rank and score as a field opened afresh from the files does.
+    now = [1_790_000_000.0]
+    monkeypatch.setattr(time, "time", lambda: now[0])
+    path = tmp_path / "w"
+    field = Field.open(path, WordEmbedder(), dedup_threshold=None)
+    ids = [field.remember(text, meta={"session": "s", "n": i}) for i, text in
+           enumerate(["Ada builds compilers in Rust", "Ada likes compilers and parsers",
+                      *DISTRACTORS])]
+    query = "who builds compilers"
+
+    def check() -> list[str]:
+        field.sync()
+        field.association.graph.flush()
+        got = field.resonate(query, k=5, touch=False, disabled={"hebbian"})
+        with Field.open(path, WordEmbedder(), read_only=True) as fresh:
+            want = fresh.resonate(query, k=5, disabled={"hebbian"})
+        assert [(h.id, h.score, h.meta) for h in got] == [(h.id, h.score, h.meta) for h in want]
+        return [h.id for h in got]
+
+    first = check()
+    new = field.remember("compilers: Ada builds them, who else builds compilers", meta={"n": 9})
+    assert new in check()
+    field.touch([ids[1]] * 3)
+    field.flush_accesses()
+    now[0] += 3600.0
+    check()
+    field.strengthen(ids[1])
+    field.weaken(ids[0])
+    check()
+    field.forget(new)
+    assert new not in check()
+    field.forget(first[0])
+    assert first[0] not in check()
+    field.close()
+
+
+def test_a_hits_meta_is_its_own_copy(field: Field) -> None:
+    # a row's meta is decoded once and copied to each hit (issue 26): changing one hit's
+    # meta changes no other hit's, nor the stored one
+    memory_id = field.remember("Ada builds compilers in Rust", meta={"session": "s", "n": 1})
+    first = field.resonate("compilers", k=1)[0]
+    first.meta["n"] = 2
+    first.meta["added"] = True
+    again = field.resonate("compilers", k=1)[0]
+    assert again.meta == {"session": "s", "n": 1} == field.get(memory_id).meta
+    assert again.meta is not first.meta
+
+
+def test_a_sessions_topics_are_what_a_counter_of_them_gives() -> None:
+    # SessionPrimer counts topics without Counter.update and ranks a few without heapq
+    # (issue 26): the same weights, in the same order, as Counter.update / most_common
+    import random
+    from collections import Counter
+
+    from soul.engines.resonance.resonate.priming import SessionPrimer
+
+    rng = random.Random(4)
+    primer, counts = SessionPrimer(), Counter()
+    names = [f"topic{i}" for i in range(14)]
+    for _ in range(300):
+        seen = rng.choices(names, k=rng.randint(0, 6))
+        primer.observe("s", [], seen)
+        if seen:
+            for name in list(counts):
+                counts[name] *= 0.8
+                if counts[name] < 0.1:
+                    del counts[name]
+            counts.update(seen)
+        for n in (3, 10, 20):
+            top = counts.most_common(n)
+            want = {name: c / top[0][1] for name, c in top} if top else {}
+            assert list(primer.topics("s", n).items()) == list(want.items())

@@ -12,9 +12,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from soul.engines.resonance import ConfigError
+from soul.engines.resonance.kernels.scoring import CORE, guard
 from soul.engines.resonance.memory import DAY, Tier, parse_kind, tier_of
 from soul.engines.resonance.resonate.scoring import Affect, Scorer, ScoringConfig
-from soul.engines.resonance.resonate.scoring_inputs import TIERS, base_level_activation, tier_index
+from soul.engines.resonance.resonate.scoring_factors import FACTORS
+from soul.engines.resonance.resonate.scoring_inputs import (
+    TIERS,
+    Inputs,
+    base_level_activation,
+    tier_index,
+)
 from soul.engines.resonance.store import ops
 from soul.engines.resonance.store.state import ACCESS_HISTORY, State
 
@@ -417,3 +424,83 @@ def test_final_is_the_weighted_log_sum_of_the_factors_in_order_bit_for_bit(
             with np.errstate(divide="ignore"):
                 log_final += f.weight * np.log(scored.factors[f.name])
     assert np.array_equal(scored.final, np.exp(np.minimum(log_final, 700.0)))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(memories=st.lists(_memory, min_size=1, max_size=8), data=st.data())
+def test_the_fused_factor_kernel_gives_each_factors_own_values_bit_for_bit(
+        memories: list[dict[str, Any]], data: st.DataObject) -> None:
+    # combine computes Relevance, ActR, Strength, Confidence, Kind, Spacing and Tier in one
+    # kernel call (kernels/scoring.py `core`, issue 26): each must be what its own factor
+    # function (and kernel) gives, to the last bit, whichever of them are on.
+    n = len(memories)
+    relevance = np.array(data.draw(st.lists(_weird, min_size=n, max_size=n)))
+    now = data.draw(st.floats(NOW - 1e6, NOW + 1e9))
+    on = data.draw(st.sets(st.sampled_from(CORE), min_size=1))
+    config = ScoringConfig.defaults().only(*on, "Epistemic")
+    config = config.with_factor("Relevance", scale=data.draw(st.sampled_from(["cosine", "unit"])))
+    config = config.with_factor("ActR", decay=data.draw(st.floats(0.05, 0.95)),
+                                min_age_seconds=data.draw(st.floats(1.0, 1e5)))
+    config = config.with_factor("Spacing", min_accesses=data.draw(st.sampled_from([0.0, 2.0, 5.0])))
+    config = config.with_factor("Kind", other=data.draw(st.floats(0.0, 3.0)))
+    state = make_state(memories)
+    rows = np.arange(n)
+    scored = Scorer(config=config).score(state, rows, relevance, now=now)
+    assert set(scored.factors) == {*on, "Epistemic"}
+    for name in on:
+        own = FACTORS[name].fn(Inputs(state, rows, relevance, now, Affect(), {}),
+                               config.factor(name).params)
+        expected = np.array(np.broadcast_to(own, (1, n)), np.float64)
+        guard(expected)  # what combine does to every factor's values
+        assert np.array_equal(scored.factors[name], expected[0]), name
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(memories=st.lists(_memory, min_size=1, max_size=6), data=st.data())
+def test_a_factor_without_its_signals_is_idle(memories: list[dict[str, Any]],
+                                             data: st.DataObject) -> None:
+    # combine skips a factor none of whose signals a row has when its declared idle value
+    # is 1.0 (issue 26): the function must give exactly that value then, whatever the
+    # affect, the other meta keys and the params
+    n = len(memories)
+    affect = Affect(*data.draw(st.tuples(_weird, _weird, _weird, _weird)))
+    config = ScoringConfig.defaults()
+    config = config.with_factor("Status", default=data.draw(st.sampled_from(
+        ["verified", "active", "observed", "proposed"])))
+    config = config.with_factor("IntegrationWeight", max=data.draw(st.sampled_from([0.5, 1.0, 2.0])))
+    config = config.with_factor("RealmReliability", realms=data.draw(st.sampled_from(
+        [{}, {"work": 0.9}])))
+    for name, spec in FACTORS.items():
+        if spec.idle is None:
+            continue
+        params = config.factor(name).params
+        idle = spec.idle(params)
+        rows = [{**m, "meta": {k: v for k, v in m["meta"].items() if k not in spec.signals}}
+                for m in memories]
+        extra = {k: [1.0] * n for k in data.draw(st.sets(st.sampled_from(
+            ["competitors", "prediction", "surprise", "integration", "epistemic_debt",
+             "surprise_domain", "realm_reliability"]))) if k not in spec.signals}
+        value = spec.fn(Inputs(make_state(rows), np.arange(n), np.ones(n), NOW, affect, extra),
+                        params)
+        if idle is not None:
+            assert isinstance(value, float) and value == idle, name
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_rows_columns_are_gathered_as_read_one_by_one(seed: int) -> None:
+    # many rows close together are read through a copy of their range (issue 26), others
+    # one value at a time: both must give each row's own values, in the rows' order
+    rng = np.random.default_rng(seed)
+    specs = [{"kind": str(rng.choice(["episode", "correction", "belief"])),
+              "created": NOW - float(rng.uniform(0, 1e7)), "mu": float(rng.uniform(0, 1)),
+              "n": int(rng.integers(0, 9)), "accesses": [NOW - 5.0] * int(rng.integers(0, 3))}
+             for _ in range(300)]
+    state = make_state(specs)
+    for rows in (rng.permutation(300)[: int(rng.integers(1, 300))], np.arange(40, 80),
+                 rng.choice(300, 20), np.array([7])):
+        inputs = Inputs(state, np.asarray(rows, np.int64), np.ones(len(rows)), NOW, Affect(), {})
+        want = [[column[r] for r in rows.tolist()] for column in (
+            state.created, state.access_count, state.n, state.last_active, state.mu, state.var)]
+        assert inputs.numbers.tolist() == want
+        assert inputs.kind.tolist() == [state.kind[r] for r in rows.tolist()]
+        assert inputs.kind.dtype == np.int64 and inputs.numbers.dtype == np.float64

@@ -231,7 +231,9 @@ def test_reached_lookups_match_their_plain_definitions(graph: KnowledgeGraph, se
     entities = [f"Entity {i}" for i in range(rng.randint(1, 12))]
     for memory_id in memories:
         graph.mention(memory_id, rng.sample(entities, rng.randint(0, min(3, len(entities)))))
-    reached = graph.spread({m: rng.uniform(0.1, 1.0) for m in rng.sample(memories, 2)},
+    reached_seeds = rng.sample(memories, 2)
+    reached_values = [rng.uniform(0.1, 1.0) for _ in reached_seeds]
+    reached = graph.spread(dict(zip(reached_seeds, reached_values, strict=True)),
                            decay=0.9, cutoff=0.01)
     adj = graph.adjacency()
     by_node = {n: (a, h) for n, a, h in zip(reached.nodes.tolist(), reached.activation.tolist(),
@@ -252,5 +254,22 @@ def test_reached_lookups_match_their_plain_definitions(graph: KnowledgeGraph, se
         if (reached.activation[i] >= threshold and key.startswith("m:")
                 and key[2:] not in known and len(expected) < limit):
             expected[key[2:]] = float(reached.activation[i])
-    assert reached.strongest_memories(threshold, limit, known, known_nodes) == expected
-    assert reached.strongest_memories(threshold, limit, known) == expected
+    # in order too: the joined memories are candidates in this order (ties: the earlier rank)
+    got = reached.strongest_memories(threshold, limit, known, known_nodes)
+    assert list(got.items()) == list(expected.items())
+    assert list(reached.strongest_memories(threshold, limit, known).items()) == list(expected.items())
+
+    # full resonance reads both in one kernel call (graph.reach, issue 26): the same answers
+    seeds = dict(zip(reached_seeds, reached_values, strict=True))
+    known_exact = np.array([-1 if (n := adj.node_of(f"m:{m}")) is None else n for m in known],
+                           np.int64)  # every known memory's node (node 0 too)
+    for candidates, names in ((nodes, None), (known_exact, known)):
+        one = graph.reach(adj, seeds, candidates, threshold, limit, decay=0.9, cutoff=0.01)
+        want_act, want_hop = reached.of_nodes(candidates)
+        assert one.activation.tobytes() == want_act.tobytes()
+        assert one.hops.tobytes() == want_hop.tobytes()
+        assert one.reached == len(reached)
+        if names is not None:
+            assert [(m, a) for m, a, _ in one.strongest] == list(expected.items())
+            assert [h for _, _, h in one.strongest] == [by_node[adj.node_of(f"m:{m}")][1]
+                                                        for m, _, _ in one.strongest]
