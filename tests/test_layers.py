@@ -8,6 +8,7 @@ read as the submodule. The rules are the tables below; the last tests plant viol
 from __future__ import annotations
 
 import ast
+import functools
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -277,6 +278,12 @@ def cycle_problems(found: list[Import]) -> list[str]:
             for c in sorted(cycles(found), key=sorted)]
 
 
+@functools.cache
+def repo_imports() -> tuple[Import, ...]:
+    """`imports(REPO)`, parsed once for the tests that check the repository's own imports."""
+    return tuple(imports(REPO))
+
+
 def test_the_tables_agree_and_name_real_modules() -> None:
     for sources, targets, reason in NEVER:
         for source in sources:
@@ -291,17 +298,17 @@ def test_the_tables_agree_and_name_real_modules() -> None:
 
 
 def test_stages_import_forward_only() -> None:
-    problems = layer_violations(imports(REPO))
+    problems = layer_violations(list(repo_imports()))
     assert not problems, "\n".join([f"{len(problems)} import rule violation(s):", *problems])
 
 
 def test_other_stages_are_entered_by_their_front_door() -> None:
-    problems = door_violations(imports(REPO))
+    problems = door_violations(list(repo_imports()))
     assert not problems, "\n".join([f"{len(problems)} import rule violation(s):", *problems])
 
 
 def test_runtime_parts_import_by_the_rules() -> None:
-    problems = runtime_violations(imports(REPO))
+    problems = runtime_violations(list(repo_imports()))
     assert not problems, "\n".join([f"{len(problems)} import rule violation(s):", *problems])
 
 
@@ -313,7 +320,7 @@ def test_runtime_top_holds_at_most_ten_modules() -> None:
 
 
 def test_no_import_cycles_in_the_whole_package() -> None:
-    problems = cycle_problems(imports(REPO))
+    problems = cycle_problems(list(repo_imports()))
     assert not problems, "\n".join([f"{len(problems)} import rule violation(s):", *problems])
 
 

@@ -21,6 +21,7 @@ import threading
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
+LINGERS = {lingers}
 app = MCPServer("soul-test")
 COUNT = {"n": 0}
 
@@ -60,7 +61,9 @@ def count() -> int:
 
 
 if __name__ == "__main__":
-    threading.Timer(float(os.environ.get("SOUL_TEST_SERVER_LIFE", "120")), lambda: os._exit(0)).start()
+    life = threading.Timer(float(os.environ.get("SOUL_TEST_SERVER_LIFE", "120")), lambda: os._exit(0))
+    life.daemon = not LINGERS  # a daemon timer lets the server exit when its stdin closes
+    life.start()
     if sys.argv[1:2] == ["http"]:
         app.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     else:
@@ -68,9 +71,13 @@ if __name__ == "__main__":
 '''
 
 
-def write_server(folder: Path) -> Path:
-    path = folder / "test_server.py"
-    path.write_text(textwrap.dedent(SERVER_PY), encoding="utf-8")
+def write_server(folder: Path, *, lingers: bool = False) -> Path:
+    """The test server's script in `folder`. It exits when its stdin closes, as stdio servers
+    do; with `lingers` it outlives its stdin (until its life ends), like a server that ignores
+    EOF: only signals stop it (the SDK's after its grace period, or soul's guard), which is
+    what the tests of those stops need — and costs each close the SDK's grace (~2 s)."""
+    path = folder / ("lingering_server.py" if lingers else "test_server.py")
+    path.write_text(textwrap.dedent(SERVER_PY).replace("{lingers}", str(lingers)), encoding="utf-8")
     return path
 
 

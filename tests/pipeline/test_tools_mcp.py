@@ -40,8 +40,8 @@ def allow(monkeypatch: pytest.MonkeyPatch, *commands: list[str]) -> None:
     monkeypatch.setenv("SOUL_ALLOW_COMMANDS", ",".join(shlex.join(c) for c in commands))
 
 
-def sdk_server(tmp_path: Path) -> list[str]:
-    return [sys.executable, str(write_server(tmp_path))]
+def sdk_server(tmp_path: Path, *, lingers: bool = False) -> list[str]:
+    return [sys.executable, str(write_server(tmp_path, lingers=lingers))]
 
 
 def entry(command: list[str] | str, use: str = "[add, fail, slow, pid, count]", more: str = "") -> str:
@@ -155,7 +155,7 @@ def test_lifetime_process_shares_one_server_and_session_gives_each_its_own(
 def test_a_session_lifetime_server_stops_when_its_session_closes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import asyncio
 
-    command = sdk_server(tmp_path)
+    command = sdk_server(tmp_path, lingers=True)  # stopped by soul, not by its stdin closing
     allow(monkeypatch, command)
     path = soul_yaml(tmp_path, entry(command, use="[pid]", more="    lifetime: session\n"))
     provider = ScriptedProvider([{"tool_calls": [{"name": "pid", "arguments": {}}]}, ANSWER, REPLY])
@@ -174,7 +174,7 @@ def test_a_session_lifetime_server_stops_when_its_session_closes(tmp_path: Path,
 
 
 def test_kill_9_of_soul_leaves_no_server_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    command = sdk_server(tmp_path)
+    command = sdk_server(tmp_path, lingers=True)  # outlives its stdin: only the guard stops it
     path = soul_yaml(tmp_path, entry(command, use="[pid]"))
     program = tmp_path / "parent.py"
     program.write_text(textwrap.dedent(f"""

@@ -183,7 +183,7 @@ def test_the_panels_keep_their_height_and_scroll_as_cycles_come(serve: Serve, tm
                                f"S_quiet {i} " + long, loud=f"impulse {i}" if i % 3 == 0 else "")
                          for i in range(cycles)],
     }
-    blueprint = csd_folder(tmp_path / "csd", loop="interval", interval_seconds=0.3)
+    blueprint = csd_folder(tmp_path / "csd", loop="interval", interval_seconds=0.15)  # 24 cycles: ~4 s
     server = serve(str(blueprint), "--script", str(write_script(tmp_path, script)), "--cycles", str(cycles))
     open_page(page, server.url)  # measured at once, with (almost) nothing in the panels yet
     status = page.locator('[data-role="loop-status"]')
