@@ -59,19 +59,24 @@ def test_killing_one_of_two_workers_mid_cycle_leaves_every_cycle_applied_once(
     args = ("--cycles", str(target), "--dead-after", "2")
     dead, alive = "recovery-dead", "recovery-alive"  # DBOS's tables are shared by every test
     survivor = _worker(blueprint, env, *args, "--executor", alive)
-    killed = False
-    for _ in range(8):  # kill w1 until a kill lands inside one of its cycles
-        victim = _worker(blueprint, env, *args, "--executor", dead)
-        deadline = time.monotonic() + 60
-        while _pending_of(url, dead) == 0 and victim.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.01)
-        victim.send_signal(signal.SIGKILL)
-        victim.communicate()
-        if _pending_of(url, dead):
-            killed = True
-            break
-    assert killed, f"no kill landed inside a cycle of {dead}"
-    _out, err = survivor.communicate(timeout=300)  # only the survivor is left to finish
+    try:
+        killed = False
+        for _ in range(8):  # kill w1 until a kill lands inside one of its cycles
+            victim = _worker(blueprint, env, *args, "--executor", dead)
+            deadline = time.monotonic() + 60
+            while _pending_of(url, dead) == 0 and victim.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.01)
+            victim.send_signal(signal.SIGKILL)
+            victim.communicate()
+            if _pending_of(url, dead):
+                killed = True
+                break
+        assert killed, f"no kill landed inside a cycle of {dead}"
+        _out, err = survivor.communicate(timeout=300)  # only the survivor is left to finish
+    finally:  # a failed wait leaves no worker running on after the test
+        if survivor.poll() is None:
+            survivor.kill()
+            survivor.communicate()
     assert survivor.returncode == 0, err
     for sid in sessions:
         assert _cycles(url, sid) == {n: 1 for n in range(1, target + 1)}
