@@ -39,8 +39,8 @@ def unit_rows(vectors: np.ndarray) -> np.ndarray:
 
 class FieldEmbedder:
     """Embeds texts for one Field (``embedder``: any object with ``dim`` and ``embed(texts)``;
-    None loads ``Embedder.default()`` on first use, so a field only written with given
-    vectors never loads a model)."""
+    None uses ``Embedder.shared()`` — the default model, loaded once per process — on first
+    use, so a field only written with given vectors never loads a model)."""
 
     def __init__(self, store: Store, embedder: Any = None) -> None:
         self._store = store  # its dimension shapes the answer for no texts
@@ -55,7 +55,7 @@ class FieldEmbedder:
         if self._embedder is None:
             from ..recall.embedder import Embedder
 
-            default = Embedder.default()
+            default = Embedder.shared()  # one model session per process, not per field
             self.check(default)
             self._embedder = default
         return self._embedder

@@ -32,6 +32,8 @@ from .models import EmbedderIdentity, file_fingerprint
 __all__ = ["CircuitBreaker", "Embedder", "EmbedderConfig", "EmbedderStats", "Embeddings"]
 
 DEFAULT_MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
+_SHARED: dict[str, Embedder] = {}  # `Embedder.shared()`: the default model, loaded once
+_SHARED_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -211,6 +213,16 @@ class Embedder:
             raise EmbedderError(f"cannot load {model_onnx} / {tokenizer_json}: {exc}") from exc
         return cls(session, tokenizer, config=cfg, model_id=model_id or model_onnx.stem,
                    model_path=model_onnx)
+
+    @classmethod
+    def shared(cls) -> Embedder:
+        """`default()` once per process: the embedder of every field that names none. A model
+        session costs 0.15–0.35 s to load and tens of MB; a server opens a field per user."""
+        with _SHARED_LOCK:
+            found = _SHARED.get("default")
+            if found is None:
+                found = _SHARED["default"] = cls.default()
+            return found
 
     @classmethod
     def default(cls, **config: Any) -> Embedder:

