@@ -193,22 +193,22 @@ def test_a_turns_recall_embeds_its_query_at_the_start_and_searches_on_the_loop(
     session.turn_sync("My cat is called Miso.")  # opens the field (in a worker thread)
     field = s.memory_field()
     embedder = field.embedder
-    searched_on: list[int] = []
+    question = "What is my cat called? (asked once, in test_memory_writes)"  # in no cache yet
+    assert not embedder.knows(question)
+    searched: list[tuple[int, bool]] = []
     recall = field.recall
 
     def spied(*args, **kwargs):  # type: ignore[no-untyped-def]
-        searched_on.append(threading.get_ident())
+        searched.append((threading.get_ident(), embedder.knows(args[0])))
         return recall(*args, **kwargs)
 
-    field.recall = spied  # the real recall, with the thread it ran on noted
-    misses = embedder.stats().cache_misses
+    field.recall = spied  # the real recall, with the thread it ran on and what it found cached
 
     async def main() -> int:
-        await session.turn("What is my cat called?")
+        await session.turn(question)
         await session.close()
         return threading.get_ident()
 
     loop_thread = asyncio.run(main())
-    assert searched_on == [loop_thread]
-    assert embedder.stats().cache_misses == misses + 2  # the query, warmed once; the reply, written after
+    assert searched == [(loop_thread, True)]  # on the loop, its query's vector warmed before it
     s.close()
