@@ -60,13 +60,11 @@ class MemoryRecall(StepKind):
         want = 2 * k if skip else k  # room for the hits of this conversation that are dropped
         # the runtime's reader runs the query on the loop when that is quick (its vector warmed at
         # the turn's start, a small field), else in a worker thread; any other Recall: a thread
-        soon = getattr(memory, "resonate_soon" if mode == "resonate" else "recall_soon", None)
-        if mode == "resonate":
-            kwargs = {"session": env.session, "tags": params.get("tags"), "affect": _affect(env)}
-            hits = await (soon(query, want, **kwargs) if soon else asyncio.to_thread(memory.resonate, query, want, **kwargs))
-        else:
-            kwargs = {"mode": mode, "tags": params.get("tags")}
-            hits = await (soon(query, want, **kwargs) if soon else asyncio.to_thread(memory.recall, query, want, **kwargs))
+        search = "resonate" if mode == "resonate" else "recall"
+        kwargs = ({"session": env.session, "tags": params.get("tags"), "affect": _affect(env)} if search == "resonate"
+                  else {"mode": mode, "tags": params.get("tags")})
+        soon = getattr(memory, f"{search}_soon", None)
+        hits = await (soon(query, want, **kwargs) if soon else asyncio.to_thread(getattr(memory, search), query, want, **kwargs))
         hits = [h for h in hits if h.score > 0 and (skip is None or h.meta.get("session") != skip)][:k]
         rows = [{"id": h.id, "text": h.text, "score": round(h.score, 4), "kind": h.kind, "tags": list(h.tags)} for h in hits]
         return {"hits": rows, "text": "\n".join(h.text for h in hits), "region": region,

@@ -98,6 +98,12 @@ class FieldEmbedder:
         """The embedder if it is given or loaded already, else None (loads nothing)."""
         return self._embedder
 
+    def knows(self, text: str) -> bool:
+        """Whether `text`'s vector is cached by the embedder already (loads no model: False
+        before one is loaded, and for embedders that keep no cache)."""
+        knows = getattr(self.loaded, "knows", None)
+        return bool(knows and knows(text))
+
     def embed(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(unit vectors (n, dim) float32, ok mask): rows not ok are zero fallbacks."""
         if not texts:

@@ -150,6 +150,10 @@ class Field:
         """(unit vectors (n, dim) float32, ok mask): rows not ok are zero fallbacks."""
         return self._embedding.embed(texts)
 
+    def knows(self, text: str) -> bool:
+        """Whether embedding `text` would run no model: its vector is cached (loads nothing)."""
+        return self._embedding.knows(text)
+
     @property
     def embedder_record(self) -> dict[str, object] | None:
         """The embedding model the field's vectors come from (name, dim, sha256), as

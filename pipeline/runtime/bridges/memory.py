@@ -262,8 +262,8 @@ class MemoryBridge:
         def embed(query: str) -> None:  # into the embedder's cache, where the query finds it
             field.embed([query])
 
-        knows = getattr(field.embedder, "knows", None)  # the bundled embedder's cache (others: no)
-        self.queries.warm(text, embed, known=bool(knows and knows(text)))
+        # asked of the field, which loads no model to answer (this runs on the event loop)
+        self.queries.warm(text, embed, known=field.knows(text))
 
     def answers_at_once(self) -> bool:
         """Whether a warmed query may run on the event loop: the field open and small, no write
@@ -404,15 +404,15 @@ class MemoryReader:
     async def recall_soon(self, query: str, k: int = 10, *, mode: str = "hybrid",
                           tags: Sequence[str] | None = None) -> list[Hit]:
         """`recall`, on the event loop when it is quick, else in a worker thread (`memory_work.py`)."""
-        bridge = self._bridge
-        ask = partial(self.recall, query, k, mode=mode, tags=tags)
-        return await run_query(bridge.queries, query, bridge.answers_at_once, ask)  # type: ignore[no-any-return]
+        return await self._soon(query, partial(self.recall, query, k, mode=mode, tags=tags))
 
     async def resonate_soon(self, query: str, k: int = 10, *, session: str | None = None, tags: Sequence[str] | None = None,
                             affect: Mapping[str, float] | None = None) -> list[Hit]:
         """`resonate`, on the event loop when it is quick, else in a worker thread (`memory_work.py`)."""
+        return await self._soon(query, partial(self.resonate, query, k, session=session, tags=tags, affect=affect))
+
+    async def _soon(self, query: str, ask: Callable[[], list[Hit]]) -> list[Hit]:
         bridge = self._bridge
-        ask = partial(self.resonate, query, k, session=session, tags=tags, affect=affect)
         return await run_query(bridge.queries, query, bridge.answers_at_once, ask)  # type: ignore[no-any-return]
 
     def resonate(self, query: str, k: int = 10, *, session: str | None = None, tags: Sequence[str] | None = None,

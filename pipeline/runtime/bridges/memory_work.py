@@ -25,7 +25,7 @@ field; in a worker thread, so the event loop keeps serving. The hand-off to the 
 back costs ~0.1 ms, and the search itself runs colder there: on a small field that is as much
 as the search. So a turn whose recall reads its input warms the query's vector at its start
 (`Queries.warm`, in a worker thread, while the turn reads its snapshot and starts), and the
-recall then searches on the event loop when that is quick (`Queries.at_once`): the vector
+recall then searches on the event loop when that is quick (`MemoryBridge.answers_at_once`): the vector
 warmed, the field open and at most `AT_ONCE_MEMORIES` memories, no write pending. Anything
 else — another query, a large field, a tape, a partition — goes to the worker thread as before.
 """
@@ -38,6 +38,7 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, wait
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -79,11 +80,7 @@ class Writes:
                 wait(before)
             self._inside.writing = True
             try:
-                context.run(work)
-            except BaseException as exc:  # handed to whoever awaits the write
-                done.set_exception(exc)
-            else:
-                done.set_result(None)
+                _resolve(done, partial(context.run, work))  # an error: handed to whoever awaits the write
             finally:
                 self._inside.writing = False
 
@@ -108,6 +105,16 @@ class Writes:
         """How many writes have not run yet."""
         with self._lock:
             return sum(1 for _, f in self._pending if not f.done())
+
+
+def _resolve(done: Future[None], work: Callable[[], None]) -> None:
+    """Run `work` and settle `done` with its outcome (None, or what it raised)."""
+    try:
+        work()
+    except BaseException as exc:
+        done.set_exception(exc)
+    else:
+        done.set_result(None)
 
 
 def write_turn(memory: Any, session: str, items: list[dict[str, Any]], recalled: Sequence[str],
@@ -154,27 +161,17 @@ class Queries:
         """Embed `text` now, in the running loop's default executor (`embed` puts its vector
         in the embedder's cache); the recall that asks for it next finds it there. `known`:
         its vector is cached already, nothing to embed (no trip to a thread)."""
-        done: Future[None] = Future()
-        if known:
-            done.set_result(None)
         with self._lock:
             if text in self._warming:
                 return
             if len(self._warming) >= _WARMING_KEPT:
                 self._warming.pop(next(iter(self._warming)))
+            done: Future[None] = Future()
             self._warming[text] = done
         if known:
-            return
-
-        def run() -> None:
-            try:
-                embed(text)
-            except BaseException as exc:  # the recall's own query says what failed, in its thread
-                done.set_exception(exc)
-            else:
-                done.set_result(None)
-
-        asyncio.get_running_loop().run_in_executor(None, run)
+            done.set_result(None)
+        else:  # a failure is the recall's to report: its own query raises it, in its thread
+            asyncio.get_running_loop().run_in_executor(None, _resolve, done, partial(embed, text))
 
     async def warmed(self, text: str) -> bool:
         """Whether `text`'s vector was warmed (waiting for it if it is still being embedded);

