@@ -211,6 +211,38 @@ def test_this_turn_so_far_shows_each_turns_own_outputs(write_blueprint, soul_hom
     assert "## This Turn So Far\n- a: result: False\n- b: result: True\n\n" in systems[5]
 
 
+class OneFailsProvider(Provider):
+    """`a?` waits (long), `b?` fails at once: what becomes of a layer whose units part ways."""
+
+    name = "one-fails"
+
+    def __init__(self) -> None:
+        self.cancelled: list[str] = []
+
+    async def complete(self, request: Request) -> Completion:
+        system = request.messages[0].content
+        if "true or false: b?" in system:
+            raise ProviderError("b's model is down")
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            self.cancelled.append("a" if "true or false: a?" in system else "other")
+            raise
+        tag = request.tags[0]
+        return Completion(f"<{tag}>true</{tag}>", Usage())
+
+
+def test_a_unit_that_fails_cancels_the_units_of_its_layer_still_waiting(write_blueprint, soul_home: Path) -> None:  # type: ignore[no-untyped-def]
+    path = write_blueprint(fan_of_three("d: {uses: mental_query, after: [a, b, c], with: {query: d?}}"))
+    provider = OneFailsProvider()
+    s = soul.load(path, provider=provider, home=soul_home)
+    started = time.perf_counter()
+    with pytest.raises(ProviderError, match="b's model is down"):
+        s.session().turn_sync("go")
+    assert time.perf_counter() - started < 2  # not after a's 5 s
+    assert provider.cancelled == ["a"]  # a was waiting when b failed; c was never started
+
+
 class FailingProvider(Provider):
     name = "failing"
 

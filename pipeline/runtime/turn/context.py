@@ -85,7 +85,8 @@ class TurnState:
     reach: int  # the place in plan order of the latest step in `done` (runner.py: `_did`)
     session: str | None  # the session's id, for engines that prime by session
     recalled: list[str]  # memory ids recalled: touched after the commit
-    shown: list[int]  # turns of history each call showed
+    shown: list[int]  # turns of history each call that cut the history showed
+    whole: bool  # a call showed every turn of the history (the turn does not fold)
     summaries: list[SummaryRecord]  # history folded this turn
     folded: list[MemoryEntry]  # the summary's working-memory entry
     # the kind of each step whose changes hold working memory: its entries are labelled with
@@ -106,6 +107,7 @@ class TurnState:
         self.provider_spans = []
         self.recalled = []
         self.shown = []
+        self.whole = False
         self.summaries = []
         self.folded = []
         self.labels = {}

@@ -13,7 +13,7 @@ from collections.abc import Coroutine, Sequence
 from typing import Any
 
 
-def _adopt(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any], yielded: Any) -> asyncio.Future[Any]:
+def adopt(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any], yielded: Any) -> asyncio.Future[Any]:
     """A future for the rest of a coroutine that has just yielded `yielded`.
 
     A coroutine awaiting a future yields that future and expects to be resumed only once it is
@@ -67,7 +67,7 @@ def start_eagerly(coros: Sequence[Coroutine[Any, Any, Any]], results: list[Any] 
                 if results is not None:
                     results[started - 1] = done.value
                 continue
-            waiting.append((started - 1, _adopt(asyncio.get_running_loop(), coro, yielded)))
+            waiting.append((started - 1, adopt(asyncio.get_running_loop(), coro, yielded)))
     except BaseException:
         for _, future in waiting:
             future.cancel()
