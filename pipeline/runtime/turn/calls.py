@@ -163,19 +163,25 @@ async def run_call(
             else:
                 first = (raw, completion.usage, result, parses, started)
         if first is None:
-            usage = completion.usage
-            ended = time.perf_counter()
-            ms = (ended - started) * 1000
-            tokens_in, tokens_out, cache_read, cache_write = (usage.input_tokens, usage.output_tokens,
-                                                              usage.cache_read_tokens, usage.cache_write_tokens)
-            budget, price = prompt.budget, bound.price
-            trace = CallTrace(bound.unit, bound.model, shape.names, messages, raw, 1, tokens_in, tokens_out, ms, repairs, (),
-                              budget, tuple(prompt.cut) if prompt.cut else (), (), cache_read, cache_write,
-                              prompt.layout if budget is not None else None,
-                              cost_of(price, tokens_in, tokens_out, cache_read, cache_write) if price is not None
-                              else call_cost(provider.name, bound.model, tokens_in, tokens_out, cache_read, cache_write))
-            return CallOutcome(parses, _NONE, trace, False, (), (started, ended))
+            return _outcome(bound, prompt, raw, completion.usage, repairs, parses, started)
     return await _call_on(bound, prompt, emit, gated_off, tools, known, instructions, first)
+
+
+def _outcome(bound: BoundCall, prompt: Prompt, raw: str, usage: Usage, repairs: tuple[str, ...],
+             parses: dict[str, StepParse], started: float) -> CallOutcome:
+    """The usual call's outcome, its trace complete. A function of its own, not inline in
+    `run_call`: the coroutine's frame stays under 512 bytes (pymalloc's largest block; a
+    bigger one is the C allocator's, on every call)."""
+    ended = time.perf_counter()
+    tokens_in, tokens_out, cache_read, cache_write = (usage.input_tokens, usage.output_tokens,
+                                                      usage.cache_read_tokens, usage.cache_write_tokens)
+    budget, price = prompt.budget, bound.price
+    trace = CallTrace(bound.unit, bound.model, bound.shape.names, prompt.messages, raw, 1, tokens_in, tokens_out,
+                      (ended - started) * 1000, repairs, (), budget, tuple(prompt.cut) if prompt.cut else (), (),
+                      cache_read, cache_write, prompt.layout if budget is not None else None,
+                      cost_of(price, tokens_in, tokens_out, cache_read, cache_write) if price is not None
+                      else call_cost(bound.provider.name, bound.model, tokens_in, tokens_out, cache_read, cache_write))
+    return CallOutcome(parses, _NONE, trace, False, (), (started, ended))
 
 
 async def _call_on(

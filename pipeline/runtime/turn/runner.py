@@ -322,26 +322,7 @@ class ScopeRunner:
             raise
         except (TemplateError, *EXPRESSION_ERRORS) as exc:
             raise self._render_error(call, ts, self.earlier(ts), exc) from exc
-        gated_off = None
-        if call.after_gates:
-            builder, gates, after_gates, planned = self.builder, self.gates, call.after_gates, self.scope.steps
-            decided: dict[str, tuple[tuple[Any, ...], bool]] = {}  # per step: the parses it was decided on, and how
-
-            def gated_off(name: str, parses: dict[str, Any]) -> bool:
-                expression = after_gates.get(name)
-                if expression is None:
-                    return False
-                # a reply's checks ask about the same parses several times (missing, refusals, echoes): decided once
-                read = (len(ts.outputs), *parses.values())
-                known = decided.get(name)
-                if known is not None and known[0] == read:
-                    return known[1]
-                trial = {**self.not_run, **ts.outputs, **{n: p.outputs for n, p in parses.items()}}
-                variables = builder.variables(ts.ctx.changed(steps=trial))
-                off = not gates.when_open(name, expression, variables, planned[name].kind.name)
-                decided[name] = (read, off)
-                return off
-
+        gated_off = self._gated_off(call, ts) if call.after_gates else None
         if bound is None:  # a dry run calls no tool and parses nothing
             started = time.perf_counter()
             outcome = await self.ask(call, prompt, gated_off, budget)
@@ -373,6 +354,29 @@ class ScopeRunner:
                 ts.whole = True
         ts.calls.append(trace)
         self.apply(call, outcome, ts)
+
+    def _gated_off(self, call: CallPlan, ts: TurnState) -> GatedOff:
+        """Whether a step's after-the-call gate is closed on a reply's parses (a method of its
+        own: the closure's cells would be made on every call of `run_llm_unit` otherwise)."""
+        builder, gates, after_gates, planned = self.builder, self.gates, call.after_gates, self.scope.steps
+        decided: dict[str, tuple[tuple[Any, ...], bool]] = {}  # per step: the parses it was decided on, and how
+
+        def gated_off(name: str, parses: dict[str, Any]) -> bool:
+            expression = after_gates.get(name)
+            if expression is None:
+                return False
+            # a reply's checks ask about the same parses several times (missing, refusals, echoes): decided once
+            read = (len(ts.outputs), *parses.values())
+            known = decided.get(name)
+            if known is not None and known[0] == read:
+                return known[1]
+            trial = {**self.not_run, **ts.outputs, **{n: p.outputs for n, p in parses.items()}}
+            variables = builder.variables(ts.ctx.changed(steps=trial))
+            off = not gates.when_open(name, expression, variables, planned[name].kind.name)
+            decided[name] = (read, off)
+            return off
+
+        return gated_off
 
     def apply(self, call: CallPlan, outcome: CallOutcome, ts: TurnState) -> None:
         """Each step of a call as its reply left it: outputs, status (ran, fallback, failed, or
