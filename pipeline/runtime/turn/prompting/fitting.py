@@ -150,6 +150,11 @@ class TurnParts:
                 head[-1] = [*head[-1][:4], head[-1][4] + 2]
             self._rows = _layout(parts.EMPTY, self.view.messages(), self.view.labels(), self.message)["spans"]
         at = len(self.before)
+        if at and this_turn and form:  # the usual call: its list made at once, at its size
+            at += 2
+            mid = at + len(this_turn) + 2
+            return {"spans": [*head, [parts.THIS_TURN, "", 0, at, mid], [parts.FORMAT, "", 0, mid, mid + len(form)], *self._rows],
+                    "messages": len(self.tail) + 1}
         if at and (this_turn or form):
             spans = [*head]
             at += 2
