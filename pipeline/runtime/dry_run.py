@@ -31,6 +31,7 @@ from soul.runtime.turn import (
     GatedOff,
     Prompt,
     ScopeRunner,
+    Seen,
     Services,
     TurnState,
     services_for,
@@ -82,7 +83,7 @@ class DryRun(ScopeRunner):
         super().__init__(*args, **kwargs)
         self.counted: dict[int, int] = {}  # unit -> its messages as its budget counts them
 
-    async def step_outputs(self, step: PlannedStep, ts: TurnState) -> dict[str, Any]:
+    async def step_outputs(self, step: PlannedStep, ts: TurnState, seen: Seen | None = None) -> dict[str, Any]:
         return placeholders(step)
 
     def budget(self, call: CallPlan) -> Budget:

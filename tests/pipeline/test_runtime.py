@@ -211,6 +211,45 @@ def test_this_turn_so_far_shows_each_turns_own_outputs(write_blueprint, soul_hom
     assert "## This Turn So Far\n- a: result: False\n- b: result: True\n\n" in systems[5]
 
 
+class InstantProvider(Provider):
+    """Answers true without ever waiting: each call is over before the next unit starts."""
+
+    name = "instant"
+
+    def __init__(self) -> None:
+        self.requests: list[Request] = []
+
+    async def complete(self, request: Request) -> Completion:
+        self.requests.append(request)
+        tag = request.tags[0]
+        return Completion(f"<{tag}>true</{tag}>", Usage())
+
+
+def test_the_units_of_a_layer_are_prompted_alike_however_fast_the_model_answers(write_blueprint, soul_home: Path) -> None:  # type: ignore[no-untyped-def]
+    # an instant model finishes a before b starts; a slow one does not: b's prompt must not differ
+    path = write_blueprint(fan_of_three("d: {uses: mental_query, after: [a, b, c], with: {query: d?}}"))
+    prompts = []
+    for provider in (InstantProvider(), ScheduledProvider({"a?": 0.05, "b?": 0.05, "c?": 0.05, "d?": 0.05}, {})):
+        soul.load(path, provider=provider, home=soul_home / provider.name).session().turn_sync("go")
+        prompts.append([r.messages[0].content for r in provider.requests])
+    assert prompts[0] == prompts[1]
+    assert all("## This Turn So Far" not in p for p in prompts[0][:3])  # a, b and c see no sibling
+    assert "- a: result: True\n- b: result: True\n- c: result: True" in prompts[0][3]
+
+
+def test_a_fan_out_recorded_against_a_slow_model_replays(write_blueprint, soul_home: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from soul.providers.cassette import Cassette
+    from soul.providers.replay import ReplayProvider, recording
+
+    path = write_blueprint(fan_of_three("d: {uses: mental_query, after: [a, b, c], with: {query: d?}}"))
+    tape = tmp_path / "fan.yaml"
+    slow = ScheduledProvider({"a?": 0.05, "b?": 0.05, "c?": 0.05, "d?": 0.0}, {"b?": "false"})
+    recorded = soul.load(path, provider=slow, home=soul_home / "rec", wrap=recording(tape)).session().turn_sync("go")
+    replayed = soul.load(path, provider=ReplayProvider(Cassette.load(tape)), home=soul_home / "play").session().turn_sync("go")
+    assert replayed.steps == recorded.steps == {"a": {"result": True}, "b": {"result": False}, "c": {"result": True},
+                                                "d": {"result": True}}
+
+
 class OneFailsProvider(Provider):
     """`a?` waits (long), `b?` fails at once: what becomes of a layer whose units part ways."""
 

@@ -257,17 +257,18 @@ def _grammar(grammar: str, names: Sequence[str]) -> str:
 
 
 
-def tools_of(runner: Any, call: Any, ts: Any) -> ToolUse | None:
+def tools_of(runner: Any, call: Any, ts: Any, seen: Any = None) -> ToolUse | None:
     """The ToolUse of a call a ScopeRunner is about to make (None without tools): the
     blueprint's tools from its services, the steps as written in its scope, and a `tool`
-    step's chosen arguments rendered over the turn so far."""
+    step's chosen arguments rendered over the turn so far (as the call's layer found it,
+    given `seen`: `ScopeRunner.variables`)."""
     box = runner.services.tools
     if box is None:
         return None
     written = scope_steps(runner.plan.blueprint, runner.scope.scope)
     if not any(getattr(written.get(p.name), "tools", None) is not None or p.kind.name == TOOL_STEP for p in call.steps):
         return None
-    env, variables = runner.builder.env, runner.variables(ts)
+    env, variables = runner.builder.env, runner.variables(ts, seen=seen)
 
     def render(source: str) -> str:
         try:

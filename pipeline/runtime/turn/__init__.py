@@ -23,7 +23,7 @@ from soul.runtime.turn.observer import (
     transcript,
 )
 from soul.runtime.turn.prompting.fitting import Prompt
-from soul.runtime.turn.runner import GatedOff, ScopeRunner, busy_seconds, start_turn
+from soul.runtime.turn.runner import GatedOff, ScopeRunner, Seen, busy_seconds, start_turn
 from soul.runtime.turn.services import Services, services_for
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "HeldEvents",
     "Prompt",
     "ScopeRunner",
+    "Seen",
     "Services",
     "TurnState",
     "build_commit",

@@ -8,8 +8,9 @@ from typing import Any
 from jinja2 import TemplateError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from soul.compiler import Gate
+from soul.compiler import Gate, PlannedStep
 from soul.errors import StepError
+from soul.runtime.turn.context import TurnContext, TurnState
 
 # What evaluating a sandboxed expression can raise besides jinja2's own errors, e.g. comparing
 # None (an output of a step that did not run) with a number: a user's mistake, never a crash.
@@ -40,3 +41,28 @@ class GateEvaluator:
             return bool(fn(**variables))
         except (TemplateError, *EXPRESSION_ERRORS) as exc:
             raise StepError.from_exception(exc, step=step, kind=kind, what=f"its `when` ({expression}) failed") from exc
+
+
+def after_the_call(builder: Any, gates: GateEvaluator, not_run: Mapping[str, Any], after_gates: Mapping[str, str],
+                   planned: Mapping[str, PlannedStep], ts: TurnState, ctx: TurnContext) -> Callable[[str, dict[str, Any]], bool]:
+    """`gated_off(step, parses)`: whether `step`'s after-the-call gate (`after_gates`) is closed
+    on a reply's parses, read over `ctx` (the context the call's layer found) with the turn's
+    outputs and the parses. A function of its own, not a closure in the runner's call: its
+    cells would be made on every call, gated or not."""
+    decided: dict[str, tuple[tuple[Any, ...], bool]] = {}  # per step: the parses it was decided on, and how
+
+    def gated_off(name: str, parses: dict[str, Any]) -> bool:
+        expression = after_gates.get(name)
+        if expression is None:
+            return False
+        # a reply's checks ask about the same parses several times (missing, refusals, echoes): decided once
+        read = (len(ts.outputs), *parses.values())
+        known = decided.get(name)
+        if known is not None and known[0] == read:
+            return known[1]
+        trial = {**not_run, **ts.outputs, **{n: p.outputs for n, p in parses.items()}}
+        off = not gates.when_open(name, expression, builder.variables(ctx.changed(steps=trial)), planned[name].kind.name)
+        decided[name] = (read, off)
+        return off
+
+    return gated_off

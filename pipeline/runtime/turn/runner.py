@@ -41,15 +41,18 @@ from soul.runtime.conversation import (
 from soul.runtime.events import StepFinished, StepStarted, StepTrace
 from soul.runtime.tools import ToolUse, tools_of
 from soul.runtime.turn.calls import BoundCall, CallOutcome, run_call
-from soul.runtime.turn.context import TurnState, context_for
+from soul.runtime.turn.context import TurnContext, TurnState, context_for
 from soul.runtime.turn.eager import adopt, finish_waiting
-from soul.runtime.turn.gates import EXPRESSION_ERRORS, every_open
+from soul.runtime.turn.gates import EXPRESSION_ERRORS, after_the_call, every_open
 from soul.runtime.turn.prompting.fitting import Prompt
 from soul.runtime.turn.prompting.prompt import MESSAGE_NOTE, MOMENT_NOTE
 from soul.runtime.turn.services import Services
 from soul.sections import Instructions, instructions_of
 
 GatedOff = Callable[[str, dict[str, Any]], bool]
+# the turn as a layer of concurrent units found it when it began — its context and the steps
+# done — which is what each of them reads (None: a lone unit, which reads the turn as it is)
+Seen = tuple[TurnContext, Mapping[str, Any]]
 
 
 def busy_seconds(spans: Sequence[tuple[float, float]]) -> float:
@@ -63,9 +66,9 @@ def busy_seconds(spans: Sequence[tuple[float, float]]) -> float:
     return total
 
 
-def _said(ts: TurnState) -> tuple[str, ...]:
+def _said(ctx: TurnContext, done: Mapping[str, Any]) -> tuple[str, ...]:
     """What the turn said before a call: the user's message and earlier steps' text outputs."""
-    return (ts.ctx.text, *(v for out in ts.done.values() if isinstance(out, Mapping)
+    return (ctx.text, *(v for out in done.values() if isinstance(out, Mapping)
                            for v in out.values() if isinstance(v, str) and v))
 
 
@@ -117,8 +120,11 @@ class ScopeRunner:
         # each whole unit's call plan and binding, once found (a dry run binds none)
         self.units = shared.units if self.applies_changes else {}
 
-    def variables(self, ts: TurnState, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        return self.builder.variables(ts.ctx.changed(steps={**self.not_run, **ts.outputs}), params)
+    def variables(self, ts: TurnState, params: Mapping[str, Any] | None = None, seen: Seen | None = None) -> dict[str, Any]:
+        """What templates and gates see: the context (as the unit's layer found it, given
+        `seen`) with every step's outputs, NotRun for the steps not run."""
+        ctx = ts.ctx if seen is None else seen[0]
+        return self.builder.variables(ctx.changed(steps={**self.not_run, **ts.outputs}), params)
 
     def _did(self, ts: TurnState, name: str, outputs: dict[str, Any]) -> None:
         """`name`'s outputs among the steps done, which are kept in plan order (the order
@@ -166,13 +172,17 @@ class ScopeRunner:
             # the units of a layer run concurrently: each is started in place (`eager.py`) and
             # only the ones that wait go to the loop. Inline, one unit made at a time: a call of
             # `start_eagerly` over all of them cost a fan-out ~0.5 us a step
+            # Each reads the turn as the layer found it (`seen`): what one shows never depends on
+            # whether a sibling started before it finished (a replayed cassette's prompts are
+            # the recorded ones)
+            seen = (ts.ctx, dict(ts.done))
             waiting: list[tuple[int, asyncio.Future[Any]]] | None = None
             for i in layer:
                 unit = units[i - 1]
                 if unit.model is not None and unit.index not in gated and not traced:
-                    coro = self.run_llm_unit(unit, unit.steps, ts)
+                    coro = self.run_llm_unit(unit, unit.steps, ts, seen)
                 else:
-                    coro = self.run_unit(unit, ts)
+                    coro = self.run_unit(unit, ts, seen)
                 try:
                     yielded = coro.send(None)
                 except StopIteration:
@@ -195,16 +205,16 @@ class ScopeRunner:
         """The window, reply reserve, token counter and history declaration of a call."""
         return self.services.bind(call).budget
 
-    async def run_unit(self, unit: Unit, ts: TurnState) -> None:
+    async def run_unit(self, unit: Unit, ts: TurnState, seen: Seen | None = None) -> None:
         planned = self.scope.steps
         if unit.index not in self.scope.gated:  # no step of the unit has a gate: all of them run
             if self.traced:
-                await self._run_traced(unit, unit.steps, ts)
+                await self._run_traced(unit, unit.steps, ts, seen)
             elif unit.model is not None:
-                await self.run_llm_unit(unit, unit.steps, ts)
+                await self.run_llm_unit(unit, unit.steps, ts, seen)
             else:
                 for name in unit.steps:
-                    await self.run_local_step(planned[name], ts)
+                    await self.run_local_step(planned[name], ts, seen)
             return
         active = []
         for name in unit.steps:
@@ -214,34 +224,35 @@ class ScopeRunner:
                 if not every_open(gate, ts.ctx.number):
                     ts.steps.append(StepTrace(name, step.kind.name, "skipped", {}, gate=gate.describe()))
                     continue
-                if gate.when and gate.phase == "before" and not self.gates.when_open(name, gate.when, self.variables(ts), step.kind.name):
+                if gate.when and gate.phase == "before" and not self.gates.when_open(name, gate.when, self.variables(ts, seen=seen),
+                                                                                      step.kind.name):
                     ts.steps.append(StepTrace(name, step.kind.name, "gated", {}, gate=gate.describe()))
                     continue
             active.append(name)
         if not active:
             return
-        await self._run_traced(unit, active, ts)
+        await self._run_traced(unit, active, ts, seen)
 
-    async def _run_traced(self, unit: Unit, active: Sequence[str], ts: TurnState) -> None:
+    async def _run_traced(self, unit: Unit, active: Sequence[str], ts: TurnState, seen: Seen | None = None) -> None:
         """A unit's active steps, in the unit's span when spans are made (a dry run makes none)."""
         if self.traced:
             planned = self.scope.steps
             steps = [(name, planned[name].kind.name) for name in active]
-            await tracing.unit(self._run_active(unit, active, ts), steps, self.scope.scope, ts.steps)
+            await tracing.unit(self._run_active(unit, active, ts, seen), steps, self.scope.scope, ts.steps)
             return
-        await self._run_active(unit, active, ts)
+        await self._run_active(unit, active, ts, seen)
 
-    async def _run_active(self, unit: Unit, active: Sequence[str], ts: TurnState) -> None:
+    async def _run_active(self, unit: Unit, active: Sequence[str], ts: TurnState, seen: Seen | None = None) -> None:
         if unit.model is not None:  # a model call
-            await self.run_llm_unit(unit, tuple(active), ts)
+            await self.run_llm_unit(unit, tuple(active), ts, seen)
         else:
             planned = self.scope.steps
             for name in active:
-                await self.run_local_step(planned[name], ts)
+                await self.run_local_step(planned[name], ts, seen)
 
-    async def step_outputs(self, step: PlannedStep, ts: TurnState) -> dict[str, Any]:
+    async def step_outputs(self, step: PlannedStep, ts: TurnState, seen: Seen | None = None) -> dict[str, Any]:
         """A step that makes no model call (Chetana, memory): its kind computes the outputs."""
-        variables = self.variables(ts, step.params)
+        variables = self.variables(ts, step.params, seen)
         env = self.builder.env
 
         def render(source: str) -> str:
@@ -275,12 +286,12 @@ class ScopeRunner:
             bound = self.services.bind(call)
         return run_call(bound, prompt, self.emit, gated_off, tools, known, instructions)
 
-    async def run_local_step(self, step: PlannedStep, ts: TurnState) -> None:
+    async def run_local_step(self, step: PlannedStep, ts: TurnState, seen: Seen | None = None) -> None:
         name, kind = step.name, step.kind
         if self.emit is not None:
             self.emit(StepStarted(name, kind.name))
         started = time.perf_counter()
-        outputs = await self.step_outputs(step, ts)
+        outputs = await self.step_outputs(step, ts, seen)
         ms = (time.perf_counter() - started) * 1000
         ts.outputs[name] = outputs
         self._did(ts, name, outputs)
@@ -301,7 +312,7 @@ class ScopeRunner:
         if self.emit is not None:
             self.emit(StepFinished(name, dict(outputs), True))
 
-    async def run_llm_unit(self, unit: Unit, active: tuple[str, ...], ts: TurnState) -> None:
+    async def run_llm_unit(self, unit: Unit, active: tuple[str, ...], ts: TurnState, seen: Seen | None = None) -> None:
         found = self.units.get(unit.index) if active is unit.steps else None
         if found is not None:  # a whole unit that ran before: its call plan and binding
             call, bound = found
@@ -315,27 +326,29 @@ class ScopeRunner:
             for step in call.steps:
                 emit(StepStarted(step.name, step.kind.name))
         budget = bound.budget if bound is not None else self.budget(call)
+        ctx, said = (ts.ctx, ts.done) if seen is None else seen
         try:
             # templates see the steps done over NotRun for the rest (`earlier`), made only if one reads them
-            prompt = self.builder.build(call.steps, ts.ctx, None, budget, call.where, ts.done, self.not_run)
+            prompt = self.builder.build(call.steps, ctx, None, budget, call.where, said, self.not_run)
         except SoulError:
             raise
         except (TemplateError, *EXPRESSION_ERRORS) as exc:
-            raise self._render_error(call, ts, self.earlier(ts), exc) from exc
-        gated_off = self._gated_off(call, ts) if call.after_gates else None
+            raise self.builder.render_error(call.steps, ctx, {**self.not_run, **said}, exc) from exc
+        gated_off = (after_the_call(self.builder, self.gates, self.not_run, call.after_gates, self.scope.steps, ts,
+                                    ctx) if call.after_gates else None)
         if bound is None:  # a dry run calls no tool and parses nothing
             started = time.perf_counter()
             outcome = await self.ask(call, prompt, gated_off, budget)
             outcome.span = (started, time.perf_counter())
         else:
-            tools = tools_of(self, call, ts) if self.services.tools is not None else None
+            tools = tools_of(self, call, ts, seen) if self.services.tools is not None else None
             shape = bound.shape
             # what a section must not parrot: the persona, the response format and the notes around
             # the input (not what was said), when a section of the call reads as text; what a kind's refusals tell a
             # copy of, when one of the call's kinds may refuse
-            parroted = instructions_of(self.builder.persona_of(ts.ctx), prompt.form, MESSAGE_NOTE, MOMENT_NOTE) if shape.echoing else None
+            parroted = instructions_of(self.builder.persona_of(ctx), prompt.form, MESSAGE_NOTE, MOMENT_NOTE) if shape.echoing else None
             # `run_call` itself (`ask`'s call, inline): a bound call is never a dry run's
-            asked = run_call(bound, prompt, self.emit, gated_off, tools, _said(ts) if shape.refusing else (), parroted)
+            asked = run_call(bound, prompt, self.emit, gated_off, tools, _said(ctx, said) if shape.refusing else (), parroted)
             if self.traced:  # the call's span
                 attributes = tracing.call_attributes(bound.provider.name, bound.model, bound.options, call.unit.index,
                                                      [s.name for s in call.steps], ts.session)
@@ -353,34 +366,12 @@ class ScopeRunner:
             else:  # nothing cut: every turn shown, so the turn does not fold
                 ts.whole = True
         ts.calls.append(trace)
-        self.apply(call, outcome, ts)
+        self.apply(call, outcome, ts, seen)
 
-    def _gated_off(self, call: CallPlan, ts: TurnState) -> GatedOff:
-        """Whether a step's after-the-call gate is closed on a reply's parses (a method of its
-        own: the closure's cells would be made on every call of `run_llm_unit` otherwise)."""
-        builder, gates, after_gates, planned = self.builder, self.gates, call.after_gates, self.scope.steps
-        decided: dict[str, tuple[tuple[Any, ...], bool]] = {}  # per step: the parses it was decided on, and how
-
-        def gated_off(name: str, parses: dict[str, Any]) -> bool:
-            expression = after_gates.get(name)
-            if expression is None:
-                return False
-            # a reply's checks ask about the same parses several times (missing, refusals, echoes): decided once
-            read = (len(ts.outputs), *parses.values())
-            known = decided.get(name)
-            if known is not None and known[0] == read:
-                return known[1]
-            trial = {**self.not_run, **ts.outputs, **{n: p.outputs for n, p in parses.items()}}
-            variables = builder.variables(ts.ctx.changed(steps=trial))
-            off = not gates.when_open(name, expression, variables, planned[name].kind.name)
-            decided[name] = (read, off)
-            return off
-
-        return gated_off
-
-    def apply(self, call: CallPlan, outcome: CallOutcome, ts: TurnState) -> None:
+    def apply(self, call: CallPlan, outcome: CallOutcome, ts: TurnState, seen: Seen | None = None) -> None:
         """Each step of a call as its reply left it: outputs, status (ran, fallback, failed, or
-        gated after the call), its changes (labelled, the state applied for later steps), trace."""
+        gated after the call, on the context its layer found: `seen`), its changes (labelled,
+        the state applied for later steps), trace."""
         state = ts.ctx.state
         change_ctx = self._change_ctx
         if change_ctx is None or change_ctx.state is not state:  # one per state the turn goes through
@@ -406,7 +397,7 @@ class ScopeRunner:
             status = "fallback" if name in fallbacks else ("failed" if parse.missing else "ran")
             if after_gates:
                 expression = after_gates.get(name)
-                if expression and not self.gates.when_open(name, expression, self.variables(ts), kind.name):
+                if expression and not self.gates.when_open(name, expression, self.variables(ts, seen=seen), kind.name):
                     status = "gated"
             flags = parse.flags + tuple(f"missing <{t}>" for t in parse.missing) if parse.missing else parse.flags
             if applies and (status == "ran" or status == "fallback"):
@@ -423,14 +414,3 @@ class ScopeRunner:
                 ts.cognition.record(name, status == "ran", per_step_ms, outputs)
             if emit is not None:
                 emit(StepFinished(name, dict(outputs), status in ("ran", "fallback")))
-
-    def _render_error(self, call: CallPlan, ts: TurnState, earlier: Mapping[str, Any], exc: Exception) -> StepError:
-        """The StepError for a prompt that failed to render, naming the step whose template
-        failed (found by rendering each alone: this is the error path, so cost is no matter)."""
-        for step in call.steps:
-            try:
-                self.builder.instructions(step, ts.ctx, earlier)
-            except Exception as own:
-                return StepError.from_exception(own, step=step.name, kind=step.kind.name, what="its template failed")
-        first = call.steps[0]
-        return StepError.from_exception(exc, step=first.name, kind=first.kind.name, what="the prompt of its call failed")

@@ -170,6 +170,17 @@ class PromptBuilder:
                 parts.append(f"{section_format(section, step.params)}{optional}\n{body}\n</{section.tag}>")
         return "\n\n".join(parts)
 
+    def render_error(self, steps: Sequence[PlannedStep], ctx: TurnContext, earlier: Mapping[str, Any], exc: Exception) -> StepError:
+        """The StepError for a prompt over `steps` that failed to render, naming the step whose
+        template failed (found by rendering each alone: the error path, so cost is no matter)."""
+        for step in steps:
+            try:
+                self.instructions(step, ctx, earlier)
+            except Exception as own:
+                return StepError.from_exception(own, step=step.name, kind=step.kind.name, what="its template failed")
+        first = steps[0]
+        return StepError.from_exception(exc, step=first.name, kind=first.kind.name, what="the prompt of its call failed")
+
     def this_turn(self, ctx: TurnContext, earlier: Mapping[str, Any] | None = None) -> str:
         """Chained mode: what the earlier steps of this turn produced ("" when none did), in
         the order of `earlier` (a runner keeps its steps' outputs in plan order).
