@@ -92,3 +92,47 @@ def test_when_the_summary_call_fails_a_digest_keeps_the_oldest_facts(tmp_path: P
     assert "Tiberius" in turns.requests[-1].messages[0].content
     rows = s.store._conn.execute("SELECT layer, digest FROM context_summaries").fetchall()
     assert rows and all(r == ("conversation", 1) for r in rows)
+
+
+def test_a_prompt_that_plainly_fits_is_written_as_the_cutting_path_writes_it(write_blueprint, soul_home: Path) -> None:  # type: ignore[no-untyped-def]
+    # the plainly-fits path (no walk of the history) must say exactly what the full fit would:
+    # messages, budget report and layout, for every mix of this-turn text and response format
+    import asyncio
+
+    import soul
+    from soul.runtime.turn.prompting import fitting
+    from soul.runtime.turn.runner import ScopeRunner, TurnState, context_for
+
+    path = write_blueprint("soul: chain\nversion: 1\nmode: chained\nsteps:\n"
+                           "  a: {uses: mental_query, with: {query: a?}}\n"
+                           "  b: {uses: mental_query, after: [a], with: {query: b?}}\n")
+    s = soul.load(path, provider=ScriptedProvider(["<mental_query>true</mental_query>"] * 8), home=soul_home)
+    session = s.session(user="ada")
+    for text in ("one", "two"):
+        session.turn_sync(text)
+    snapshot = s.store.snapshot(session.id)
+    fitted: list[tuple[fitting.Fitter, tuple]] = []  # type: ignore[type-arg]
+    real = fitting.Fitter.fit
+
+    def seen(self: fitting.Fitter, *args: object) -> fitting.Prompt:
+        fitted.append((self, args))
+        return real(self, *args)  # type: ignore[arg-type]
+
+    fitting.Fitter.fit = seen  # type: ignore[method-assign]
+    try:
+        ts = TurnState(context_for(s.plan, snapshot, "three", "message"), {})
+        asyncio.run(ScopeRunner(s.plan, s.plan.turn, s.services, None).run(ts))
+    finally:
+        fitting.Fitter.fit = real  # type: ignore[method-assign]
+    assert len(fitted) == 2
+    for fitter, (turn, this_turn, form, budget, where) in fitted:
+        for own in (this_turn, "", "## This Turn So Far\n- x: result: True"):
+            for asked in (form, ""):
+                fast = fitter.fit(turn, own, asked, budget, where)
+                costs = turn.costs(budget.counter, fitter.count)
+                t, f = fitter.count(budget.counter, own), fitter.count(budget.counter, asked)
+                full = fitter._cutting(turn, own, asked, budget, where, costs, t, f)
+                assert [(m.role, m.content) for m in fast.messages] == [(m.role, m.content) for m in full.messages]
+                assert fast.budget == full.budget
+                assert fast.layout == full.layout
+                assert not fast.cut and not full.cut

@@ -150,8 +150,10 @@ class TurnParts:
                 head[-1] = [*head[-1][:4], head[-1][4] + 2]
             self._rows = _layout(parts.EMPTY, self.view.messages(), self.view.labels(), self.message)["spans"]
         at = len(self.before)
-        if at and this_turn and form:  # the usual call: its list made at once, at its size
+        if at and form:  # the usual call: its list made at once, at its size
             at += 2
+            if not this_turn:
+                return {"spans": [*head, [parts.FORMAT, "", 0, at, at + len(form)], *self._rows], "messages": len(self.tail) + 1}
             mid = at + len(this_turn) + 2
             return {"spans": [*head, [parts.THIS_TURN, "", 0, at, mid], [parts.FORMAT, "", 0, mid, mid + len(form)], *self._rows],
                     "messages": len(self.tail) + 1}
@@ -181,7 +183,7 @@ class Costs:
     what they add to a call's report when they fit whole (in the report's order, around the
     call's own two parts), with the cuts of the regions' own limits."""
 
-    __slots__ = ("_rooms", "counts", "first", "fixed", "history", "limit_cuts", "memory", "rest", "shares", "summary", "turn_costs",
+    __slots__ = ("_rooms", "counts", "first", "fixed", "formed", "history", "limit_cuts", "memory", "rest", "shares", "summary", "turn_costs",
                  "turns")
 
     def __init__(self, parts: TurnParts, counter: Counter, count: Count) -> None:
@@ -202,6 +204,7 @@ class Costs:
         self.rest.update((f"working memory: {r[0]}", kept) for r, (_, _, kept) in zip(memory.regions, regions, strict=True))
         # the report's parts with a call's own two in their places (a call copies it and sets them)
         self.shares = {**self.first, FIXED[2]: 0, FIXED[3]: 0, **self.rest}
+        self.formed = {**self.first, FIXED[3]: 0, **self.rest}  # a call with nothing done before it
         self._rooms: dict[int, tuple[Budget, int]] = {}
 
     def room(self, budget: Budget) -> int:
@@ -302,17 +305,31 @@ class Fitter:
                 shares = costs.shares.copy()
                 shares[FIXED[2]] = t
                 shares[FIXED[3]] = f
-            elif t or f:
-                shares = {**costs.first, (FIXED[2] if t else FIXED[3]): t or f, **costs.rest}
+            elif f:  # the first call of a turn, or one of a layer's first units: nothing done before it
+                shares = costs.formed.copy()
+                shares[FIXED[3]] = f
+            elif t:
+                shares = {**costs.first, FIXED[2]: t, **costs.rest}
             else:
                 shares = {**costs.first, **costs.rest}
             before = turn.before
-            text = f"{before}\n\n{this_turn}\n\n{form}" if before and this_turn and form else "\n\n".join(filter(None, (before, this_turn, form)))
+            if before and form:
+                text = f"{before}\n\n{this_turn}\n\n{form}" if this_turn else f"{before}\n\n{form}"
+            else:
+                text = "\n\n".join(filter(None, (before, this_turn, form)))
             system = Message("system", text, (), None, False, turn.points)  # positionally: cheaper than a keyword
             return Prompt((system, *turn.tail),
                           {"window": budget.window, "reserve": budget.reserve, "counter": counter.name, "fixed": total,
                            "used": total + costs.history + costs.memory, "parts": shares},
                           [dict(c) for c in costs.limit_cuts] if costs.limit_cuts else None, turn.layout(this_turn, form), form)
+        return self._cutting(turn, this_turn, form, budget, where, costs, t, f)
+
+    def _cutting(self, turn: TurnParts, this_turn: str, form: str, budget: Budget, where: str, costs: Costs, t: int,
+                 f: int) -> Prompt:
+        """`fit` when the shared parts do not plainly fit: the history and working memory cut
+        to what is left (a function of its own: the usual call's frame stays small)."""
+        counter = budget.counter
+        total = costs.fixed + t + f
         prompt = budget.window - budget.reserve
         available = prompt - total
         h, s, u = costs.counts
