@@ -72,6 +72,7 @@ class Commits:
     _checkpointer: Checkpointer | None
     _damage_reported: Callable[[], AbstractContextManager[None]]
     _log_folders: dict[str, Path]
+    _chetana_written: dict[str, tuple[str, Any]]
     home: Path
 
     def commit(self, commit: Commit, *, once: bool = False) -> int:
@@ -248,7 +249,7 @@ class Commits:
             applied = self._write(body)
             if isinstance(applied, int):  # once=True, and this cycle was already stored
                 return Applied(applied, 0)
-            return self._mirrored(commit, applied, now, metas, writer)
+            return self._mirrored(commit, applied, now, metas, chetana, writer)
         finally:
             if writer is not None:
                 writer.release()
@@ -259,12 +260,20 @@ class Commits:
         applied: tuple[int, int, int, dict[str, Any], str, int],
         now: float,
         metas: list[str],
+        chetana: str | None,
         writer: logs.Writer | None,
     ) -> Applied:
         """After the transaction: the checkpoint poked, the commit's lines appended."""
         cursor, previous, cid, event, event_json, turn = applied
         if self._checkpointer is not None:
             self._checkpointer.poke()
+        if chetana is not None and type(commit.chetana) is dict:
+            # the next snapshot of the session reads this text back: it takes this value instead
+            # of decoding it (`Reading._chetana`; a Commit's data is not changed once applied)
+            written = self._chetana_written
+            if len(written) >= 4096:
+                written.clear()
+            written[commit.session_id] = (chetana, commit.chetana)
         lines = logs.commit_lines(
             cid, turn, now, event, commit.messages,
             cycle=commit.cycle, process=commit.process, mood=commit.mood,

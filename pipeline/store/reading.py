@@ -39,6 +39,22 @@ def _decode(text: str) -> Any:
     return _DECODER.decode(text)
 
 
+# The session row with its state, its Chetana state and its latest user model, in one statement
+# (four, each its own round through the driver, before): a snapshot is read every turn.
+_MODEL_OF = (
+    "FROM user_models WHERE soul = sessions.soul"
+    " AND user = coalesce(sessions.user_model_key, sessions.user) ORDER BY version DESC LIMIT 1"
+)
+_SNAPSHOT_HEAD = (
+    f"SELECT {SESSION_COLUMNS},"
+    " (SELECT json FROM state WHERE session_id = sessions.id),"
+    " (SELECT json FROM chetana WHERE session_id = sessions.id),"
+    f" (SELECT version {_MODEL_OF}), (SELECT text {_MODEL_OF})"
+    " FROM sessions WHERE id = ?"
+)
+_HEAD_SESSION = len(SESSION_COLUMNS.split(","))  # the session's columns come first
+
+
 def _meta(text: str) -> Any:
     """A stored meta decoded; the empty one (most working-memory entries and messages) without
     the decoder: a snapshot decodes dozens a turn."""
@@ -51,6 +67,7 @@ class Reading:
 
     _read: Callable[[], AbstractContextManager[Connection]]
     _write: Callable[..., Any]
+    _chetana_written: dict[str, tuple[str, Any]]
 
     def snapshot(
         self, session_id: str, *, recent: int = 20, ttl_hours: float | None = None
@@ -62,23 +79,11 @@ class Reading:
         """
         cutoff = time.time() - ttl_hours * 3600 if ttl_hours is not None else None
         with self._read() as conn:
-            row = conn.execute(
-                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
-            ).fetchone()
+            row = conn.execute(_SNAPSHOT_HEAD, (session_id,)).fetchone()
             if row is None:
                 raise SessionNotFound(f"no session {session_id!r}")
-            info = session_info(row)
-            state = conn.execute("SELECT json FROM state WHERE session_id = ?", (session_id,))
-            state_row = state.fetchone()
-            chetana_row = conn.execute(
-                "SELECT json FROM chetana WHERE session_id = ?", (session_id,)
-            ).fetchone()
-            model = conn.execute(
-                "SELECT version, text FROM user_models WHERE soul = ? AND user = ("
-                "SELECT coalesce(user_model_key, user) FROM sessions WHERE id = ?)"
-                " ORDER BY version DESC LIMIT 1",
-                (info.soul, session_id),
-            ).fetchone()
+            info = session_info(row[:_HEAD_SESSION])
+            state_json, chetana_json, model_version, model_text = row[_HEAD_SESSION:]
             memory_rows = conn.execute(
                 "SELECT region, entry_type, content, verb, meta, time FROM working_memory"
                 " WHERE session_id = ? ORDER BY id",
@@ -107,14 +112,27 @@ class Reading:
             self._expire_memory(session_id, cutoff)  # type: ignore[arg-type]
         return Snapshot(
             session=info,
-            state=_decode(state_row[0]) if state_row else {},
-            user_model=model[1] if model else "",
-            user_model_version=model[0] if model else 0,
+            state=_decode(state_json) if state_json is not None else {},
+            user_model=model_text if model_text is not None else "",
+            user_model_version=model_version or 0,
             memory=memory,
             recent=tuple(message_record(*r) for r in reversed(recent_rows)),
-            chetana=_decode(chetana_row[0]) if chetana_row else None,
+            chetana=self._chetana(session_id, chetana_json),
             last_user_model_check=_check_result(check),
         )
+
+    def _chetana(self, session_id: str, text: str | None) -> Any:
+        """The session's stored Chetana state, decoded from `text` (what the snapshot read):
+        the value this store's last commit of the session wrote it from, when the text is still
+        exactly that commit's (`Commits.apply` keeps the pair), so a turn's snapshot does not
+        decode again what the turn before it encoded (2.9 KB of JSON, ~40 us, a claudius turn).
+        The text is always read: another writer's state is a different text, and decoded."""
+        if text is None:
+            return None
+        written = self._chetana_written.get(session_id)
+        if written is not None and written[0] == text:
+            return written[1]
+        return _decode(text)
 
     def _expire_memory(self, session_id: str, cutoff: float) -> None:
         self._write(

@@ -71,6 +71,8 @@ class SessionStore(Reading, Commits, UserModels, Export, Transfer, Minds, Notice
         # One connection per store; the lock lets the runtime commit from a worker thread.
         self._lock = threading.RLock()
         self._log_folders: dict[str, Path] = {}  # each session's JSONL folder, by id (store/commits.py)
+        # each session's Chetana state as this store last wrote it: (its JSON, the value)
+        self._chetana_written: dict[str, tuple[str, Any]] = {}
         # WAL checkpoints are SQLite's; PostgreSQL runs its own.
         self._checkpointer = (
             Checkpointer(soul_home.db_path(home)) if isinstance(conn, sqlite3.Connection) else None

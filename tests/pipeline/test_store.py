@@ -187,6 +187,32 @@ def test_commit_advances_the_turn_and_stores_everything(store: SessionStore) -> 
     assert snap.chetana == {"bhava": [0.1]}
 
 
+def test_snapshot_reads_the_chetana_state_another_writer_stored(store: SessionStore) -> None:
+    # the store keeps the Chetana state it last wrote (so a snapshot need not decode it again):
+    # a state written since by another store, or by hand, is what the next snapshot returns
+    info = store.create_session("claudius", "ann")
+    store.commit(turn_commit(info.id, 0, 0, chetana={"bhava": [0.1], "turn": 1}))
+    assert store.snapshot(info.id).chetana == {"bhava": [0.1], "turn": 1}
+    with SessionStore.open(store.home, url=store.url) as other:
+        other.commit(turn_commit(info.id, 1, 1, chetana={"bhava": [0.2], "turn": 2}))
+    assert store.snapshot(info.id).chetana == {"bhava": [0.2], "turn": 2}
+    store.commit(turn_commit(info.id, 2, 2, chetana={"bhava": [0.3], "turn": 3}))
+    with SessionStore.open(store.home, url=store.url) as other:
+        other._write(lambda conn: conn.execute(
+            "UPDATE chetana SET json = ? WHERE session_id = ?", ('{"bhava":[0.4],"turn":3}', info.id)))
+    assert store.snapshot(info.id).chetana == {"bhava": [0.4], "turn": 3}
+
+
+def test_snapshot_chetana_state_is_what_its_stored_json_says(store: SessionStore) -> None:
+    info = store.create_session("claudius", "ann")
+    state = {"affect": {"valence": 0.25000000000000006, "recent": [True, False]}, "goals": [], "turn": 4}
+    store.commit(turn_commit(info.id, 0, 0, chetana=state))
+    stored = store.connection.execute("SELECT json FROM chetana WHERE session_id = ?", (info.id,)).fetchone()[0]
+    assert store.snapshot(info.id).chetana == json.loads(stored) == state
+    store.commit(turn_commit(info.id, 1, 1))  # no Chetana state: the stored one stays
+    assert store.snapshot(info.id).chetana == state
+
+
 def test_stale_base_turn_is_refused(store: SessionStore) -> None:
     info = store.create_session("claudius", "ann")
     store.commit(turn_commit(info.id, 0))
