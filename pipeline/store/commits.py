@@ -23,6 +23,7 @@ from soul.store import home as soul_home
 from soul.store import logs, notify
 from soul.store.connection import Connection
 from soul.store.database import Checkpointer
+from soul.store.descriptors import Descriptors
 from soul.store.dialect import dialect_of, insert_rows
 from soul.store.logs import dumps
 from soul.store.minds import write_cycle_rows
@@ -72,6 +73,7 @@ class Commits:
     _checkpointer: Checkpointer | None
     _damage_reported: Callable[[], AbstractContextManager[None]]
     _log_folders: dict[str, Path]
+    _descriptors: Descriptors
     _chetana_written: dict[str, tuple[str, Any]]
     home: Path
 
@@ -242,7 +244,7 @@ class Commits:
         # until the lines are appended (no second read); a session's first commit makes the
         # folder after it, and locks it then.
         try:
-            writer = logs.locked_if_made(self._log_folder(commit.session_id))
+            writer = self._descriptors.hold(self._log_folder(commit.session_id), create=False)
         except OSError:
             writer = None  # the mirror tries again after the commit, and says why it cannot
         try:
@@ -318,7 +320,9 @@ class Commits:
         here (and the cursor read under it).
         """
         if writer is None:
-            with logs.locked(self._log_folder(session_id)) as held:
+            held = self._descriptors.hold(self._log_folder(session_id), create=True)
+            assert held is not None  # (made on demand)
+            with held:
                 self._mirror_held(session_id, just, held, None)
         else:
             self._mirror_held(session_id, just, writer, cursor)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -352,3 +353,90 @@ def test_the_store_refuses_what_json_loads_refuses(text: str) -> None:
     with pytest.raises(json.JSONDecodeError) as ours:
         _decode(text)
     assert str(ours.value) == str(refused.value)
+
+
+# -- the descriptors a store keeps open between commits (soul.store.descriptors) ------------
+
+
+def open_descriptors() -> set[str]:
+    """What this process's descriptors point at (Linux: /proc/self/fd)."""
+    found = set()
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):  # (the listing's own descriptor, closed since)
+            found.add(os.readlink(f"/proc/self/fd/{fd}"))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads /proc/self/fd")
+def test_a_logs_folder_deleted_between_commits_is_made_again_with_the_next_lines() -> None:
+    # the store keeps a session's lock and log files open between commits: once the folder is
+    # gone (deleted by hand, by another process), the next commit writes into a new one, not
+    # into the files the kept descriptors still point at
+    with SessionStore.open() as store:
+        sid = store.create_session("claudius", "ann").id
+        store.commit(a_turn(sid, 0))
+        store.commit(a_turn(sid, 1))
+        folder = session_logs_dir(sid)
+        assert any(path.startswith(str(folder)) for path in open_descriptors())  # kept open
+        shutil.rmtree(folder)
+        store.commit(a_turn(sid, 2))
+        assert [x["turn"] for x in logs.read(folder, "events")] == [3]
+        assert not any(path.startswith(str(folder)) and path.endswith("(deleted)") for path in open_descriptors())
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads /proc/self/fd")
+def test_a_store_keeps_a_bounded_number_of_log_folders_open_and_closes_them() -> None:
+    from soul.store.descriptors import LIMIT
+
+    home = session_logs_dir("x").parent
+    with SessionStore.open() as store:
+        sids = [store.create_session("claudius", "ann").id for _ in range(LIMIT + 8)]
+        for sid in sids:
+            store.commit(a_turn(sid, 0))
+            store.commit(a_turn(sid, 1))
+        kept = {p for p in open_descriptors() if p.startswith(str(home))}
+        folders = {str(Path(p).parent) for p in kept}
+        assert 0 < len(folders) <= LIMIT
+        assert str(session_logs_dir(sids[-1])) in folders  # the newest kept, the oldest closed
+        store.delete_session(sids[-1])
+        assert not any(p.startswith(str(session_logs_dir(sids[-1]))) for p in open_descriptors())
+        for sid in sids[:-1]:
+            assert actual_logs(sid) == expected_logs(store, sid)
+    assert not any(p.startswith(str(home)) for p in open_descriptors())
+
+
+def test_threads_committing_to_one_session_write_each_commit_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # one store's kept lock descriptor is shared by its threads: flock alone would let them all
+    # in at once; the mutex beside it keeps the folder's writers one at a time
+    import threading
+    import time
+
+    lines = logs.commit_lines
+
+    def slowly(*args: object, **kwargs: object) -> list[logs.LogLine]:
+        time.sleep(0.001)  # between a commit's transaction and its lines: others get their turn
+        return lines(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(logs, "commit_lines", slowly)
+    with SessionStore.open() as store:
+        sid = store.create_session("claudius", "ann").id
+        store.commit(a_turn(sid, 0))
+        errors: list[BaseException] = []
+
+        def cycles(process: str) -> None:
+            try:
+                for n in range(15):
+                    store.commit(Commit(sid, 0, kind="cycle", process=process, cycle=n,
+                                        messages=(MessageRecord("subconscious", "thought", f"{process} {n}"),)))
+            except BaseException as error:  # reported below
+                errors.append(error)
+
+        threads = [threading.Thread(target=cycles, args=(f"p{i}",)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        assert actual_logs(sid) == expected_logs(store, sid)
+        thoughts = [x["content"] for x in logs.read(session_logs_dir(sid), "subconscious")]
+        assert sorted(thoughts) == sorted(f"p{i} {n}" for i in range(4) for n in range(15))
