@@ -39,17 +39,21 @@ def _decode(text: str) -> Any:
     return _DECODER.decode(text)
 
 
-# The session row with its state, its Chetana state and its latest user model, in one statement
-# (four, each its own round through the driver, before): a snapshot is read every turn.
+# The session row with its state, its Chetana state, its latest user model and user-model check,
+# in one statement (five, each its own round through the driver, before): read every turn.
 _MODEL_OF = (
     "FROM user_models WHERE soul = sessions.soul"
     " AND user = coalesce(sessions.user_model_key, sessions.user) ORDER BY version DESC LIMIT 1"
+)
+_CHECK_OF = (  # the last user-model check (the Samantha-Dreams gate)
+    "FROM messages WHERE session_id = sessions.id AND tag = 'user_model_check' ORDER BY id DESC LIMIT 1"
 )
 _SNAPSHOT_HEAD = (
     f"SELECT {SESSION_COLUMNS},"
     " (SELECT json FROM state WHERE session_id = sessions.id),"
     " (SELECT json FROM chetana WHERE session_id = sessions.id),"
-    f" (SELECT version {_MODEL_OF}), (SELECT text {_MODEL_OF})"
+    f" (SELECT version {_MODEL_OF}), (SELECT text {_MODEL_OF}),"
+    f" (SELECT content {_CHECK_OF}), (SELECT meta {_CHECK_OF})"
     " FROM sessions WHERE id = ?"
 )
 _HEAD_SESSION = len(SESSION_COLUMNS.split(","))  # the session's columns come first
@@ -83,7 +87,7 @@ class Reading:
             if row is None:
                 raise SessionNotFound(f"no session {session_id!r}")
             info = session_info(row[:_HEAD_SESSION])
-            state_json, chetana_json, model_version, model_text = row[_HEAD_SESSION:]
+            state_json, chetana_json, model_version, model_text, check_content, check_meta = row[_HEAD_SESSION:]
             memory_rows = conn.execute(
                 "SELECT region, entry_type, content, verb, meta, time FROM working_memory"
                 " WHERE session_id = ? ORDER BY id",
@@ -98,11 +102,6 @@ class Reading:
                 if recent > 0
                 else []
             )
-            check = conn.execute(
-                "SELECT content, meta FROM messages WHERE session_id = ? AND tag = ?"
-                " ORDER BY id DESC LIMIT 1",
-                (session_id, "user_model_check"),
-            ).fetchone()
         memory = tuple(
             MemoryEntry(region, entry_type, content, verb, _meta(meta))
             for region, entry_type, content, verb, meta, at in memory_rows
@@ -118,7 +117,7 @@ class Reading:
             memory=memory,
             recent=tuple(message_record(*r) for r in reversed(recent_rows)),
             chetana=self._chetana(session_id, chetana_json),
-            last_user_model_check=_check_result(check),
+            last_user_model_check=_check_result(check_content, check_meta),
         )
 
     def _chetana(self, session_id: str, text: str | None) -> Any:
@@ -203,11 +202,10 @@ def message_record(
     return MessageRecord(layer, tag, content, step, verb, _meta(meta))
 
 
-def _check_result(row: tuple[str, str] | None) -> bool | None:
+def _check_result(content: str | None, meta: str | None) -> bool | None:
     # The runtime stores the parsed boolean as meta {"result": bool}; the text is the fallback.
-    if row is None:
+    if content is None or meta is None:
         return None
-    content, meta = row
     result = _meta(meta).get("result")
     if isinstance(result, bool):
         return result
