@@ -7,7 +7,8 @@ open descriptor would both get: a folder's kept descriptors come with a mutex, t
 flock and let go after it. A folder deleted meanwhile (`delete_session`, another process, by
 hand) leaves its kept lock file unlinked: that is looked at (`fstat`, no path walked) each time
 the lock is taken, and the folder's descriptors are then closed and opened again by path. At
-most `LIMIT` folders are kept (the oldest not in use closed first); `close()` closes them all.
+most `LIMIT` folders are kept (the least recently used not in use closed first); `close()`
+closes them all.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ try:  # POSIX; elsewhere the lock is a no-op (see soul.store.logs)
 except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
-LIMIT = 64  # folders kept open: a process's sessions that commit now and then; ~4 descriptors each
+# folders kept open, the most recently used (4 descriptors each: 128 at most, well inside the
+# 1,024 a process commonly may have, beside a server's sockets)
+LIMIT = 32
 
 
 class Kept:
@@ -63,7 +66,9 @@ class Descriptors:
         key = os.fspath(folder)
         while True:
             with self._guard:
-                kept = self._kept.get(key)
+                kept = self._kept.pop(key, None)
+                if kept is not None:
+                    self._kept[key] = kept  # the most recently used, last
             if kept is None:
                 fd = logs.open_lock(folder, create=create)
                 if fd is None:
@@ -116,7 +121,7 @@ class Descriptors:
                 kept.close()
 
     def _trim(self) -> None:
-        # (the guard held) the oldest folders not in use, closed down to the limit
+        # (the guard held) the least recently used folders not in use, closed down to the limit
         if len(self._kept) <= self._limit:
             return
         for key in list(self._kept):

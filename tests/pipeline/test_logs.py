@@ -385,19 +385,36 @@ def test_a_logs_folder_deleted_between_commits_is_made_again_with_the_next_lines
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads /proc/self/fd")
-def test_a_store_keeps_a_bounded_number_of_log_folders_open_and_closes_them() -> None:
+def test_a_store_keeps_a_bounded_number_of_log_folders_open_and_closes_them(monkeypatch: pytest.MonkeyPatch) -> None:
     from soul.store.descriptors import LIMIT
 
+    opened: list[Path] = []  # the folders whose lock file was opened, each time
+    open_lock = logs.open_lock
+
+    def counted(folder: Path, *, create: bool) -> int | None:
+        fd = open_lock(folder, create=create)
+        if fd is not None:
+            opened.append(folder)
+        return fd
+
+    monkeypatch.setattr(logs, "open_lock", counted)
     home = session_logs_dir("x").parent
     with SessionStore.open() as store:
         sids = [store.create_session("claudius", "ann").id for _ in range(LIMIT + 8)]
+        hot, turns = sids[0], 0  # a session that goes on talking while the others come and go
         for sid in sids:
             store.commit(a_turn(sid, 0))
             store.commit(a_turn(sid, 1))
+            if sid != hot:
+                store.commit(a_turn(hot, turns + 2))
+                turns += 1
         kept = {p for p in open_descriptors() if p.startswith(str(home))}
         folders = {str(Path(p).parent) for p in kept}
         assert 0 < len(folders) <= LIMIT
-        assert str(session_logs_dir(sids[-1])) in folders  # the newest kept, the oldest closed
+        # the most recently used kept, the least recently used closed
+        assert {str(session_logs_dir(sid)) for sid in (hot, sids[-1])} <= folders
+        assert str(session_logs_dir(sids[1])) not in folders
+        assert opened.count(session_logs_dir(hot)) == 1  # opened once, never closed meanwhile
         store.delete_session(sids[-1])
         assert not any(p.startswith(str(session_logs_dir(sids[-1]))) for p in open_descriptors())
         for sid in sids[:-1]:
