@@ -34,13 +34,23 @@ class Kept:
     """One folder's open descriptors: its lock file, its log files by name, and the mutex a
     `Writer` holds with the flock."""
 
-    __slots__ = ("closed", "files", "lock", "mutex")
+    __slots__ = ("closed", "files", "lock", "mutex", "retired")
 
     def __init__(self, lock: int) -> None:
         self.lock = lock
         self.files: dict[str, int] = {}
         self.mutex = threading.Lock()
         self.closed = False
+        self.retired = False  # forgotten while a writer held it: that writer closes it
+
+    def let_go(self) -> None:
+        """A `Writer` is done with these (its flock let go): closed if they were forgotten
+        meanwhile, and the mutex released."""
+        try:
+            if self.retired:
+                self.close()
+        finally:
+            self.mutex.release()
 
     def close(self) -> None:
         """Close every descriptor (the mutex held, or the folder no longer shared)."""
@@ -102,15 +112,15 @@ class Descriptors:
             kept.mutex.release()
 
     def forget(self, folder: Path) -> None:
-        """Close the folder's kept descriptors (its session is deleted); a commit that holds
-        them now closes them when it sees the lock file unlinked."""
+        """Close the folder's kept descriptors (its session is deleted); a writer holding them
+        now closes them when it lets go."""
         with self._guard:
             kept = self._kept.pop(os.fspath(folder), None)
-        if kept is not None and kept.mutex.acquire(blocking=False):
-            try:
-                kept.close()
-            finally:
-                kept.mutex.release()
+            if kept is None:
+                return
+            kept.retired = True
+        if kept.mutex.acquire(blocking=False):
+            kept.let_go()
 
     def close(self) -> None:
         """Close every kept descriptor (the store is closing)."""

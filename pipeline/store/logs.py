@@ -293,7 +293,7 @@ class Writer:
                 if kept is None:
                     os.close(lock)
                 else:
-                    kept.mutex.release()
+                    kept.let_go()
 
     def mark_dirty(self) -> None:
         """Record that appends are under way (cleared by `mark_clean` once the cursor moved)."""

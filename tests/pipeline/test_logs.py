@@ -457,3 +457,23 @@ def test_threads_committing_to_one_session_write_each_commit_once(monkeypatch: p
         assert actual_logs(sid) == expected_logs(store, sid)
         thoughts = [x["content"] for x in logs.read(session_logs_dir(sid), "subconscious")]
         assert sorted(thoughts) == sorted(f"p{i} {n}" for i in range(4) for n in range(15))
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads /proc/self/fd")
+def test_a_folder_forgotten_while_its_writer_holds_it_is_closed_when_the_writer_lets_go(tmp_path: Path) -> None:
+    from soul.store.descriptors import Descriptors
+
+    folder = tmp_path / "session"
+    kept = Descriptors()
+    writer = kept.hold(folder, create=True)
+    assert writer is not None
+    writer.append([logs.LogLine("events", '{"commit":1}\n')])
+    kept.forget(folder)  # (delete_session, while a commit holds the folder)
+    assert any(p.startswith(str(folder)) for p in open_descriptors())
+    writer.release()
+    assert not any(p.startswith(str(folder)) for p in open_descriptors())
+    again = kept.hold(folder, create=True)  # opened afresh
+    assert again is not None
+    again.release()
+    kept.close()
+    assert not any(p.startswith(str(folder)) for p in open_descriptors())
