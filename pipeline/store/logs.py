@@ -31,12 +31,9 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from soul.store.connection import Connection
-
-if TYPE_CHECKING:
-    from soul.store.descriptors import Kept
 
 try:  # POSIX; elsewhere the lock is a no-op and only one writer per home is safe.
     import fcntl
@@ -257,6 +254,15 @@ def pending_lines(
             summaries=summaries_of.get(cid, ()),
         )
     return lines, (commits[-1][0] if commits else cursor)
+
+
+class Kept(Protocol):
+    """A folder's descriptors kept open between writers (`soul.store.descriptors.Kept`): the
+    log files by name, and `let_go`, which a writer calls once its flock is let go."""
+
+    files: dict[str, int]
+
+    def let_go(self) -> None: ...
 
 
 class Writer:
