@@ -87,7 +87,7 @@ class Descriptors:
                 with self._guard:
                     kept = self._kept.setdefault(key, fresh)
                     if kept is fresh:
-                        self._trim()
+                        self._trim(key)
                 if kept is not fresh:  # another thread opened it first
                     os.close(fd)
             kept.mutex.acquire()
@@ -130,13 +130,14 @@ class Descriptors:
             with kept.mutex:
                 kept.close()
 
-    def _trim(self) -> None:
-        # (the guard held) the least recently used folders not in use, closed down to the limit
+    def _trim(self, keep: str) -> None:
+        # (the guard held) the least recently used folders not in use, closed down to the limit;
+        # never `keep`, the one just opened (with every other folder in use, the limit waits)
         if len(self._kept) <= self._limit:
             return
         for key in list(self._kept):
             kept = self._kept[key]
-            if kept.mutex.acquire(blocking=False):
+            if key != keep and kept.mutex.acquire(blocking=False):
                 try:
                     del self._kept[key]
                     kept.close()

@@ -477,3 +477,26 @@ def test_a_folder_forgotten_while_its_writer_holds_it_is_closed_when_the_writer_
     again.release()
     kept.close()
     assert not any(p.startswith(str(folder)) for p in open_descriptors())
+
+
+def test_a_folder_opened_while_every_kept_one_is_in_use_is_held_not_closed_at_once(tmp_path: Path) -> None:
+    # over the limit with every other folder held by a writer, the one just opened is the only
+    # one that could be closed: it is kept (the limit waits), or its writer would open it forever
+    import threading
+
+    from soul.store.descriptors import Descriptors
+
+    kept = Descriptors(limit=1)
+    first = kept.hold(tmp_path / "a", create=True)
+    got: list[logs.Writer | None] = []
+    opener = threading.Thread(target=lambda: got.append(kept.hold(tmp_path / "b", create=True)), daemon=True)
+    opener.start()
+    opener.join(timeout=10)
+    assert not opener.is_alive() and got and got[0] is not None
+    got[0].release()
+    assert first is not None
+    first.release()
+    third = kept.hold(tmp_path / "c", create=True)  # now the others are free: closed down to one
+    assert third is not None
+    third.release()
+    kept.close()
