@@ -28,6 +28,7 @@ from soul.store.dialect import dialect_of, insert_rows
 from soul.store.logs import dumps
 from soul.store.minds import write_cycle_rows
 from soul.store.partitions import check_fence
+from soul.store.reading import SeenSessions
 from soul.store.redaction import could_hold_secrets, redact_commit, secrets
 
 log = logging.getLogger(__name__)
@@ -75,6 +76,7 @@ class Commits:
     _log_folders: dict[str, Path]
     _descriptors: Descriptors
     _chetana_written: dict[str, tuple[str, Any]]
+    _seen: SeenSessions
     home: Path
 
     def commit(self, commit: Commit, *, once: bool = False) -> int:
@@ -276,6 +278,8 @@ class Commits:
             if len(written) >= 4096:
                 written.clear()
             written[commit.session_id] = (chetana, commit.chetana)
+        # the session's rows as its next snapshot reads them back (`soul.store.reading.Seen`)
+        self._seen.committed(commit.session_id, previous, cid, commit.memory, commit.messages, now)
         lines = logs.commit_lines(
             cid, turn, now, event, commit.messages,
             cycle=commit.cycle, process=commit.process, mood=commit.mood,

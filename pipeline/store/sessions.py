@@ -48,7 +48,7 @@ from soul.store.migrations import migrate
 from soul.store.minds import Minds
 from soul.store.notify import Notices
 from soul.store.partitions import Partitions
-from soul.store.reading import Reading, session_info
+from soul.store.reading import Reading, SeenSessions, session_info
 from soul.store.redaction import redact_data
 from soul.store.shards import shard_of
 from soul.store.timeline import Timeline
@@ -75,6 +75,8 @@ class SessionStore(Reading, Commits, UserModels, Export, Transfer, Minds, Notice
         self._descriptors = Descriptors()  # their lock and log files, kept open between commits
         # each session's Chetana state as this store last wrote it: (its JSON, the value)
         self._chetana_written: dict[str, tuple[str, Any]] = {}
+        # each session's working memory and recent messages, decoded (store/reading.py: Seen)
+        self._seen = SeenSessions()
         # WAL checkpoints are SQLite's; PostgreSQL runs its own.
         self._checkpointer = (
             Checkpointer(soul_home.db_path(home)) if isinstance(conn, sqlite3.Connection) else None
