@@ -61,6 +61,12 @@ class Kept:
             os.close(fd)
         self.files.clear()
 
+    def __del__(self) -> None:
+        # a store dropped without close(): its folders' descriptors go with it, as its
+        # connection's do (a process making many stores would run out of descriptors)
+        with contextlib.suppress(OSError):
+            self.close()
+
 
 class Descriptors:
     """The kept descriptors of one store's session folders (thread-safe)."""

@@ -500,3 +500,21 @@ def test_a_folder_opened_while_every_kept_one_is_in_use_is_held_not_closed_at_on
     assert third is not None
     third.release()
     kept.close()
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads /proc/self/fd")
+def test_a_store_dropped_without_close_leaves_no_log_descriptors_open() -> None:
+    # as its connection's: a process that makes stores and drops them (tests, scripts) must not
+    # run out of descriptors (the test suite reached 1,024 when kept ones outlived their store)
+    import gc
+
+    home = session_logs_dir("x").parent
+    for _ in range(5):
+        store = SessionStore.open()
+        sid = store.create_session("claudius", "ann").id
+        store.commit(a_turn(sid, 0))
+        store.commit(a_turn(sid, 1))
+        assert any(p.startswith(str(home)) for p in open_descriptors())
+        del store
+    gc.collect()
+    assert not any(p.startswith(str(home)) for p in open_descriptors())
