@@ -286,6 +286,8 @@ class SessionStore(Reading, Commits, UserModels, Export, Transfer, Minds, Notice
 
         if not self._write(body):
             raise SessionNotFound(f"no session {session_id!r}")
+        self._seen.drop(session_id)  # what the store kept of it, decoded
+        self._chetana_written.pop(session_id, None)
         if soul_home.valid_session_id(session_id):
             folder = soul_home.session_logs_dir(session_id, self.home)
             self._descriptors.forget(folder)
