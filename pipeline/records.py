@@ -109,6 +109,11 @@ class Commit:
     `base_turn` is the session's turn count the turn started from: the store refuses a commit
     whose base is stale (another process committed a turn meanwhile), so two writers can never
     interleave half-turns.
+
+    Its data is handed over with it: nothing changes its records, dicts and lists once it is
+    applied (the store gives its `chetana`, messages and memory entries back, the same objects,
+    in the session's next snapshot), and it is JSON data (dicts with string keys, lists, strings,
+    numbers, booleans, None): what the store writes and reads back.
     """
 
     session_id: str

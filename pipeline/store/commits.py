@@ -23,10 +23,12 @@ from soul.store import home as soul_home
 from soul.store import logs, notify
 from soul.store.connection import Connection
 from soul.store.database import Checkpointer
+from soul.store.descriptors import Descriptors
 from soul.store.dialect import dialect_of, insert_rows
 from soul.store.logs import dumps
 from soul.store.minds import write_cycle_rows
 from soul.store.partitions import check_fence
+from soul.store.reading import SeenSessions
 from soul.store.redaction import could_hold_secrets, redact_commit, secrets
 
 log = logging.getLogger(__name__)
@@ -72,6 +74,9 @@ class Commits:
     _checkpointer: Checkpointer | None
     _damage_reported: Callable[[], AbstractContextManager[None]]
     _log_folders: dict[str, Path]
+    _descriptors: Descriptors
+    _chetana_written: dict[str, tuple[str, Any]]
+    _seen: SeenSessions
     home: Path
 
     def commit(self, commit: Commit, *, once: bool = False) -> int:
@@ -241,14 +246,14 @@ class Commits:
         # until the lines are appended (no second read); a session's first commit makes the
         # folder after it, and locks it then.
         try:
-            writer = logs.locked_if_made(self._log_folder(commit.session_id))
+            writer = self._descriptors.hold(self._log_folder(commit.session_id), create=False)
         except OSError:
             writer = None  # the mirror tries again after the commit, and says why it cannot
         try:
             applied = self._write(body)
             if isinstance(applied, int):  # once=True, and this cycle was already stored
                 return Applied(applied, 0)
-            return self._mirrored(commit, applied, now, metas, writer)
+            return self._mirrored(commit, applied, now, metas, chetana, writer)
         finally:
             if writer is not None:
                 writer.release()
@@ -259,12 +264,22 @@ class Commits:
         applied: tuple[int, int, int, dict[str, Any], str, int],
         now: float,
         metas: list[str],
+        chetana: str | None,
         writer: logs.Writer | None,
     ) -> Applied:
         """After the transaction: the checkpoint poked, the commit's lines appended."""
         cursor, previous, cid, event, event_json, turn = applied
         if self._checkpointer is not None:
             self._checkpointer.poke()
+        if chetana is not None and type(commit.chetana) is dict:
+            # the next snapshot of the session reads this text back: it takes this value instead
+            # of decoding it (`Reading._chetana`; a Commit's data is not changed once applied)
+            written = self._chetana_written
+            if len(written) >= 4096:
+                written.clear()
+            written[commit.session_id] = (chetana, commit.chetana)
+        # the session's rows as its next snapshot reads them back (`soul.store.reading.Seen`)
+        self._seen.committed(commit.session_id, previous, cid, commit.memory, commit.messages, now)
         lines = logs.commit_lines(
             cid, turn, now, event, commit.messages,
             cycle=commit.cycle, process=commit.process, mood=commit.mood,
@@ -309,7 +324,9 @@ class Commits:
         here (and the cursor read under it).
         """
         if writer is None:
-            with logs.locked(self._log_folder(session_id)) as held:
+            held = self._descriptors.hold(self._log_folder(session_id), create=True)
+            assert held is not None  # (made on demand)
+            with held:
                 self._mirror_held(session_id, just, held, None)
         else:
             self._mirror_held(session_id, just, writer, cursor)

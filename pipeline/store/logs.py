@@ -31,7 +31,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from soul.store.connection import Connection
 
@@ -256,14 +256,25 @@ def pending_lines(
     return lines, (commits[-1][0] if commits else cursor)
 
 
+class Kept(Protocol):
+    """A folder's descriptors kept open between writers (`soul.store.descriptors.Kept`): the
+    log files by name, and `let_go`, which a writer calls once its flock is let go."""
+
+    files: dict[str, int]
+
+    def let_go(self) -> None: ...
+
+
 class Writer:
     """The locked writer of one session's folder (see `locked`); a context manager, which
     releases the lock when it ends."""
 
-    def __init__(self, folder: Path, lock: int) -> None:
+    def __init__(self, folder: Path, lock: int, kept: Kept | None = None) -> None:
         self.folder = folder
         self._prefix = os.path.join(folder, "")  # the folder's path and a separator
         self._lock = lock  # the lock file's descriptor (-1 once released)
+        # the folder's descriptors when a store keeps them open (`Descriptors`): not closed here
+        self._kept = kept
         # A lock file holding "1" means a writer died between appending and advancing the
         # cursor ("0" or empty: clean). The mark is a byte rewritten in place, not the file's
         # size: the size stays 1, so setting and clearing it change no size (on ext4 a size
@@ -280,11 +291,15 @@ class Writer:
         """Let go of the folder's lock (idempotent)."""
         lock, self._lock = self._lock, -1
         if lock >= 0:
+            kept = self._kept
             try:
                 if fcntl is not None:
                     fcntl.flock(lock, fcntl.LOCK_UN)
             finally:
-                os.close(lock)
+                if kept is None:
+                    os.close(lock)
+                else:
+                    kept.let_go()
 
     def mark_dirty(self) -> None:
         """Record that appends are under way (cleared by `mark_clean` once the cursor moved)."""
@@ -313,14 +328,20 @@ class Writer:
             else:
                 found.append(text)
         folder = self._prefix
+        files = self._kept.files if self._kept is not None else None
         for name, parts in chunks.items():
             data = "".join(parts).encode("utf-8")
-            fd = os.open(f"{folder}{name}.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+            fd = files.get(name, -1) if files is not None else -1
+            if fd < 0:
+                fd = os.open(f"{folder}{name}.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+                if files is not None:
+                    files[name] = fd  # kept open, for the folder's next commit
             try:
                 while data:  # a regular file takes it all at once; a short write goes on
                     data = data[os.write(fd, data):]
             finally:
-                os.close(fd)
+                if files is None:
+                    os.close(fd)
 
 
 def locked(folder: Path) -> Writer:
@@ -337,15 +358,23 @@ def locked_if_made(folder: Path) -> Writer | None:
     return _hold(folder, create=False)
 
 
-def _hold(folder: Path, *, create: bool) -> Writer | None:
+def open_lock(folder: Path, *, create: bool) -> int | None:
+    """The folder's lock file, opened (made if need be); None when the folder is not made and
+    `create` is False."""
     path = os.path.join(folder, LOCK_NAME)
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     except FileNotFoundError:  # the folder is made on the session's first commit
         if not create:
             return None
         folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+
+
+def _hold(folder: Path, *, create: bool) -> Writer | None:
+    fd = open_lock(folder, create=create)
+    if fd is None:
+        return None
     try:
         if fcntl is not None:
             fcntl.flock(fd, fcntl.LOCK_EX)

@@ -7,9 +7,11 @@ transaction, so it sees one consistent state while writers carry on.
 from __future__ import annotations
 
 import json
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Any
 
 from soul.errors import SessionNotFound, StoreError
@@ -17,8 +19,9 @@ from soul.records import MemoryEntry, MessageRecord, SessionInfo, Snapshot
 from soul.store.connection import Connection
 from soul.store.database import dicts
 from soul.store.export import SESSION_COLUMNS
+from soul.store.logs import dumps
 
-__all__ = ["Reading", "message_record", "session_info"]
+__all__ = ["Reading", "Seen", "SeenSessions", "decoded_meta", "message_record", "session_info"]
 
 _DECODER = json.JSONDecoder()
 _SCAN = json.scanner.c_make_scanner and json.scanner.c_make_scanner(_DECODER)  # its C scanner
@@ -39,10 +42,127 @@ def _decode(text: str) -> Any:
     return _DECODER.decode(text)
 
 
-def _meta(text: str) -> Any:
+# The session row with its state, its Chetana state, its latest user model and user-model check,
+# in one statement (five, each its own round through the driver, before): read every turn.
+_MODEL_OF = (
+    "FROM user_models WHERE soul = sessions.soul"
+    " AND user = coalesce(sessions.user_model_key, sessions.user) ORDER BY version DESC LIMIT 1"
+)
+_CHECK_OF = (  # the last user-model check (the Samantha-Dreams gate)
+    "FROM messages WHERE session_id = sessions.id AND tag = 'user_model_check' ORDER BY id DESC LIMIT 1"
+)
+_SNAPSHOT_HEAD = (
+    f"SELECT {SESSION_COLUMNS},"
+    " (SELECT json FROM state WHERE session_id = sessions.id),"
+    " (SELECT json FROM chetana WHERE session_id = sessions.id),"
+    f" (SELECT version {_MODEL_OF}), (SELECT text {_MODEL_OF}),"
+    f" (SELECT content {_CHECK_OF}), (SELECT meta {_CHECK_OF}),"
+    # what the session's working memory and messages are made of (see `Seen`)
+    " (SELECT coalesce(max(id), 0) FROM commits WHERE session_id = sessions.id),"
+    " (SELECT count(*) FROM working_memory WHERE session_id = sessions.id)"
+    " FROM sessions WHERE id = ?"
+)
+# decoded rows (working-memory entries and messages, ~0.3 KiB each) a store keeps between
+# snapshots, over all sessions: ~3 MiB at most (a claudius session of 8 turns holds ~45)
+SEEN_ROWS = 8192
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """A session's working memory (with each entry's time, for the TTL) and its last `recent`
+    messages as a snapshot decoded them, kept by the store for the next snapshot.
+
+    They are what the session's commits up to `commit` wrote, less the working-memory rows
+    deleted since (expired): rows of both tables are only ever added by a commit (a new commit
+    id, never reused) and deleted with their session or, working memory, when expired. So a
+    snapshot that finds the session's last commit id and working-memory count unchanged takes
+    them as they are, and a commit of this store whose previous commit is `commit` extends
+    them with its own rows (`extended`); anything else (another process's commit, an expiry)
+    shows as a different id or count, and the rows are read again.
+    """
+
+    commit: int  # the session's last commit id when they were read
+    memory_count: int  # its working-memory rows then, expired ones included
+    memory: tuple[MemoryEntry, ...]
+    times: tuple[float, ...]  # each entry's time
+    recent: int  # how many messages were asked for
+    messages: tuple[MessageRecord, ...]  # the last `recent`, oldest first
+
+    @property
+    def size(self) -> int:
+        """The decoded rows held."""
+        return len(self.memory) + len(self.messages)
+
+    def extended(self, commit: int, memory: tuple[MemoryEntry, ...], at: float,
+                 messages: tuple[MessageRecord, ...]) -> Seen:
+        """These with a commit's rows added (its entries and messages as a read gives them back)."""
+        kept = (self.messages + messages)[-self.recent:] if self.recent > 0 else ()
+        return Seen(commit, self.memory_count + len(memory), self.memory + memory,
+                    self.times + (at,) * len(memory), self.recent, kept)
+
+
+class SeenSessions:
+    """The `Seen` rows of a store's sessions, within `budget` decoded rows in all: a session
+    that would go past it pushes out the least recently kept ones (thread-safe)."""
+
+    def __init__(self, budget: int = SEEN_ROWS) -> None:
+        self._by_id: dict[str, Seen] = {}
+        self._rows = 0
+        self._budget = budget
+        self._lock = threading.Lock()
+
+    def get(self, session_id: str) -> Seen | None:
+        return self._by_id.get(session_id)
+
+    def put(self, session_id: str, seen: Seen) -> None:
+        with self._lock:
+            self._drop(session_id)
+            if seen.size > self._budget:
+                return  # a session with more rows than the whole budget is read each time
+            while self._rows + seen.size > self._budget:
+                self._drop(next(iter(self._by_id)))
+            self._by_id[session_id] = seen
+            self._rows += seen.size
+
+    def committed(self, session_id: str, previous: int, commit: int, memory: Sequence[MemoryEntry],
+                  messages: Sequence[MessageRecord], at: float) -> None:
+        """A commit of this store (`commit`, at time `at`, the session's commit before it
+        `previous`) wrote these rows: the session's kept ones extended with them when they are
+        those up to `previous` (nothing else was committed since they were read), else dropped."""
+        seen = self._by_id.get(session_id)
+        if seen is None:
+            return
+        if seen.commit != previous:
+            self.drop(session_id)
+            return
+        self.put(session_id, seen.extended(
+            commit, tuple(_as_read(m, MemoryEntry) for m in memory), at,
+            tuple(_as_read(m, MessageRecord) for m in messages)))
+
+    def drop(self, session_id: str) -> None:
+        with self._lock:
+            self._drop(session_id)
+
+    def _drop(self, session_id: str) -> None:
+        old = self._by_id.pop(session_id, None)
+        if old is not None:
+            self._rows -= old.size
+_HEAD_SESSION = len(SESSION_COLUMNS.split(","))  # the session's columns come first
+
+
+def decoded_meta(text: str) -> Any:
     """A stored meta decoded; the empty one (most working-memory entries and messages) without
     the decoder: a snapshot decodes dozens a turn."""
     return {} if text == "{}" else _decode(text)
+
+
+def _as_read(record: Any, kind: type[Any]) -> Any:
+    """A message or memory entry of a commit as a read of its row gives it back: itself when its
+    meta is a plain dict (what its stored JSON decodes to), else rebuilt with that decoding."""
+    if type(record) is kind and type(record.meta) is dict:
+        return record
+    fields = [getattr(record, name) for name in kind.__slots__ if name != "meta"]
+    return kind(*fields, meta=decoded_meta(dumps(record.meta) if record.meta else "{}"))
 
 
 
@@ -51,6 +171,8 @@ class Reading:
 
     _read: Callable[[], AbstractContextManager[Connection]]
     _write: Callable[..., Any]
+    _chetana_written: dict[str, tuple[str, Any]]
+    _seen: SeenSessions
 
     def snapshot(
         self, session_id: str, *, recent: int = 20, ttl_hours: float | None = None
@@ -62,59 +184,72 @@ class Reading:
         """
         cutoff = time.time() - ttl_hours * 3600 if ttl_hours is not None else None
         with self._read() as conn:
-            row = conn.execute(
-                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
-            ).fetchone()
+            row = conn.execute(_SNAPSHOT_HEAD, (session_id,)).fetchone()
             if row is None:
                 raise SessionNotFound(f"no session {session_id!r}")
-            info = session_info(row)
-            state = conn.execute("SELECT json FROM state WHERE session_id = ?", (session_id,))
-            state_row = state.fetchone()
-            chetana_row = conn.execute(
-                "SELECT json FROM chetana WHERE session_id = ?", (session_id,)
-            ).fetchone()
-            model = conn.execute(
-                "SELECT version, text FROM user_models WHERE soul = ? AND user = ("
-                "SELECT coalesce(user_model_key, user) FROM sessions WHERE id = ?)"
-                " ORDER BY version DESC LIMIT 1",
-                (info.soul, session_id),
-            ).fetchone()
-            memory_rows = conn.execute(
-                "SELECT region, entry_type, content, verb, meta, time FROM working_memory"
-                " WHERE session_id = ? ORDER BY id",
-                (session_id,),
-            ).fetchall()
-            recent_rows = (
-                conn.execute(
-                    "SELECT layer, tag, content, step, verb, meta FROM messages"
-                    " WHERE session_id = ? ORDER BY id DESC LIMIT ?",
-                    (session_id, recent),
-                ).fetchall()
-                if recent > 0
-                else []
-            )
-            check = conn.execute(
-                "SELECT content, meta FROM messages WHERE session_id = ? AND tag = ?"
-                " ORDER BY id DESC LIMIT 1",
-                (session_id, "user_model_check"),
-            ).fetchone()
-        memory = tuple(
-            MemoryEntry(region, entry_type, content, verb, _meta(meta))
-            for region, entry_type, content, verb, meta, at in memory_rows
-            if cutoff is None or at >= cutoff
-        )
-        if len(memory) < len(memory_rows):
-            self._expire_memory(session_id, cutoff)  # type: ignore[arg-type]
+            info = session_info(row[:_HEAD_SESSION])
+            (state_json, chetana_json, model_version, model_text, check_content, check_meta,
+             last_commit, memory_count) = row[_HEAD_SESSION:]
+            seen = self._seen.get(session_id)
+            if seen is None or (seen.commit, seen.memory_count, seen.recent) != (last_commit, memory_count, recent):
+                seen = self._read_rows(conn, session_id, recent, last_commit)
+        if cutoff is None or not seen.times or min(seen.times) >= cutoff:
+            memory = seen.memory
+        else:
+            memory = tuple(m for m, at in zip(seen.memory, seen.times, strict=True) if at >= cutoff)
+            self._expire_memory(session_id, cutoff)
         return Snapshot(
             session=info,
-            state=_decode(state_row[0]) if state_row else {},
-            user_model=model[1] if model else "",
-            user_model_version=model[0] if model else 0,
+            state=_decode(state_json) if state_json is not None else {},
+            user_model=model_text if model_text is not None else "",
+            user_model_version=model_version or 0,
             memory=memory,
-            recent=tuple(message_record(*r) for r in reversed(recent_rows)),
-            chetana=_decode(chetana_row[0]) if chetana_row else None,
-            last_user_model_check=_check_result(check),
+            recent=seen.messages,
+            chetana=self._chetana(session_id, chetana_json),
+            last_user_model_check=_check_result(check_content, check_meta),
         )
+
+    def _read_rows(self, conn: Connection, session_id: str, recent: int, last_commit: int) -> Seen:
+        """The session's working memory and last `recent` messages, read and decoded (in the
+        snapshot's transaction), and kept for the next snapshot."""
+        memory_rows = conn.execute(
+            "SELECT region, entry_type, content, verb, meta, time FROM working_memory"
+            " WHERE session_id = ? ORDER BY id",
+            (session_id,),
+        ).fetchall()
+        recent_rows = (
+            conn.execute(
+                "SELECT layer, tag, content, step, verb, meta FROM messages"
+                " WHERE session_id = ? ORDER BY id DESC LIMIT ?",
+                (session_id, recent),
+            ).fetchall()
+            if recent > 0
+            else []
+        )
+        seen = Seen(
+            last_commit,
+            len(memory_rows),
+            tuple(MemoryEntry(region, entry_type, content, verb, decoded_meta(meta))
+                  for region, entry_type, content, verb, meta, _ in memory_rows),
+            tuple(row[5] for row in memory_rows),
+            recent,
+            tuple(message_record(*r) for r in reversed(recent_rows)),
+        )
+        self._seen.put(session_id, seen)
+        return seen
+
+    def _chetana(self, session_id: str, text: str | None) -> Any:
+        """The session's stored Chetana state, decoded from `text` (what the snapshot read):
+        the value this store's last commit of the session wrote it from, when the text is still
+        exactly that commit's (`Commits.apply` keeps the pair), so a turn's snapshot does not
+        decode again what the turn before it encoded (2.9 KB of JSON, ~40 us, a claudius turn).
+        The text is always read: another writer's state is a different text, and decoded."""
+        if text is None:
+            return None
+        written = self._chetana_written.get(session_id)
+        if written is not None and written[0] == text:
+            return written[1]
+        return _decode(text)
 
     def _expire_memory(self, session_id: str, cutoff: float) -> None:
         self._write(
@@ -182,15 +317,14 @@ def session_info(row: tuple[Any, ...]) -> SessionInfo:
 def message_record(
     layer: Any, tag: str, content: str, step: str | None, verb: str | None, meta: str
 ) -> MessageRecord:
-    return MessageRecord(layer, tag, content, step, verb, _meta(meta))
+    return MessageRecord(layer, tag, content, step, verb, decoded_meta(meta))
 
 
-def _check_result(row: tuple[str, str] | None) -> bool | None:
+def _check_result(content: str | None, meta: str | None) -> bool | None:
     # The runtime stores the parsed boolean as meta {"result": bool}; the text is the fallback.
-    if row is None:
+    if content is None or meta is None:
         return None
-    content, meta = row
-    result = _meta(meta).get("result")
+    result = decoded_meta(meta).get("result")
     if isinstance(result, bool):
         return result
     return content.strip().lower() in ("true", "yes", "1")

@@ -39,6 +39,7 @@ from soul.store import postgres as postgres_store
 from soul.store.commits import Commits, dumps
 from soul.store.connection import Connection
 from soul.store.database import Checkpointer, connect, damaged, retry
+from soul.store.descriptors import Descriptors
 from soul.store.dialect import Dialect, dialect_of
 from soul.store.due import Due
 from soul.store.export import SESSION_COLUMNS, Export
@@ -47,7 +48,7 @@ from soul.store.migrations import migrate
 from soul.store.minds import Minds
 from soul.store.notify import Notices
 from soul.store.partitions import Partitions
-from soul.store.reading import Reading, session_info
+from soul.store.reading import Reading, SeenSessions, session_info
 from soul.store.redaction import redact_data
 from soul.store.shards import shard_of
 from soul.store.timeline import Timeline
@@ -71,6 +72,11 @@ class SessionStore(Reading, Commits, UserModels, Export, Transfer, Minds, Notice
         # One connection per store; the lock lets the runtime commit from a worker thread.
         self._lock = threading.RLock()
         self._log_folders: dict[str, Path] = {}  # each session's JSONL folder, by id (store/commits.py)
+        self._descriptors = Descriptors()  # their lock and log files, kept open between commits
+        # each session's Chetana state as this store last wrote it: (its JSON, the value)
+        self._chetana_written: dict[str, tuple[str, Any]] = {}
+        # each session's working memory and recent messages, decoded (store/reading.py: Seen)
+        self._seen = SeenSessions()
         # WAL checkpoints are SQLite's; PostgreSQL runs its own.
         self._checkpointer = (
             Checkpointer(soul_home.db_path(home)) if isinstance(conn, sqlite3.Connection) else None
@@ -140,6 +146,7 @@ class SessionStore(Reading, Commits, UserModels, Export, Transfer, Minds, Notice
         """Close the connection (idempotent)."""
         if self._checkpointer is not None:
             self._checkpointer.close()
+        self._descriptors.close()
         with self._lock:
             self._conn.close()
 
@@ -279,8 +286,12 @@ class SessionStore(Reading, Commits, UserModels, Export, Transfer, Minds, Notice
 
         if not self._write(body):
             raise SessionNotFound(f"no session {session_id!r}")
+        self._seen.drop(session_id)  # what the store kept of it, decoded
+        self._chetana_written.pop(session_id, None)
         if soul_home.valid_session_id(session_id):
-            shutil.rmtree(soul_home.session_logs_dir(session_id, self.home), ignore_errors=True)
+            folder = soul_home.session_logs_dir(session_id, self.home)
+            self._descriptors.forget(folder)
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 class _DamageReported:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -352,3 +353,168 @@ def test_the_store_refuses_what_json_loads_refuses(text: str) -> None:
     with pytest.raises(json.JSONDecodeError) as ours:
         _decode(text)
     assert str(ours.value) == str(refused.value)
+
+
+# -- the descriptors a store keeps open between commits (soul.store.descriptors) ------------
+
+
+def open_descriptors() -> set[str]:
+    """What this process's descriptors point at (Linux: /proc/self/fd)."""
+    found = set()
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):  # (the listing's own descriptor, closed since)
+            found.add(os.readlink(f"/proc/self/fd/{fd}"))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads /proc/self/fd")
+def test_a_logs_folder_deleted_between_commits_is_made_again_with_the_next_lines() -> None:
+    # the store keeps a session's lock and log files open between commits: once the folder is
+    # gone (deleted by hand, by another process), the next commit writes into a new one, not
+    # into the files the kept descriptors still point at
+    with SessionStore.open() as store:
+        sid = store.create_session("claudius", "ann").id
+        store.commit(a_turn(sid, 0))
+        store.commit(a_turn(sid, 1))
+        folder = session_logs_dir(sid)
+        assert any(path.startswith(str(folder)) for path in open_descriptors())  # kept open
+        shutil.rmtree(folder)
+        store.commit(a_turn(sid, 2))
+        assert [x["turn"] for x in logs.read(folder, "events")] == [3]
+        assert not any(path.startswith(str(folder)) and path.endswith("(deleted)") for path in open_descriptors())
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads /proc/self/fd")
+def test_a_store_keeps_a_bounded_number_of_log_folders_open_and_closes_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    from soul.store.descriptors import LIMIT
+
+    opened: list[Path] = []  # the folders whose lock file was opened, each time
+    open_lock = logs.open_lock
+
+    def counted(folder: Path, *, create: bool) -> int | None:
+        fd = open_lock(folder, create=create)
+        if fd is not None:
+            opened.append(folder)
+        return fd
+
+    monkeypatch.setattr(logs, "open_lock", counted)
+    home = session_logs_dir("x").parent
+    with SessionStore.open() as store:
+        sids = [store.create_session("claudius", "ann").id for _ in range(LIMIT + 8)]
+        hot, turns = sids[0], 0  # a session that goes on talking while the others come and go
+        for sid in sids:
+            store.commit(a_turn(sid, 0))
+            store.commit(a_turn(sid, 1))
+            if sid != hot:
+                store.commit(a_turn(hot, turns + 2))
+                turns += 1
+        kept = {p for p in open_descriptors() if p.startswith(str(home))}
+        folders = {str(Path(p).parent) for p in kept}
+        assert 0 < len(folders) <= LIMIT
+        # the most recently used kept, the least recently used closed
+        assert {str(session_logs_dir(sid)) for sid in (hot, sids[-1])} <= folders
+        assert str(session_logs_dir(sids[1])) not in folders
+        assert opened.count(session_logs_dir(hot)) == 1  # opened once, never closed meanwhile
+        store.delete_session(sids[-1])
+        assert not any(p.startswith(str(session_logs_dir(sids[-1]))) for p in open_descriptors())
+        for sid in sids[:-1]:
+            assert actual_logs(sid) == expected_logs(store, sid)
+    assert not any(p.startswith(str(home)) for p in open_descriptors())
+
+
+def test_threads_committing_to_one_session_write_each_commit_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # one store's kept lock descriptor is shared by its threads: flock alone would let them all
+    # in at once; the mutex beside it keeps the folder's writers one at a time
+    import threading
+    import time
+
+    lines = logs.commit_lines
+
+    def slowly(*args: object, **kwargs: object) -> list[logs.LogLine]:
+        time.sleep(0.001)  # between a commit's transaction and its lines: others get their turn
+        return lines(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(logs, "commit_lines", slowly)
+    with SessionStore.open() as store:
+        sid = store.create_session("claudius", "ann").id
+        store.commit(a_turn(sid, 0))
+        errors: list[BaseException] = []
+
+        def cycles(process: str) -> None:
+            try:
+                for n in range(15):
+                    store.commit(Commit(sid, 0, kind="cycle", process=process, cycle=n,
+                                        messages=(MessageRecord("subconscious", "thought", f"{process} {n}"),)))
+            except BaseException as error:  # reported below
+                errors.append(error)
+
+        threads = [threading.Thread(target=cycles, args=(f"p{i}",)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        assert actual_logs(sid) == expected_logs(store, sid)
+        thoughts = [x["content"] for x in logs.read(session_logs_dir(sid), "subconscious")]
+        assert sorted(thoughts) == sorted(f"p{i} {n}" for i in range(4) for n in range(15))
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads /proc/self/fd")
+def test_a_folder_forgotten_while_its_writer_holds_it_is_closed_when_the_writer_lets_go(tmp_path: Path) -> None:
+    from soul.store.descriptors import Descriptors
+
+    folder = tmp_path / "session"
+    kept = Descriptors()
+    writer = kept.hold(folder, create=True)
+    assert writer is not None
+    writer.append([logs.LogLine("events", '{"commit":1}\n')])
+    kept.forget(folder)  # (delete_session, while a commit holds the folder)
+    assert any(p.startswith(str(folder)) for p in open_descriptors())
+    writer.release()
+    assert not any(p.startswith(str(folder)) for p in open_descriptors())
+    again = kept.hold(folder, create=True)  # opened afresh
+    assert again is not None
+    again.release()
+    kept.close()
+    assert not any(p.startswith(str(folder)) for p in open_descriptors())
+
+
+def test_a_folder_opened_while_every_kept_one_is_in_use_is_held_not_closed_at_once(tmp_path: Path) -> None:
+    # over the limit with every other folder held by a writer, the one just opened is the only
+    # one that could be closed: it is kept (the limit waits), or its writer would open it forever
+    import threading
+
+    from soul.store.descriptors import Descriptors
+
+    kept = Descriptors(limit=1)
+    first = kept.hold(tmp_path / "a", create=True)
+    got: list[logs.Writer | None] = []
+    opener = threading.Thread(target=lambda: got.append(kept.hold(tmp_path / "b", create=True)), daemon=True)
+    opener.start()
+    opener.join(timeout=10)
+    assert not opener.is_alive() and got and got[0] is not None
+    got[0].release()
+    assert first is not None
+    first.release()
+    third = kept.hold(tmp_path / "c", create=True)  # now the others are free: closed down to one
+    assert third is not None
+    third.release()
+    kept.close()
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads /proc/self/fd")
+def test_a_store_dropped_without_close_leaves_no_log_descriptors_open() -> None:
+    # as its connection's: a process that makes stores and drops them (tests, scripts) must not
+    # run out of descriptors (the test suite reached 1,024 when kept ones outlived their store)
+    import gc
+
+    home = session_logs_dir("x").parent
+    for _ in range(5):
+        store = SessionStore.open()
+        sid = store.create_session("claudius", "ann").id
+        store.commit(a_turn(sid, 0))
+        store.commit(a_turn(sid, 1))
+        assert any(p.startswith(str(home)) for p in open_descriptors())
+        del store
+    gc.collect()
+    assert not any(p.startswith(str(home)) for p in open_descriptors())

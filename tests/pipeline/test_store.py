@@ -187,6 +187,80 @@ def test_commit_advances_the_turn_and_stores_everything(store: SessionStore) -> 
     assert snap.chetana == {"bhava": [0.1]}
 
 
+def test_snapshot_reads_the_chetana_state_another_writer_stored(store: SessionStore) -> None:
+    # the store keeps the Chetana state it last wrote (so a snapshot need not decode it again):
+    # a state written since by another store, or by hand, is what the next snapshot returns
+    info = store.create_session("claudius", "ann")
+    store.commit(turn_commit(info.id, 0, 0, chetana={"bhava": [0.1], "turn": 1}))
+    assert store.snapshot(info.id).chetana == {"bhava": [0.1], "turn": 1}
+    with SessionStore.open(store.home, url=store.url) as other:
+        other.commit(turn_commit(info.id, 1, 1, chetana={"bhava": [0.2], "turn": 2}))
+    assert store.snapshot(info.id).chetana == {"bhava": [0.2], "turn": 2}
+    store.commit(turn_commit(info.id, 2, 2, chetana={"bhava": [0.3], "turn": 3}))
+    with SessionStore.open(store.home, url=store.url) as other:
+        other._write(lambda conn: conn.execute(
+            "UPDATE chetana SET json = ? WHERE session_id = ?", ('{"bhava":[0.4],"turn":3}', info.id)))
+    assert store.snapshot(info.id).chetana == {"bhava": [0.4], "turn": 3}
+
+
+def test_snapshot_chetana_state_is_what_its_stored_json_says(store: SessionStore) -> None:
+    info = store.create_session("claudius", "ann")
+    state = {"affect": {"valence": 0.25000000000000006, "recent": [True, False]}, "goals": [], "turn": 4}
+    store.commit(turn_commit(info.id, 0, 0, chetana=state))
+    stored = store.connection.execute("SELECT json FROM chetana WHERE session_id = ?", (info.id,)).fetchone()[0]
+    assert store.snapshot(info.id).chetana == json.loads(stored) == state
+    store.commit(turn_commit(info.id, 1, 1))  # no Chetana state: the stored one stays
+    assert store.snapshot(info.id).chetana == state
+
+
+def fresh_snapshot(store: SessionStore, session_id: str, **kw: Any) -> Any:
+    """The snapshot another store reads (nothing of the first store's kept)."""
+    with SessionStore.open(store.home, url=store.url) as other:
+        return other.snapshot(session_id, **kw)
+
+
+def test_snapshots_after_this_stores_commits_read_what_a_fresh_store_reads(store: SessionStore) -> None:
+    # a store keeps a session's working memory and recent messages decoded between snapshots,
+    # extended by its own commits: each snapshot must be what a read from scratch gives
+    info = store.create_session("claudius", "ann")
+    metas: list[Any] = [{"k": [1, 2.5, None]}, None, {}, {"nested": {"a": "b"}}]
+    for n in range(7):
+        memory = tuple(
+            MemoryEntry("default", "internalMonologue", f"entry {n}.{i}", "mused", metas[(n + i) % 4])
+            for i in range(3)
+        )
+        store.commit(turn_commit(info.id, n, n, memory=memory))
+        if n == 3:  # a background cycle between two turns (kept count, its own messages)
+            store.commit(Commit(info.id, 0, kind="cycle", process="p", cycle=1,
+                                messages=(MessageRecord("subconscious", "thought", "musing", meta=None),)))
+        recent = 5 if n == 5 else 20  # (a snapshot asking for fewer messages reads them again)
+        mine, theirs = store.snapshot(info.id, recent=recent), fresh_snapshot(store, info.id, recent=recent)
+        assert (mine.memory, mine.recent) == (theirs.memory, theirs.recent)
+    assert len(store.snapshot(info.id).memory) == 21
+
+
+def test_snapshot_reads_the_rows_another_writer_committed_or_expired(store: SessionStore) -> None:
+    info = store.create_session("claudius", "ann")
+    entry = MemoryEntry("default", "userMessage", "first")
+    store.commit(turn_commit(info.id, 0, 0, memory=(entry,)))
+    assert store.snapshot(info.id).memory == (entry,)
+    with SessionStore.open(store.home, url=store.url) as other:  # another process's turn
+        other.commit(turn_commit(info.id, 1, 1, memory=(MemoryEntry("default", "userMessage", "second"),)))
+    snap = store.snapshot(info.id)
+    assert [m.content for m in snap.memory] == ["first", "second"]
+    assert [m.content for m in snap.recent[-4:]] == ["hello 1", "thinking 1", "reply 1", "false"]
+    assert snap.recent == fresh_snapshot(store, info.id).recent
+    with SessionStore.open(store.home, url=store.url) as other:  # another process expires all
+        assert other.snapshot(info.id, ttl_hours=0).memory == ()
+    assert store.snapshot(info.id).memory == ()
+    # and this store's own expiry
+    store.commit(turn_commit(info.id, 2, 2, memory=(MemoryEntry("default", "userMessage", "third"),)))
+    assert [m.content for m in store.snapshot(info.id).memory] == ["third"]
+    time.sleep(0.01)
+    assert store.snapshot(info.id, ttl_hours=0.001 / 3600).memory == ()
+    assert store.snapshot(info.id).memory == () == fresh_snapshot(store, info.id).memory
+
+
 def test_stale_base_turn_is_refused(store: SessionStore) -> None:
     info = store.create_session("claudius", "ann")
     store.commit(turn_commit(info.id, 0))
