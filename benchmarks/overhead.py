@@ -11,8 +11,9 @@ Goals (issue 26; issue 3 before it asked for <= 20 us, >= 3x and >= 10x):
 - memory (tracemalloc): a step allocates <= 4 KiB at its peak and keeps nothing (<= 64 B per
   run once the bounded caches are warm); a claudius turn (turns 2-31 of a conversation) peaks
   <= 256 KiB and keeps <= 8 KiB (its memory field grows by one memory a turn); an open
-  session holds <= 24 KiB (its Chetana controller, kept between turns, is ~15 KiB of it; a
-  server closes idle sessions).
+  session holds <= 32 KiB (its Chetana controller, kept between turns, is ~15 KiB of it, and
+  the store keeps its working memory and recent messages decoded, ~6 KiB; a server closes idle
+  sessions).
 
 `--check` is the regression guard (`.ci/run` runs it): it exits 1, saying why, when soulgraph
 falls below half of a ratio goal — Haystack / soulgraph < 2.5x or LangGraph / soulgraph < 15x
@@ -73,8 +74,11 @@ GOAL_RUN_KEPT_B = 64.0  # what a run of the graph keeps allocated
 GOAL_TURN_PEAK_KIB = 256.0
 GOAL_TURN_KEPT_KIB = 8.0
 # an open session keeps its Chetana controller between turns (~15 KiB; it spares each turn the
-# restore, ~0.1 ms): 24 KiB since then (it held 2.1 KiB when the goal was 8, issue 26)
-GOAL_SESSION_KIB = 24.0
+# restore, ~0.1 ms): 24 KiB since then (it held 2.1 KiB when the goal was 8, issue 26); and the
+# store keeps the session's working memory and recent messages decoded between snapshots (~6 KiB
+# after one claudius turn, at most 8,192 rows, ~3 MiB, over all of a store's sessions; it spares
+# each snapshot ~0.1 ms): 32 KiB since then
+GOAL_SESSION_KIB = 32.0
 
 CHAIN_YAML = """\
 soul: chain
