@@ -293,7 +293,7 @@ class Session:
             # stored: the controller goes on next turn if the state read back is this one
             self._kept = ts.cognition.keep(chetana_state)
         turn = applied.turn
-        self.info = store.session(self.id)
+        self.info = applied.session or store.session(self.id)  # as the transaction left it
         if mind is not None and self.work is not None:  # the next cycle sees what this turn said
             mind.observe_turn(observed_in(commit.messages, reply, kind))
             self.work.after_turn()

@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from soul.errors import SessionNotFound, StaleTurn, StoreError
-from soul.records import Commit
+from soul.records import Commit, SessionInfo
 from soul.store import home as soul_home
 from soul.store import logs, notify
 from soul.store.connection import Connection
 from soul.store.database import Checkpointer
 from soul.store.descriptors import Descriptors
 from soul.store.dialect import dialect_of, insert_rows
+from soul.store.export import SESSION_COLUMNS
 from soul.store.logs import dumps
 from soul.store.minds import write_cycle_rows
 from soul.store.partitions import check_fence
@@ -125,17 +126,18 @@ class Commits:
         now = time.time()
         dialect = dialect_of(self._conn)
 
-        def body(conn: Connection) -> tuple[int, int, int, dict[str, Any], str, int] | int:
+        def body(conn: Connection) -> tuple[int, int, int, dict[str, Any], str, int, SessionInfo] | int:
             row = conn.execute(
-                "SELECT turns, soul, coalesce(user_model_key, user), logged_commit FROM sessions"
-                " WHERE id = ?" + dialect.for_update,
+                "SELECT turns, soul, coalesce(user_model_key, user), logged_commit, " + SESSION_COLUMNS
+                + " FROM sessions WHERE id = ?" + dialect.for_update,
                 (commit.session_id,),
             ).fetchone()
             if row is None:
                 raise SessionNotFound(f"no session {commit.session_id!r}")
             # `user`: the name its user-model versions are kept under; `cursor`: the logs'
             # (only a holder of the folder's lock moves it: see `_mirror`)
-            turns, soul, user, cursor = row
+            turns, soul, user, cursor = row[:4]
+            listed = row[4:]  # the session as listed (`SessionInfo`), before this commit
             if commit.fence is not None:
                 check_fence(conn, commit.fence)
             if once:
@@ -240,7 +242,9 @@ class Commits:
             ).fetchone()[0]
             if dialect.name != "sqlite":  # other processes hear of it at COMMIT, ids only
                 dialect.notify(conn, notify.channel(soul), notify.Notice(sid, cid, notify.ORIGIN).payload)
-            return cursor, previous, cid, event, event_json, turn
+            # the session as listed after it (what `SessionStore.session` would read now)
+            info = SessionInfo(listed[0], listed[1], listed[2], turn, listed[4], now, *listed[6:])
+            return cursor, previous, cid, event, event_json, turn, info
 
         # The logs' folder is locked before the transaction, so the cursor it reads stays true
         # until the lines are appended (no second read); a session's first commit makes the
@@ -261,14 +265,14 @@ class Commits:
     def _mirrored(
         self,
         commit: Commit,
-        applied: tuple[int, int, int, dict[str, Any], str, int],
+        applied: tuple[int, int, int, dict[str, Any], str, int, SessionInfo],
         now: float,
         metas: list[str],
         chetana: str | None,
         writer: logs.Writer | None,
     ) -> Applied:
         """After the transaction: the checkpoint poked, the commit's lines appended."""
-        cursor, previous, cid, event, event_json, turn = applied
+        cursor, previous, cid, event, event_json, turn, info = applied
         if self._checkpointer is not None:
             self._checkpointer.poke()
         if chetana is not None and type(commit.chetana) is dict:
@@ -294,7 +298,7 @@ class Commits:
         except OSError as error:
             # The turn is committed; the mirror catches up on the next commit or open.
             log.warning("session %s: logs not written yet (%s)", commit.session_id, error)
-        return Applied(turn, cid)
+        return Applied(turn, cid, info)
 
     # -- the JSONL mirror ------------------------------------------------------------------
 
@@ -386,11 +390,13 @@ def _check_cycle(commit: Commit) -> None:
 
 @dataclass(frozen=True)
 class Applied:
-    """A commit as the store applied it: the session's turn number after it, and its id (0
-    when `once=True` found the cycle stored already and wrote nothing)."""
+    """A commit as the store applied it: the session's turn number after it, its id (0 when
+    `once=True` found the cycle stored already and wrote nothing), and the session as listed
+    after it (None when nothing was written)."""
 
     turn: int
     commit_id: int
+    session: SessionInfo | None = None
 
 
 @dataclass(frozen=True)

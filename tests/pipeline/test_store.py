@@ -261,6 +261,14 @@ def test_snapshot_reads_the_rows_another_writer_committed_or_expired(store: Sess
     assert store.snapshot(info.id).memory == () == fresh_snapshot(store, info.id).memory
 
 
+def test_an_applied_commit_gives_the_session_as_a_read_lists_it_after(store: SessionStore) -> None:
+    info = store.create_session("claudius", "ann")
+    for turn in range(2):
+        applied = store.apply(turn_commit(info.id, turn, turn))
+        assert applied.session == store.session(info.id)
+        assert applied.session.turns == turn + 1
+
+
 def test_stale_base_turn_is_refused(store: SessionStore) -> None:
     info = store.create_session("claudius", "ann")
     store.commit(turn_commit(info.id, 0))
