@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
 __all__ = ["FieldEmbedder", "unit_rows"]
 
+_QUERIES_KEPT = 16  # queries whose unit rows a field keeps (`FieldEmbedder.query`)
+
 
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
     """Rows scaled to unit length (zero rows stay zero)."""
@@ -47,6 +49,9 @@ class FieldEmbedder:
         if embedder is not None:
             self.check(embedder)
         self._embedder = embedder
+        # the latest queries' answers (`query`): text -> (the embedder's cached vector they
+        # were made from, unit rows, ok)
+        self._queries: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
     @property
     def embedder(self) -> Any:
@@ -113,6 +118,29 @@ class FieldEmbedder:
         ok = getattr(out, "ok", None)
         ok = np.linalg.norm(vectors, axis=1) > 0 if ok is None else np.asarray(ok, bool)
         return unit_rows(vectors), ok
+
+    def query(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """`embed`, for a search's query: a text whose vector the embedder has cached is made
+        a unit row once, not on every search (a turn's recall asks for the same text as the
+        warm-up did, a session's turns often ask the same). The rows come back read-only."""
+        cached = getattr(self.loaded, "cached", None)
+        if len(texts) != 1 or cached is None:
+            return self.embed(texts)
+        text = texts[0]
+        hit = cached(text)  # counted as the embedder counts a hit
+        if hit is None:
+            return self.embed(texts)
+        kept = self._queries.get(text)
+        if kept is not None and kept[0] is hit:
+            return kept[1], kept[2]
+        vectors = np.asarray(hit, dtype=np.float32).reshape(1, -1)  # as `embed` made it of a hit
+        ok = np.ones(1, bool)
+        unit = unit_rows(vectors)
+        unit.flags.writeable = ok.flags.writeable = False
+        if len(self._queries) >= _QUERIES_KEPT:
+            self._queries.pop(next(iter(self._queries)))
+        self._queries[text] = (hit, unit, ok)
+        return unit, ok
 
 
 def _spec_hint(embedder: Any, offered: EmbedderIdentity) -> str:

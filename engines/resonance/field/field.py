@@ -318,7 +318,7 @@ class Field:
         if self.store.closed:
             raise StoreClosed("the field is closed")
         with single_thread_blas():  # a query's products are small: see `resonate`
-            hits = hybrid_recall(self.store.state, self.indexes, self._fusion, self.embed, query,
+            hits = hybrid_recall(self.store.state, self.indexes, self._fusion, self._embedding.query, query,
                                  k, mode, tags)
         self._queue_accesses([h.id for h in hits], touch)
         return hits

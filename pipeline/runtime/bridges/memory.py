@@ -426,9 +426,14 @@ class MemoryReader:
         return self._found(hits)
 
 
+_AFFECT: list[Any] = []  # the engine's Affect, imported by the first recall that has one
+
+
 def _engine_affect(affect: Mapping[str, float] | None) -> Any:
     if affect is None:
         return None
-    from soul.engines.resonance import Affect
+    if not _AFFECT:  # a `from ... import` per recall went through the import machinery
+        from soul.engines.resonance import Affect
 
-    return Affect(**affect)
+        _AFFECT.append(Affect)
+    return _AFFECT[0](**affect)
