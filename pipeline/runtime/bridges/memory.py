@@ -241,6 +241,8 @@ class MemoryBridge:
                 if self._field is None or self._field.live is not live:
                     self._field = TapedField(live, *self._tape)
                 return self._field
+        if self._field is not None:  # open already (set once, under the lock below)
+            return self._field
         with self._opening:
             if self._field is None:
                 from soul.engines.resonance import Field
@@ -270,7 +272,7 @@ class MemoryBridge:
         pending (`memory_work.py`)."""
         field = self._field
         return (field is not None and self._tape is None and self._partition is None
-                and not self.writes.pending and len(field) <= AT_ONCE_MEMORIES)
+                and self.writes.idle and len(field) <= AT_ONCE_MEMORIES)
 
     def reader(self) -> MemoryReader:
         """What steps may use of the field: recall and resonate (`soul.kinds.Recall`)."""
