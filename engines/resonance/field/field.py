@@ -150,6 +150,11 @@ class Field:
         """(unit vectors (n, dim) float32, ok mask): rows not ok are zero fallbacks."""
         return self._embedding.embed(texts)
 
+    def embed_query(self, text: str) -> None:
+        """Embed a search's query now (a turn's warm-up, in a worker thread): the search that
+        asks for it next finds its unit vector made (`FieldEmbedder.query`)."""
+        self._embedding.query([text])
+
     def knows(self, text: str) -> bool:
         """Whether embedding `text` would run no model: its vector is cached (loads nothing)."""
         return self._embedding.knows(text)

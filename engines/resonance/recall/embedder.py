@@ -364,12 +364,13 @@ class Embedder:
                 breaker=self.breaker.state,
             )
 
-    def cached(self, text: str) -> np.ndarray | None:
-        """`text`'s cached vector (read-only), counted as `embed` counts a hit; None, counting
-        nothing, when it is not cached (`embed` then runs the model and counts the miss)."""
+    def cached(self, text: str, *, count: bool = True) -> np.ndarray | None:
+        """`text`'s cached vector (read-only), counted as `embed` counts a hit (`count`: else
+        neither counted nor made the most recent); None, counting nothing, when it is not
+        cached (`embed` then runs the model and counts the miss)."""
         with self._lock:
             hit = self._cache.get(text)
-            if hit is not None:
+            if hit is not None and count:
                 self._cache.move_to_end(text)
                 self._hits += 1
         return hit

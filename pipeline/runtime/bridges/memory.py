@@ -262,7 +262,7 @@ class MemoryBridge:
             return
 
         def embed(query: str) -> None:  # into the embedder's cache, where the query finds it
-            field.embed([query])
+            field.embed_query(query)
 
         # asked of the field, which loads no model to answer (this runs on the event loop)
         self.queries.warm(text, embed, known=field.knows(text))
