@@ -241,8 +241,9 @@ class MemoryBridge:
                 if self._field is None or self._field.live is not live:
                     self._field = TapedField(live, *self._tape)
                 return self._field
-        if self._field is not None:  # open already (set once, under the lock below)
-            return self._field
+        field = self._field
+        if field is not None:  # open already (set once, under the lock below)
+            return field
         with self._opening:
             if self._field is None:
                 from soul.engines.resonance import Field
