@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = ["FieldEmbedder", "unit_rows"]
 
-_QUERIES_KEPT = 16  # queries whose unit rows a field keeps (`FieldEmbedder.query`)
+_QUERIES_KEPT = 16  # at most this many queries' unit rows kept by a field (`FieldEmbedder.query`)
 
 
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
