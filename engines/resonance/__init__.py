@@ -88,7 +88,10 @@ def __getattr__(name: str) -> object:
     if name in _LAZY:
         from importlib import import_module
 
-        return getattr(import_module(_LAZY[name], __name__), name)
+        # kept as a global: the next look-up (a `from ... import` in a recall, every turn)
+        # finds it without coming here and through the import machinery again
+        value = globals()[name] = getattr(import_module(_LAZY[name], __name__), name)
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

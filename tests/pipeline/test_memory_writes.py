@@ -91,6 +91,20 @@ def test_a_failed_write_hands_its_error_to_the_waiter() -> None:
     writes.wait()  # nothing left pending
 
 
+def test_idle_says_whether_a_write_is_still_to_run() -> None:
+    writes, go = Writes(), threading.Event()
+    assert writes.idle
+
+    async def main() -> None:
+        done = writes.submit("s", go.wait)
+        assert not writes.idle and writes.pending == 1  # the recall would go to a worker thread
+        go.set()
+        await asyncio.wrap_future(done)
+        assert writes.idle and writes.pending == 0  # done, though still listed until the next wait
+
+    asyncio.run(main())
+
+
 # -- in a session --------------------------------------------------------------------------
 
 pytest.importorskip("numpy")

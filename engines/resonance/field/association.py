@@ -78,7 +78,7 @@ class Association:
         self._credits: OrderedDict[str, tuple[Draw | None, int]] = OrderedDict()
         self._last_new: dict[str | None, tuple[str, float]] = {}  # session -> (id, when)
         self.sources = Sources(
-            store=store, fusion=fusion, primer=self.primer, embed=embedding.embed,
+            store=store, fusion=fusion, primer=self.primer, embed=embedding.query,
             indexes=indexes.for_reading, confidence=lambda rows, now: decayed_confidence(store.state, rows, now),
             graph=lambda: self.graph, scorer=lambda: self.scorer,
             code_index=partial(self.code_index, create=False),

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
 __all__ = ["FieldEmbedder", "unit_rows"]
 
+_QUERIES_KEPT = 16  # at most this many queries' unit rows kept by a field (`FieldEmbedder.query`)
+
 
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
     """Rows scaled to unit length (zero rows stay zero)."""
@@ -47,6 +49,9 @@ class FieldEmbedder:
         if embedder is not None:
             self.check(embedder)
         self._embedder = embedder
+        # recent queries' answers (`query`): text -> (the embedder's cached vector they were
+        # made from, unit rows, ok); a query whose cached vector changed is made again
+        self._queries: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
     @property
     def embedder(self) -> Any:
@@ -113,6 +118,32 @@ class FieldEmbedder:
         ok = getattr(out, "ok", None)
         ok = np.linalg.norm(vectors, axis=1) > 0 if ok is None else np.asarray(ok, bool)
         return unit_rows(vectors), ok
+
+    def query(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """`embed`, for a search's query: a text whose vector the embedder caches is made a
+        unit row once, not on every search — a turn's warm-up (in a worker thread) leaves it
+        for the turn's recall on the event loop. The rows come back read-only."""
+        cached = getattr(self.loaded, "cached", None)
+        if len(texts) != 1 or cached is None:
+            return self.embed(texts)
+        text = texts[0]
+        hit = cached(text)  # counted as the embedder counts a hit
+        if hit is None:  # embedded now (a miss, counted), then kept as a hit would be
+            out = self.embed(texts)
+            hit = cached(text, count=False)
+            if hit is None:  # not cached: a failure's zero row, or an embedder without a cache
+                return out
+        kept = self._queries.get(text)
+        if kept is not None and kept[0] is hit:
+            return kept[1], kept[2]
+        vectors = np.asarray(hit, dtype=np.float32).reshape(1, -1)  # as `embed` made it of a hit
+        ok = np.ones(1, bool)
+        unit = unit_rows(vectors)
+        unit.flags.writeable = ok.flags.writeable = False
+        if len(self._queries) >= _QUERIES_KEPT:  # warm-ups write from worker threads: one
+            self._queries.clear()                   # atomic call, no iteration to race with
+        self._queries[text] = (hit, unit, ok)
+        return unit, ok
 
 
 def _spec_hint(embedder: Any, offered: EmbedderIdentity) -> str:

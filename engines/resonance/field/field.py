@@ -150,6 +150,11 @@ class Field:
         """(unit vectors (n, dim) float32, ok mask): rows not ok are zero fallbacks."""
         return self._embedding.embed(texts)
 
+    def embed_query(self, text: str) -> None:
+        """Embed a search's query now (a turn's warm-up, in a worker thread): the search that
+        asks for it next finds its unit vector made (`FieldEmbedder.query`)."""
+        self._embedding.query([text])
+
     def knows(self, text: str) -> bool:
         """Whether embedding `text` would run no model: its vector is cached (loads nothing)."""
         return self._embedding.knows(text)
@@ -318,7 +323,7 @@ class Field:
         if self.store.closed:
             raise StoreClosed("the field is closed")
         with single_thread_blas():  # a query's products are small: see `resonate`
-            hits = hybrid_recall(self.store.state, self.indexes, self._fusion, self.embed, query,
+            hits = hybrid_recall(self.store.state, self.indexes, self._fusion, self._embedding.query, query,
                                  k, mode, tags)
         self._queue_accesses([h.id for h in hits], touch)
         return hits

@@ -364,6 +364,17 @@ class Embedder:
                 breaker=self.breaker.state,
             )
 
+    def cached(self, text: str, *, count: bool = True) -> np.ndarray | None:
+        """`text`'s cached vector (read-only), counted as `embed` counts a hit (`count`: else
+        neither counted nor made the most recent); None, counting nothing, when it is not
+        cached (`embed` then runs the model and counts the miss)."""
+        with self._lock:
+            hit = self._cache.get(text)
+            if hit is not None and count:
+                self._cache.move_to_end(text)
+                self._hits += 1
+        return hit
+
     def knows(self, text: str) -> bool:
         """Whether `text`'s vector is in the cache (embedding it would run no model)."""
         return bool(self.config.cache_size) and text in self._cache

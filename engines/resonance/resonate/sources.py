@@ -32,7 +32,7 @@ class Sources:
     store: Store
     fusion: FusionConfig
     primer: SessionPrimer
-    # texts -> (unit vectors, ok mask)
+    # texts -> (unit vectors, ok mask), read-only (`FieldEmbedder.query`)
     embed: Callable[[Sequence[str]], tuple[np.ndarray, np.ndarray]]
     # semantic? -> (keyword index, vector index or None), without waiting for a writer
     indexes: Callable[[bool], tuple[Any, Any]]

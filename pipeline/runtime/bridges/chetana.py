@@ -45,9 +45,14 @@ def is_correction(text: str) -> bool:
     return bool(text) and _CORRECTION.search(text) is not None
 
 
+# json.dumps(..., ensure_ascii=False, default=str) without making its encoder on every call
+# (each step that runs reports its outputs): the same encoder, made once
+_ENCODE = json.JSONEncoder(ensure_ascii=False, default=str).encode
+
+
 def _content(outputs: Mapping[str, Any]) -> str:
     shown = {k: v for k, v in outputs.items() if v not in (None, "")}
-    return json.dumps(shown, ensure_ascii=False, default=str)
+    return _ENCODE(shown)
 
 
 @dataclass(frozen=True)

@@ -241,6 +241,9 @@ class MemoryBridge:
                 if self._field is None or self._field.live is not live:
                     self._field = TapedField(live, *self._tape)
                 return self._field
+        field = self._field
+        if field is not None:  # open already (set once, under the lock below)
+            return field
         with self._opening:
             if self._field is None:
                 from soul.engines.resonance import Field
@@ -260,7 +263,7 @@ class MemoryBridge:
             return
 
         def embed(query: str) -> None:  # into the embedder's cache, where the query finds it
-            field.embed([query])
+            field.embed_query(query)
 
         # asked of the field, which loads no model to answer (this runs on the event loop)
         self.queries.warm(text, embed, known=field.knows(text))
@@ -270,7 +273,7 @@ class MemoryBridge:
         pending (`memory_work.py`)."""
         field = self._field
         return (field is not None and self._tape is None and self._partition is None
-                and not self.writes.pending and len(field) <= AT_ONCE_MEMORIES)
+                and self.writes.idle and len(field) <= AT_ONCE_MEMORIES)
 
     def reader(self) -> MemoryReader:
         """What steps may use of the field: recall and resonate (`soul.kinds.Recall`)."""
@@ -426,9 +429,14 @@ class MemoryReader:
         return self._found(hits)
 
 
+_AFFECT: list[Any] = []  # the engine's Affect, imported by the first recall that has one
+
+
 def _engine_affect(affect: Mapping[str, float] | None) -> Any:
     if affect is None:
         return None
-    from soul.engines.resonance import Affect
+    if not _AFFECT:  # a `from ... import` per recall went through the import machinery
+        from soul.engines.resonance import Affect
 
-    return Affect(**affect)
+        _AFFECT.append(Affect)
+    return _AFFECT[0](**affect)

@@ -92,8 +92,8 @@ class Writes:
 
     def wait(self) -> None:
         """Block until the writes submitted so far have run (at once inside a write)."""
-        if getattr(self._inside, "writing", False):
-            return
+        if not self._pending or getattr(self._inside, "writing", False):
+            return  # nothing submitted before (the list is replaced whole: see `idle`)
         with self._lock:
             self._pending = [(s, f) for s, f in self._pending if not f.done()]
             pending = [f for _, f in self._pending]
@@ -105,6 +105,12 @@ class Writes:
         """How many writes have not run yet."""
         with self._lock:
             return sum(1 for _, f in self._pending if not f.done())
+
+    @property
+    def idle(self) -> bool:
+        """Whether every write submitted so far has run (`pending` is 0), read without the
+        lock: the list is replaced, never changed in place, so one read sees a whole one."""
+        return all(f.done() for _, f in self._pending)
 
 
 def _resolve(done: Future[None], work: Callable[[], None]) -> None:
@@ -173,24 +179,33 @@ class Queries:
         else:  # a failure is the recall's to report: its own query raises it, in its thread
             asyncio.get_running_loop().run_in_executor(None, _resolve, done, partial(embed, text))
 
+    def taken(self, text: str) -> Future[None] | None:
+        """`text`'s warming, taken (each warming answers once); None if it was not warmed."""
+        with self._lock:
+            return self._warming.pop(text, None)
+
     async def warmed(self, text: str) -> bool:
         """Whether `text`'s vector was warmed (waiting for it if it is still being embedded);
         each warming answers once."""
-        with self._lock:
-            warming = self._warming.pop(text, None)
-        if warming is None:
+        warming = self.taken(text)
+        return warming is not None and await _settled(warming)
+
+
+async def _settled(warming: Future[None]) -> bool:
+    """Whether a warming succeeded, once it has run."""
+    if not warming.done():
+        try:
+            await asyncio.wrap_future(warming)
+        except Exception:  # the query itself says what failed, from its worker thread
             return False
-        if not warming.done():
-            try:
-                await asyncio.wrap_future(warming)
-            except Exception:  # the query itself says what failed, from its worker thread
-                return False
-        return warming.exception() is None
+    return warming.exception() is None
 
 
 async def run_query(queries: Queries, text: str, quick: Callable[[], bool], ask: Callable[[], Any]) -> Any:
     """`ask()` (a recall of `text`) on the event loop when its vector was warmed and `quick()`
-    says the field answers at once; else in a worker thread."""
-    if await queries.warmed(text) and quick():
+    says the field answers at once; else in a worker thread. (A warming done already, as a
+    known text's is, answers without a coroutine of its own: this runs every turn.)"""
+    warming = queries.taken(text)
+    if warming is not None and (warming.exception() is None if warming.done() else await _settled(warming)) and quick():
         return ask()
     return await asyncio.to_thread(ask)
