@@ -143,11 +143,6 @@ class ScopeRunner:
         done.update(ranked)
         ts.reach = order.get(ranked[-1][0], last)
 
-    def earlier(self, ts: TurnState) -> Mapping[str, Any]:
-        """What a call's templates see as `steps`: the steps that produced outputs, and NotRun
-        for the rest (the chained prompt's "This Turn So Far" lists only the former)."""
-        return {**self.not_run, **ts.done}
-
     def scope_open(self, ts: TurnState) -> bool:
         """Whether the scope's own gate (a subprocess's `every` and `when`) lets it run now."""
         gate = self.scope.gate
@@ -169,12 +164,12 @@ class ScopeRunner:
                 else:
                     await self.run_unit(unit, ts)
                 continue
-            # the units of a layer run concurrently: each is started in place (`eager.py`) and
-            # only the ones that wait go to the loop. Inline, one unit made at a time: a call of
-            # `start_eagerly` over all of them cost a fan-out ~0.5 us a step
-            # Each reads the turn as the layer found it (`seen`): what one shows never depends on
-            # whether a sibling started before it finished (a replayed cassette's prompts are
-            # the recorded ones)
+            # The units of a layer run concurrently: each is started in place and only the ones
+            # that wait go to the loop (`eager.adopt`). This is `eager.start_eagerly`'s loop,
+            # inline and making one unit at a time: calling it, over a list or a generator of
+            # the units, cost a fan-out 0.3-0.4 us a step. Each unit reads the turn as the layer
+            # found it (`seen`), so what one shows never depends on whether a sibling started
+            # before it finished (a replayed cassette's prompts are the recorded ones).
             seen = (ts.ctx, dict(ts.done))
             waiting: list[tuple[int, asyncio.Future[Any]]] | None = None
             for i in layer:
@@ -328,7 +323,7 @@ class ScopeRunner:
         budget = bound.budget if bound is not None else self.budget(call)
         ctx, said = (ts.ctx, ts.done) if seen is None else seen
         try:
-            # templates see the steps done over NotRun for the rest (`earlier`), made only if one reads them
+            # templates see the steps done over NotRun for the rest, made only if one reads them
             prompt = self.builder.build(call.steps, ctx, None, budget, call.where, said, self.not_run)
         except SoulError:
             raise

