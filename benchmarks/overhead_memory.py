@@ -5,7 +5,8 @@ and what an open session holds (tracemalloc, which slows everything down: no tim
   before it, the peak after), the median over the runs;
 - kept: what stayed allocated, per run, from before the first measured run to after the last
   (a collection before each reading), once the bounded caches are warm;
-- a claudius turn: turns 2 to 31 of one conversation (what a turn reads back grows with it);
+- a claudius turn: turns 2 to 31 of one conversation, a new line each (what a turn reads back
+  grows with it, and the memory field by a memory a turn: `overhead_talk`);
 - an open session: what 100 new sessions that each made one turn hold, per session (tracemalloc,
   and the process's resident set from /proc, which also counts SQLite's page cache).
 """
@@ -21,6 +22,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from overhead_talk import conversation_lines
+
 import soul
 
 
@@ -33,8 +36,12 @@ def _resident() -> int:
     return pages * os.sysconf("SC_PAGE_SIZE")
 
 
-async def _peaks_and_kept(run: Callable[[], Awaitable[Any]], runs: int) -> tuple[float, float]:
-    """(median peak bytes of a run, bytes kept per run), tracemalloc already on."""
+async def _peaks_and_kept(run: Callable[[], Awaitable[Any]], runs: int,
+                          settle: Callable[[], Any] | None = None) -> tuple[float, float]:
+    """(median peak bytes of a run, bytes kept per run), tracemalloc already on (`settle`:
+    what finishes a run's work left to a thread, before each reading of what is kept)."""
+    if settle is not None:
+        settle()
     gc.collect()
     start = tracemalloc.get_traced_memory()[0]
     peaks = []
@@ -43,6 +50,8 @@ async def _peaks_and_kept(run: Callable[[], Awaitable[Any]], runs: int) -> tuple
         before = tracemalloc.get_traced_memory()[0]
         await run()
         peaks.append(tracemalloc.get_traced_memory()[1] - before)
+    if settle is not None:
+        settle()
     gc.collect()
     return statistics.median(peaks), (tracemalloc.get_traced_memory()[0] - start) / runs
 
@@ -85,7 +94,16 @@ def measure(folder: Path, graph_yaml: str, provider: Any, claudius_provider: Any
             await talking.turn(text)  # the first turn writes the user model: not a typical turn
             # turns 2 to 31 of one conversation, whatever the run's size: a turn reads its
             # session back (working memory, the history), so what it allocates grows with it
-            peak, kept = await _peaks_and_kept(lambda: talking.turn(text), CONVERSATION)
+            # a new line every turn (`overhead_talk`): the field grows by a memory a turn; the
+            # last turn's memory write is waited for first, so a turn's peak holds it too
+            lines = iter(conversation_lines(CONVERSATION))
+            writes = c.services.memory.for_user("ada").writes
+
+            async def next_turn() -> None:
+                writes.wait()
+                await talking.turn(next(lines))
+
+            peak, kept = await _peaks_and_kept(next_turn, CONVERSATION, writes.wait)
             out["turn peak B"], out["turn kept B"] = peak, kept
             gc.collect()
             before, resident = tracemalloc.get_traced_memory()[0], _resident()

@@ -203,6 +203,10 @@ class Embedder:
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = cfg.intra_op_threads
         opts.inter_op_num_threads = 1
+        # Its threads sleep between runs instead of spinning: a spinning pool held both cores
+        # after every embedding, and the turn running beside it (a query embedded as the turn
+        # starts, the last turn's memory written) took twice as long (benchmarks/overhead.py)
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         opts.log_severity_level = 3  # warnings about unused initialisers are noise here
         try:
             session = ort.InferenceSession(
