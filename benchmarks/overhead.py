@@ -10,7 +10,7 @@ Goals (issue 26; issue 3 before it asked for <= 20 us, >= 3x and >= 10x):
   transaction + JSONL mirror) <= 0.5 ms;
 - memory (tracemalloc): a step allocates <= 4 KiB at its peak and keeps nothing (<= 64 B per
   run once the bounded caches are warm); a claudius turn (turns 2-31 of a conversation) peaks
-  <= 256 KiB and keeps <= 8 KiB (its memory field grows by one memory a turn); an open
+  <= 256 KiB and keeps <= 8 KiB besides what its memory field keeps of the memory it adds; an open
   session holds <= 32 KiB (its Chetana controller, kept between turns, is ~15 KiB of it, and
   the store keeps its working memory and recent messages decoded, ~6 KiB; a server closes idle
   sessions).
@@ -499,7 +499,9 @@ def print_memory(memory: dict[str, float]) -> None:
         ("a step, graph in memory: allocated at its peak", memory["step peak B"] / 1024, "KiB", GOAL_STEP_PEAK_KIB),
         ("a run of the 3-step chain: kept", memory["run kept B"], "B", GOAL_RUN_KEPT_B),
         ("a claudius turn (2-31): allocated at its peak", memory["turn peak B"] / 1024, "KiB", GOAL_TURN_PEAK_KIB),
-        ("a claudius turn (2-31): kept (its field grows)", memory["turn kept B"] / 1024, "KiB", GOAL_TURN_KEPT_KIB),
+        ("a claudius turn (2-31): kept", memory["turn kept B"] / 1024, "KiB", None),
+        ("  the same, less the memory field's growth", (memory["turn kept B"] - memory["turn kept by the field B"]) / 1024,
+         "KiB", GOAL_TURN_KEPT_KIB),
         ("an open session, after one turn", memory["session B"] / 1024, "KiB", GOAL_SESSION_KIB),
         ("  the same, as resident set (+ SQLite's cache)", memory["session resident B"] / 1024, "KiB", None),
     )

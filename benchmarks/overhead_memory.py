@@ -5,8 +5,9 @@ and what an open session holds (tracemalloc, which slows everything down: no tim
   before it, the peak after), the median over the runs;
 - kept: what stayed allocated, per run, from before the first measured run to after the last
   (a collection before each reading), once the bounded caches are warm;
-- a claudius turn: turns 2 to 31 of one conversation, a new line each (what a turn reads back
-  grows with it, and the memory field by a memory a turn: `overhead_talk`);
+- a claudius turn: turns 2 to 31 of one conversation, a new line each, after 40 others (what a
+  turn reads back grows with it, and the memory field by a memory a turn: `overhead_talk`); what
+  it keeps, and how much of that the memory field keeps (allocated in `soul.engines.resonance`);
 - an open session: what 100 new sessions that each made one turn hold, per session (tracemalloc,
   and the process's resident set from /proc, which also counts SQLite's page cache).
 """
@@ -57,6 +58,8 @@ async def _peaks_and_kept(run: Callable[[], Awaitable[Any]], runs: int,
 
 
 CONVERSATION = 30  # the turns of one claudius conversation measured (after its first)
+WARM_TURNS = 40  # new lines said before them: the memory field holds a few dozen memories
+_FIELD = os.sep + os.path.join("engines", "resonance") + os.sep  # the memory engine's modules
 
 
 def measure(folder: Path, graph_yaml: str, provider: Any, claudius_provider: Any, runs: int) -> dict[str, float]:
@@ -86,6 +89,15 @@ def measure(folder: Path, graph_yaml: str, provider: Any, claudius_provider: Any
         talking = c.session(user="ada")
         for _ in range(13):
             await talking.turn(text)
+        # a conversation's worth of new lines first: the memory field past its first growth
+        lines = iter(conversation_lines(WARM_TURNS + CONVERSATION))
+        writes = c.services.memory.for_user("ada").writes
+        for i in range(WARM_TURNS):
+            if i % 12 == 0:
+                talking = c.session(user="ada")
+                await talking.turn(text)
+            await talking.turn(next(lines))
+        writes.wait()
         tracemalloc.start()
         try:
             peak, kept = await _peaks_and_kept(graph, max(runs, 2000))  # long enough for bounded caches to even out
@@ -96,15 +108,21 @@ def measure(folder: Path, graph_yaml: str, provider: Any, claudius_provider: Any
             # session back (working memory, the history), so what it allocates grows with it
             # a new line every turn (`overhead_talk`): the field grows by a memory a turn; the
             # last turn's memory write is waited for first, so a turn's peak holds it too
-            lines = iter(conversation_lines(CONVERSATION))
-            writes = c.services.memory.for_user("ada").writes
 
             async def next_turn() -> None:
                 writes.wait()
                 await talking.turn(next(lines))
 
+            writes.wait()
+            gc.collect()
+            first = tracemalloc.take_snapshot()
             peak, kept = await _peaks_and_kept(next_turn, CONVERSATION, writes.wait)
             out["turn peak B"], out["turn kept B"] = peak, kept
+            # what the memory field kept of it (its vectors, keyword index, graph, the embedder's
+            # cache), told by the module that allocated it
+            grown = tracemalloc.take_snapshot().compare_to(first, "filename")
+            field = sum(d.size_diff for d in grown if _FIELD in (d.traceback[0].filename or ""))
+            out["turn kept by the field B"] = field / CONVERSATION
             gc.collect()
             before, resident = tracemalloc.get_traced_memory()[0], _resident()
             opened = []
