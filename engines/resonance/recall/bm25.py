@@ -172,6 +172,14 @@ class BM25Index:
         with self._lock:
             self._merge_locked()
 
+    def prepare(self) -> None:
+        """Build now what the next query reads (the read view and the buffer's CSR), which
+        the first query after a write would otherwise build: a writer calls it so that
+        queries in another thread find it ready."""
+        with self._lock:
+            if self._view is None:
+                self._view = self._read_view()
+
     def _append_locked(self, doc_id: int, tokens: list[str]) -> None:
         counts = Counter(tokens)
         vocab = self._vocab
