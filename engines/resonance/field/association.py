@@ -180,6 +180,12 @@ class Association:
         if len(self._last_new) > _SESSIONS:
             self._last_new.pop(next(iter(self._last_new)))
 
+    def prepare(self) -> None:
+        """After a write: the graph's read caches a query has built are rebuilt now
+        (`GraphReads.prepare`); a graph not opened stays closed."""
+        if self._graph is not None:
+            self._graph.prepare()
+
     def context_chain(self, session: str | None) -> ContextChain | None:
         """The session context for the next write in `session` (field/context.py): it starts
         from the vector of the memory the next new one will follow (the `linked` rule);

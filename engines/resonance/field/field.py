@@ -13,7 +13,9 @@ Field's lock, a config, a callable), none of them with the Field itself:
 
 Row numbers of the store are the indexes' int ids. The indexes trail the store: new rows are
 added to them in chunks when a recall or a duplicate check needs them, so writing stays at
-store speed. Recall's search is `recall.hybrid_recall`; `stats()` is `stats.field_stats`.
+store speed while nothing recalls; once a recall has built the recall indexes, every write
+catches them up before it returns (`FieldIndexes.refresh`), and rebuilds the graph's read
+caches a query has built (`GraphReads.prepare`), so the next recall only reads. Recall's search is `recall.hybrid_recall`; `stats()` is `stats.field_stats`.
 
 ``Field.open(path, read_only=True)`` opens an existing field, its graph and code index
 without changing a file: no writer instance, no repair, no index saved, no access logged;
@@ -235,6 +237,7 @@ class Field:
         [memory_id] = self._ingest.run([item], self.association.context_chain(session))
         assert memory_id is not None
         self.association.linked([memory_id], before, session)
+        self._prepare_reads()
         return memory_id
 
     def remember_many(
@@ -251,7 +254,16 @@ class Field:
         before = self.store.state.n_rows
         ids = self._ingest.remember_many(items, progress, self.association.context_chain(session))
         self.association.linked(ids, before, session)
+        self._prepare_reads()
         return ids
+
+    def _prepare_reads(self) -> None:
+        """After a write: the recall indexes a recall has built take in its rows, and the
+        graph's adjacency and attractors a query has read are rebuilt, now, in the writer's
+        thread, not in the next recall's."""
+        with self._lock:
+            self.indexes.refresh()
+        self.association.prepare()
 
     def forget(self, memory_id: str) -> None:
         """Remove a memory (its content and vector are cleared from the store)."""

@@ -2,7 +2,10 @@
 
 Row numbers of the store are the indexes' int ids. The recall indexes trail the store: rows
 written since the last catch-up are added in chunks when a recall needs them, so remembering
-runs at store speed. The duplicate check has its own index (`dedup.DupIndex`), which takes in
+runs at store speed while nothing recalls (a bulk load). Once a recall has built them, each
+write catches them up itself (`refresh`): a conversation writes in a worker thread between
+two recalls, and its next recall then finds the indexes current instead of inserting the
+last turn's rows on the turn's own thread. The duplicate check has its own index (`dedup.DupIndex`), which takes in
 each new row as it is written (its hash is already computed by the check). The vector index
 is saved at close, stamped with the set of log entries the state holds, and loaded at the
 next open only if that stamp and its count match.
@@ -117,6 +120,15 @@ class FieldIndexes:
             self._kindex.add_many(alive, [st.text[r] for r in alive])
             self._k_upto = stop
         return self._kindex
+
+    def refresh(self) -> None:
+        """After a write: catch up the recall indexes that a recall has built already (the
+        others stay unbuilt), and build what the next keyword query reads. Inserting rows
+        in order, now or at the next recall, gives the same indexes."""
+        if self._kindex is not None:
+            self.keyword().prepare()
+        if self._vindex is not None:
+            self.vector()
 
     def caught_up(self, semantic: bool) -> tuple[Any, Any]:
         """(keyword index, vector index or None unless ``semantic``), both caught up with

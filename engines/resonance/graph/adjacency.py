@@ -227,6 +227,11 @@ class AdjacencyCache:
         self._main, self._current, self._built_version = None, None, -1
         self._changed = set()
 
+    @property
+    def built(self) -> bool:
+        """Whether a `get` has built an adjacency (a query has read one) since the last reset."""
+        return self._main is not None
+
     def current(self) -> Adjacency | None:
         """The cached view if it is up to date, without building."""
         return self._current if self._built_version == self._version else None

@@ -240,6 +240,7 @@ class KnowledgeGraph(GraphReads):
             if self._hebbian:
                 with contextlib.suppress(StoreClosed):
                     self.flush()
+                    self.prepare()  # here, not in the next query
 
     def decay(self, now: float | None = None) -> int:
         """Remove Hebbian edges whose decayed weight is below the floor; return how many.

@@ -170,6 +170,17 @@ class GraphReads:
                                             cutoff=cutoff, hub_power=hub_power)
         return reach(adjacency, seeds, cfg, self.state.keys, candidates, threshold, limit)
 
+    def prepare(self) -> None:
+        """After a write: rebuild now what the next query would rebuild first — the live
+        adjacency and the attractors (as many as last asked) — if a query has read them
+        before, so that the writer's thread pays for them instead of the next query's."""
+        st = self.state
+        if st.cache.built and st.cache.current() is None:
+            self.adjacency()
+        attr = self._attr
+        if attr is not None and attr[0] != st.version:
+            self.attractors(attr[2])
+
     def attractors(self, n: int = 10) -> list[tuple[str, float]]:
         """The n most-connected entities with strength ``min(log2(1 + degree) / 4, 1)``.
 

@@ -162,7 +162,7 @@ def topk_sorted(scores, cand, n_cand, k, out_slots, out_scores):  # pragma: no c
         int64[::1], int32[::1], float32[::1],  # main CSR
         int64[::1], int32[::1], float32[::1],  # the append buffer's CSR
         float32[::1], uint8[::1], int64[::1],  # doc_len, alive, slot ids
-        int32[::1], float32[::1],  # query term ids, query term weights
+        int32[::1], int32[::1], float32[::1],  # query term ids in main, in the buffer; weights
         float32, float32, float32, float32,  # k1, b, avgdl, 1 / Σ query weights
         float32[::1], float32[::1], int32[::1],  # scores, matched (in: zeros), touched
         int64, int64[::1], int64,  # k, the extra ids' slots (-1: none), slots of the pass
@@ -173,20 +173,21 @@ def topk_sorted(scores, cand, n_cand, k, out_slots, out_scores):  # pragma: no c
     nogil=True,
 )
 def search(main_offsets, main_docs, main_tf, buf_offsets, buf_docs, buf_tf, doc_len, alive,
-           slot_ids, q_terms, q_weights, k1, b, avgdl, inv, scores, matched, touched, k,
-           extra, n_slots, out_ids, out_scores, out_cov, extra_scores,
+           slot_ids, q_terms, q_buf_terms, q_weights, k1, b, avgdl, inv, scores, matched,
+           touched, k, extra, n_slots, out_ids, out_scores, out_cov, extra_scores,
            extra_cov):  # pragma: no cover - compiled
-    """One keyword query in one call: `bm25_accumulate` over both CSRs, `topk_sorted` of
-    the touched slots (their ids, scores, and coverage = matched · ``inv``), and the scores
-    and coverage of the ``extra`` slots as `gather_slots` gives them (0 for -1 or a slot not
-    below ``n_slots``). Returns (slots touched, hits)."""
+    """One keyword query in one call: `bm25_accumulate` over both CSRs (the buffer's CSR
+    numbers its terms its own way: ``q_buf_terms`` are the query's terms there, -1 where it
+    holds none), `topk_sorted` of the touched slots (their ids, scores, and coverage =
+    matched · ``inv``), and the scores and coverage of the ``extra`` slots as `gather_slots`
+    gives them (0 for -1 or a slot not below ``n_slots``). Returns (slots touched, hits)."""
     n = 0
     if q_terms.shape[0]:
         if main_docs.shape[0]:
             n = bm25_accumulate(main_offsets, main_docs, main_tf, doc_len, alive, q_terms,
                                 q_weights, k1, b, avgdl, scores, matched, touched, n)
         if buf_docs.shape[0]:
-            n = bm25_accumulate(buf_offsets, buf_docs, buf_tf, doc_len, alive, q_terms,
+            n = bm25_accumulate(buf_offsets, buf_docs, buf_tf, doc_len, alive, q_buf_terms,
                                 q_weights, k1, b, avgdl, scores, matched, touched, n)
     m = 0
     if k:

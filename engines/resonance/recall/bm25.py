@@ -1,11 +1,16 @@
 """The keyword index: BM25 (k1 = 1.2, b = 0.75) over an inverted index in flat arrays.
 
 Layout: a *main* CSR (postings grouped by term) plus an *append buffer* of the documents
-added since the last merge. Adds go to the buffer (O(tokens), no rebuild); a query scores the
-main CSR and a small CSR of the buffer (built lazily, cached until the next add) into the
-same score array; when the buffer passes `merge_every` documents it is merged into the main
-CSR by a linear counting-sort kernel that also drops removed documents. Statistics (N,
-avgdl, df) are always exact: df is updated on add and remove, not at merge time.
+added since the last merge. Adds go to the buffer (O(tokens), no rebuild): its postings are
+flat arrays that grow by doubling, and its terms are numbered densely in the order the buffer
+first met them (a "local" id). A query scores the main CSR and a small CSR of the buffer over
+those local ids (one kernel call, O(buffered postings + terms the buffer holds), built on the
+first query after a write) into the same score array; when the buffer passes `merge_every`
+documents it is merged into the main CSR by a linear counting-sort kernel that also drops
+removed documents. So a conversation, which writes a memory between two queries, pays for
+what the buffer holds, never for the whole vocabulary or one array per buffered document.
+Statistics (N, avgdl, df) are always exact: df is updated on add and remove, not at merge
+time.
 
 Reads take the lock only to copy array references (a read view); the kernels run outside it
 (numba `nogil`), so concurrent queries do not serialise on each other.
@@ -25,6 +30,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..kernels.bm25 import bm25_accumulate, csr_merge, gather_slots
 from ..kernels.bm25 import search as search_kernel
+from .postings import AppendBuffer, grow
 from .text import DEFAULT_TEXT, TextConfig, tokenize
 
 __all__ = ["BM25Index", "BM25Params", "KeywordResult"]
@@ -55,7 +61,7 @@ class _ReadView:
     per version of the index (every write drops it), not once per query."""
 
     main: tuple[np.ndarray, np.ndarray, np.ndarray]
-    delta: tuple[np.ndarray, np.ndarray, np.ndarray]
+    delta: tuple[np.ndarray, np.ndarray, np.ndarray]  # the buffer's CSR, by local term id
     doc_len: np.ndarray
     alive: np.ndarray
     slot_ids: np.ndarray
@@ -88,15 +94,6 @@ class KeywordResult:
     extra_coverage: np.ndarray  # float32
 
 
-def _grow(arr: np.ndarray, need: int) -> np.ndarray:
-    """A copy with capacity >= need (doubling), so older read views keep their own array."""
-    if need <= arr.shape[0]:
-        return arr
-    new = np.zeros(max(need, 2 * arr.shape[0], 64), dtype=arr.dtype)
-    new[: arr.shape[0]] = arr
-    return new
-
-
 class BM25Index:
     """An incremental BM25 index from integer doc ids to texts.
 
@@ -119,8 +116,7 @@ class BM25Index:
         self._n_alive = 0
         self._total_len = 0.0
         self._main = (np.zeros(1, dtype=np.int64), _EMPTY_I32, _EMPTY_F32)
-        # append buffer: per doc (slot, term ids, tfs); compiled lazily into a CSR
-        self._buf: list[tuple[int, np.ndarray, np.ndarray]] = []
+        self._buf = AppendBuffer()  # the documents added since the last merge
         self._buf_csr: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._view: _ReadView | None = None  # what queries read, until the next write
         self._k1, self._b = np.float32(self.params.k1), np.float32(self.params.b)
@@ -152,15 +148,15 @@ class BM25Index:
         tokenized = [tokenize(t, self.text) for t in texts]  # outside the lock: pure Python
         with self._lock:
             need = self._n_slots + len(ids)
-            self._slot_ids = _grow(self._slot_ids, need)
-            self._doc_len = _grow(self._doc_len, need)
-            self._alive = _grow(self._alive, need)
+            self._slot_ids = grow(self._slot_ids, need)
+            self._doc_len = grow(self._doc_len, need)
+            self._alive = grow(self._alive, need)
             for doc_id, tokens in zip(ids, tokenized, strict=True):
                 if doc_id in self._slot_of:
                     self._remove_locked(doc_id)
                 self._append_locked(doc_id, tokens)
             self._buf_csr = self._view = None
-            if len(self._buf) >= self.params.merge_every:
+            if self._buf.n_docs >= self.params.merge_every:
                 self._merge_locked()
 
     def remove(self, doc_id: int) -> bool:
@@ -176,6 +172,14 @@ class BM25Index:
         with self._lock:
             self._merge_locked()
 
+    def prepare(self) -> None:
+        """Build now what the next query reads (the read view and the buffer's CSR), which
+        the first query after a write would otherwise build: a writer calls it so that
+        queries in another thread find it ready."""
+        with self._lock:
+            if self._view is None:
+                self._view = self._read_view()
+
     def _append_locked(self, doc_id: int, tokens: list[str]) -> None:
         counts = Counter(tokens)
         vocab = self._vocab
@@ -188,7 +192,7 @@ class BM25Index:
             terms[i] = t
             tfs[i] = c
         if len(vocab) > self._df.shape[0]:
-            self._df = _grow(self._df, len(vocab))
+            self._df = grow(self._df, len(vocab))
         np.add.at(self._df, terms, 1)
         slot = self._n_slots
         self._n_slots += 1
@@ -198,7 +202,7 @@ class BM25Index:
         self._alive[slot] = 1
         self._n_alive += 1
         self._total_len += len(tokens)
-        self._buf.append((slot, terms, tfs))
+        self._buf.append(slot, terms, tfs)
 
     def _remove_locked(self, doc_id: int) -> None:
         slot = self._slot_of.pop(doc_id)
@@ -217,38 +221,29 @@ class BM25Index:
         The scan is O(postings) (~1 ms at 100k docs); removal is rare (forget), so no
         forward index is kept for it.
         """
-        for s, terms, _ in self._buf:
-            if s == slot:
-                return terms, False
+        terms = self._buf.terms_of(slot)
+        if terms is not None:
+            return terms, False
         offsets, docs, _ = self._main
         where = np.flatnonzero(docs == slot)
         return (np.searchsorted(offsets, where, side="right") - 1).astype(np.int32), True
 
     def _merge_locked(self) -> None:
-        if not self._buf and not self._main_has_dead:
+        if not self._buf.n_docs and not self._main_has_dead:
             return
-        terms, docs, tfs = self._buffer_arrays()
+        terms, docs, tfs = self._buf.postings()
         offsets, pdocs, ptf = self._main
         self._main = csr_merge(
             offsets, pdocs, ptf, terms, docs, tfs, len(self._vocab), self._alive
         )
-        self._buf = []
+        self._buf = AppendBuffer()
         self._buf_csr = self._view = None
         self._main_has_dead = False
 
-    def _buffer_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        if not self._buf:
-            return _EMPTY_I32, _EMPTY_I32, _EMPTY_F32
-        terms = np.concatenate([t for _, t, _ in self._buf])
-        docs = np.concatenate(
-            [np.full(t.shape[0], s, dtype=np.int32) for s, t, _ in self._buf]
-        )
-        tfs = np.concatenate([f for _, _, f in self._buf])
-        return terms, docs, tfs
-
     # ---- reads ----------------------------------------------------------------------------
-    def _query_terms(self, query: str) -> tuple[np.ndarray, np.ndarray, _ReadView]:
-        """Query term ids and weights (idf · count), and a read view to score against."""
+    def _query_terms(self, query: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, _ReadView]:
+        """Query term ids, their local ids in the view's buffer CSR (-1: not in it), their
+        weights (idf · count), and a read view to score against."""
         counts: dict[str, int] = {}  # a Counter's counts and order, without its set-up
         for tok in tokenize(query, self.text):
             counts[tok] = counts.get(tok, 0) + 1
@@ -270,21 +265,25 @@ class BM25Index:
                 df = float(df)
                 ids.append(t)
                 weights.append(c * np.log1p((n - df + 0.5) / (df + 0.5)))
-        return np.asarray(ids, np.int32), np.asarray(weights, np.float32), view
+            q_terms = np.asarray(ids, np.int32)
+            q_local = self._buf.local_ids(q_terms)  # as the view's buffer CSR numbers them
+        return q_terms, q_local, np.asarray(weights, np.float32), view
 
     def _read_view(self) -> _ReadView:
         """The index as queries read it now (the caller holds the lock)."""
-        if self._buf and self._buf_csr is None:
-            terms, docs, tfs = self._buffer_arrays()
+        buf = self._buf
+        if buf.n_docs and self._buf_csr is None:
+            _, docs, tfs = buf.postings()
             empty = np.zeros(1, dtype=np.int64)
             self._buf_csr = csr_merge(
-                empty, _EMPTY_I32, _EMPTY_F32, terms, docs, tfs, len(self._vocab), self._alive,
+                empty, _EMPTY_I32, _EMPTY_F32, buf.local_terms(), docs, tfs, buf.n_local,
+                self._alive,
             )
         n = self._n_alive
         empty_csr = (np.zeros(1, dtype=np.int64), _EMPTY_I32, _EMPTY_F32)
         return _ReadView(
             main=self._main,
-            delta=self._buf_csr if self._buf else empty_csr,
+            delta=self._buf_csr if buf.n_docs else empty_csr,
             doc_len=self._doc_len,
             alive=self._alive,
             slot_ids=self._slot_ids,
@@ -295,7 +294,7 @@ class BM25Index:
 
     def _score(self, query: str) -> _Scored:
         """Dense slot scores and matched query weight, the touched slots, the read view."""
-        q_terms, q_weights, view = self._query_terms(query)
+        q_terms, q_local, q_weights, view = self._query_terms(query)
         size = max(view.n_slots, 1)
         scores = np.zeros(size, dtype=np.float32)
         matched = np.zeros(size, dtype=np.float32)
@@ -304,10 +303,10 @@ class BM25Index:
         if q_terms.shape[0]:
             k1, b = self._k1, self._b
             avg = np.float32(view.avgdl or 1.0)
-            for offsets, docs, tfs in (view.main, view.delta):
+            for (offsets, docs, tfs), terms in ((view.main, q_terms), (view.delta, q_local)):
                 if docs.shape[0]:
                     n = bm25_accumulate(
-                        offsets, docs, tfs, view.doc_len, view.alive, q_terms, q_weights,
+                        offsets, docs, tfs, view.doc_len, view.alive, terms, q_weights,
                         k1, b, avg, scores, matched, touched, n,
                     )
         total = float(q_weights.sum())
@@ -333,7 +332,7 @@ class BM25Index:
         """`search`, plus a function giving (scores, coverage) of more ids from the same
         scoring pass — full resonance learns of candidates only after spreading, and would
         otherwise score the whole query again."""
-        q_terms, q_weights, view = self._query_terms(query)
+        q_terms, q_local, q_weights, view = self._query_terms(query)
         size = max(view.n_slots, 1)
         scores = np.zeros(size, dtype=np.float32)
         matched = np.zeros(size, dtype=np.float32)
@@ -347,8 +346,8 @@ class BM25Index:
         extra_scores, extra_cov = np.empty(len(extra), np.float32), np.empty(len(extra), np.float32)
         # the scoring pass, the top k and the extra ids' signals: one kernel call
         n, m = search_kernel(*view.main, *view.delta, view.doc_len, view.alive, view.slot_ids,
-                             q_terms, q_weights, self._k1, self._b, np.float32(view.avgdl or 1.0),
-                             inv, scores, matched, touched, k, extra, view.n_slots, out_ids,
+                             q_terms, q_local, q_weights, self._k1, self._b,
+                             np.float32(view.avgdl or 1.0), inv, scores, matched, touched, k, extra, view.n_slots, out_ids,
                              out_scores, out_cov, extra_scores, extra_cov)
         sc = _Scored(scores, matched, touched, n, view, total)
 

@@ -15,8 +15,8 @@ from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import chain, repeat
-from operator import is_, itemgetter
+from itertools import chain, compress, repeat
+from operator import is_not, itemgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -274,28 +274,23 @@ class Inputs:
         cache, rows = self.meta_cache, self.row_list
         texts = self.values(self.state.meta)
         hits = list(map(cache.get, rows, repeat(_UNREAD, len(rows))))
-        if all(map(is_, texts, map(itemgetter(0), hits))):  # every row's meta decoded already
-            return [(i, m) for i, m in enumerate(map(itemgetter(1), hits)) if m]
-        out = []
-        for i, (text, hit) in enumerate(zip(texts, hits, strict=True)):
-            if not text:
+        # decode only the rows the cache has not (a row's meta string is never replaced, so
+        # a cached one is the same object): after a write, its new rows, not every candidate
+        for i in compress(range(len(rows)), map(is_not, texts, map(itemgetter(0), hits))):
+            text = texts[i]
+            if not text:  # no meta (none written, or forgotten since cached): read as none
+                hits[i] = _UNREAD
                 continue
-            if hit[0] is text:  # the row's meta string is never replaced
-                m = hit[1]
-            else:
-                r = rows[i]
-                try:
-                    m = json.loads(text)
-                except ValueError:  # undecodable meta: read as none rather than fail a recall
-                    m = None
-                if not isinstance(m, dict):
-                    m = {}
-                if len(cache) >= _META_CACHE:
-                    cache.clear()
-                cache[r] = (text, m)
-            if m:
-                out.append((i, m))
-        return out
+            try:
+                m = json.loads(text)
+            except ValueError:  # undecodable meta: read as none rather than fail a recall
+                m = None
+            if not isinstance(m, dict):
+                m = {}
+            if len(cache) >= _META_CACHE:
+                cache.clear()
+            hits[i] = cache[rows[i]] = (text, m)
+        return [(i, m) for i, m in enumerate(map(itemgetter(1), hits)) if m]
 
     def meta_number(self, key: str, neutral: float) -> np.ndarray:
         """``meta[key]`` per row as a finite float; ``neutral`` where missing or not a number."""

@@ -104,3 +104,27 @@ def test_from_edges_and_node_of() -> None:
     assert adj.degree.tolist() == [1, 2, 1]
     nodes, weights = adj.neighbours(1)
     assert sorted(zip(nodes.tolist(), weights.tolist(), strict=True)) == [(0, 1.0), (2, 0.5)]
+
+
+def test_prepare_after_a_write_builds_what_the_next_query_reads(tmp_path: Path) -> None:
+    # A conversation's write (and the Hebbian flusher) calls prepare: the adjacency and the
+    # attractors a query has read are rebuilt then, so the next query rebuilds nothing and
+    # reads what it would have built itself. A graph no query has read builds nothing.
+    rng = random.Random(7)
+    with KnowledgeGraph.open(tmp_path / "kg", flush_interval=None) as g:
+        random_writes(g, rng, 20)
+        g.prepare()
+        assert g.state.cache.full_builds == 0 and g.attractor_refreshes == 0
+        g.adjacency()
+        g.attractors(5)
+        for _ in range(10):
+            random_writes(g, rng, rng.randrange(1, 6))
+            g.prepare()
+            builds = (g.state.cache.full_builds + g.state.cache.delta_builds,
+                      g.attractor_refreshes)
+            adj, top = g.adjacency(), g.attractors(5)
+            assert builds == (g.state.cache.full_builds + g.state.cache.delta_builds,
+                              g.attractor_refreshes)  # nothing rebuilt by the query
+            assert edges_of(adj) == edges_of(from_scratch(g))
+            g._attr = None  # what the query would have computed itself
+            assert top == g.attractors(5)

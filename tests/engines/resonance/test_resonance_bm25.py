@@ -282,3 +282,72 @@ def test_one_search_call_answers_as_the_separate_kernels_do(seed: int) -> None:
                      (got.coverage, sc.matched[slots[:m]] * inv),
                      (got.extra_scores, extra_scores), (got.extra_coverage, extra_matched * inv)):
             assert a.tobytes() == b.tobytes()
+
+
+def _same_search(a: BM25Index, b: BM25Index, query: str, k: int, extra: list[int]) -> None:
+    got, want = a.search(query, k, extra), b.search(query, k, extra)
+    for x, y in ((got.ids, want.ids), (got.scores, want.scores), (got.coverage, want.coverage),
+                 (got.extra_scores, want.extra_scores),
+                 (got.extra_coverage, want.extra_coverage)):
+        assert x.tobytes() == y.tobytes()
+
+
+@pytest.mark.parametrize("merge_every", [1, 13, 1024])
+def test_an_index_written_between_queries_ranks_as_one_built_at_once(merge_every: int) -> None:
+    # A conversation writes one memory between two recalls: every query then reads an append
+    # buffer grown by one document (kept incrementally, not rebuilt from every document since
+    # the last merge). Hits, scores and coverage are byte for byte those of an index built
+    # at once from the same documents in the same order, through replacements and removals.
+    rng = np.random.default_rng(merge_every)
+    words = [*WORDS, *(f"w{i}" for i in range(60))]
+    idx = BM25Index(BM25Params(merge_every=merge_every))
+    corpus: dict[int, str] = {}
+    for step in range(160):
+        doc_id = int(rng.integers(0, 140))
+        if step % 11 == 10 and corpus:
+            victim = int(rng.choice(list(corpus)))
+            idx.remove(victim)
+            del corpus[victim]
+        else:
+            text = " ".join(rng.choice(words, size=int(rng.integers(1, 12))))
+            idx.add(doc_id, text)
+            corpus[doc_id] = text
+        fresh = BM25Index()
+        order = sorted(corpus, key=idx._slot_of.__getitem__)  # the incremental index's order
+        fresh.add_many(order, [corpus[i] for i in order])
+        for _ in range(2):
+            query = " ".join(rng.choice(words, size=int(rng.integers(1, 6))))
+            extra = rng.choice(150, int(rng.integers(0, 8))).tolist()
+            _same_search(idx, fresh, query, int(rng.integers(1, 30)), extra)
+            assert idx.scores_for(query, order).tobytes() == fresh.scores_for(query, order).tobytes()
+
+
+def test_the_append_buffer_is_as_wide_as_the_terms_it_holds() -> None:
+    # A query after a write builds the buffer's CSR: its size follows what was written since
+    # the last merge, not the vocabulary of the whole index.
+    idx = BM25Index(BM25Params(merge_every=10_000))
+    idx.add_many(range(500), [f"common t{i} u{i}" for i in range(500)])
+    idx.merge()
+    assert idx.vocabulary_size == 1001
+    idx.add(1000, "common fresh fresh words")
+    idx.add(1001, "fresh t3")
+    top = idx.top_k("fresh t3", 3)[0].tolist()
+    assert top[0] == 1001 and set(top) == {1001, 1000, 3}
+    offsets, docs, _ = idx._buf_csr
+    assert offsets.shape[0] == 1 + 4  # common, fresh, words, t3: local term ids
+    assert sorted(docs.tolist()) == [500, 500, 500, 501, 501]
+
+
+def test_append_buffer_slots_and_local_terms() -> None:
+    from soul.engines.resonance.recall.postings import AppendBuffer
+
+    buf = AppendBuffer()
+    buf.append(7, np.array([40, 2], np.int32), np.array([1, 2], np.float32))
+    buf.append(8, np.array([2, 9, 100], np.int32), np.array([3, 1, 1], np.float32))
+    assert buf.n_docs == 2 and buf.n_local == 4
+    assert buf.terms_of(7).tolist() == [40, 2] and buf.terms_of(8).tolist() == [2, 9, 100]
+    assert buf.terms_of(6) is None and buf.terms_of(9) is None
+    assert buf.local_ids(np.array([2, 100, 3, 5000], np.int32)).tolist() == [1, 3, -1, -1]
+    terms, docs, tfs = buf.postings()
+    assert terms.tolist() == [40, 2, 2, 9, 100] and docs.tolist() == [7, 7, 8, 8, 8]
+    assert tfs.tolist() == [1, 2, 3, 1, 1] and buf.local_terms().tolist() == [0, 1, 1, 2, 3]

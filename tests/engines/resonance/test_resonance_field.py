@@ -188,3 +188,35 @@ def test_rrf_fusion_option(tmp_path: Path) -> None:
     with Field.open(tmp_path, WordEmbedder(), method="rrf") as f:
         f.remember_many(FACTS)
         assert f.recall("Thursday deploys", k=1)[0].text == FACTS[3]
+
+
+def test_recall_between_writes_ranks_as_a_field_written_at_once(tmp_path: Path) -> None:
+    # A conversation recalls, then writes one memory, then recalls again. Once a recall has
+    # built the indexes, each write catches them up before it returns (in the writer's
+    # thread), so the next recall inserts nothing. The indexes so kept answer byte for byte
+    # as those of a field that took the same memories at once and recalled only at the end.
+    rng = np.random.default_rng(5)
+    words = [f"w{i}" for i in range(40)] + ["tea", "lake", "cat", "deploy", "sunrise", "group"]
+    texts = [" ".join(rng.choice(words, size=int(rng.integers(4, 10)))) for _ in range(40)]
+    queries = [" ".join(rng.choice(words, size=3)) for _ in range(6)]
+    opts = {"touch_on_recall": False, "dedup_threshold": None}
+    with Field.open(tmp_path / "talk", WordEmbedder(), **opts) as talk, \
+            Field.open(tmp_path / "once", WordEmbedder(), **opts) as once:
+        talk.remember(texts[0])
+        for text in texts[1:]:
+            talk.recall(queries[0], k=3)
+            talk.remember(text)
+            assert talk.indexes.stats() == {"vector_index": len(talk), "keyword_index": len(talk)}
+        once.remember_many(texts)
+        assert once.indexes.stats() == {"vector_index": None, "keyword_index": None}
+        for query in queries:
+            a, b = talk.recall(query, k=8), once.recall(query, k=8)
+            assert [h.text for h in a] == [h.text for h in b]
+            assert [h.score for h in a] == pytest.approx([h.score for h in b], rel=1e-6)
+            ka, kb = (f.indexes.keyword().search(query, 20, range(40)) for f in (talk, once))
+            for x, y in ((ka.ids, kb.ids), (ka.scores, kb.scores),
+                         (ka.extra_scores, kb.extra_scores)):
+                assert x.tobytes() == y.tobytes()
+            vector = talk.indexes.vector()._vecs[0] + once.indexes.vector()._vecs[1]
+            va, vb = (f.indexes.vector().search(vector, 10) for f in (talk, once))
+            assert va[0].tolist() == vb[0].tolist() and va[1].tobytes() == vb[1].tobytes()

@@ -504,3 +504,32 @@ def test_the_rows_columns_are_gathered_as_read_one_by_one(seed: int) -> None:
         assert inputs.numbers.tolist() == want
         assert inputs.kind.tolist() == [state.kind[r] for r in rows.tolist()]
         assert inputs.kind.dtype == np.int64 and inputs.numbers.dtype == np.float64
+
+
+def test_metas_after_a_write_decode_only_the_new_rows() -> None:
+    # A conversation writes a memory between two queries; a query's candidates then hold
+    # rows the Scorer's meta cache has decoded and the new ones. Only the new ones are
+    # decoded (the others' dicts are the cached objects), and the metas read are those of
+    # an uncached read: empty, undecodable and non-object metas read as none.
+    metas = [{"meta": {"status": "verified", "n": i}} for i in range(6)]
+    state = make_state([*metas, {}, {"meta": [1, 2]}])
+    cache: dict[int, tuple[str, dict[str, Any]]] = {}
+
+    def read(rows: list[int], with_cache: bool = True) -> list[tuple[int, dict[str, Any]]]:
+        return Inputs(state, np.array(rows), np.ones(len(rows)), NOW, Affect(), {},
+                      cache if with_cache else None).metas
+
+    first = read([0, 1, 2, 6, 7])
+    assert first == read([0, 1, 2, 6, 7], with_cache=False)
+    assert [i for i, _ in first] == [0, 1, 2] and set(cache) == {0, 1, 2, 7}
+    row = ops.Row(id="m8", kind=int(parse_kind("belief")), flags=0, created=NOW, mu=0.7,
+                  var=0.04, n=0, text="memory number 8", tags=(), realm=None, source=None,
+                  meta="{not json")
+    state.apply(ops.ADD, memoryview(ops.encode_add(row, np.zeros(4, np.float32))))
+    rows = [3, 2, 8, 0, 6, 1]
+    again = read(rows)
+    assert again == read(rows, with_cache=False)
+    assert [i for i, _ in again] == [0, 1, 3, 5]
+    by_row = {rows[i]: m for i, m in again}
+    assert all(by_row[r] is dict(first)[p] for p, r in ((0, 0), (1, 1), (2, 2)))
+    assert cache[8] == ("{not json", {})

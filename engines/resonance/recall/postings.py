@@ -1,0 +1,94 @@
+"""The BM25 index's append buffer: the postings of the documents added since the last merge.
+
+Flat arrays grown by doubling (a document costs O(its distinct terms), amortised), so the
+buffer's CSR is one kernel call over slices, not one array per buffered document. The buffer
+numbers the terms it holds densely, in the order it first met them (a *local* id): its CSR
+is as wide as the terms it holds, not as the whole vocabulary. Slots are consecutive: the
+buffer holds the slots ``first .. first + n_docs - 1``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["AppendBuffer", "grow"]
+
+
+def grow(arr: np.ndarray, need: int) -> np.ndarray:
+    """A copy with capacity >= need (doubling), so arrays handed out earlier stay as they were."""
+    if need <= arr.shape[0]:
+        return arr
+    new = np.zeros(max(need, 2 * arr.shape[0], 64), dtype=arr.dtype)
+    new[: arr.shape[0]] = arr
+    return new
+
+
+class AppendBuffer:
+    """Postings (term, local term, doc slot, tf) of the documents appended since a merge."""
+
+    __slots__ = ("_docs", "_first", "_local", "_local_terms", "_n", "_starts", "_terms",
+                 "_tfs", "n_docs", "n_local")
+
+    def __init__(self) -> None:
+        self._terms = np.zeros(0, np.int32)
+        self._local_terms = np.zeros(0, np.int32)
+        self._docs = np.zeros(0, np.int32)
+        self._tfs = np.zeros(0, np.float32)
+        self._n = 0  # postings held
+        self._starts: list[int] = []  # first posting of each document
+        self._first = 0  # slot of the first document
+        self._local = np.zeros(0, np.int32)  # term id → local id + 1 (0: not held)
+        self.n_docs = 0
+        self.n_local = 0
+
+    def append(self, slot: int, terms: np.ndarray, tfs: np.ndarray) -> None:
+        """Add a document's distinct ``terms`` (int32) and their ``tfs``; ``slot`` is the
+        next slot after the last appended one."""
+        if not self.n_docs:
+            self._first = slot
+        lo, hi = self._n, self._n + terms.shape[0]
+        if hi > self._terms.shape[0]:
+            self._terms, self._local_terms = grow(self._terms, hi), grow(self._local_terms, hi)
+            self._docs, self._tfs = grow(self._docs, hi), grow(self._tfs, hi)
+        if terms.shape[0]:
+            top = int(terms.max()) + 1
+            if top > self._local.shape[0]:
+                self._local = grow(self._local, top)
+            local = self._local[terms]
+            new = terms[local == 0]  # distinct: a document's terms are
+            if new.shape[0]:
+                self._local[new] = np.arange(self.n_local + 1, self.n_local + 1 + new.shape[0])
+                self.n_local += new.shape[0]
+                local = self._local[terms]
+            self._local_terms[lo:hi] = local - 1
+        self._terms[lo:hi] = terms
+        self._docs[lo:hi] = slot
+        self._tfs[lo:hi] = tfs
+        self._starts.append(lo)
+        self._n = hi
+        self.n_docs += 1
+
+    def postings(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(term ids, doc slots, tfs) of every buffered posting, in the order appended."""
+        n = self._n
+        return self._terms[:n], self._docs[:n], self._tfs[:n]
+
+    def local_terms(self) -> np.ndarray:
+        """The local term id of every buffered posting (aligned with `postings`)."""
+        return self._local_terms[: self._n]
+
+    def local_ids(self, terms: np.ndarray) -> np.ndarray:
+        """The local id of each term id (int32; -1: the buffer holds no posting of it)."""
+        local = self._local
+        out = np.full(terms.shape[0], -1, np.int32)
+        inside = terms < local.shape[0]
+        out[inside] = local[terms[inside]] - 1
+        return out
+
+    def terms_of(self, slot: int) -> np.ndarray | None:
+        """The distinct term ids of a buffered slot; None if the slot is not buffered."""
+        i = slot - self._first
+        if not 0 <= i < self.n_docs:
+            return None
+        hi = self._starts[i + 1] if i + 1 < self.n_docs else self._n
+        return self._terms[self._starts[i] : hi]
