@@ -273,7 +273,7 @@ class VectorIndex:
         both[:, 1] = self._unit_centroid()
         with self._lock:
             dense = self._dense
-            if dense is not None and ids_arr.shape[0] and 0 <= ids_arr.min() and (
+            if dense is not None and ids_arr.shape[0] and ids_arr.min() >= 0 and (
                     ids_arr.max() < dense.shape[0]):
                 rows_arr = dense[ids_arr]
                 if rows_arr.min() >= 0:  # the usual case: every id is in the index
