@@ -93,6 +93,10 @@ class VectorIndex:
         self._vecs = np.zeros((0, dim), dtype=np.float32)
         self._n_rows = 0
         self._live: set[int] = set()
+        # id -> its row in _vecs while live, -1 otherwise: `signals` reads a few hundred ids
+        # a query with one numpy gather instead of a set and a dict look-up each. Kept while
+        # the ids are dense (the field's are its store rows); None once one is not.
+        self._dense: np.ndarray | None = np.full(0, -1, np.int64)
         # Σ of live unit vectors, kept exact on add/replace/remove: its direction is the
         # field's centroid, which fusion uses to discount "hub" memories (see fusion.py).
         self._sum = np.zeros(dim, dtype=np.float64)
@@ -150,6 +154,7 @@ class VectorIndex:
                 self._index.resize_index(max(need, 2 * self._index.get_max_elements()))
             self._index.add_items(unit, ids_arr, num_threads=1 if len(ids_arr) < 64 else -1)
             self._live.update(ids_arr.tolist())
+            self._mark_dense(ids_arr, rows)
             self._sum += unit.sum(axis=0, dtype=np.float64)
             self._sum_version += 1
 
@@ -162,7 +167,25 @@ class VectorIndex:
             self._sum_version += 1
             self._index.mark_deleted(doc_id)
             self._live.discard(doc_id)
+            if self._dense is not None:
+                self._dense[doc_id] = -1  # live ids are all below its length
             return True
+
+    def _mark_dense(self, ids: np.ndarray, rows: np.ndarray) -> None:
+        """`_dense` takes live ``ids`` at ``rows`` (grown by doubling; dropped for good once
+        an id is far past the rows held: sparse ids keep to the set and dict)."""
+        dense = self._dense
+        if dense is None or not ids.shape[0]:
+            return
+        top = int(ids.max()) + 1
+        if top > dense.shape[0]:
+            if top > 8 * self._n_rows + 4096:
+                self._dense = None
+                return
+            grown = np.full(max(top, 2 * dense.shape[0], 1024), -1, np.int64)
+            grown[: dense.shape[0]] = dense
+            dense = self._dense = grown
+        dense[ids] = rows
 
     # ---- reads ----------------------------------------------------------------------------
     def search(self, vector: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -243,12 +266,20 @@ class VectorIndex:
 
         The second is the id's "hubness": how much it looks like every other memory.
         """
-        wanted = np.asarray(ids, dtype=np.int64).reshape(-1).tolist()
+        ids_arr = np.asarray(ids, dtype=np.int64).reshape(-1)
         q = np.asarray(vector, dtype=np.float32).reshape(-1)
         both = np.empty((self.dim, 2), np.float32)  # (dim, 2): one matmul for both
         both[:, 0] = q / max(float(np.sqrt(q.dot(q))), 1e-12)  # np.linalg.norm(q), undispatched
         both[:, 1] = self._unit_centroid()
         with self._lock:
+            dense = self._dense
+            if dense is not None and ids_arr.shape[0] and ids_arr.min() >= 0 and (
+                    ids_arr.max() < dense.shape[0]):
+                rows_arr = dense[ids_arr]
+                if rows_arr.min() >= 0:  # the usual case: every id is in the index
+                    out = self._vecs[rows_arr] @ both
+                    return out[:, 0].copy(), out[:, 1].copy()
+            wanted = ids_arr.tolist()
             live, row_of = self._live, self._row_of
             rows = [row_of[i] if i in live else -1 for i in wanted]
             if -1 not in rows:  # the usual case: every id is in the index
@@ -335,6 +366,7 @@ class VectorIndex:
         index._row_ids, index._vecs, index._n_rows = ids.astype(np.int64), vecs, len(ids)
         index._row_of = {int(i): r for r, i in enumerate(ids.tolist())}
         index._live = set(ids[live].tolist())
+        index._mark_dense(ids[live], np.flatnonzero(live))
         index._sum = vecs[live].sum(axis=0, dtype=np.float64)
         if len(index._live) != meta.count:
             raise IndexStale(f"{path}: {len(index._live)} vectors, meta says {meta.count}")

@@ -11,17 +11,14 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..graph.kg_state import MEMORY_PREFIX
 from ..recall.fusion import Candidates
 
 if TYPE_CHECKING:
-    from ..graph.adjacency import Adjacency
     from ..store.state import State
     from .config import ResonanceConfig
     from .sources import Sources
@@ -73,12 +70,13 @@ def spread(
     st = src.state
     graph = src.graph()
     top = (-hybrid).argsort(kind="stable")[: cfg.seeds]
-    names = memory_ids(st, cands.ids)
-    seeds = {names[j]: h for j, h in zip(top.tolist(), hybrid[top].tolist(), strict=True) if h > 0}
+    seeds = {m: h for m, h in zip(memory_ids(st, cands.ids[top]), hybrid[top].tolist(),
+                                  strict=True) if h > 0}
     if not seeds:
         return cands, hybrid, np.zeros(len(cands)), np.full(len(cands), -1, np.int64)
     adjacency = graph.adjacency()
-    nodes = _nodes(adjacency, names)
+    nodes = src.nodes.of(st, graph.state, cands.ids)
+    nodes[nodes >= adjacency.n_nodes] = -1  # a node newer than this adjacency
     # the strongest reached memories that were not candidates join (bounded: association
     # candidates below the top `join` never reach the top k, and each costs a full scoring)
     reached = graph.reach(adjacency, seeds, nodes, cfg.entry_threshold, cfg.join,
@@ -103,15 +101,6 @@ def spread(
     facts["spreading"] = {"seeds": len(seeds), "reached": reached.reached,
                           "joined": len(joined), "by_hop": dict(sorted(by_hop.items()))}
     return cands, hybrid, activation, hops
-
-
-def _nodes(adjacency: Adjacency, names: list[str]) -> np.ndarray:
-    """The graph node of each memory id (-1: not in the graph)."""
-    index, n = adjacency.index, adjacency.n_nodes
-    nodes = np.fromiter(map(index.get, map(MEMORY_PREFIX.__add__, names), repeat(-1)), np.int64,
-                        len(names))
-    nodes[nodes >= n] = -1  # a node newer than this adjacency
-    return nodes
 
 
 def prime(cfg: ResonanceConfig, src: Sources, pool: Pool, session: str,

@@ -9,10 +9,12 @@ never loads them.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from .memory_nodes import MemoryNodes
 
 if TYPE_CHECKING:
     from ..graph.kg import KnowledgeGraph
@@ -41,6 +43,8 @@ class Sources:
     graph: Callable[[], KnowledgeGraph]
     scorer: Callable[[], Scorer]
     code_index: Callable[[], Any]  # the field's code index, None if it has none
+    # store row -> graph node, kept across queries (spreading reads every candidate's)
+    nodes: MemoryNodes = field(default_factory=MemoryNodes)
 
     @property
     def state(self) -> State:

@@ -162,3 +162,50 @@ def test_unit_rows_is_the_guarded_division_by_the_row_norms_bit_for_bit() -> Non
             with np.errstate(invalid="ignore"):
                 want = np.divide(v, norms, out=np.zeros_like(v), where=norms > 0)
             assert np.array_equal(unit_rows(v), want, equal_nan=True)
+
+
+def _signals_by_lookup(idx: VectorIndex, q: np.ndarray, ids: list[int]) -> tuple:
+    """`signals` as it read each id through the live set and the row dict."""
+    q = q / max(float(np.sqrt(q.dot(q))), 1e-12)
+    both = np.stack([q, idx._unit_centroid()], axis=1).astype(np.float32)
+    rows = [idx._row_of[i] if i in idx._live else -1 for i in ids]
+    vecs = np.zeros((len(ids), idx.dim), np.float32)
+    for j, r in enumerate(rows):
+        if r >= 0:
+            vecs[j] = idx._vecs[r]
+    out = vecs @ both
+    out[[j for j, r in enumerate(rows) if r < 0]] = np.nan
+    return out[:, 0], out[:, 1]
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_signals_are_the_row_lookups_bit_for_bit_through_adds_removals_and_a_reload(
+        tmp_path, sparse: bool) -> None:
+    # signals reads dense ids (a field's store rows) through an id -> row array; sparse ids
+    # (far past the rows held) through the set and dict. Either way: the same bits.
+    rng = np.random.default_rng(5)
+    vecs = _unit(rng, 400)
+    base = 10**9 if sparse else 0
+    idx = VectorIndex(32)
+    order = rng.permutation(300)  # ids added out of order: rows are not ids
+    for part in np.array_split(order, 7):
+        idx.add(base + part, vecs[part])
+    for i in (5, 17, 250):
+        idx.remove(base + i)
+    idx.add([base + 17], vecs[300:301])  # re-added: a new vector at its old row
+    assert (idx._dense is None) == sparse
+
+    def check(index: VectorIndex) -> None:
+        for _ in range(5):
+            q = rng.normal(size=32).astype(np.float32)
+            for ids in ((base + rng.choice(300, 120, replace=False)).tolist(),
+                        [base + 3, base + 5, base + 299, base + 350, base + 17],
+                        [base + 3, base + 250, base + 17]):  # absent only by removal
+                got = index.signals(q, ids)
+                want = _signals_by_lookup(index, q, ids)
+                for g, w in zip(got, want, strict=True):
+                    np.testing.assert_array_equal(g, w)
+
+    check(idx)
+    idx.save(tmp_path / "v.idx")
+    check(VectorIndex.load(tmp_path / "v.idx"))

@@ -1,0 +1,70 @@
+"""The knowledge-graph node of each store row, kept across queries for spreading activation.
+
+Spreading reads the node of every candidate (a few hundred a query). Looking each up by its
+key (``"m:" + id``, a new string hashed every time) was most of that phase's Python; store
+rows and graph nodes are both append-only, so the answer is kept in one array and only
+what was added since (new rows, new memory nodes) is looked up.
+"""
+
+from __future__ import annotations
+
+import threading
+from itertools import repeat
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..graph.kg_state import MEMORY_PREFIX
+
+if TYPE_CHECKING:
+    from ..graph.kg_state import GraphState
+    from ..store.state import State
+
+__all__ = ["MemoryNodes"]
+
+
+class MemoryNodes:
+    """Store row -> graph node of its memory (-1: none), for one store state and one graph
+    state at a time (either swapped for another starts it over)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._owners: tuple[object, object] | None = None
+        self._nodes = np.full(0, -1, np.int64)
+        self._rows = 0  # rows looked up so far
+        self._seen = 0  # graph nodes scanned so far
+
+    def of(self, state: State, graph: GraphState, rows: np.ndarray) -> np.ndarray:
+        """The graph node of each of ``rows`` (int64; -1 where the memory has none)."""
+        with self._lock:
+            if self._owners is None or self._owners[0] is not state or self._owners[1] is not graph:
+                self._owners = (state, graph)
+                self._nodes = np.full(0, -1, np.int64)
+                self._rows = self._seen = 0
+            self._catch_up(state, graph)
+            return self._nodes[rows]
+
+    def _catch_up(self, state: State, graph: GraphState) -> None:
+        keys, index = graph.keys, graph.index
+        filled = self._rows
+        n_nodes = len(keys)  # read first: a node appended later is found by a later scan
+        if n_nodes > self._seen and filled:
+            # memory nodes made since the last scan, for rows already looked up
+            cut, row_of, nodes = len(MEMORY_PREFIX), state.rows, self._nodes
+            for node in range(self._seen, n_nodes):
+                key = keys[node]
+                if key.startswith(MEMORY_PREFIX):
+                    row = row_of.get(key[cut:])
+                    if row is not None and row < filled:
+                        nodes[row] = node
+        self._seen = n_nodes
+        n = len(state.ids)
+        if n > filled:
+            if n > len(self._nodes):
+                grown = np.full(max(n, 2 * len(self._nodes), 1024), -1, np.int64)
+                grown[:filled] = self._nodes[:filled]
+                self._nodes = grown
+            ids = state.ids[filled:n]
+            self._nodes[filled:n] = np.fromiter(
+                map(index.get, map(MEMORY_PREFIX.__add__, ids), repeat(-1)), np.int64, len(ids))
+            self._rows = n

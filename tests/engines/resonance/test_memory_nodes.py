@@ -1,0 +1,71 @@
+"""MemoryNodes: the graph node of each store row, kept across queries, is the key look-up's."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from soul.engines.resonance.graph.kg_state import MEMORY_PREFIX, GraphState
+from soul.engines.resonance.memory import parse_kind
+from soul.engines.resonance.resonate.memory_nodes import MemoryNodes
+from soul.engines.resonance.store import ops
+from soul.engines.resonance.store.state import State
+
+
+def _add_row(state: State, memory_id: str) -> None:
+    row = ops.Row(id=memory_id, kind=int(parse_kind("belief")), flags=0, created=1.0, mu=0.7,
+                  var=0.04, n=0, text=memory_id, tags=(), realm=None, source=None, meta=None)
+    state.apply(ops.ADD, memoryview(ops.encode_add(row, np.zeros(4, np.float32))))
+
+
+def _by_key(state: State, graph: GraphState, rows: np.ndarray) -> list[int]:
+    """What spreading looked up before: each row's memory key in the graph's index."""
+    return [graph.index.get(MEMORY_PREFIX + state.ids[r], -1) for r in rows.tolist()]
+
+
+# one step of a field's life: a memory written (a store row), a graph node made (of a
+# memory written or not yet, or an entity), or a query reading some rows' nodes
+_STEP = st.one_of(st.tuples(st.just("row"), st.integers(0, 59)),
+                  st.tuples(st.just("memory node"), st.integers(0, 59)),
+                  st.tuples(st.just("entity node"), st.integers(0, 59)),
+                  st.tuples(st.just("query"), st.integers(0, 2**32)))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_STEP, max_size=80))
+def test_nodes_of_rows_are_the_key_lookup_after_any_interleaving_of_writes(steps) -> None:
+    # rows and nodes come in any order: a memory's node made before its row, long after it
+    # (a phrase that becomes an entity links older memories), or never
+    state, graph, nodes = State(), GraphState(30.0, 0.01), MemoryNodes()
+    for what, n in steps:
+        if what == "row" and f"m{n}" not in state.rows:
+            _add_row(state, f"m{n}")
+        elif what == "memory node":
+            graph.node(MEMORY_PREFIX + f"m{n}", f"m{n}", False)
+        elif what == "entity node":
+            graph.node(f"e:thing {n}", f"thing {n}", True)
+        elif what == "query" and state.n_rows:
+            rows = np.random.default_rng(n).integers(0, state.n_rows, 1 + n % 40)
+            assert nodes.of(state, graph, rows).tolist() == _by_key(state, graph, rows)
+    if state.n_rows:
+        every = np.arange(state.n_rows)
+        assert nodes.of(state, graph, every).tolist() == _by_key(state, graph, every)
+
+
+def test_a_graph_or_store_swapped_whole_starts_the_map_over() -> None:
+    # a refresh swaps in a new GraphState (or a new State): its nodes are numbered anew
+    state, graph, nodes = State(), GraphState(30.0, 0.01), MemoryNodes()
+    for i in range(5):
+        _add_row(state, f"m{i}")
+        graph.node(MEMORY_PREFIX + f"m{i}", f"m{i}", False)
+    rows = np.arange(5)
+    assert nodes.of(state, graph, rows).tolist() == [0, 1, 2, 3, 4]
+    other = GraphState(30.0, 0.01)
+    other.node("e:x", "x", True)
+    for i in (4, 2):
+        other.node(MEMORY_PREFIX + f"m{i}", f"m{i}", False)
+    assert nodes.of(state, other, rows).tolist() == [-1, -1, 2, -1, 1]
+    fresh = State()
+    _add_row(fresh, "m2")
+    assert nodes.of(fresh, other, np.array([0])).tolist() == [2]
