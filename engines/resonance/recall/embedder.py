@@ -203,9 +203,10 @@ class Embedder:
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = cfg.intra_op_threads
         opts.inter_op_num_threads = 1
-        # Its threads sleep between runs instead of spinning: a spinning pool held both cores
-        # after every embedding, and the turn running beside it (a query embedded as the turn
-        # starts, the last turn's memory written) took twice as long (benchmarks/overhead.py)
+        # Its threads sleep between runs instead of spinning: a spinning pool holds both cores
+        # after every run — on 2 idle cores a query embeds ~0.9 ms sooner, but a claudius turn
+        # costs twice its CPU, and on busy cores an embedding took 9.6 ms instead of 5.6
+        # (docs/memory.md, "Why the threads do not spin")
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         opts.log_severity_level = 3  # warnings about unused initialisers are noise here
         try:
