@@ -37,6 +37,7 @@ from ..memory import DAY, PRIOR_VAR, Kind
 from .scoring_config import FactorConfig, ScoringConfig, ScoringConfigError, unknown_name
 from .scoring_factors import FACTORS, kind_values, tier_values
 from .scoring_inputs import EXTRA_KEYS, RATES, TIERS, Affect, Inputs, kernels
+from .scoring_metas import MetaCache
 
 if TYPE_CHECKING:
     from ..store.state import State
@@ -250,7 +251,7 @@ class Scorer:
         self._next_check = 0.0
         self._lock = threading.Lock()
         self._scaled: tuple[ScoringConfig, str, ScoringConfig] | None = None
-        self._meta_cache: dict[int, tuple[str, dict[str, Any]]] = {}
+        self._meta_cache = MetaCache()
         if self._path is not None:
             self._check()
 

@@ -22,6 +22,7 @@ from soul.engines.resonance.resonate.scoring_inputs import (
     base_level_activation,
     tier_index,
 )
+from soul.engines.resonance.resonate.scoring_metas import MetaCache
 from soul.engines.resonance.store import ops
 from soul.engines.resonance.store.state import ACCESS_HISTORY, State
 
@@ -513,7 +514,7 @@ def test_metas_after_a_write_decode_only_the_new_rows() -> None:
     # an uncached read: empty, undecodable and non-object metas read as none.
     metas = [{"meta": {"status": "verified", "n": i}} for i in range(6)]
     state = make_state([*metas, {}, {"meta": [1, 2]}])
-    cache: dict[int, tuple[str, dict[str, Any]]] = {}
+    cache = MetaCache()
 
     def read(rows: list[int], with_cache: bool = True) -> list[tuple[int, dict[str, Any]]]:
         return Inputs(state, np.array(rows), np.ones(len(rows)), NOW, Affect(), {},
@@ -521,7 +522,7 @@ def test_metas_after_a_write_decode_only_the_new_rows() -> None:
 
     first = read([0, 1, 2, 6, 7])
     assert first == read([0, 1, 2, 6, 7], with_cache=False)
-    assert [i for i, _ in first] == [0, 1, 2] and set(cache) == {0, 1, 2, 7}
+    assert [i for i, _ in first] == [0, 1, 2] and cache.decoded == 4  # row 6 has no meta
     row = ops.Row(id="m8", kind=int(parse_kind("belief")), flags=0, created=NOW, mu=0.7,
                   var=0.04, n=0, text="memory number 8", tags=(), realm=None, source=None,
                   meta="{not json")
@@ -530,6 +531,60 @@ def test_metas_after_a_write_decode_only_the_new_rows() -> None:
     again = read(rows)
     assert again == read(rows, with_cache=False)
     assert [i for i, _ in again] == [0, 1, 3, 5]
+    assert cache.decoded == 4 + 2  # rows 3 and 8
     by_row = {rows[i]: m for i, m in again}
     assert all(by_row[r] is dict(first)[p] for p, r in ((0, 0), (1, 1), (2, 2)))
-    assert cache[8] == ("{not json", {})
+    inputs = Inputs(state, np.array(rows), np.ones(len(rows)), NOW, Affect(), {}, cache)
+    assert inputs.meta_keys == {"status", "n"} and cache.decoded == 6
+
+
+def _metas_as_read_before(state: State, rows: list[int]) -> tuple[list, frozenset[str]]:
+    """The metas and key set as Inputs read them before the key-set cache, uncached: each
+    row's meta text decoded (none, undecodable, not an object or empty: no meta)."""
+    out = []
+    for i, r in enumerate(rows):
+        text = state.meta[r]
+        try:
+            m = json.loads(text) if text else None
+        except ValueError:
+            m = None
+        if isinstance(m, dict) and m:
+            out.append((i, m))
+    return out, frozenset().union(*(m for _, m in out))
+
+
+_META = st.one_of(st.none(), st.just("{not json"), st.just("[1, 2]"), st.just("{}"),
+                  st.dictionaries(st.sampled_from(["session", "status", "arousal", "n"]),
+                                  st.integers(0, 3), max_size=3).map(json.dumps))
+# a conversation's life seen by one Scorer: memories written (with or without a meta),
+# forgotten, and queries over some rows
+_LIFE = st.lists(st.one_of(st.tuples(st.just("add"), _META),
+                           st.tuples(st.just("forget"), st.integers(0, 12)),
+                           st.tuples(st.just("query"), st.integers(0, 2**32))), max_size=60)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_LIFE)
+def test_cached_meta_keys_and_metas_are_an_uncached_reads(life: list) -> None:
+    state, cache, n = State(), MetaCache(), 0
+    for what, value in life:
+        if what == "add":
+            row = ops.Row(id=f"m{n}", kind=int(parse_kind("belief")), flags=0, created=NOW,
+                          mu=0.7, var=0.04, n=0, text=f"memory {n}", tags=(), realm=None,
+                          source=None, meta=value)
+            state.apply(ops.ADD, memoryview(ops.encode_add(row, np.zeros(4, np.float32))))
+            n += 1
+        elif what == "forget" and value < n:
+            state.apply(ops.FORGET, memoryview(ops.encode_forget(f"m{value}", NOW)))
+        elif what == "query" and n:
+            rng = np.random.default_rng(value)
+            rows = rng.choice(n, int(rng.integers(1, n + 1)), replace=False).tolist()
+            metas, keys = _metas_as_read_before(state, rows)
+            inputs = Inputs(state, np.array(rows, np.int64), np.ones(len(rows)), NOW, Affect(),
+                            {}, cache)
+            if value % 2:  # the key set alone (most queries), or the metas first
+                assert inputs.meta_keys == keys
+            assert inputs.metas == metas
+            assert inputs.meta_keys == keys
+
+
