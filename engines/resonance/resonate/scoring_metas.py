@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import threading
+from itertools import compress
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -90,10 +92,20 @@ class MetaCache:
                 self._dicts.pop(r, None)
         ids = self._key_of[rows]
         unread = np.flatnonzero(ids < 0)
-        for i in unread.tolist():
-            row = int(rows[i])
+        if not len(unread):
+            return ids
+        # rows without a meta (most, in a field written without one) are told apart in C;
+        # only the others are decoded
+        fresh = rows[unread]
+        fresh_list = fresh.tolist()
+        meta = state.meta
+        texts = itemgetter(*fresh_list)(meta) if len(fresh_list) > 1 else (meta[fresh_list[0]],)
+        ids[unread] = self._key_of[fresh] = _NONE
+        for k in compress(range(len(texts)), texts):
+            row = fresh_list[k]
             m = self._decode(state, row)
-            ids[i] = self._key_of[row] = self._set_of(m) if m else _NONE
+            if m:
+                ids[unread[k]] = self._key_of[row] = self._set_of(m)
         return ids
 
     def _decode(self, state: State, row: int) -> dict[str, Any] | None:
