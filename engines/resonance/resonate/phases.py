@@ -111,11 +111,13 @@ def prime(cfg: ResonanceConfig, src: Sources, pool: Pool, session: str,
     topics = src.primer.topics(session)
     if not recent and not topics:
         return
-    ids = pool.ids(st)
     boost = cfg.priming_boost
     # boost · (1 + topic_boost · share), each operation in that order (numpy's arithmetic
-    # is Python's, element by element)
-    mult = [boost if m in recent else 1.0 for m in ids]
+    # is Python's, element by element); the recent memories by row (a memory's id and row
+    # go together), without looking up every candidate's id
+    row_of = st.rows
+    seen = {row_of.get(m) for m in recent}
+    mult = [boost if r in seen else 1.0 for r in pool.rows.tolist()]
     if topics:
         graph = src.graph()
         gst = graph.state
