@@ -175,3 +175,45 @@ def test_a_memory_mentioned_again_and_again_keeps_the_table_bounded(seed: int) -
             assert rows._used <= 2 * rows._live + kg_read._SLACK + 30
         finally:
             graph.close()
+
+
+def test_topic_shares_read_while_a_writer_mentions_and_forgets(tmp_path: Path) -> None:
+    # readers take no graph lock for their own work: a query meanwhile sees each memory's
+    # mentions before or after a write, never a table half caught up, and no error
+    import threading
+
+    graph = KnowledgeGraph.open(tmp_path / "kg", flush_interval=None)
+    topics = {"Entity 1": 0.25, "Entity 2": 0.5, "Entity 7": 0.125}
+    asked = [f"m{i}" for i in range(20)]
+    graph.mention("m0", ["Entity 1"])
+    graph.topic_shares(asked, topics)  # the table is built: writes are marked from here
+    stop, errors = threading.Event(), []
+
+    def write() -> None:
+        rng = np.random.default_rng(5)
+        try:
+            while not stop.is_set():
+                m = f"m{int(rng.integers(0, 20))}"
+                if rng.random() < 0.2:
+                    graph.forget_memory(m)
+                else:
+                    graph.mention(m, [NAMES[int(x)] for x in rng.integers(0, 10, 3)])
+                if rng.random() < 0.3:
+                    graph.prepare()
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        possible = {0.0, 0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 0.875}
+        for _ in range(300):
+            assert set(graph.topic_shares(asked, topics)) <= possible
+    finally:
+        stop.set()
+        writer.join()
+        try:
+            assert not errors
+            assert bits(graph.topic_shares(asked, topics)) == bits(reference(graph, asked, topics))
+        finally:
+            graph.close()
