@@ -14,14 +14,14 @@ from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import chain, repeat
+from itertools import chain
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..memory import DAY, DECAY_RATES, PRIOR_VAR, Kind, Tier
-from .scoring_metas import MetaCache
+from .scoring_cache import AccessHistories, MetaCache
 
 if TYPE_CHECKING:
     from ..store.state import State
@@ -148,7 +148,8 @@ class Inputs:
 
     def __init__(self, state: State, rows: np.ndarray, relevance: np.ndarray, now: float,
                  affect: Affect, extra: Mapping[str, np.ndarray],
-                 meta_cache: MetaCache | None = None) -> None:
+                 meta_cache: MetaCache | None = None,
+                 histories: AccessHistories | None = None) -> None:
         self.state = state
         self.rows = rows
         self.row_list: list[int] = rows.tolist()
@@ -159,6 +160,7 @@ class Inputs:
         self._numbers: dict[tuple[str, float], np.ndarray] = {}
         # the rows' decoded metas and their key sets: a Scorer keeps one across calls
         self.meta_cache = MetaCache() if meta_cache is None else meta_cache
+        self.histories = AccessHistories() if histories is None else histories
         self._kind: np.ndarray | None = None
         self._span_of: tuple[int, ...] | None = None
         self._gathered: np.ndarray | None = None
@@ -236,17 +238,7 @@ class Inputs:
     def history(self) -> tuple[np.ndarray, np.ndarray]:
         """(every row's kept access times laid end to end, how many per row)."""
         if self._history is None:
-            accessed = self.state.accessed
-            # tuple() copies: a snapshot, in case a writer appends to a row's history meanwhile.
-            rows = self.row_list
-            if len(rows) == 1:
-                one = tuple(accessed.get(rows[0], ()))
-                self._history = (np.array(one, np.float64), np.array([len(one)], np.int64))
-                return self._history
-            hists = list(map(tuple, map(accessed.get, rows, repeat((), len(rows)))))
-            counts = np.fromiter(map(len, hists), np.int64, len(hists))
-            self._history = (np.fromiter(chain.from_iterable(hists), np.float64,
-                                         int(counts.sum())), counts)
+            self._history = self.histories.of(self.state, self.rows, self.numbers[1])
         return self._history
 
     @property

@@ -1,4 +1,4 @@
-"""The rows' metas as the scoring factors read them, decoded once and kept across queries.
+"""What the scoring factors read of the rows, kept across queries: metas and access times.
 
 A factor whose signal no candidate's meta holds is neutral, so every query asks which keys
 the candidates' metas hold; only when one does are the metas themselves read. `MetaCache`
@@ -8,6 +8,11 @@ so the question costs a gather and a count, not a pass over a few hundred dicts;
 decoded dicts are kept beside it (bounded). A row's meta is written once and cleared only
 when the row is forgotten: a forget since the last query (the state's tombstone count moved)
 clears the forgotten rows' entries; another `State` starts the cache over.
+
+`AccessHistories` keeps the access times of the rows scored (a few hundred a query, ~7 floats
+each in a conversation, scattered Python floats that a cold cache made ~0.1 ms of a turn) in
+one matrix, row by row; a row is read again only once its access count moved (the state
+counts an access after it has appended its time) or it was forgotten.
 """
 
 from __future__ import annotations
@@ -21,13 +26,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..store.ops import FLAG_DELETED
+from ..store.state import ACCESS_HISTORY
 
 if TYPE_CHECKING:
     from ..store.state import State
 
-__all__ = ["MetaCache"]
+__all__ = ["AccessHistories", "MetaCache"]
 
 _DICTS = 65_536  # decoded metas kept (their key sets' ids are kept for every row)
+_SLOTS = 65_536  # rows whose access times are kept (then started over)
+_WIDTH = ACCESS_HISTORY + 1  # a history read between a writer's append and its trim
+_COLUMNS = np.arange(_WIDTH)
 _NONE = 0  # the key-set id of a row without a meta (none, forgotten, empty, not an object)
 
 
@@ -85,8 +94,7 @@ class MetaCache:
             self._key_of = grown
         if gone != self._gone:  # a row was forgotten: its meta was cleared
             self._gone = gone
-            flags = np.frombuffer(bytes(state.flags), np.uint8)  # a copy: never a view
-            dead = np.flatnonzero(flags & FLAG_DELETED)
+            dead = _dead_rows(state)
             self._key_of[dead] = _NONE
             for r in dead.tolist():
                 self._dicts.pop(r, None)
@@ -131,3 +139,72 @@ class MetaCache:
             i = self._set_id[keys] = len(self._sets)
             self._sets.append(keys)
         return i
+
+
+def _dead_rows(state: State) -> np.ndarray:
+    """The forgotten rows (their flags read from a copy: never a view of the state's)."""
+    return np.flatnonzero(np.frombuffer(bytes(state.flags), np.uint8) & FLAG_DELETED)
+
+
+class AccessHistories:
+    """Per row of one `State`: its kept access times (a slot of one matrix; slot 0 is the
+    empty history) and the access count they were read at (-1: not read)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.read_rows = 0  # histories read from the state so far (what a test counts)
+        self._start(None)
+
+    def _start(self, state: State | None) -> None:
+        self._state = state
+        self._accessed = None if state is None else state.accessed
+        self._slot = np.zeros(0, np.int64)
+        self._seen = np.full(0, -1, np.int64)
+        self._times = np.zeros((1024, _WIDTH))
+        self._n = np.zeros(1024, np.int64)
+        self._used = 1
+        self._gone = 0
+
+    def of(self, state: State, rows: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(the rows' access times laid end to end, how many per row), given each row's
+        access count as gathered (``counts``, float64)."""
+        with self._lock:
+            if state is not self._state or state.accessed is not self._accessed:
+                self._start(state)
+            n = state.n_rows
+            if n > len(self._seen):
+                size = max(n, 2 * len(self._seen), 1024)
+                seen, slot = np.full(size, -1, np.int64), np.zeros(size, np.int64)
+                seen[: len(self._seen)], slot[: len(self._slot)] = self._seen, self._slot
+                self._seen, self._slot = seen, slot
+            gone = n - state.alive
+            if gone != self._gone:  # a forgotten row's times were dropped: read them again
+                self._gone = gone
+                self._seen[_dead_rows(state)] = -1
+            stale = np.flatnonzero(self._seen[rows] != counts)  # exact: counts < 2**53
+            if len(stale):
+                self._read(state, rows[stale].tolist(), counts[stale].astype(np.int64).tolist())
+            slots = self._slot[rows]
+            kept = self._n[slots]
+            return self._times[slots][kept[:, None] > _COLUMNS], kept
+
+    def _read(self, state: State, rows: list[int], counts: list[int]) -> None:
+        accessed = state.accessed
+        if self._used + len(rows) > _SLOTS:  # full: start over (the rows read now stay)
+            self._seen[:] = -1
+            self._slot[:] = 0
+            self._used = 1
+        for row, count in zip(rows, counts, strict=True):
+            times = tuple(accessed.get(row, ()))  # a copy: a writer may append meanwhile
+            self.read_rows += 1
+            slot = int(self._slot[row])
+            if times and not slot:
+                slot = self._slot[row] = self._used
+                self._used += 1
+                if slot == len(self._n):
+                    self._times = np.concatenate([self._times, np.zeros_like(self._times)])
+                    self._n = np.concatenate([self._n, np.zeros_like(self._n)])
+            if slot:
+                self._times[slot, : len(times)] = times
+                self._n[slot] = len(times)
+            self._seen[row] = count
