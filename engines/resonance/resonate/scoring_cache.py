@@ -152,7 +152,7 @@ class AccessHistories:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self.read_rows = 0  # histories read from the state so far (what a test counts)
+        self.read_rows = 0  # access lists copied from the state so far (what a test counts)
         self._start(None)
 
     def _start(self, state: State | None) -> None:
@@ -168,6 +168,8 @@ class AccessHistories:
     def of(self, state: State, rows: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(the rows' access times laid end to end, how many per row), given each row's
         access count as gathered (``counts``, float64)."""
+        if not state.accessed:  # no memory was ever accessed (recalls that touch nothing)
+            return np.zeros(0), np.zeros(len(rows), np.int64)
         with self._lock:
             if state is not self._state or state.accessed is not self._accessed:
                 self._start(state)
@@ -183,7 +185,19 @@ class AccessHistories:
                 self._seen[_dead_rows(state)] = -1
             stale = np.flatnonzero(self._seen[rows] != counts)  # exact: counts < 2**53
             if len(stale):
-                self._read(state, rows[stale].tolist(), counts[stale].astype(np.int64).tolist())
+                # rows never accessed (most, in a field nobody recalls from) are told apart
+                # in C and take the empty slot; only the others' times are copied
+                fresh = rows[stale]
+                fresh_list = fresh.tolist()
+                has = list(compress(range(len(fresh_list)),
+                                    map(state.accessed.__contains__, fresh_list)))
+                none = np.ones(len(fresh_list), bool)
+                none[has] = False
+                self._slot[fresh[none]] = 0
+                self._seen[fresh[none]] = counts[stale[none]]
+                if has:
+                    self._read(state, [fresh_list[k] for k in has],
+                               counts[stale[has]].astype(np.int64).tolist())
             slots = self._slot[rows]
             kept = self._n[slots]
             return self._times[slots][kept[:, None] > _COLUMNS], kept

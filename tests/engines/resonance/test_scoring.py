@@ -638,10 +638,10 @@ def test_access_histories_are_read_again_only_for_rows_touched_since() -> None:
                       histories).history
 
     read(list(range(0, 40, 2)))
-    assert histories.read_rows == 20
+    assert histories.read_rows == 13  # every third row was never accessed: nothing to copy
     state.apply(ops.ACCESS, memoryview(ops.encode_access(["m4", "m31"], NOW)))
     flat, counts = read([4, 31, 6, 2])
-    assert histories.read_rows == 20 + 2  # m4 was read and touched since, m31 never read
+    assert histories.read_rows == 13 + 2  # m4 was read and touched since, m31 never read
     assert counts.tolist() == [2, 2, 0, 2]
     assert flat.tolist() == [NOW - 40.0, NOW, NOW - 310.0, NOW, NOW - 20.0, NOW - 20.0]
     state.apply(ops.FORGET, memoryview(ops.encode_forget("m4", NOW)))  # its times go too
