@@ -33,7 +33,7 @@ from . import kg_log, kg_state
 from .activation import Spread, SpreadConfig, spread_nodes
 from .adjacency import Adjacency
 from .hebbian import HebbianQueue
-from .kg_read import GraphReads, UnknownTriplet
+from .kg_read import GraphReads, MentionRows, UnknownTriplet
 from .kg_snapshot import SnapshotLoader, read_covered, write_snapshot
 from .kg_state import MEMORY_PREFIX, GraphState, Triplet, check_name, entity_key, node_key
 
@@ -74,6 +74,7 @@ class KnowledgeGraph(GraphReads):
         self._hebbian = HebbianQueue()
         self._asof: tuple[float, int, Adjacency] | None = None
         self._attr: tuple[int, float, int, list[tuple[str, float]]] | None = None
+        self._mention_rows = MentionRows()
         self._closed = False
         self.attractor_refreshes = 0
         self.compact_after = compact_after

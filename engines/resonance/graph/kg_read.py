@@ -14,7 +14,9 @@ import threading
 import time
 from collections.abc import Mapping
 from functools import lru_cache
-from itertools import repeat
+from itertools import chain
+from operator import itemgetter
+from typing import Any
 
 import numpy as np
 
@@ -22,12 +24,9 @@ from ..errors import ResonanceError
 from . import kg_query
 from .activation import Reach, Spread, SpreadConfig, reach, spread_seeds
 from .adjacency import Adjacency, build_as_of
-from .kg_state import GraphState, Triplet, entity_key
+from .kg_state import MEMORY_PREFIX, GraphState, Triplet, entity_key
 
-__all__ = ["GraphReads", "UnknownTriplet"]
-
-_ZEROS = repeat(0)  # the weight of a mentioned entity that is no topic
-
+__all__ = ["GraphReads", "MentionRows", "UnknownTriplet"]
 
 @lru_cache(maxsize=4096)
 def _entity_key(name: str) -> str:
@@ -47,6 +46,105 @@ class UnknownTriplet(ResonanceError, KeyError):
         return f"no triplet with id {self.triplet_id}; ids come from relate() or triplets()"
 
 
+_SLACK = 4096  # slots of `MentionRows.flat` that may go unused beyond as many as are used
+
+
+class MentionRows:
+    """Each memory node's mentioned entity nodes, in its mentions' order, laid end to end
+    (``flat[start[n] : start[n] + count[n]]``) for the topic-share kernel.
+
+    Built whole on first use, then caught up with only the memories the writer marked since
+    (`GraphState.mentions_changed`): a memory whose mentions changed gets its new list at
+    the end of ``flat`` (the old one is left unused until the waste outgrows the rest, then
+    it is built whole again). One state at a time: another (a `refresh`) starts it over.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._state: GraphState | None = None
+        self._start = np.zeros(0, np.int64)
+        self._count = np.zeros(0, np.int32)
+        self._flat = np.zeros(0, np.int32)
+        self._used = 0  # slots of flat written
+        self._live = 0  # of which still some memory's
+
+    def shares(self, state: GraphState, writer_lock: threading.RLock, nodes: np.ndarray,
+               topic_nodes: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """The kernel's `topic_shares` of ``nodes`` (int64) over ``state``'s mentions now."""
+        out = np.empty(len(nodes))
+        with self._lock:  # the kernel reads what a catch-up writes
+            self._catch_up(state, writer_lock)
+            _kernels().topic_shares(nodes, self._start, self._count, self._flat, topic_nodes,
+                                    weights, out)
+        return out
+
+    def catch_up(self, state: GraphState, writer_lock: threading.RLock) -> None:
+        """Take in the memories whose mentions changed, if this table was built for
+        ``state`` (a writer's thread calls it after a write, `GraphReads.prepare`)."""
+        with self._lock:
+            if self._state is state:
+                self._catch_up(state, writer_lock)
+
+    def _catch_up(self, st: GraphState, writer_lock: threading.RLock) -> None:
+        if self._state is not st or self._used > 2 * self._live + _SLACK:
+            self._build(st, writer_lock)
+            return
+        if not st.mentions_changed:
+            return
+        cut, keys, mentions = len(MEMORY_PREFIX), st.keys, st.mentions
+        with writer_lock:  # the marks and the mentions they name, at one moment
+            changed, st.mentions_changed = st.mentions_changed, set()
+            lists = [(node, tuple(mentions.get(keys[node][cut:], ()))) for node in changed]
+            n_nodes = len(keys)
+        if n_nodes > len(self._start):
+            size = max(n_nodes, 2 * len(self._start))
+            start, count = np.zeros(size, np.int64), np.zeros(size, np.int32)
+            start[: len(self._start)] = self._start
+            count[: len(self._count)] = self._count
+            self._start, self._count = start, count
+        need = self._used + sum(len(entities) for _, entities in lists)
+        if need > len(self._flat):
+            flat = np.zeros(max(need, 2 * len(self._flat)), np.int32)
+            flat[: self._used] = self._flat[: self._used]
+            self._flat = flat
+        for node, entities in lists:
+            k = len(entities)
+            self._live += k - int(self._count[node])
+            self._start[node], self._count[node] = self._used, k
+            self._flat[self._used : self._used + k] = entities
+            self._used += k
+
+    def _build(self, st: GraphState, writer_lock: threading.RLock) -> None:
+        with writer_lock:  # from here on the writer marks what changes
+            st.mentions_changed = set()
+            items = list(st.mentions.items())
+            index = st.index
+            nodes = np.fromiter((index.get(MEMORY_PREFIX + m, -1) for m, _ in items),
+                                np.int64, len(items))
+            n_nodes = len(st.keys)
+        if (nodes < 0).any():  # a memory without its node (none is written so): left out
+            items = [item for item, node in zip(items, nodes.tolist(), strict=True) if node >= 0]
+            nodes = nodes[nodes >= 0]
+        counts = np.fromiter(map(len, map(itemgetter(1), items)), np.int32, len(items))
+        total = int(counts.sum())
+        self._flat = np.zeros(max(2 * total, 1024), np.int32)
+        self._flat[:total] = np.fromiter(chain.from_iterable(map(itemgetter(1), items)),
+                                         np.int32, total)
+        self._start = np.zeros(max(n_nodes, 1024), np.int64)
+        self._count = np.zeros(max(n_nodes, 1024), np.int32)
+        self._start[nodes] = np.cumsum(counts) - counts
+        self._count[nodes] = counts
+        self._used = self._live = total
+        self._state = st
+
+
+def _kernels() -> Any:
+    """kernels/spread.py (numba), imported by the first topic share."""
+    from ..kernels import spread
+
+    return spread
+
+
 class GraphReads:
     """Queries of a `KnowledgeGraph` (its base class), which sets the attributes below."""
 
@@ -60,6 +158,7 @@ class GraphReads:
     _wlock: threading.RLock
     _asof: tuple[float, int, Adjacency] | None
     _attr: tuple[int, float, int, list[tuple[str, float]]] | None
+    _mention_rows: MentionRows
 
     def triplet(self, triplet_id: int) -> Triplet:
         """One triplet by id (its weight as stored at the last reinforcement)."""
@@ -90,7 +189,18 @@ class GraphReads:
         summed in its mentions' order; an entity not in `topics` adds nothing): how much it
         touches a session's topics."""
         st = self.state
-        display, mentions = st.display, st.mentions
+        index, prefix = st.index, MEMORY_PREFIX
+        nodes = np.fromiter((index.get(prefix + m, -1) for m in memory_ids), np.int64,
+                            len(memory_ids))
+        return self.topic_shares_of(nodes, topics, st).tolist()
+
+    def topic_shares_of(self, nodes: np.ndarray, topics: Mapping[str, float],
+                        state: GraphState | None = None) -> np.ndarray:
+        """`topic_shares` of memory nodes (int64; -1: a memory not in the graph) of
+        ``state`` (default: the current one), as float64, in one kernel call over each
+        memory's mentions laid end to end (`MentionRows`)."""
+        st = self.state if state is None else state
+        display = st.display
         by_node: dict[int, float] = {}
         for name, weight in topics.items():  # a topic's node is its display form's key
             n = st.index.get(_entity_key(name))
@@ -100,27 +210,10 @@ class GraphReads:
             by_node[n] = weight
         if len(by_node) != len(topics):  # a name that is no node's display form: by name
             by_node = {n: w for n, name in enumerate(display) if (w := topics.get(name)) is not None}
-        found = None
-        members = st.memories
-        if sum(len(members.get(n, ())) for n in by_node) <= len(memory_ids):
-            # the topics' memories are fewer than the memories asked about: look from them
-            found = {}
-            for n, weight in by_node.items():
-                for memory_id in members.get(n, ()):
-                    found.setdefault(memory_id, []).append(weight)
-        # summed in each memory's mention order, from 0; an entity not in the topics adds 0,
-        # which changes no sum (x + 0 is x)
-        weight, get = by_node.get, mentions.get
-        if found is None:
-            return [min(1.0, sum(map(weight, get(m, ()), _ZEROS))) for m in memory_ids]
-        out = []
-        for memory_id in memory_ids:
-            weights = found.get(memory_id, ())
-            if len(weights) <= 2:  # a + b is b + a: the mentions' order cannot matter
-                out.append(min(1.0, sum(weights, 0)))
-            else:
-                out.append(min(1.0, sum(map(weight, get(memory_id, ()), _ZEROS))))
-        return out
+        topic_nodes = np.fromiter(by_node, np.int64, len(by_node))
+        weights = np.fromiter(by_node.values(), np.float64, len(by_node))
+        return self._mention_rows.shares(st, self._wlock, np.ascontiguousarray(nodes, np.int64),
+                                         topic_nodes, weights)
 
     def memories_of(self, entity: str) -> tuple[str, ...]:
         """The memories that mention an entity (matched case-insensitively)."""
@@ -172,11 +265,14 @@ class GraphReads:
 
     def prepare(self) -> None:
         """After a write: rebuild now what the next query would rebuild first — the live
-        adjacency and the attractors (as many as last asked) — if a query has read them
-        before, so that the writer's thread pays for them instead of the next query's."""
+        adjacency, the attractors (as many as last asked), the mentions' table of topic
+        shares — if a query has read them before, so that the writer's thread pays for
+        them instead of the next query's."""
         st = self.state
         if st.cache.built and st.cache.current() is None:
             self.adjacency()
+        if st.mentions_changed:
+            self._mention_rows.catch_up(st, self._wlock)
         attr = self._attr
         if attr is not None and attr[0] != st.version:
             self.attractors(attr[2])

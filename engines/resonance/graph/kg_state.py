@@ -116,6 +116,9 @@ class GraphState:
         self.by_pred: dict[str, list[int]] = {}
         self.mentions: dict[str, dict[int, int]] = {}  # memory id -> {entity node: edge}
         self.memories: dict[int, list[str]] = {}  # entity node -> memory ids (live)
+        # memory nodes whose mentions changed since the read side's table caught up
+        # (`kg_read.MentionRows`; None until one is built: recovery records nothing)
+        self.mentions_changed: set[int] | None = None
         self.cache = AdjacencyCache()
         self.n_mention_edges = 0
         self.version = 0
@@ -315,10 +318,14 @@ class GraphState:
             else:
                 mems.append(memory_id)
         self.mentions[memory_id] = links  # swapped whole: readers never see it half-built
+        if self.mentions_changed is not None:
+            self.mentions_changed.add(m)
 
     def _forget(self, memory_id: str, at: float) -> None:
         links = self.mentions.pop(memory_id, {})
         m = self.index.get(MEMORY_PREFIX + memory_id)
+        if links and m is not None and self.mentions_changed is not None:
+            self.mentions_changed.add(m)
         for en, e in links.items():
             self.edges.invalid_at[e] = at
             self._link(int(self.edges.src[e]), en, -1)

@@ -1,4 +1,5 @@
-"""Numba kernels of the knowledge graph: symmetric CSR build and spreading activation.
+"""Numba kernels of the knowledge graph: symmetric CSR build, spreading activation and the
+topic shares of session priming.
 
 Plain functions over flat arrays, no validation (the callers, `resonance.adjacency` and
 `resonance.kg`, own the dtypes and shapes). The graph is held as a main CSR
@@ -28,7 +29,8 @@ from __future__ import annotations
 import numpy as np
 from numba import float32, float64, int32, int64, njit, types, uint8
 
-__all__ = ["build_csr", "harvest", "node_values", "reach", "spread_activation", "strong_nodes"]
+__all__ = ["build_csr", "harvest", "node_values", "reach", "spread_activation", "strong_nodes",
+           "topic_shares"]
 
 
 @njit(
@@ -314,3 +316,30 @@ def strong_nodes(strong: np.ndarray, reached: np.ndarray, entity: np.ndarray,
         out[n] = i
         n += 1
     return n
+
+
+@njit(
+    types.void(
+        int64[::1], int64[::1], int32[::1], int32[::1],  # nodes; start, count (per node), flat
+        int64[::1], float64[::1], float64[::1],  # topic nodes, their weights; out (per node)
+    ),
+    cache=True,
+)
+def topic_shares(nodes, start, count, flat, topic_nodes, topic_weights, out):  # pragma: no cover
+    """Per memory node ``nodes[i]`` (-1 or past ``start``: none), ``min(1, Σ weight)`` over the
+    entities ``flat[start[n] : start[n] + count[n]]`` it mentions, summed in that order from
+    0.0 (a topic node appears once in ``topic_nodes``; another entity adds nothing)."""
+    n_rows = start.shape[0]
+    n_topics = topic_nodes.shape[0]
+    for i in range(nodes.shape[0]):
+        node = nodes[i]
+        total = 0.0
+        if 0 <= node < n_rows:
+            at = start[node]
+            for j in range(at, at + count[node]):
+                entity = flat[j]
+                for t in range(n_topics):
+                    if topic_nodes[t] == entity:
+                        total += topic_weights[t]
+                        break
+        out[i] = total if total < 1.0 else 1.0

@@ -111,19 +111,22 @@ def prime(cfg: ResonanceConfig, src: Sources, pool: Pool, session: str,
     topics = src.primer.topics(session)
     if not recent and not topics:
         return
-    ids = pool.ids(st)
     boost = cfg.priming_boost
-    # per candidate in Python (a few candidates: numpy's per-call cost was the time), with
-    # numpy's arithmetic: boost · (1 + topic_boost · share), each operation in that order
-    mult = [boost if m in recent else 1.0 for m in ids]
+    # boost · (1 + topic_boost · share), each operation in that order (numpy's arithmetic
+    # is Python's, element by element); the recent memories by row (a memory's id and row
+    # go together), without looking up every candidate's id
+    row_of = st.rows
+    seen = {row_of.get(m) for m in recent}
+    mult = [boost if r in seen else 1.0 for r in pool.rows.tolist()]
     if topics:
-        gain = cfg.topic_boost
-        mult = [b * (1.0 + gain * s) for b, s in
-                zip(mult, src.graph().topic_shares(ids, topics), strict=True)]
-        boosted = sum(1 for x in mult if x > 1.0)
+        graph = src.graph()
+        gst = graph.state
+        shares = graph.topic_shares_of(src.nodes.of(st, gst, pool.rows), topics, gst)
+        factor = np.array(mult, np.float64) * (1.0 + cfg.topic_boost * shares)
+        boosted = int(np.count_nonzero(factor > 1.0))
     else:
         boosted = mult.count(boost) if boost > 1.0 else 0
-    factor = np.array(mult, np.float64)
+        factor = np.array(mult, np.float64)
     pool.score *= factor
     pool.parts["priming"] = factor
     facts["priming"] = {"recent": len(recent), "topics": sorted(topics)[:10], "boosted": boosted}

@@ -34,6 +34,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..memory import DAY, PRIOR_VAR, Kind
+from .scoring_cache import AccessHistories, MetaCache
 from .scoring_config import FactorConfig, ScoringConfig, ScoringConfigError, unknown_name
 from .scoring_factors import FACTORS, kind_values, tier_values
 from .scoring_inputs import EXTRA_KEYS, RATES, TIERS, Affect, Inputs, kernels
@@ -250,7 +251,8 @@ class Scorer:
         self._next_check = 0.0
         self._lock = threading.Lock()
         self._scaled: tuple[ScoringConfig, str, ScoringConfig] | None = None
-        self._meta_cache: dict[int, tuple[str, dict[str, Any]]] = {}
+        self._meta_cache = MetaCache()
+        self._histories = AccessHistories()
         if self._path is not None:
             self._check()
 
@@ -344,7 +346,7 @@ class Scorer:
         if not math.isfinite(now):
             raise ConfigError(f"now must be a finite time in seconds, got {now!r}")
         inputs = Inputs(state, rows, rel, now, affect or _NEUTRAL,
-                        _extra_arrays(extra, rows.size), self._meta_cache)
+                        _extra_arrays(extra, rows.size), self._meta_cache, self._histories)
         row_list = inputs.row_list  # min/max of a few ints: cheaper on the list than numpy's
         if row_list and (min(row_list) < 0 or max(row_list) >= state.n_rows):
             raise ConfigError(f"row numbers must be in [0, {state.n_rows}); got "

@@ -9,19 +9,19 @@ base-level activation with Petrov's approximation, and `memory.tier_of` over arr
 
 from __future__ import annotations
 
-import json
 import math
 from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import chain, compress, repeat
-from operator import is_not, itemgetter
+from itertools import chain
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..memory import DAY, DECAY_RATES, PRIOR_VAR, Kind, Tier
+from .scoring_cache import AccessHistories, MetaCache
 
 if TYPE_CHECKING:
     from ..store.state import State
@@ -47,8 +47,6 @@ EXTRA_KEYS = (
     "surprise_domain", "realm_reliability",
 )
 RATES = np.array([DECAY_RATES[Kind(i)] for i in range(len(Kind))])
-_META_CACHE = 65_536  # decoded metas kept per Scorer
-_UNREAD: tuple[None, None] = (None, None)  # a row the meta cache has not seen: no text yet
 TIERS = (Tier.HOT, Tier.WARM, Tier.COOL, Tier.COLD)
 # Rows read through a copy of their range (`Inputs._span`): at least this many, spanning
 # fewer than max(_SPAN_MIN, _SPAN_FACTOR x their number) rows.
@@ -150,7 +148,8 @@ class Inputs:
 
     def __init__(self, state: State, rows: np.ndarray, relevance: np.ndarray, now: float,
                  affect: Affect, extra: Mapping[str, np.ndarray],
-                 meta_cache: dict[int, tuple[str, dict[str, Any]]] | None = None) -> None:
+                 meta_cache: MetaCache | None = None,
+                 histories: AccessHistories | None = None) -> None:
         self.state = state
         self.rows = rows
         self.row_list: list[int] = rows.tolist()
@@ -159,8 +158,9 @@ class Inputs:
         self.affect = affect
         self.extra = extra
         self._numbers: dict[tuple[str, float], np.ndarray] = {}
-        # row -> (its meta text, decoded): a Scorer keeps one across calls (meta never changes)
-        self.meta_cache = {} if meta_cache is None else meta_cache
+        # the rows' decoded metas and their key sets: a Scorer keeps one across calls
+        self.meta_cache = MetaCache() if meta_cache is None else meta_cache
+        self.histories = AccessHistories() if histories is None else histories
         self._kind: np.ndarray | None = None
         self._span_of: tuple[int, ...] | None = None
         self._gathered: np.ndarray | None = None
@@ -238,24 +238,14 @@ class Inputs:
     def history(self) -> tuple[np.ndarray, np.ndarray]:
         """(every row's kept access times laid end to end, how many per row)."""
         if self._history is None:
-            accessed = self.state.accessed
-            # tuple() copies: a snapshot, in case a writer appends to a row's history meanwhile.
-            rows = self.row_list
-            if len(rows) == 1:
-                one = tuple(accessed.get(rows[0], ()))
-                self._history = (np.array(one, np.float64), np.array([len(one)], np.int64))
-                return self._history
-            hists = list(map(tuple, map(accessed.get, rows, repeat((), len(rows)))))
-            counts = np.fromiter(map(len, hists), np.int64, len(hists))
-            self._history = (np.fromiter(chain.from_iterable(hists), np.float64,
-                                         int(counts.sum())), counts)
+            self._history = self.histories.of(self.state, self.rows, self.numbers[1])
         return self._history
 
     @property
     def meta_keys(self) -> frozenset[str]:
         """Every key some row's meta holds: a factor whose key no row has is neutral."""
         if self._meta_keys is None:
-            self._meta_keys = frozenset().union(*(m for _, m in self.metas))
+            self._meta_keys = self.meta_cache.keys(self.state, self.rows)
         return self._meta_keys
 
     def has(self, key: str, *, meta: bool = True) -> bool:
@@ -267,30 +257,8 @@ class Inputs:
     def metas(self) -> list[tuple[int, dict[str, Any]]]:
         """(position, meta) of the rows that have a non-empty meta; the others have none."""
         if self._metas is None:
-            self._metas = self._read_metas()
+            self._metas = self.meta_cache.metas(self.state, self.rows)
         return self._metas
-
-    def _read_metas(self) -> list[tuple[int, dict[str, Any]]]:
-        cache, rows = self.meta_cache, self.row_list
-        texts = self.values(self.state.meta)
-        hits = list(map(cache.get, rows, repeat(_UNREAD, len(rows))))
-        # decode only the rows the cache has not (a row's meta string is never replaced, so
-        # a cached one is the same object): after a write, its new rows, not every candidate
-        for i in compress(range(len(rows)), map(is_not, texts, map(itemgetter(0), hits))):
-            text = texts[i]
-            if not text:  # no meta (none written, or forgotten since cached): read as none
-                hits[i] = _UNREAD
-                continue
-            try:
-                m = json.loads(text)
-            except ValueError:  # undecodable meta: read as none rather than fail a recall
-                m = None
-            if not isinstance(m, dict):
-                m = {}
-            if len(cache) >= _META_CACHE:
-                cache.clear()
-            hits[i] = cache[rows[i]] = (text, m)
-        return [(i, m) for i, m in enumerate(map(itemgetter(1), hits)) if m]
 
     def meta_number(self, key: str, neutral: float) -> np.ndarray:
         """``meta[key]`` per row as a finite float; ``neutral`` where missing or not a number."""

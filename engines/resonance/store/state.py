@@ -312,11 +312,13 @@ class State:
         self._extend(*(list(col) for col in zip(*pending, strict=True)))
 
     def _touch(self, row: int, ts: float) -> None:
-        self.access_count[row] += 1
         history = self.accessed.setdefault(row, [])
         history.append(ts)
         if len(history) > ACCESS_HISTORY:
             del history[0]
+        # counted last: a reader that sees the new count finds the new time in the history
+        # (scoring_cache.AccessHistories reads a row's times again when its count moved)
+        self.access_count[row] += 1
         if ts > self.last_active[row]:
             self.last_active[row] = ts
 

@@ -15,6 +15,7 @@ from soul.engines.resonance import ConfigError
 from soul.engines.resonance.kernels.scoring import CORE, guard
 from soul.engines.resonance.memory import DAY, Tier, parse_kind, tier_of
 from soul.engines.resonance.resonate.scoring import Affect, Scorer, ScoringConfig
+from soul.engines.resonance.resonate.scoring_cache import AccessHistories, MetaCache
 from soul.engines.resonance.resonate.scoring_factors import FACTORS
 from soul.engines.resonance.resonate.scoring_inputs import (
     TIERS,
@@ -513,7 +514,7 @@ def test_metas_after_a_write_decode_only_the_new_rows() -> None:
     # an uncached read: empty, undecodable and non-object metas read as none.
     metas = [{"meta": {"status": "verified", "n": i}} for i in range(6)]
     state = make_state([*metas, {}, {"meta": [1, 2]}])
-    cache: dict[int, tuple[str, dict[str, Any]]] = {}
+    cache = MetaCache()
 
     def read(rows: list[int], with_cache: bool = True) -> list[tuple[int, dict[str, Any]]]:
         return Inputs(state, np.array(rows), np.ones(len(rows)), NOW, Affect(), {},
@@ -521,7 +522,7 @@ def test_metas_after_a_write_decode_only_the_new_rows() -> None:
 
     first = read([0, 1, 2, 6, 7])
     assert first == read([0, 1, 2, 6, 7], with_cache=False)
-    assert [i for i, _ in first] == [0, 1, 2] and set(cache) == {0, 1, 2, 7}
+    assert [i for i, _ in first] == [0, 1, 2] and cache.decoded == 4  # row 6 has no meta
     row = ops.Row(id="m8", kind=int(parse_kind("belief")), flags=0, created=NOW, mu=0.7,
                   var=0.04, n=0, text="memory number 8", tags=(), realm=None, source=None,
                   meta="{not json")
@@ -530,6 +531,119 @@ def test_metas_after_a_write_decode_only_the_new_rows() -> None:
     again = read(rows)
     assert again == read(rows, with_cache=False)
     assert [i for i, _ in again] == [0, 1, 3, 5]
+    assert cache.decoded == 4 + 2  # rows 3 and 8
     by_row = {rows[i]: m for i, m in again}
     assert all(by_row[r] is dict(first)[p] for p, r in ((0, 0), (1, 1), (2, 2)))
-    assert cache[8] == ("{not json", {})
+    inputs = Inputs(state, np.array(rows), np.ones(len(rows)), NOW, Affect(), {}, cache)
+    assert inputs.meta_keys == {"status", "n"} and cache.decoded == 6
+
+
+def _metas_as_read_before(state: State, rows: list[int]) -> tuple[list, frozenset[str]]:
+    """The metas and key set as Inputs read them before the key-set cache, uncached: each
+    row's meta text decoded (none, undecodable, not an object or empty: no meta)."""
+    out = []
+    for i, r in enumerate(rows):
+        text = state.meta[r]
+        try:
+            m = json.loads(text) if text else None
+        except ValueError:
+            m = None
+        if isinstance(m, dict) and m:
+            out.append((i, m))
+    return out, frozenset().union(*(m for _, m in out))
+
+
+_META = st.one_of(st.none(), st.just("{not json"), st.just("[1, 2]"), st.just("{}"),
+                  st.dictionaries(st.sampled_from(["session", "status", "arousal", "n"]),
+                                  st.integers(0, 3), max_size=3).map(json.dumps))
+# a conversation's life seen by one Scorer: memories written (with or without a meta),
+# forgotten, and queries over some rows
+_LIFE = st.lists(st.one_of(st.tuples(st.just("add"), _META),
+                           st.tuples(st.just("forget"), st.integers(0, 12)),
+                           st.tuples(st.just("query"), st.integers(0, 2**32))), max_size=60)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_LIFE)
+def test_cached_meta_keys_and_metas_are_an_uncached_reads(life: list) -> None:
+    state, cache, n = State(), MetaCache(), 0
+    for what, value in life:
+        if what == "add":
+            row = ops.Row(id=f"m{n}", kind=int(parse_kind("belief")), flags=0, created=NOW,
+                          mu=0.7, var=0.04, n=0, text=f"memory {n}", tags=(), realm=None,
+                          source=None, meta=value)
+            state.apply(ops.ADD, memoryview(ops.encode_add(row, np.zeros(4, np.float32))))
+            n += 1
+        elif what == "forget" and value < n:
+            state.apply(ops.FORGET, memoryview(ops.encode_forget(f"m{value}", NOW)))
+        elif what == "query" and n:
+            rng = np.random.default_rng(value)
+            rows = rng.choice(n, int(rng.integers(1, n + 1)), replace=False).tolist()
+            metas, keys = _metas_as_read_before(state, rows)
+            inputs = Inputs(state, np.array(rows, np.int64), np.ones(len(rows)), NOW, Affect(),
+                            {}, cache)
+            if value % 2:  # the key set alone (most queries), or the metas first
+                assert inputs.meta_keys == keys
+            assert inputs.metas == metas
+            assert inputs.meta_keys == keys
+
+
+
+
+# a conversation's accesses seen by one Scorer: memories written, touched (several at a
+# time, past the kept history), forgotten, and queries over some rows
+_ACCESSES = st.lists(st.one_of(st.tuples(st.just("add"), st.just(0)),
+                               st.tuples(st.just("touch"), st.integers(0, 2**32)),
+                               st.tuples(st.just("forget"), st.integers(0, 4)),
+                               st.tuples(st.just("query"), st.integers(0, 2**32))), max_size=80)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_ACCESSES)
+def test_cached_access_histories_are_the_states_lists(life: list) -> None:
+    # the access times the ACT-R and Spacing factors read: kept across queries by the
+    # Scorer (re-read when a row's access count moved or it was forgotten), the same
+    # floats, row by row, as a copy of each row's list made for the query
+    state, histories, n, t = State(), AccessHistories(), 0, NOW
+    for what, value in life:
+        rng = np.random.default_rng(value)
+        if what == "add":
+            row = ops.Row(id=f"m{n}", kind=int(parse_kind("belief")), flags=0, created=NOW,
+                          mu=0.7, var=0.04, n=0, text=f"memory {n}", tags=(), realm=None,
+                          source=None, meta=None)
+            state.apply(ops.ADD, memoryview(ops.encode_add(row, np.zeros(4, np.float32))))
+            n += 1
+        elif what == "touch" and n:
+            for _ in range(int(rng.integers(1, 20))):
+                t += float(rng.uniform(0.5, 5000.0))
+                ids = [f"m{r}" for r in rng.choice(n, int(rng.integers(1, n + 1)), replace=False)]
+                state.apply(ops.ACCESS, memoryview(ops.encode_access(ids, t)))
+        elif what == "forget" and value < n:
+            state.apply(ops.FORGET, memoryview(ops.encode_forget(f"m{value}", NOW)))
+        elif what == "query" and n:
+            rows = rng.choice(n, int(rng.integers(1, n + 1)), replace=False)
+            inputs = Inputs(state, rows, np.ones(len(rows)), NOW, Affect(), {}, None, histories)
+            flat, counts = inputs.history
+            want = [tuple(state.accessed.get(r, ())) for r in rows.tolist()]
+            assert counts.tolist() == [len(h) for h in want]
+            assert flat.dtype == np.float64 and flat.tolist() == [x for h in want for x in h]
+
+
+def test_access_histories_are_read_again_only_for_rows_touched_since() -> None:
+    state = make_state([{"accesses": [NOW - 10.0 * i] * (i % 3)} for i in range(40)])
+    histories = AccessHistories()
+
+    def read(rows: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        return Inputs(state, np.array(rows), np.ones(len(rows)), NOW, Affect(), {}, None,
+                      histories).history
+
+    read(list(range(0, 40, 2)))
+    assert histories.read_rows == 13  # every third row was never accessed: nothing to copy
+    state.apply(ops.ACCESS, memoryview(ops.encode_access(["m4", "m31"], NOW)))
+    flat, counts = read([4, 31, 6, 2])
+    assert histories.read_rows == 13 + 2  # m4 was read and touched since, m31 never read
+    assert counts.tolist() == [2, 2, 0, 2]
+    assert flat.tolist() == [NOW - 40.0, NOW, NOW - 310.0, NOW, NOW - 20.0, NOW - 20.0]
+    state.apply(ops.FORGET, memoryview(ops.encode_forget("m4", NOW)))  # its times go too
+    flat, counts = read([4, 31])
+    assert counts.tolist() == [0, 2] and flat.tolist() == [NOW - 310.0, NOW]

@@ -1,0 +1,224 @@
+"""What the scoring factors read of the rows, kept across queries: metas and access times.
+
+A factor whose signal no candidate's meta holds is neutral, so every query asks which keys
+the candidates' metas hold; only when one does are the metas themselves read. `MetaCache`
+keeps, per row of one `State`, the id of its meta's key set in a row-aligned array (rows
+with the same keys share one set: a conversation's memories all hold ``{"session": ...}``),
+so the question costs a gather and a count, not a pass over a few hundred dicts; the
+decoded dicts are kept beside it (bounded). A row's meta is written once and cleared only
+when the row is forgotten: a forget since the last query (the state's tombstone count moved)
+clears the forgotten rows' entries; another `State` starts the cache over.
+
+`AccessHistories` keeps the access times of the rows scored (a few hundred a query, ~7 floats
+each in a conversation, scattered Python floats that a cold cache made ~0.1 ms of a turn) in
+one matrix, row by row; a row is read again only once its access count moved (the state
+counts an access after it has appended its time) or it was forgotten.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from itertools import compress
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..store.ops import FLAG_DELETED
+from ..store.state import ACCESS_HISTORY
+
+if TYPE_CHECKING:
+    from ..store.state import State
+
+__all__ = ["AccessHistories", "MetaCache"]
+
+_DICTS = 65_536  # decoded metas kept (their key sets' ids are kept for every row)
+_SLOTS = 65_536  # rows whose access times are kept (then started over)
+_WIDTH = ACCESS_HISTORY + 1  # a history read between a writer's append and its trim
+_COLUMNS = np.arange(_WIDTH)
+_NONE = 0  # the key-set id of a row without a meta (none, forgotten, empty, not an object)
+
+
+class MetaCache:
+    """Per row of one `State`: its meta's key-set id (-1 not read yet) and decoded dict."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.decoded = 0  # metas decoded so far (what a test counts)
+        self._start(None)
+
+    def _start(self, state: State | None) -> None:
+        self._state = state
+        self._key_of = np.full(0, -1, np.int32)
+        self._sets: list[frozenset[str]] = [frozenset()]
+        self._set_id: dict[frozenset[str], int] = {frozenset(): _NONE}
+        self._dicts: dict[int, dict[str, Any]] = {}
+        self._gone = 0  # the state's tombstones when last looked at
+
+    def keys(self, state: State, rows: np.ndarray) -> frozenset[str]:
+        """Every key some row of ``rows`` (int64) has in its meta."""
+        with self._lock:
+            ids = self._ids(state, rows)
+            if not len(ids):
+                return frozenset()
+            sets = self._sets
+            lo, hi = int(ids.min()), int(ids.max())
+            if lo == hi:  # the usual case: the candidates' metas hold the same keys
+                return sets[lo]
+            present = np.flatnonzero(np.bincount(ids, minlength=len(sets)))
+            return frozenset().union(*(sets[i] for i in present.tolist()))
+
+    def metas(self, state: State, rows: np.ndarray) -> list[tuple[int, dict[str, Any]]]:
+        """(position, meta) of the rows of ``rows`` with a non-empty meta, in order."""
+        with self._lock:
+            ids = self._ids(state, rows)
+            at = np.flatnonzero(ids != _NONE).tolist()
+            found = [(i, self._dicts.get(r)) for i, r in zip(at, rows[at].tolist(), strict=True)]
+            missing = [k for k, (_, m) in enumerate(found) if m is None]
+            for k in missing:  # kept key set, dict dropped with the bounded dicts: again
+                i = found[k][0]
+                m = self._decode(state, int(rows[i]))
+                found[k] = (i, m)
+            return [(i, m) for i, m in found if m]
+
+    def _ids(self, state: State, rows: np.ndarray) -> np.ndarray:
+        """The key-set id of each row, the rows not read before decoded first."""
+        if state is not self._state:  # another state: its rows are others
+            self._start(state)
+        n = state.n_rows
+        gone = n - state.alive
+        if n > len(self._key_of):
+            grown = np.full(max(n, 2 * len(self._key_of), 1024), -1, np.int32)
+            grown[: len(self._key_of)] = self._key_of
+            self._key_of = grown
+        if gone != self._gone:  # a row was forgotten: its meta was cleared
+            self._gone = gone
+            dead = _dead_rows(state)
+            self._key_of[dead] = _NONE
+            for r in dead.tolist():
+                self._dicts.pop(r, None)
+        ids = self._key_of[rows]
+        unread = np.flatnonzero(ids < 0)
+        if not len(unread):
+            return ids
+        # rows without a meta (most, in a field written without one) are told apart in C;
+        # only the others are decoded
+        fresh = rows[unread]
+        fresh_list = fresh.tolist()
+        meta = state.meta
+        texts = itemgetter(*fresh_list)(meta) if len(fresh_list) > 1 else (meta[fresh_list[0]],)
+        ids[unread] = self._key_of[fresh] = _NONE
+        for k in compress(range(len(texts)), texts):
+            row = fresh_list[k]
+            m = self._decode(state, row)
+            if m:
+                ids[unread[k]] = self._key_of[row] = self._set_of(m)
+        return ids
+
+    def _decode(self, state: State, row: int) -> dict[str, Any] | None:
+        text = state.meta[row]
+        if not text:  # no meta (none written, or forgotten): read as none
+            return None
+        self.decoded += 1
+        try:
+            m = json.loads(text)
+        except ValueError:  # undecodable meta: read as none rather than fail a recall
+            return None
+        if not isinstance(m, dict) or not m:
+            return None
+        if len(self._dicts) >= _DICTS:
+            self._dicts.clear()
+        self._dicts[row] = m
+        return m
+
+    def _set_of(self, meta: dict[str, Any]) -> int:
+        keys = frozenset(meta)
+        i = self._set_id.get(keys)
+        if i is None:
+            i = self._set_id[keys] = len(self._sets)
+            self._sets.append(keys)
+        return i
+
+
+def _dead_rows(state: State) -> np.ndarray:
+    """The forgotten rows (their flags read from a copy: never a view of the state's)."""
+    return np.flatnonzero(np.frombuffer(bytes(state.flags), np.uint8) & FLAG_DELETED)
+
+
+class AccessHistories:
+    """Per row of one `State`: its kept access times (a slot of one matrix; slot 0 is the
+    empty history) and the access count they were read at (-1: not read)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.read_rows = 0  # access lists copied from the state so far (what a test counts)
+        self._start(None)
+
+    def _start(self, state: State | None) -> None:
+        self._state = state
+        self._accessed = None if state is None else state.accessed
+        self._slot = np.zeros(0, np.int64)
+        self._seen = np.full(0, -1, np.int64)
+        self._times = np.zeros((1024, _WIDTH))
+        self._n = np.zeros(1024, np.int64)
+        self._used = 1
+        self._gone = 0
+
+    def of(self, state: State, rows: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(the rows' access times laid end to end, how many per row), given each row's
+        access count as gathered (``counts``, float64)."""
+        if not state.accessed:  # no memory was ever accessed (recalls that touch nothing)
+            return np.zeros(0), np.zeros(len(rows), np.int64)
+        with self._lock:
+            if state is not self._state or state.accessed is not self._accessed:
+                self._start(state)
+            n = state.n_rows
+            if n > len(self._seen):
+                size = max(n, 2 * len(self._seen), 1024)
+                seen, slot = np.full(size, -1, np.int64), np.zeros(size, np.int64)
+                seen[: len(self._seen)], slot[: len(self._slot)] = self._seen, self._slot
+                self._seen, self._slot = seen, slot
+            gone = n - state.alive
+            if gone != self._gone:  # a forgotten row's times were dropped: read them again
+                self._gone = gone
+                self._seen[_dead_rows(state)] = -1
+            stale = np.flatnonzero(self._seen[rows] != counts)  # exact: counts < 2**53
+            if len(stale):
+                # rows never accessed (most, in a field nobody recalls from) are told apart
+                # in C and take the empty slot; only the others' times are copied
+                fresh = rows[stale]
+                fresh_list = fresh.tolist()
+                has = list(compress(range(len(fresh_list)),
+                                    map(state.accessed.__contains__, fresh_list)))
+                none = np.ones(len(fresh_list), bool)
+                none[has] = False
+                self._slot[fresh[none]] = 0
+                self._seen[fresh[none]] = counts[stale[none]]
+                if has:
+                    self._read(state, [fresh_list[k] for k in has],
+                               counts[stale[has]].astype(np.int64).tolist())
+            slots = self._slot[rows]
+            kept = self._n[slots]
+            return self._times[slots][kept[:, None] > _COLUMNS], kept
+
+    def _read(self, state: State, rows: list[int], counts: list[int]) -> None:
+        accessed = state.accessed
+        if self._used + len(rows) > _SLOTS:  # full: start over (the rows read now stay)
+            self._seen[:] = -1
+            self._slot[:] = 0
+            self._used = 1
+        for row, count in zip(rows, counts, strict=True):
+            times = tuple(accessed.get(row, ()))  # a copy: a writer may append meanwhile
+            self.read_rows += 1
+            slot = int(self._slot[row])
+            if times and not slot:
+                slot = self._slot[row] = self._used
+                self._used += 1
+                if slot == len(self._n):
+                    self._times = np.concatenate([self._times, np.zeros_like(self._times)])
+                    self._n = np.concatenate([self._n, np.zeros_like(self._n)])
+            if slot:
+                self._times[slot, : len(times)] = times
+                self._n[slot] = len(times)
+            self._seen[row] = count
