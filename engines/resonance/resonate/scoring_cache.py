@@ -184,6 +184,13 @@ class AccessHistories:
                 self._gone = gone
                 self._seen[_dead_rows(state)] = -1
             stale = np.flatnonzero(self._seen[rows] != counts)  # exact: counts < 2**53
+            if len(stale) and self._used + len(stale) > _SLOTS:
+                # full: start over, and read every row of this query again (a row read before
+                # would otherwise keep a slot the new rows are about to take)
+                self._seen[:] = -1
+                self._slot[:] = 0
+                self._used = 1
+                stale = np.arange(len(rows))
             if len(stale):
                 # rows never accessed (most, in a field nobody recalls from) are told apart
                 # in C and take the empty slot; only the others' times are copied
@@ -204,10 +211,6 @@ class AccessHistories:
 
     def _read(self, state: State, rows: list[int], counts: list[int]) -> None:
         accessed = state.accessed
-        if self._used + len(rows) > _SLOTS:  # full: start over (the rows read now stay)
-            self._seen[:] = -1
-            self._slot[:] = 0
-            self._used = 1
         for row, count in zip(rows, counts, strict=True):
             times = tuple(accessed.get(row, ()))  # a copy: a writer may append meanwhile
             self.read_rows += 1

@@ -647,3 +647,27 @@ def test_access_histories_are_read_again_only_for_rows_touched_since() -> None:
     state.apply(ops.FORGET, memoryview(ops.encode_forget("m4", NOW)))  # its times go too
     flat, counts = read([4, 31])
     assert counts.tolist() == [0, 2] and flat.tolist() == [NOW - 310.0, NOW]
+
+
+def test_a_full_history_table_starts_over_without_losing_the_rows_it_had_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the table keeps at most _SLOTS rows' times, then starts over; a query that fills it
+    # mixes rows read before (still cached) with new ones: every row must read its own times
+    from soul.engines.resonance.resonate import scoring_cache
+
+    monkeypatch.setattr(scoring_cache, "_SLOTS", 8)
+    state = make_state([{"accesses": [NOW - float(i)]} for i in range(12)])
+    histories = AccessHistories()
+
+    def read(rows: list[int]) -> list[list[float]]:
+        flat, counts = Inputs(state, np.array(rows), np.ones(len(rows)), NOW, Affect(), {}, None,
+                              histories).history
+        out, at = [], 0
+        for c in counts.tolist():
+            out.append(flat[at:at + c].tolist())
+            at += c
+        return out
+
+    assert read([0, 1, 2, 3, 4]) == [[NOW - float(i)] for i in range(5)]
+    # rows 0-2 are cached; 5-9 are new and do not fit beside them: the table starts over
+    assert read([0, 1, 2, 5, 6, 7, 8, 9]) == [[NOW - float(i)] for i in (0, 1, 2, 5, 6, 7, 8, 9)]
+    assert read([3, 10, 11, 0]) == [[NOW - float(i)] for i in (3, 10, 11, 0)]
