@@ -563,16 +563,20 @@ _LIFE = st.lists(st.one_of(st.tuples(st.just("add"), _META),
                            st.tuples(st.just("query"), st.integers(0, 2**32))), max_size=60)
 
 
+def _add_row(state: State, n: int, meta: Any) -> None:
+    """Row `n` of a generated life: memory `m{n}` with `meta`."""
+    row = ops.Row(id=f"m{n}", kind=int(parse_kind("belief")), flags=0, created=NOW, mu=0.7,
+                  var=0.04, n=0, text=f"memory {n}", tags=(), realm=None, source=None, meta=meta)
+    state.apply(ops.ADD, memoryview(ops.encode_add(row, np.zeros(4, np.float32))))
+
+
 @settings(max_examples=150, deadline=None)
 @given(_LIFE)
 def test_cached_meta_keys_and_metas_are_an_uncached_reads(life: list) -> None:
     state, cache, n = State(), MetaCache(), 0
     for what, value in life:
         if what == "add":
-            row = ops.Row(id=f"m{n}", kind=int(parse_kind("belief")), flags=0, created=NOW,
-                          mu=0.7, var=0.04, n=0, text=f"memory {n}", tags=(), realm=None,
-                          source=None, meta=value)
-            state.apply(ops.ADD, memoryview(ops.encode_add(row, np.zeros(4, np.float32))))
+            _add_row(state, n, value)
             n += 1
         elif what == "forget" and value < n:
             state.apply(ops.FORGET, memoryview(ops.encode_forget(f"m{value}", NOW)))
@@ -586,8 +590,6 @@ def test_cached_meta_keys_and_metas_are_an_uncached_reads(life: list) -> None:
                 assert inputs.meta_keys == keys
             assert inputs.metas == metas
             assert inputs.meta_keys == keys
-
-
 
 
 # a conversation's accesses seen by one Scorer: memories written, touched (several at a
@@ -608,10 +610,7 @@ def test_cached_access_histories_are_the_states_lists(life: list) -> None:
     for what, value in life:
         rng = np.random.default_rng(value)
         if what == "add":
-            row = ops.Row(id=f"m{n}", kind=int(parse_kind("belief")), flags=0, created=NOW,
-                          mu=0.7, var=0.04, n=0, text=f"memory {n}", tags=(), realm=None,
-                          source=None, meta=None)
-            state.apply(ops.ADD, memoryview(ops.encode_add(row, np.zeros(4, np.float32))))
+            _add_row(state, n, None)
             n += 1
         elif what == "touch" and n:
             for _ in range(int(rng.integers(1, 20))):
