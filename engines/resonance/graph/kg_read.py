@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ResonanceError
+from ..recall.postings import grow
 from . import kg_query
 from .activation import Reach, Spread, SpreadConfig, reach, spread_seeds
 from .adjacency import Adjacency, build_as_of
@@ -96,17 +97,8 @@ class MentionRows:
             changed, st.mentions_changed = st.mentions_changed, set()
             lists = [(node, tuple(mentions.get(keys[node][cut:], ()))) for node in changed]
             n_nodes = len(keys)
-        if n_nodes > len(self._start):
-            size = max(n_nodes, 2 * len(self._start))
-            start, count = np.zeros(size, np.int64), np.zeros(size, np.int32)
-            start[: len(self._start)] = self._start
-            count[: len(self._count)] = self._count
-            self._start, self._count = start, count
-        need = self._used + sum(len(entities) for _, entities in lists)
-        if need > len(self._flat):
-            flat = np.zeros(max(need, 2 * len(self._flat)), np.int32)
-            flat[: self._used] = self._flat[: self._used]
-            self._flat = flat
+        self._start, self._count = grow(self._start, n_nodes), grow(self._count, n_nodes)
+        self._flat = grow(self._flat, self._used + sum(len(entities) for _, entities in lists))
         for node, entities in lists:
             k = len(entities)
             self._live += k - int(self._count[node])

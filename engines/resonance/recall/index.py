@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError, IndexStale, SearchIndexError
+from .postings import grow
 
 __all__ = ["IndexMeta", "IndexParams", "VectorIndex"]
 
@@ -182,9 +183,7 @@ class VectorIndex:
             if top > 8 * self._n_rows + 4096:
                 self._dense = None
                 return
-            grown = np.full(max(top, 2 * dense.shape[0], 1024), -1, np.int64)
-            grown[: dense.shape[0]] = dense
-            dense = self._dense = grown
+            dense = self._dense = grow(dense, top, -1)
         dense[ids] = rows
 
     # ---- reads ----------------------------------------------------------------------------

@@ -14,11 +14,13 @@ import numpy as np
 __all__ = ["AppendBuffer", "grow"]
 
 
-def grow(arr: np.ndarray, need: int) -> np.ndarray:
-    """A copy with capacity >= need (doubling), so arrays handed out earlier stay as they were."""
+def grow(arr: np.ndarray, need: int, fill: int = 0) -> np.ndarray:
+    """A copy with capacity >= need (doubling; the new places hold ``fill``), so arrays
+    handed out earlier stay as they were; ``arr`` itself when it holds ``need`` already.
+    (The engine's row-aligned tables grow through it too.)"""
     if need <= arr.shape[0]:
         return arr
-    new = np.zeros(max(need, 2 * arr.shape[0], 64), dtype=arr.dtype)
+    new = np.full(max(need, 2 * arr.shape[0], 64), fill, dtype=arr.dtype)
     new[: arr.shape[0]] = arr
     return new
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..graph.kg_state import MEMORY_PREFIX
+from ..recall.postings import grow
 
 if TYPE_CHECKING:
     from ..graph.kg_state import GraphState
@@ -60,10 +61,7 @@ class MemoryNodes:
         self._seen = n_nodes
         n = len(state.ids)
         if n > filled:
-            if n > len(self._nodes):
-                grown = np.full(max(n, 2 * len(self._nodes), 1024), -1, np.int64)
-                grown[:filled] = self._nodes[:filled]
-                self._nodes = grown
+            self._nodes = grow(self._nodes, n, -1)
             ids = state.ids[filled:n]
             self._nodes[filled:n] = np.fromiter(
                 map(index.get, map(MEMORY_PREFIX.__add__, ids), repeat(-1)), np.int64, len(ids))

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..recall.postings import grow
 from ..store.ops import FLAG_DELETED
 from ..store.state import ACCESS_HISTORY
 
@@ -88,10 +89,7 @@ class MetaCache:
             self._start(state)
         n = state.n_rows
         gone = n - state.alive
-        if n > len(self._key_of):
-            grown = np.full(max(n, 2 * len(self._key_of), 1024), -1, np.int32)
-            grown[: len(self._key_of)] = self._key_of
-            self._key_of = grown
+        self._key_of = grow(self._key_of, n, -1)
         if gone != self._gone:  # a row was forgotten: its meta was cleared
             self._gone = gone
             dead = _dead_rows(state)
@@ -174,11 +172,7 @@ class AccessHistories:
             if state is not self._state or state.accessed is not self._accessed:
                 self._start(state)
             n = state.n_rows
-            if n > len(self._seen):
-                size = max(n, 2 * len(self._seen), 1024)
-                seen, slot = np.full(size, -1, np.int64), np.zeros(size, np.int64)
-                seen[: len(self._seen)], slot[: len(self._slot)] = self._seen, self._slot
-                self._seen, self._slot = seen, slot
+            self._seen, self._slot = grow(self._seen, n, -1), grow(self._slot, n)  # alike in size
             gone = n - state.alive
             if gone != self._gone:  # a forgotten row's times were dropped: read them again
                 self._gone = gone
