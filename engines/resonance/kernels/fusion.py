@@ -4,7 +4,9 @@ each instead of two dozen numpy calls over arrays of a few values.
 
 The arithmetic is numpy's, operation for operation (no fused multiply-add: numba does not
 contract without fastmath), so the values are the same bit for bit; NaN reads as numpy's
-`minimum`/`maximum` read it (it propagates), a NaN cosine is 0.
+`minimum`/`maximum` read it (it propagates), a NaN cosine is 0. The exception is
+`row_cosines`, the vector index's exact scan, whose sums are reassociated to vectorise (an
+approximate index's order of summation was never numpy's either).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import boolean, float32, float64, int32, int64, njit, uint8, void
 
-__all__ = ["drop_deleted", "merge_candidates", "pool_relevance", "weighted_calibrated"]
+__all__ = ["drop_deleted", "merge_candidates", "pool_relevance", "row_cosines", "row_signals", "weighted_calibrated"]
 
 
 @njit(void(float32[::1], float32[::1], float32[::1], float32[::1], float64, float64, float64,
@@ -117,3 +119,51 @@ def pool_relevance(hybrid: np.ndarray, activation: np.ndarray, weight: float,
             kept = False
         out[i] = rest * h + weight * activation[i]
     return kept
+
+
+# fastmath's reassociation only: the dot product's sum vectorises (float32 lanes, as hnswlib's
+# own SIMD distance does); NaN and inf keep their meaning (a dead row's -inf)
+@njit(float32[::1](float32[:, ::1], uint8[::1], float32[::1], int64), cache=True,
+      fastmath={"reassoc", "contract"})
+def row_cosines(vectors: np.ndarray, alive: np.ndarray, unit: np.ndarray,
+                n: int) -> np.ndarray:  # pragma: no cover
+    """The dot product of `unit` with each of the first `n` rows of `vectors` (unit rows:
+    their cosine), -inf where ``alive`` is 0: the vector index's exact scan, one pass over the
+    rows in a single thread (numpy's matrix product may hand a few hundred rows to BLAS threads,
+    which waits on a busy second core)."""
+    out = np.empty(n, np.float32)
+    dim = vectors.shape[1]
+    for i in range(n):
+        if alive[i]:
+            s = float32(0.0)
+            for j in range(dim):
+                s += vectors[i, j] * unit[j]
+            out[i] = s
+        else:
+            out[i] = -np.inf
+    return out
+
+
+@njit(void(float32[:, ::1], int64[::1], float32[::1], float32[::1], float32[::1], float32[::1]),
+      cache=True, fastmath={"reassoc", "contract"})
+def row_signals(vectors: np.ndarray, rows: np.ndarray, unit: np.ndarray, centroid: np.ndarray,
+                cosine: np.ndarray, hub: np.ndarray) -> None:  # pragma: no cover
+    """Per listed row: its dot product with `unit` (the query) and with `centroid`, read in
+    one pass over the row, where the gather and matrix product read it twice over (a copy of
+    the rows first); NaN for a row of -1 (an id not in the index)."""
+    dim = vectors.shape[1]
+    for k in range(rows.shape[0]):
+        r = rows[k]
+        if r < 0:
+            cosine[k] = np.nan
+            hub[k] = np.nan
+            continue
+        s = float32(0.0)
+        h = float32(0.0)
+        for j in range(dim):
+            v = vectors[r, j]
+            s += v * unit[j]
+            h += v * centroid[j]
+        cosine[k] = s
+        hub[k] = h
+

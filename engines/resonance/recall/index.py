@@ -10,6 +10,11 @@ sizes); the meta file is written last, atomically, so it is the commit marker:
 (same `last_seq` and count) or must be rebuilt, and `load()` raises `IndexStale` for anything
 missing, torn or mismatched instead of returning a wrong index.
 
+Up to `EXACT_UP_TO` live vectors a query scans them all instead of walking the graph: a
+field of a few thousand memories is answered exactly, and up to ~2k in half the time
+(hnswlib at k = 100 visits much of a small graph anyway, with a heap and scattered reads,
+and misses a few of the true nearest: benchmarks/exact_nearest.py). Past it, the walk wins.
+
 One lock serialises writes, resizes and queries: hnswlib's resize is not safe against a
 concurrent query, and a 100k-vector query costs ~0.1–0.3 ms, far below lock contention.
 """
@@ -22,6 +27,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -31,6 +37,21 @@ from .postings import grow
 __all__ = ["IndexMeta", "IndexParams", "VectorIndex"]
 
 _FORMAT = 2
+# live vectors up to which a query scans them all (exact) instead of walking HNSW's graph: at
+# k = 100 the scan takes half the walk's time up to ~2k 384-d vectors and as long at ~4k warm,
+# still less with cold caches (benchmarks/exact_nearest.py; docs/memory.md); a scan's reads
+# grow with the field, a walk's barely
+EXACT_UP_TO = 4096
+_KERNELS: dict[str, Any] = {}  # kernels/fusion.py's `row_cosines` and `row_signals`, imported at first use
+
+
+def _kernel(name: str) -> Any:
+    kernel = _KERNELS.get(name)
+    if kernel is None:
+        from ..kernels import fusion
+
+        kernel = _KERNELS[name] = getattr(fusion, name)
+    return kernel
 
 
 @dataclass(frozen=True)
@@ -92,6 +113,7 @@ class VectorIndex:
         self._row_of: dict[int, int] = {}  # every id ever added → its row in _vecs
         self._row_ids = np.zeros(0, dtype=np.int64)
         self._vecs = np.zeros((0, dim), dtype=np.float32)
+        self._alive = np.zeros(0, dtype=np.uint8)  # row -> 1 while its id is live (the scan's mask)
         self._n_rows = 0
         self._live: set[int] = set()
         # id -> its row in _vecs while live, -1 otherwise: `signals` reads a few hundred ids
@@ -148,7 +170,9 @@ class VectorIndex:
                 ids_grown = np.zeros(cap, dtype=np.int64)
                 ids_grown[: self._row_ids.shape[0]] = self._row_ids
                 self._vecs, self._row_ids = grown, ids_grown
+                self._alive = grow(self._alive, cap, 0)
             self._vecs[rows] = unit
+            self._alive[rows] = 1
             self._row_ids[rows] = ids_arr
             need = self._index.element_count + ids_arr.shape[0]
             if need > self._index.get_max_elements():
@@ -164,9 +188,11 @@ class VectorIndex:
         with self._lock:
             if doc_id not in self._live:
                 return False
-            self._sum -= self._vecs[self._row_of[doc_id]]
+            row = self._row_of[doc_id]
+            self._sum -= self._vecs[row]
             self._sum_version += 1
             self._index.mark_deleted(doc_id)
+            self._alive[row] = 0
             self._live.discard(doc_id)
             if self._dense is not None:
                 self._dense[doc_id] = -1  # live ids are all below its length
@@ -191,9 +217,12 @@ class VectorIndex:
         """The k nearest (ids int64, cosine similarities float32), most similar first."""
         q = np.asarray(vector, dtype=np.float32).reshape(1, self.dim)
         with self._lock:
-            k = min(int(k), len(self._live))
+            live = len(self._live)
+            k = min(int(k), live)
             if k <= 0:
                 return np.zeros(0, np.int64), np.zeros(0, np.float32)
+            if live <= EXACT_UP_TO:
+                return self._exact(q[0], k)
             # hnswlib needs ef >= k to return k results; between queries its ef is params.ef
             # (set at creation and load, put back here), so no call asks it
             ef = self.params.ef
@@ -214,14 +243,15 @@ class VectorIndex:
         return labels[0].astype(np.int64), sims
 
     def _exact(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """The k nearest live ids by brute force (the caller holds the lock)."""
-        ids = np.fromiter(self._live, dtype=np.int64, count=len(self._live))
-        rows = np.fromiter((self._row_of[i] for i in ids.tolist()), dtype=np.int64,
-                           count=ids.shape[0])
-        unit = q / max(float(np.linalg.norm(q)), 1e-12)
-        sims = self._vecs[rows] @ unit
-        order = np.lexsort((ids, -sims))[:k]  # most similar first, ties by id
-        return ids[order], np.clip(sims[order], -1.0, 1.0).astype(np.float32)
+        """The k nearest live ids by a scan of every row (the caller holds the lock; 1 <= k
+        <= live ids): most similar first, ties by id."""
+        n = self._n_rows
+        unit = (q / max(float(np.sqrt(q.dot(q))), 1e-12)).astype(np.float32, copy=False)
+        sims = _kernel("row_cosines")(self._vecs, self._alive, np.ascontiguousarray(unit), n)  # dead: -inf
+        rows = np.argpartition(sims, n - k)[n - k:] if k < n else np.arange(n)
+        top, ids = sims[rows], self._row_ids[rows]
+        order = np.lexsort((ids, -top))[:k]  # k < n: the dead rows' -inf are left out
+        return ids[order], np.minimum(np.maximum(top[order], -1.0), 1.0)
 
     def centroid(self) -> np.ndarray:
         """The unit direction of the mean stored vector (zeros when empty)."""
@@ -266,31 +296,23 @@ class VectorIndex:
         The second is the id's "hubness": how much it looks like every other memory.
         """
         ids_arr = np.asarray(ids, dtype=np.int64).reshape(-1)
+        n = ids_arr.shape[0]
+        cosine, hub = np.empty(n, np.float32), np.empty(n, np.float32)
+        if not n:
+            return cosine, hub
         q = np.asarray(vector, dtype=np.float32).reshape(-1)
-        both = np.empty((self.dim, 2), np.float32)  # (dim, 2): one matmul for both
-        both[:, 0] = q / max(float(np.sqrt(q.dot(q))), 1e-12)  # np.linalg.norm(q), undispatched
-        both[:, 1] = self._unit_centroid()
+        unit = q / max(float(np.sqrt(q.dot(q))), 1e-12)  # np.linalg.norm(q), undispatched
+        centroid = self._unit_centroid()
         with self._lock:
             dense = self._dense
-            if dense is not None and ids_arr.shape[0] and ids_arr.min() >= 0 and (
-                    ids_arr.max() < dense.shape[0]):
-                rows_arr = dense[ids_arr]
-                if rows_arr.min() >= 0:  # the usual case: every id is in the index
-                    out = self._vecs[rows_arr] @ both
-                    return out[:, 0].copy(), out[:, 1].copy()
-            wanted = ids_arr.tolist()
-            live, row_of = self._live, self._row_of
-            rows = [row_of[i] if i in live else -1 for i in wanted]
-            if -1 not in rows:  # the usual case: every id is in the index
-                out = self._vecs[rows] @ both
-                return out[:, 0].copy(), out[:, 1].copy()
-            vecs = np.zeros((len(rows), self.dim), dtype=np.float32)
-            present = [j for j, r in enumerate(rows) if r >= 0]
-            if present:
-                vecs[present] = self._vecs[[rows[j] for j in present]]
-        out = vecs @ both
-        out[[j for j, r in enumerate(rows) if r < 0]] = np.nan
-        return out[:, 0].copy(), out[:, 1].copy()
+            if dense is not None and ids_arr.min() >= 0 and ids_arr.max() < dense.shape[0]:
+                rows = dense[ids_arr]  # -1 where not live
+            else:
+                live, row_of = self._live, self._row_of
+                rows = np.array([row_of[i] if i in live else -1 for i in ids_arr.tolist()], np.int64)
+            _kernel("row_signals")(self._vecs, rows, np.ascontiguousarray(unit, np.float32), centroid,
+                                   cosine, hub)
+        return cosine, hub
 
     # ---- persistence ----------------------------------------------------------------------
     def save(self, path: str | Path, *, last_seq: int = 0) -> IndexMeta:
@@ -302,8 +324,7 @@ class VectorIndex:
         with self._lock:
             self._index.save_index(str(tmp))
             n = self._n_rows
-            live = np.fromiter((i in self._live for i in self._row_ids[:n].tolist()),
-                               dtype=bool, count=n)
+            live = self._alive[:n].astype(bool)
             np.savez(vtmp, ids=self._row_ids[:n], vecs=self._vecs[:n], live=live)
             meta = IndexMeta(
                 format=_FORMAT, dim=self.dim, M=self.params.M,
@@ -363,6 +384,7 @@ class VectorIndex:
             raise IndexStale(f"cannot load {path}: {exc}") from exc
         index._index.set_ef(ef)
         index._row_ids, index._vecs, index._n_rows = ids.astype(np.int64), vecs, len(ids)
+        index._alive = live.astype(np.uint8)
         index._row_of = {int(i): r for r, i in enumerate(ids.tolist())}
         index._live = set(ids[live].tolist())
         index._mark_dense(ids[live], np.flatnonzero(live))

@@ -10,6 +10,7 @@ import pytest
 pytest.importorskip("hnswlib")
 
 from soul.engines.resonance.errors import ConfigError, IndexStale, SearchIndexError
+from soul.engines.resonance.recall import index as index_module
 from soul.engines.resonance.recall.index import IndexParams, VectorIndex
 
 
@@ -18,7 +19,10 @@ def _unit(rng: np.random.Generator, n: int, dim: int = 32) -> np.ndarray:
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-def test_search_matches_brute_force_and_grows() -> None:
+@pytest.mark.parametrize("walk", [False, True], ids=["scan", "hnsw"])
+def test_search_matches_brute_force_and_grows(walk: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    if walk:  # past the exact scan's bound: HNSW's graph answers
+        monkeypatch.setattr(index_module, "EXACT_UP_TO", 0)
     rng = np.random.default_rng(0)
     vecs = _unit(rng, 3000)
     idx = VectorIndex(32, IndexParams(initial_capacity=100))
@@ -118,9 +122,10 @@ def test_torn_or_missing_files_are_stale(tmp_path) -> None:
     assert VectorIndex.read_meta(path) is None
 
 
-def test_search_falls_back_to_an_exact_scan_when_hnsw_cannot_reach_k() -> None:
+def test_search_falls_back_to_an_exact_scan_when_hnsw_cannot_reach_k(monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 12.10: on a small, sparse graph with many deletions hnswlib raises "Cannot
     return the results in a contiguous 2D array"; search answers by brute force instead."""
+    monkeypatch.setattr(index_module, "EXACT_UP_TO", 0)  # a graph this small is scanned anyway
     rng = np.random.default_rng(0)
     raised = 0
     for _ in range(60):
@@ -141,6 +146,41 @@ def test_search_falls_back_to_an_exact_scan_when_hnsw_cannot_reach_k() -> None:
         assert sorted(ids.tolist()) == live.tolist()
         assert np.allclose(sims, np.sort(exact)[::-1], atol=1e-5)
     assert raised > 0
+
+
+def test_a_field_within_the_scan_bound_gets_the_exact_nearest_ranked_ties_by_id(tmp_path) -> None:
+    """Up to EXACT_UP_TO live vectors, search is a scan: the true k nearest, most similar
+    first, equal similarities by id (duplicate vectors), removed ids never, through
+    removals, re-adds, growth and a reload."""
+    rng = np.random.default_rng(5)
+    vecs = _unit(rng, 900)
+    vecs[500:520] = vecs[480:500]  # twenty exact duplicates: ties
+    idx = VectorIndex(32, IndexParams(initial_capacity=64))
+    for start in range(0, 900, 300):
+        idx.add(np.arange(start, start + 300) * 3 + 7, vecs[start:start + 300])  # ids != rows
+    ids_of = np.arange(900) * 3 + 7
+    gone = set(rng.choice(900, 150, replace=False).tolist())
+    for j in gone:
+        assert idx.remove(int(ids_of[j]))
+    back = sorted(gone)[:40]
+    idx.add(ids_of[back], vecs[back])
+    gone -= set(back)
+    live = np.array([j for j in range(900) if j not in gone])
+
+    def truth(q: np.ndarray, k: int) -> list[int]:
+        sims = vecs[live] @ (q / np.linalg.norm(q))
+        order = np.lexsort((ids_of[live], -sims))  # ties (the duplicates): by id
+        return ids_of[live][order][:k].tolist()
+
+    saved = idx.save(tmp_path / "v.idx")
+    loaded = VectorIndex.load(tmp_path / "v.idx", expect_count=saved.count)
+    for q in [*_unit(rng, 30), vecs[485], vecs[505]]:
+        for index in (idx, loaded):
+            ids, sims = index.search(q, 25)
+            assert ids.tolist() == truth(q, 25)
+            np.testing.assert_allclose(sims, vecs[[int(np.flatnonzero(ids_of == i)[0]) for i in ids]] @ q, atol=1e-5)
+            assert not set(ids.tolist()) & set(ids_of[sorted(gone)].tolist())
+    assert len(idx.search(vecs[0], 5000)[0]) == len(live)  # k past the live count: every live id
 
 
 def test_unit_rows_is_the_guarded_division_by_the_row_norms_bit_for_bit() -> None:
@@ -165,24 +205,25 @@ def test_unit_rows_is_the_guarded_division_by_the_row_norms_bit_for_bit() -> Non
 
 
 def _signals_by_lookup(idx: VectorIndex, q: np.ndarray, ids: list[int]) -> tuple:
-    """`signals` as it read each id through the live set and the row dict."""
-    q = q / max(float(np.sqrt(q.dot(q))), 1e-12)
-    both = np.stack([q, idx._unit_centroid()], axis=1).astype(np.float32)
-    rows = [idx._row_of[i] if i in idx._live else -1 for i in ids]
-    vecs = np.zeros((len(ids), idx.dim), np.float32)
-    for j, r in enumerate(rows):
-        if r >= 0:
-            vecs[j] = idx._vecs[r]
-    out = vecs @ both
-    out[[j for j, r in enumerate(rows) if r < 0]] = np.nan
-    return out[:, 0], out[:, 1]
+    """`signals` computed the slow way: each id through the live set and the row dict, its
+    two dot products in float64; NaN for an id not in the index."""
+    q = q / np.linalg.norm(q)
+    centroid = idx._unit_centroid().astype(np.float64)
+    cos, hub = np.full(len(ids), np.nan), np.full(len(ids), np.nan)
+    for j, i in enumerate(ids):
+        if i in idx._live:
+            row = idx._vecs[idx._row_of[i]].astype(np.float64)
+            cos[j], hub[j] = row @ q, row @ centroid
+    return cos, hub
 
 
 @pytest.mark.parametrize("sparse", [False, True])
-def test_signals_are_the_row_lookups_bit_for_bit_through_adds_removals_and_a_reload(
+def test_signals_are_each_rows_two_cosines_through_adds_removals_and_a_reload(
         tmp_path, sparse: bool) -> None:
     # signals reads dense ids (a field's store rows) through an id -> row array; sparse ids
-    # (far past the rows held) through the set and dict. Either way: the same bits.
+    # (far past the rows held) through the set and dict. Either way: each live id's cosine
+    # with the query and with the centroid (float32 sums, reassociated: within 1e-6), NaN
+    # for the rest.
     rng = np.random.default_rng(5)
     vecs = _unit(rng, 400)
     base = 10**9 if sparse else 0
@@ -204,7 +245,8 @@ def test_signals_are_the_row_lookups_bit_for_bit_through_adds_removals_and_a_rel
                 got = index.signals(q, ids)
                 want = _signals_by_lookup(index, q, ids)
                 for g, w in zip(got, want, strict=True):
-                    np.testing.assert_array_equal(g, w)
+                    assert g.dtype == np.float32
+                    np.testing.assert_allclose(g, w, rtol=0, atol=1e-6)  # NaN where NaN
 
     check(idx)
     idx.save(tmp_path / "v.idx")
