@@ -218,8 +218,21 @@ class Reach(NamedTuple):
 
     activation: np.ndarray  # float64: each candidate's (0 where not reached)
     hops: np.ndarray  # int64: the hop each candidate was first reached at (-1: not reached)
-    strongest: list[tuple[str, float, int]]  # (memory id, activation, hop), strongest first
+    # the strongest other memories reached, strongest first: their graph nodes (int32),
+    # activation (float32) and hop (int32) — full resonance maps the nodes to store rows
+    # with one gather (`MemoryNodes.rows_of`); `strongest` names them
+    nodes: np.ndarray
+    strengths: np.ndarray
+    node_hops: np.ndarray
     reached: int  # nodes reached, seeds not in the graph included (len of the Spread)
+    keys: Sequence[str]  # the graph's node keys
+
+    @property
+    def strongest(self) -> list[tuple[str, float, int]]:
+        """(memory id, activation, hop) of the strongest other memories, strongest first."""
+        cut = len(MEMORY_PREFIX)
+        return [(self.keys[node][cut:], a, h) for node, a, h in zip(
+            self.nodes.tolist(), self.strengths.tolist(), self.node_hops.tolist(), strict=True)]
 
 
 def reach(adj: Adjacency, seeds: Mapping[str, float], cfg: SpreadConfig, keys: Sequence[str],
@@ -242,10 +255,7 @@ def reach(adj: Adjacency, seeds: Mapping[str, float], cfg: SpreadConfig, keys: S
         int(cfg.max_hops), np.float32(cfg.hub_power), ws.act, ws.hops, ws.touched, ws.mark,
         ws.frontier, ws.nxt, ws.values, np.ascontiguousarray(candidates, np.int64),
         np.float32(threshold), limit, cand_act, cand_hop, s_nodes, s_act, s_hop)
-    cut = len(MEMORY_PREFIX)
-    strongest = [(keys[node][cut:], a, h) for node, a, h in zip(
-        s_nodes[:m].tolist(), s_act[:m].tolist(), s_hop[:m].tolist(), strict=True)]
-    return Reach(cand_act, cand_hop, strongest, n + len(extra))
+    return Reach(cand_act, cand_hop, s_nodes[:m], s_act[:m], s_hop[:m], n + len(extra), keys)
 
 
 def spread_nodes(adj: Adjacency, seed_nodes: np.ndarray, seed_values: np.ndarray, *,

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..recall.fusion import Candidates
+from ..store.ops import FLAG_DELETED
 
 if TYPE_CHECKING:
     from ..store.state import State
@@ -83,23 +84,21 @@ def spread(
                           strength=cfg.spread_strength, decay=cfg.spread_decay,
                           max_hops=cfg.max_hops, cutoff=cfg.cutoff)
     activation, hops = reached.activation, reached.hops
-    joined, more_act, more_hops = [], [], []
-    for memory_id, a, hop in reached.strongest:
-        row = st.rows.get(memory_id)
-        if row is not None and st.is_alive(row):
-            joined.append(row)
-            more_act.append(a)
-            more_hops.append(hop)
-    if joined:
-        cands, hybrid = grow(cands, np.asarray(joined, np.int64))
-        activation = np.concatenate([activation, np.array(more_act, np.float64)])
-        hops = np.concatenate([hops, np.array(more_hops, np.int64)])
-    by_hop: dict[int, int] = {}  # a Counter's counts, without its set-up
-    for hop in hops.tolist():
-        if hop > 0:
-            by_hop[hop] = by_hop.get(hop, 0) + 1
+    # the strongest reached memories, as store rows (one gather; -1: not in the store), the
+    # forgotten ones left out, in their order
+    joined = src.nodes.rows_of(st, graph.state, reached.nodes)
+    keep = joined >= 0
+    if keep.any():
+        keep[keep] = (np.frombuffer(st.flags, np.uint8)[joined[keep]] & FLAG_DELETED) == 0
+    joined = joined[keep]
+    if joined.shape[0]:
+        cands, hybrid = grow(cands, joined)
+        activation = np.concatenate([activation, reached.strengths[keep].astype(np.float64)])
+        hops = np.concatenate([hops, reached.node_hops[keep].astype(np.int64)])
+    counts = np.bincount(hops[hops > 0]).tolist()  # by hop, ascending
     facts["spreading"] = {"seeds": len(seeds), "reached": reached.reached,
-                          "joined": len(joined), "by_hop": dict(sorted(by_hop.items()))}
+                          "joined": int(joined.shape[0]),
+                          "by_hop": {hop: c for hop, c in enumerate(counts) if c}}
     return cands, hybrid, activation, hops
 
 

@@ -1,4 +1,5 @@
-"""MemoryNodes: the graph node of each store row, kept across queries, is the key look-up's."""
+"""MemoryNodes: the graph node of each store row, and the store row of each graph node, kept
+across queries, are the key look-ups'."""
 
 from __future__ import annotations
 
@@ -24,17 +25,25 @@ def _by_key(state: State, graph: GraphState, rows: np.ndarray) -> list[int]:
     return [graph.index.get(MEMORY_PREFIX + state.ids[r], -1) for r in rows.tolist()]
 
 
+def _row_by_key(state: State, graph: GraphState, nodes: np.ndarray) -> list[int]:
+    """What spreading looked up before for a reached node: its memory id's store row."""
+    keys, cut = graph.keys, len(MEMORY_PREFIX)
+    return [state.rows.get(keys[n][cut:], -1) if n < len(keys) and keys[n].startswith(MEMORY_PREFIX)
+            else -1 for n in nodes.tolist()]
+
+
 # one step of a field's life: a memory written (a store row), a graph node made (of a
 # memory written or not yet, or an entity), or a query reading some rows' nodes
 _STEP = st.one_of(st.tuples(st.just("row"), st.integers(0, 59)),
                   st.tuples(st.just("memory node"), st.integers(0, 59)),
                   st.tuples(st.just("entity node"), st.integers(0, 59)),
-                  st.tuples(st.just("query"), st.integers(0, 2**32)))
+                  st.tuples(st.just("query"), st.integers(0, 2**32)),
+                  st.tuples(st.just("nodes query"), st.integers(0, 2**32)))
 
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(_STEP, max_size=80))
-def test_nodes_of_rows_are_the_key_lookup_after_any_interleaving_of_writes(steps) -> None:
+def test_nodes_of_rows_and_rows_of_nodes_are_the_key_lookups_after_any_interleaving_of_writes(steps) -> None:
     # rows and nodes come in any order: a memory's node made before its row, long after it
     # (a phrase that becomes an entity links older memories), or never
     state, graph, nodes = State(), GraphState(30.0, 0.01), MemoryNodes()
@@ -48,6 +57,12 @@ def test_nodes_of_rows_are_the_key_lookup_after_any_interleaving_of_writes(steps
         elif what == "query" and state.n_rows:
             rows = np.random.default_rng(n).integers(0, state.n_rows, 1 + n % 40)
             assert nodes.of(state, graph, rows).tolist() == _by_key(state, graph, rows)
+        elif what == "nodes query" and len(graph.keys):  # nodes past the graph's read -1
+            reached = np.random.default_rng(n).integers(0, len(graph.keys) + 3, 1 + n % 40)
+            assert nodes.rows_of(state, graph, reached).tolist() == _row_by_key(state, graph, reached)
+    if len(graph.keys):
+        every_node = np.arange(len(graph.keys))
+        assert nodes.rows_of(state, graph, every_node).tolist() == _row_by_key(state, graph, every_node)
     if state.n_rows:
         every = np.arange(state.n_rows)
         assert nodes.of(state, graph, every).tolist() == _by_key(state, graph, every)
@@ -66,6 +81,8 @@ def test_a_graph_or_store_swapped_whole_starts_the_map_over() -> None:
     for i in (4, 2):
         other.node(MEMORY_PREFIX + f"m{i}", f"m{i}", False)
     assert nodes.of(state, other, rows).tolist() == [-1, -1, 2, -1, 1]
+    assert nodes.rows_of(state, other, np.arange(3)).tolist() == [-1, 4, 2]
     fresh = State()
     _add_row(fresh, "m2")
     assert nodes.of(fresh, other, np.array([0])).tolist() == [2]
+    assert nodes.rows_of(fresh, other, np.arange(3)).tolist() == [-1, -1, 0]
