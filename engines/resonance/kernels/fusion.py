@@ -129,8 +129,8 @@ def row_cosines(vectors: np.ndarray, alive: np.ndarray, unit: np.ndarray,
                 n: int) -> np.ndarray:  # pragma: no cover
     """The dot product of `unit` with each of the first `n` rows of `vectors` (unit rows:
     their cosine), -inf where ``alive`` is 0: the vector index's exact scan, one pass over the
-    rows in a single thread (numpy's matrix product may hand a few hundred rows to BLAS threads,
-    which waits on a busy second core)."""
+    rows in a single thread (outside a query's `single_thread_blas`, numpy's product would hand
+    the rows to BLAS threads, which wait on a busy second core)."""
     out = np.empty(n, np.float32)
     dim = vectors.shape[1]
     for i in range(n):
