@@ -248,9 +248,19 @@ class VectorIndex:
         n = self._n_rows
         unit = (q / max(float(np.sqrt(q.dot(q))), 1e-12)).astype(np.float32, copy=False)
         sims = _kernel("row_cosines")(self._vecs, self._alive, np.ascontiguousarray(unit), n)  # dead: -inf
-        rows = np.argpartition(sims, n - k)[n - k:] if k < n else np.arange(n)
-        top, ids = sims[rows], self._row_ids[rows]
-        order = np.lexsort((ids, -top))[:k]  # k < n: the dead rows' -inf are left out
+        if k < n:  # the k largest (k <= live rows: never a dead row's -inf)
+            rows = np.argpartition(sims, n - k)[n - k:]
+            top = sims[rows]
+            least = top.min()
+            if np.count_nonzero(sims == least) > np.count_nonzero(top == least):
+                # equal similarities across the k-th place: every one of them, then by id
+                rows = np.flatnonzero(sims >= least)
+                top = sims[rows]
+        else:
+            rows = np.arange(n)
+            top = sims
+        ids = self._row_ids[rows]
+        order = np.lexsort((ids, -top))[:k]
         return ids[order], np.minimum(np.maximum(top[order], -1.0), 1.0)
 
     def centroid(self) -> np.ndarray:
@@ -262,7 +272,7 @@ class VectorIndex:
         version, kept = self._sum_version, self._centroid
         if kept is not None and kept[0] == version:
             return kept[1]
-        norm = float(np.linalg.norm(self._sum))
+        norm = float(np.sqrt(self._sum.dot(self._sum)))  # np.linalg.norm's arithmetic, undispatched
         if not self._live or norm < 1e-12:
             c = np.zeros(self.dim, dtype=np.float32)
         else:

@@ -183,6 +183,22 @@ def test_a_field_within_the_scan_bound_gets_the_exact_nearest_ranked_ties_by_id(
     assert len(idx.search(vecs[0], 5000)[0]) == len(live)  # k past the live count: every live id
 
 
+def test_equal_similarities_across_the_kth_place_are_kept_by_id() -> None:
+    # ten copies of one vector, added in a shuffled id order, where the top 4 must cut them:
+    # the scan keeps the four smallest ids (argpartition alone would keep any four)
+    rng = np.random.default_rng(11)
+    vecs = _unit(rng, 200)
+    copies = rng.permutation(np.arange(500, 510))
+    idx = VectorIndex(32)
+    idx.add(np.arange(200), vecs)
+    idx.add(copies, np.repeat(vecs[:1], 10, axis=0))
+    for k in (1, 4, 7, 10, 11):
+        ids, sims = idx.search(vecs[0], k)
+        want = [0, 500, 501, 502, 503, 504, 505, 506, 507, 508, 509][:k]  # id 0 is the same vector
+        assert ids.tolist() == want, k
+        assert np.all(sims[:k] == sims[0])
+
+
 def test_unit_rows_is_the_guarded_division_by_the_row_norms_bit_for_bit() -> None:
     # unit_rows divides at once when no row is zero or NaN (issue 26): the same values as
     # the guarded division it does otherwise, which leaves such rows zero
