@@ -191,6 +191,27 @@ def test_more_scores_ids_as_its_scoring_pass_saw_the_index() -> None:
     assert scores[1] == scores[2] == 0.0 and scores[0] > scores[3] > 0.0
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_the_slots_of_ids_are_the_dict_lookups_through_adds_replacements_and_removals(sparse: bool) -> None:
+    # dense ids (a field's store rows) are read through an id -> slot array, sparse ones (far
+    # past the slots held) through the dict; either way each id's slot, -1 for none
+    rng = np.random.default_rng(3)
+    base = 10**9 if sparse else 0
+    idx = BM25Index(BM25Params(merge_every=16))
+    for step in range(300):
+        doc = base + int(rng.integers(0, 200))
+        if rng.random() < 0.25:
+            idx.remove(doc)
+        else:
+            idx.add(doc, f"word{step % 7} thing{doc % 11}")  # an id present again: replaced
+        if step % 20 == 0:
+            ids = base + rng.integers(-3 if not sparse else 0, 230, 60)
+            want = [idx._slot_of.get(int(i), -1) for i in ids.tolist()]
+            assert idx._slots(ids.astype(np.int64)).tolist() == want
+            assert idx._slots(ids.tolist()).tolist() == want
+    assert (idx._slot_dense is None) == sparse
+
+
 def test_a_write_between_two_queries_is_seen() -> None:
     # a query reads a view of the index kept until the next write (issue 26): after every
     # kind of write, the scores are those of an index built afresh from the same documents
