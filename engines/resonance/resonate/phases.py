@@ -114,18 +114,19 @@ def prime(cfg: ResonanceConfig, src: Sources, pool: Pool, session: str,
     # boost · (1 + topic_boost · share), each operation in that order (numpy's arithmetic
     # is Python's, element by element); the recent memories by row (a memory's id and row
     # go together), without looking up every candidate's id
-    row_of = st.rows
-    seen = {row_of.get(m) for m in recent}
-    mult = [boost if r in seen else 1.0 for r in pool.rows.tolist()]
+    seen = np.zeros(st.n_rows, np.bool_)  # the recent memories' rows, marked
+    seen[[r for r in map(st.rows.get, recent) if r is not None]] = True
+    primed = seen[pool.rows]
+    mult = np.where(primed, boost, 1.0)
     if topics:
         graph = src.graph()
         gst = graph.state
         shares = graph.topic_shares_of(src.nodes.of(st, gst, pool.rows), topics, gst)
-        factor = np.array(mult, np.float64) * (1.0 + cfg.topic_boost * shares)
+        factor = mult * (1.0 + cfg.topic_boost * shares)
         boosted = int(np.count_nonzero(factor > 1.0))
     else:
-        boosted = mult.count(boost) if boost > 1.0 else 0
-        factor = np.array(mult, np.float64)
+        boosted = int(np.count_nonzero(primed)) if boost > 1.0 else 0
+        factor = mult
     pool.score *= factor
     pool.parts["priming"] = factor
     facts["priming"] = {"recent": len(recent), "topics": sorted(topics)[:10], "boosted": boosted}
