@@ -122,7 +122,10 @@ def _writer(path: str, prefix: str, n: int) -> None:
 
 
 def test_two_writer_processes_at_once(tmp_path: Path) -> None:
-    ctx = mp.get_context("fork")
+    # spawned, not forked: a fork of the test process copies the locks its other threads
+    # hold (a field's flusher, BLAS workers, a malloc arena) and the child can wait on one
+    # forever (seen once under load: a writer stuck in its first allocation)
+    ctx = mp.get_context("spawn")
     procs = [ctx.Process(target=_writer, args=(str(tmp_path), p, 300)) for p in "xy"]
     for p in procs:
         p.start()
