@@ -360,6 +360,35 @@ def test_samantha_dreams_gate_reads_the_latest_check(store: SessionStore) -> Non
     assert store.snapshot(info.id).last_user_model_check is False
 
 
+
+def test_the_latest_check_follows_this_stores_commits_and_another_writers(store: SessionStore) -> None:
+    # the store keeps a session's last check with its messages, extended by its own commits
+    # (several checks in one commit: the last; a meta that is not a plain dict; none): each
+    # snapshot must say what a read from scratch says
+    info = store.create_session("claudius", "ann")
+    assert store.snapshot(info.id).last_user_model_check is None is fresh_snapshot(store, info.id).last_user_model_check
+
+    def check(content: str, meta: Any = None) -> MessageRecord:
+        return MessageRecord("internal", "user_model_check", content, "check", meta=meta)
+
+    class Meta(dict):  # type: ignore[type-arg]  # a mapping of another type, stored as its dict
+        pass
+
+    commits = [
+        (check("false", {"result": True}), check("true", {"result": False})),
+        (MessageRecord("external", "user", "no check"),),
+        (check(" Yes "),),
+        (check("no", Meta(result=True)),),
+        (check("true", {"result": "maybe"}),),
+    ]
+    for n, messages in enumerate(commits):
+        store.commit(Commit(info.id, n, messages=messages))
+        assert store.snapshot(info.id).last_user_model_check == fresh_snapshot(store, info.id).last_user_model_check
+    assert store.snapshot(info.id).last_user_model_check is True
+    with SessionStore.open(store.home, url=store.url) as other:  # another process's turn
+        other.commit(Commit(info.id, len(commits), messages=(check("false", {"result": False}),)))
+    assert store.snapshot(info.id).last_user_model_check is False
+
 def test_working_memory_in_order_with_lazy_ttl(store: SessionStore) -> None:
     info = store.create_session("claudius", "ann")
     old = (MemoryEntry("default", "userMessage", "old", None, {"n": 1}),)
