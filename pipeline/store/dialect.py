@@ -111,6 +111,11 @@ class Dialect:
     # until the commit ends, so two commits of one session take turns and the second sees the
     # first's turn count (and is refused as stale), while other sessions commit in parallel.
     for_update: str
+    # Whether a write transaction holds the whole database from its start (SQLite's BEGIN
+    # IMMEDIATE): what it reads first stays true until it commits, so what it needs later can
+    # be read in its first statement. PostgreSQL's row locks hold only the rows they lock, and a
+    # statement that waited for one still read the other tables as they were before the wait.
+    serialised: bool
 
     def has_table(self, conn: Any, name: str) -> bool:
         """Whether the table exists (in the current schema, on PostgreSQL)."""
@@ -140,8 +145,8 @@ class Dialect:
         return _retry_postgres(fn)
 
 
-SQLITE = Dialect("sqlite", for_update="")
-POSTGRES = Dialect("postgresql", for_update=" FOR UPDATE")
+SQLITE = Dialect("sqlite", for_update="", serialised=True)
+POSTGRES = Dialect("postgresql", for_update=" FOR UPDATE", serialised=False)
 
 
 ROWS_PER_INSERT = 64  # x its columns stays under SQLite's oldest limit of 999 parameters

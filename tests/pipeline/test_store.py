@@ -518,6 +518,8 @@ FAILURE_POINTS = [
     "SELECT coalesce(max(id), 0) FROM commits",
     "COMMIT",
 ]
+# read in the first statement on SQLite, whose write transaction holds the whole database
+SEPARATE_ON_POSTGRESQL = {"SELECT max(version)", "SELECT coalesce(max(id), 0) FROM commits"}
 
 
 def everything(store: SessionStore, session_id: str) -> tuple[Any, ...]:
@@ -537,6 +539,8 @@ def everything(store: SessionStore, session_id: str) -> tuple[Any, ...]:
 def test_a_failure_anywhere_in_commit_leaves_the_session_as_it_was(
     store: SessionStore, point: str, error: BaseException
 ) -> None:
+    if point in SEPARATE_ON_POSTGRESQL and store.backend == "sqlite":
+        pytest.skip("no statement of its own on SQLite")
     info = store.create_session("claudius", "ann", initial_state={"k": 0})
     store.commit(turn_commit(info.id, 0, 0, user_model=UserModelChange("# v1", "n")))
     before = everything(store, info.id)
