@@ -177,7 +177,10 @@ def _as_read(record: Any, kind: type[Any]) -> Any:
 class Reading:
     """The read side of `SessionStore`: snapshots, messages, traces."""
 
+    _conn: Connection
+    _lock: Any
     _read: Callable[[], AbstractContextManager[Connection]]
+    _damage_reported: Callable[[], AbstractContextManager[None]]
     _write: Callable[..., Any]
     _chetana_written: dict[str, tuple[str, Any]]
     _seen: SeenSessions
@@ -189,17 +192,31 @@ class Reading:
 
         `ttl_hours` drops working-memory entries older than that (and deletes them afterwards,
         lazily: the seed's 72-hour thread TTL).
+
+        When the store keeps the session's rows (`Seen`), the session's head is read first in one
+        statement (a read transaction of its own), and the rows are taken as kept if it says
+        nothing changed them; else everything is read again in one transaction.
         """
         cutoff = time.time() - ttl_hours * 3600 if ttl_hours is not None else None
-        with self._read() as conn:
-            row = conn.execute(_SNAPSHOT_HEAD, (session_id,)).fetchone()
-            if row is None:
-                raise SessionNotFound(f"no session {session_id!r}")
-            info = session_info(row[:_HEAD_SESSION])
-            state_json, chetana_json, model_version, model_text, last_commit, memory_count = row[_HEAD_SESSION:]
-            seen = self._seen.get(session_id)
-            if seen is None or (seen.commit, seen.memory_count, seen.recent) != (last_commit, memory_count, recent):
-                seen = self._read_rows(conn, session_id, recent, last_commit)
+        seen = self._seen.get(session_id)
+        row = None
+        if seen is not None and seen.recent == recent:
+            with self._lock, self._damage_reported():
+                row = self._conn.execute(_SNAPSHOT_HEAD, (session_id,)).fetchone()
+            if row is not None and (row[-2], row[-1]) != (seen.commit, seen.memory_count):
+                row = None  # changed since: read it all again, in one transaction
+        if row is None:
+            with self._read() as conn:
+                row = conn.execute(_SNAPSHOT_HEAD, (session_id,)).fetchone()
+                if row is None:
+                    raise SessionNotFound(f"no session {session_id!r}")
+                last_commit, memory_count = row[-2:]
+                seen = self._seen.get(session_id)
+                if seen is None or (seen.commit, seen.memory_count, seen.recent) != (last_commit, memory_count, recent):
+                    seen = self._read_rows(conn, session_id, recent, last_commit)
+        assert seen is not None
+        info = session_info(row[:_HEAD_SESSION])
+        state_json, chetana_json, model_version, model_text = row[_HEAD_SESSION:-2]
         if cutoff is None or not seen.times or min(seen.times) >= cutoff:
             memory = seen.memory
         else:

@@ -239,6 +239,28 @@ def test_snapshots_after_this_stores_commits_read_what_a_fresh_store_reads(store
     assert len(store.snapshot(info.id).memory) == 21
 
 
+def test_a_snapshot_over_kept_rows_still_reads_what_changed_beside_them(store: SessionStore) -> None:
+    # the session's rows are kept (nothing committed to it since), so the snapshot reads only
+    # its head: a user model another session of the same user wrote, and a state written by
+    # hand, are what it returns
+    info = store.create_session("claudius", "ann")
+    store.commit(turn_commit(info.id, 0, 0, user_model=UserModelChange("# v1", "n")))
+    first = store.snapshot(info.id)
+    assert (first.user_model, first.user_model_version, first.state) == ("# v1", 1, {"currentTopic": "topic 0"})
+    beside = store.create_session("claudius", "ann")
+    with SessionStore.open(store.home, url=store.url) as other:
+        other.commit(turn_commit(beside.id, 0, 0, user_model=UserModelChange("# v2", "n")))
+        other._write(lambda conn: conn.execute(
+            "UPDATE state SET json = ? WHERE session_id = ?", ('{"currentTopic":"by hand"}', info.id)))
+    snap = store.snapshot(info.id)
+    assert (snap.user_model, snap.user_model_version, snap.state) == ("# v2", 2, {"currentTopic": "by hand"})
+    assert (snap.memory, snap.recent) == (first.memory, first.recent)
+    with SessionStore.open(store.home, url=store.url) as other:
+        other.delete_session(info.id)
+    with pytest.raises(SessionNotFound):
+        store.snapshot(info.id)
+
+
 def test_snapshot_reads_the_rows_another_writer_committed_or_expired(store: SessionStore) -> None:
     info = store.create_session("claudius", "ann")
     entry = MemoryEntry("default", "userMessage", "first")
