@@ -198,13 +198,11 @@ class Commits:
             cycle = commit.cycle
             if commit.messages:
                 insert_rows(
-                    conn,
-                    "INSERT INTO messages (session_id, commit_id, turn, layer, tag, step, verb,"
-                    " content, meta, time, cycle) VALUES ",
-                    [
-                        (sid, cid, turn, m.layer, m.tag, m.step, m.verb, m.content, meta, now, cycle)
-                        for m, meta in zip(commit.messages, metas, strict=True)
-                    ],
+                    conn, "messages",
+                    (("session_id", sid), ("commit_id", cid), ("turn", turn), ("time", now), ("cycle", cycle)),
+                    _MESSAGE_COLUMNS,
+                    [(m.layer, m.tag, m.step, m.verb, m.content, meta)
+                     for m, meta in zip(commit.messages, metas, strict=True)],
                 )
             if commit.mood is not None or commit.summaries:
                 write_cycle_rows(conn, commit, cid, turn, now)
@@ -222,13 +220,11 @@ class Commits:
                 )
             if commit.memory:
                 insert_rows(
-                    conn,
-                    "INSERT INTO working_memory (session_id, commit_id, turn, region, entry_type,"
-                    " content, verb, meta, time) VALUES ",
-                    [
-                        (sid, cid, turn, m.region, m.entry_type, m.content, m.verb, meta, now)
-                        for m, meta in zip(commit.memory, memory, strict=True)
-                    ],
+                    conn, "working_memory",
+                    (("session_id", sid), ("commit_id", cid), ("turn", turn), ("time", now)),
+                    _MEMORY_COLUMNS,
+                    [(m.region, m.entry_type, m.content, m.verb, meta)
+                     for m, meta in zip(commit.memory, memory, strict=True)],
                 )
             if chetana is not None:
                 conn.execute(
@@ -381,6 +377,8 @@ class Commits:
             found = folders[session_id] = soul_home.session_logs_dir(session_id, self.home)
         return found
 
+_MESSAGE_COLUMNS = ("layer", "tag", "step", "verb", "content", "meta")
+_MEMORY_COLUMNS = ("region", "entry_type", "content", "verb", "meta")
 _HEAD = "SELECT turns, soul, coalesce(user_model_key, user), logged_commit, "
 _PREVIOUS = "(SELECT coalesce(max(id), 0) FROM commits WHERE session_id = sessions.id), "
 _LATEST_VERSION = (

@@ -664,6 +664,36 @@ def test_a_commit_of_many_messages_stores_them_all_in_order(store: SessionStore)
     assert sorted(lines, key=lambda c: int(c[1:])) == [f"m{i}" for i in range(150)]
 
 
+def test_rows_get_the_values_they_share_as_if_each_were_inserted_alone(store: SessionStore) -> None:
+    # the session, commit, turn, time and cycle are bound once for all of a commit's rows:
+    # every row still gets them, with their types (a NULL cycle too), beside its own values
+    info = store.create_session("claudius", "ann")
+    for n, cycle in enumerate((None, 7)):
+        messages = (MessageRecord("external", "user", f"hi {n}"), MessageRecord("internal", "t", "x\x00y", "s", "v", {"k": n}))
+        memory = (MemoryEntry("thread", "note", f"e{n}", None, {"a": [1.5]}), MemoryEntry("r", "t", "", "mused"))
+        store.commit(Commit(info.id, n, messages=messages, memory=memory, trace={}, process="p" if cycle else None, cycle=cycle))
+    conn = store.connection
+    commits = [tuple(r) for r in conn.execute("SELECT id, turn, time FROM commits WHERE session_id = ? ORDER BY id", (info.id,))]
+    rows = [tuple(r) for r in conn.execute(
+        "SELECT session_id, commit_id, turn, time, cycle, layer, tag, step, verb, content, meta FROM messages"
+        " WHERE session_id = ? ORDER BY id", (info.id,))]
+    assert rows == [
+        (info.id, cid, turn, at, cycle, *m)
+        for (cid, turn, at), cycle in zip(commits, (None, 7), strict=True)
+        for m in (("external", "user", None, None, f"hi {turn - 1}", "{}"),
+                  ("internal", "t", "s", "v", "x\x00y", f"{{\"k\":{turn - 1}}}"))
+    ]
+    assert all(type(r[3]) is float and type(r[2]) is int for r in rows)
+    entries = [tuple(r) for r in conn.execute(
+        "SELECT session_id, commit_id, turn, time, region, entry_type, content, verb, meta FROM working_memory"
+        " WHERE session_id = ? ORDER BY id", (info.id,))]
+    assert entries == [
+        (info.id, cid, turn, at, *e)
+        for cid, turn, at in commits
+        for e in (("thread", "note", f"e{turn - 1}", None, '{"a":[1.5]}'), ("r", "t", "", "mused", "{}"))
+    ]
+
+
 @sqlite_only
 def test_the_checkpoint_thread_is_woken_by_what_the_wal_holds_not_by_its_size(
     store: SessionStore, monkeypatch: pytest.MonkeyPatch
