@@ -377,6 +377,7 @@ class Commits:
             found = folders[session_id] = soul_home.session_logs_dir(session_id, self.home)
         return found
 
+
 _MESSAGE_COLUMNS = ("layer", "tag", "step", "verb", "content", "meta")
 _MEMORY_COLUMNS = ("region", "entry_type", "content", "verb", "meta")
 _HEAD = "SELECT turns, soul, coalesce(user_model_key, user), logged_commit, "

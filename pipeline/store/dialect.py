@@ -28,8 +28,8 @@ a noncharacter).
 Upserts are written in the portable `INSERT ... ON CONFLICT` form and new ids are read with
 `RETURNING id`, which both dialects run as written; several rows go in with one
 `INSERT ... SELECT ... FROM (VALUES (...), (...))` (`insert_rows`), which both run in the order
-written. JSON stays TEXT on both (the store never
-queries inside it), so rows read back identically.
+written. JSON stays TEXT on both (the store never queries inside it), so rows read back
+identically.
 
 What SQL cannot express the same way is a method of `Dialect`: whether a table exists, the
 lock that serialises migrations, the row lock that makes the stale-turn check exact, the lock
