@@ -734,3 +734,33 @@ def test_the_checkpoint_thread_is_woken_by_what_the_wal_holds_not_by_its_size(
         store.commit(turn_commit(info.id, base, base))
     assert checkpointer._pending() < 1_500_000 < checkpointer._wal.stat().st_size
     assert woken == []  # the file is large, what it holds is not
+
+
+@sqlite_only
+def test_a_turn_is_one_write_transaction_and_a_snapshot_over_kept_rows_one_statement(store: SessionStore) -> None:
+    # what a turn costs the store in statements (each a round through the driver and SQLite):
+    # the commit reads what it checks in its first statement, writes each table once, and the
+    # logs' cursor moves after the lines are appended; the next snapshot, its rows kept, is
+    # the session's head alone
+    info = store.create_session("claudius", "ann", initial_state={"k": 0})
+    store.commit(turn_commit(info.id, 0, 0))
+    store.snapshot(info.id)
+    ran: list[str] = []
+    store.connection.set_trace_callback(ran.append)
+    try:
+        store.commit(turn_commit(
+            info.id, 1, 1, user_model=UserModelChange("# v1", "n"), chetana={"c": 1},
+            memory=(MemoryEntry("default", "userMessage", "hi"),),
+        ))
+        committed = [" ".join(sql.split()[:3]) for sql in ran]
+        ran.clear()
+        store.snapshot(info.id)
+    finally:
+        store.connection.set_trace_callback(None)
+    assert committed == [
+        "BEGIN IMMEDIATE", "SELECT turns, soul,", "INSERT INTO commits", "INSERT INTO messages",
+        "INSERT INTO state", "INSERT INTO user_models", "INSERT INTO working_memory",
+        "INSERT INTO chetana", "INSERT INTO traces", "UPDATE sessions SET", "COMMIT",
+        "UPDATE sessions SET",
+    ]
+    assert len(ran) == 1 and ran[0].startswith("SELECT id, soul, user")
