@@ -9,6 +9,7 @@ the turn count and does not advance it; it is stamped with the count read in its
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -24,7 +25,7 @@ from soul.store import logs, notify
 from soul.store.connection import Connection
 from soul.store.database import Checkpointer
 from soul.store.descriptors import Descriptors
-from soul.store.dialect import dialect_of, insert_rows
+from soul.store.dialect import Dialect, dialect_of, insert_rows
 from soul.store.export import SESSION_COLUMNS
 from soul.store.logs import dumps
 from soul.store.minds import write_cycle_rows
@@ -126,18 +127,24 @@ class Commits:
         now = time.time()
         dialect = dialect_of(self._conn)
 
+        # On a backend that holds the whole database for the transaction (SQLite), the session's
+        # last commit (the one before this) and its user model's latest version are read with
+        # the session row: three statements in one.
+        holds_all = dialect.serialised
+        head = _head(dialect, commit.user_model is not None)
+
         def body(conn: Connection) -> tuple[int, int, int, dict[str, Any], str, int, SessionInfo] | int:
-            row = conn.execute(
-                "SELECT turns, soul, coalesce(user_model_key, user), logged_commit, " + SESSION_COLUMNS
-                + " FROM sessions WHERE id = ?" + dialect.for_update,
-                (commit.session_id,),
-            ).fetchone()
+            row = conn.execute(head, (commit.session_id,)).fetchone()
             if row is None:
                 raise SessionNotFound(f"no session {commit.session_id!r}")
             # `user`: the name its user-model versions are kept under; `cursor`: the logs'
             # (only a holder of the folder's lock moves it: see `_mirror`)
             turns, soul, user, cursor = row[:4]
-            listed = row[4:]  # the session as listed (`SessionInfo`), before this commit
+            if holds_all:
+                previous, latest = row[4:6]
+                listed = row[6:]  # the session as listed (`SessionInfo`), before this commit
+            else:
+                listed = row[4:]
             if commit.fence is not None:
                 check_fence(conn, commit.fence)
             if once:
@@ -157,12 +164,13 @@ class Commits:
                 )
             version = None
             if commit.user_model is not None:
-                # Sessions of one (soul, user) commit in parallel on PostgreSQL: versions queue.
-                dialect.lock(conn, f"user_model {soul!r} {user!r}")
-                latest = conn.execute(
-                    "SELECT max(version) FROM user_models WHERE soul = ? AND user = ?",
-                    (soul, user),
-                ).fetchone()[0]
+                if not holds_all:
+                    # Sessions of one (soul, user) commit in parallel on PostgreSQL: versions queue.
+                    dialect.lock(conn, f"user_model {soul!r} {user!r}")
+                    latest = conn.execute(
+                        "SELECT max(version) FROM user_models WHERE soul = ? AND user = ?",
+                        (soul, user),
+                    ).fetchone()[0]
                 version = (latest or 0) + 1
             event = {
                 "kind": commit.kind,
@@ -190,13 +198,11 @@ class Commits:
             cycle = commit.cycle
             if commit.messages:
                 insert_rows(
-                    conn,
-                    "INSERT INTO messages (session_id, commit_id, turn, layer, tag, step, verb,"
-                    " content, meta, time, cycle) VALUES ",
-                    [
-                        (sid, cid, turn, m.layer, m.tag, m.step, m.verb, m.content, meta, now, cycle)
-                        for m, meta in zip(commit.messages, metas, strict=True)
-                    ],
+                    conn, "messages",
+                    (("session_id", sid), ("commit_id", cid), ("turn", turn), ("time", now), ("cycle", cycle)),
+                    _MESSAGE_COLUMNS,
+                    [(m.layer, m.tag, m.step, m.verb, m.content, meta)
+                     for m, meta in zip(commit.messages, metas, strict=True)],
                 )
             if commit.mood is not None or commit.summaries:
                 write_cycle_rows(conn, commit, cid, turn, now)
@@ -214,13 +220,11 @@ class Commits:
                 )
             if commit.memory:
                 insert_rows(
-                    conn,
-                    "INSERT INTO working_memory (session_id, commit_id, turn, region, entry_type,"
-                    " content, verb, meta, time) VALUES ",
-                    [
-                        (sid, cid, turn, m.region, m.entry_type, m.content, m.verb, meta, now)
-                        for m, meta in zip(commit.memory, memory, strict=True)
-                    ],
+                    conn, "working_memory",
+                    (("session_id", sid), ("commit_id", cid), ("turn", turn), ("time", now)),
+                    _MEMORY_COLUMNS,
+                    [(m.region, m.entry_type, m.content, m.verb, meta)
+                     for m, meta in zip(commit.memory, memory, strict=True)],
                 )
             if chetana is not None:
                 conn.execute(
@@ -236,10 +240,11 @@ class Commits:
             conn.execute(
                 "UPDATE sessions SET turns = ?, updated = ? WHERE id = ?", (turn, now, sid)
             )
-            previous = conn.execute(
-                "SELECT coalesce(max(id), 0) FROM commits WHERE session_id = ? AND id < ?",
-                (sid, cid),
-            ).fetchone()[0]
+            if not holds_all:  # (read after the insert: in its own snapshot, past any wait)
+                previous = conn.execute(
+                    "SELECT coalesce(max(id), 0) FROM commits WHERE session_id = ? AND id < ?",
+                    (sid, cid),
+                ).fetchone()[0]
             if dialect.name != "sqlite":  # other processes hear of it at COMMIT, ids only
                 dialect.notify(conn, notify.channel(soul), notify.Notice(sid, cid, notify.ORIGIN).payload)
             # the session as listed after it (what `SessionStore.session` would read now)
@@ -371,6 +376,29 @@ class Commits:
                 folders.clear()
             found = folders[session_id] = soul_home.session_logs_dir(session_id, self.home)
         return found
+
+
+_MESSAGE_COLUMNS = ("layer", "tag", "step", "verb", "content", "meta")
+_MEMORY_COLUMNS = ("region", "entry_type", "content", "verb", "meta")
+_HEAD = "SELECT turns, soul, coalesce(user_model_key, user), logged_commit, "
+_PREVIOUS = "(SELECT coalesce(max(id), 0) FROM commits WHERE session_id = sessions.id), "
+_LATEST_VERSION = (
+    "(SELECT max(version) FROM user_models WHERE soul = sessions.soul"
+    " AND user = coalesce(sessions.user_model_key, sessions.user)), "
+)
+
+
+@functools.cache
+def _head(dialect: Dialect, user_model: bool) -> str:
+    """The commit's first statement: the session row (its turn count, soul, user-model name,
+    logs' cursor, and its columns as listed), locked; on a dialect whose write transaction
+    holds the whole database, also the session's last commit id and, if the commit writes a
+    user model, that model's latest version (else NULL)."""
+    if not dialect.serialised:
+        return _HEAD + SESSION_COLUMNS + " FROM sessions WHERE id = ?" + dialect.for_update
+    return (_HEAD + _PREVIOUS + (_LATEST_VERSION if user_model else "NULL, ") + SESSION_COLUMNS
+            + " FROM sessions WHERE id = ?" + dialect.for_update)
+
 
 def _check_cycle(commit: Commit) -> None:
     # A cycle is not checked against the turn count, so a full replacement it carried (state,

@@ -32,12 +32,14 @@ LIMIT = 32
 
 class Kept:
     """One folder's open descriptors: its lock file, its log files by name, and the mutex a
-    `Writer` holds with the flock."""
+    `Writer` holds with the flock; and the folder's path with a separator, which the log
+    files' paths start with."""
 
-    __slots__ = ("closed", "files", "lock", "mutex", "retired")
+    __slots__ = ("closed", "files", "lock", "mutex", "prefix", "retired")
 
-    def __init__(self, lock: int) -> None:
+    def __init__(self, lock: int, folder: Path) -> None:
         self.lock = lock
+        self.prefix = os.path.join(folder, "")
         self.files: dict[str, int] = {}
         self.mutex = threading.Lock()
         self.closed = False
@@ -89,7 +91,7 @@ class Descriptors:
                 fd = logs.open_lock(folder, create=create)
                 if fd is None:
                     return None
-                fresh = Kept(fd)
+                fresh = Kept(fd, folder)
                 with self._guard:
                     kept = self._kept.setdefault(key, fresh)
                     if kept is fresh:

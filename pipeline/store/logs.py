@@ -258,9 +258,11 @@ def pending_lines(
 
 class Kept(Protocol):
     """A folder's descriptors kept open between writers (`soul.store.descriptors.Kept`): the
-    log files by name, and `let_go`, which a writer calls once its flock is let go."""
+    log files by name, the folder's path with a separator, and `let_go`, which a writer calls
+    once its flock is let go."""
 
     files: dict[str, int]
+    prefix: str
 
     def let_go(self) -> None: ...
 
@@ -271,7 +273,8 @@ class Writer:
 
     def __init__(self, folder: Path, lock: int, kept: Kept | None = None) -> None:
         self.folder = folder
-        self._prefix = os.path.join(folder, "")  # the folder's path and a separator
+        # the folder's path and a separator (worked out once for a folder's kept descriptors)
+        self._prefix = kept.prefix if kept is not None else os.path.join(folder, "")
         self._lock = lock  # the lock file's descriptor (-1 once released)
         # the folder's descriptors when a store keeps them open (`Descriptors`): not closed here
         self._kept = kept

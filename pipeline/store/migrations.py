@@ -309,3 +309,24 @@ def m004_field_partitions(conn: Connection) -> None:
         "CREATE INDEX sessions_shard ON sessions(soul, shard)",
         "CREATE INDEX sessions_user ON sessions(soul, user)",
     )
+
+
+@migration
+def m005_partial_indexes(conn: Connection) -> None:
+    """Indexes that hold only the rows their queries ask for, so a commit writes fewer.
+
+    `messages_session_tag` indexed every message by (session, tag) for two questions: a
+    session's last user-model check (each snapshot that reads the session's rows) and its S_loud
+    impulses since its last turn (the triggers). A commit of ten messages wrote ten entries
+    into it, spread over the pages of as many tags; now one partial index per question holds
+    only those messages. `commits_process` holds only the commits of a background process
+    (every query on it names one): a turn's commit writes no entry.
+    """
+    _run(
+        conn,
+        "DROP INDEX messages_session_tag",
+        "CREATE INDEX messages_user_model_check ON messages(session_id) WHERE tag = 'user_model_check'",
+        "CREATE INDEX messages_s_loud ON messages(session_id) WHERE tag = 'S_loud'",
+        "DROP INDEX commits_process",
+        "CREATE INDEX commits_process ON commits(session_id, process, kind, cycle) WHERE process IS NOT NULL",
+    )

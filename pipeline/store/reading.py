@@ -42,25 +42,26 @@ def _decode(text: str) -> Any:
     return _DECODER.decode(text)
 
 
-# The session row with its state, its Chetana state, its latest user model and user-model check,
-# in one statement (five, each its own round through the driver, before): read every turn.
+# The session row with its state, its Chetana state and its latest user model, in one statement
+# (four, each its own round through the driver, before): read every turn. The last user-model
+# check is a message, kept with the session's messages (`Seen.check`).
 _MODEL_OF = (
     "FROM user_models WHERE soul = sessions.soul"
     " AND user = coalesce(sessions.user_model_key, sessions.user) ORDER BY version DESC LIMIT 1"
-)
-_CHECK_OF = (  # the last user-model check (the Samantha-Dreams gate)
-    "FROM messages WHERE session_id = sessions.id AND tag = 'user_model_check' ORDER BY id DESC LIMIT 1"
 )
 _SNAPSHOT_HEAD = (
     f"SELECT {SESSION_COLUMNS},"
     " (SELECT json FROM state WHERE session_id = sessions.id),"
     " (SELECT json FROM chetana WHERE session_id = sessions.id),"
     f" (SELECT version {_MODEL_OF}), (SELECT text {_MODEL_OF}),"
-    f" (SELECT content {_CHECK_OF}), (SELECT meta {_CHECK_OF}),"
     # what the session's working memory and messages are made of (see `Seen`)
     " (SELECT coalesce(max(id), 0) FROM commits WHERE session_id = sessions.id),"
     " (SELECT count(*) FROM working_memory WHERE session_id = sessions.id)"
     " FROM sessions WHERE id = ?"
+)
+_LAST_CHECK = (  # the last user-model check (the Samantha-Dreams gate)
+    "SELECT content, meta FROM messages WHERE session_id = ? AND tag = 'user_model_check'"
+    " ORDER BY id DESC LIMIT 1"
 )
 # decoded rows (working-memory entries and messages, ~0.3 KiB each) a store keeps between
 # snapshots, over all sessions: ~3 MiB at most (a claudius session of 8 turns holds ~45)
@@ -69,8 +70,9 @@ SEEN_ROWS = 8192
 
 @dataclass(frozen=True, slots=True)
 class Seen:
-    """A session's working memory (with each entry's time, for the TTL) and its last `recent`
-    messages as a snapshot decoded them, kept by the store for the next snapshot.
+    """A session's working memory (with each entry's time, for the TTL), its last `recent`
+    messages and the result of its last user-model check as a snapshot read them, kept by the
+    store for the next snapshot.
 
     They are what the session's commits up to `commit` wrote, less the working-memory rows
     deleted since (expired): rows of both tables are only ever added by a commit (a new commit
@@ -87,6 +89,7 @@ class Seen:
     times: tuple[float, ...]  # each entry's time
     recent: int  # how many messages were asked for
     messages: tuple[MessageRecord, ...]  # the last `recent`, oldest first
+    check: bool | None  # the last user-model check's result (`_check_result`), None for none
 
     @property
     def size(self) -> int:
@@ -97,8 +100,13 @@ class Seen:
                  messages: tuple[MessageRecord, ...]) -> Seen:
         """These with a commit's rows added (its entries and messages as a read gives them back)."""
         kept = (self.messages + messages)[-self.recent:] if self.recent > 0 else ()
+        check = self.check
+        for m in reversed(messages):
+            if m.tag == "user_model_check":
+                check = _check_result(m.content, m.meta)
+                break
         return Seen(commit, self.memory_count + len(memory), self.memory + memory,
-                    self.times + (at,) * len(memory), self.recent, kept)
+                    self.times + (at,) * len(memory), self.recent, kept, check)
 
 
 class SeenSessions:
@@ -169,7 +177,10 @@ def _as_read(record: Any, kind: type[Any]) -> Any:
 class Reading:
     """The read side of `SessionStore`: snapshots, messages, traces."""
 
+    _conn: Connection
+    _lock: Any
     _read: Callable[[], AbstractContextManager[Connection]]
+    _damage_reported: Callable[[], AbstractContextManager[None]]
     _write: Callable[..., Any]
     _chetana_written: dict[str, tuple[str, Any]]
     _seen: SeenSessions
@@ -181,18 +192,31 @@ class Reading:
 
         `ttl_hours` drops working-memory entries older than that (and deletes them afterwards,
         lazily: the seed's 72-hour thread TTL).
+
+        When the store keeps the session's rows (`Seen`), the session's head is read first in one
+        statement (a read transaction of its own), and the rows are taken as kept if it says
+        nothing changed them; else everything is read again in one transaction.
         """
         cutoff = time.time() - ttl_hours * 3600 if ttl_hours is not None else None
-        with self._read() as conn:
-            row = conn.execute(_SNAPSHOT_HEAD, (session_id,)).fetchone()
-            if row is None:
-                raise SessionNotFound(f"no session {session_id!r}")
-            info = session_info(row[:_HEAD_SESSION])
-            (state_json, chetana_json, model_version, model_text, check_content, check_meta,
-             last_commit, memory_count) = row[_HEAD_SESSION:]
-            seen = self._seen.get(session_id)
-            if seen is None or (seen.commit, seen.memory_count, seen.recent) != (last_commit, memory_count, recent):
-                seen = self._read_rows(conn, session_id, recent, last_commit)
+        seen = self._seen.get(session_id)
+        row = None
+        if seen is not None and seen.recent == recent:
+            with self._lock, self._damage_reported():
+                row = self._conn.execute(_SNAPSHOT_HEAD, (session_id,)).fetchone()
+            if row is not None and (row[-2], row[-1]) != (seen.commit, seen.memory_count):
+                row = None  # changed since: read it all again, in one transaction
+        if row is None:
+            with self._read() as conn:
+                row = conn.execute(_SNAPSHOT_HEAD, (session_id,)).fetchone()
+                if row is None:
+                    raise SessionNotFound(f"no session {session_id!r}")
+                last_commit, memory_count = row[-2:]
+                seen = self._seen.get(session_id)
+                if seen is None or (seen.commit, seen.memory_count, seen.recent) != (last_commit, memory_count, recent):
+                    seen = self._read_rows(conn, session_id, recent, last_commit)
+        assert seen is not None
+        info = session_info(row[:_HEAD_SESSION])
+        state_json, chetana_json, model_version, model_text = row[_HEAD_SESSION:-2]
         if cutoff is None or not seen.times or min(seen.times) >= cutoff:
             memory = seen.memory
         else:
@@ -206,12 +230,12 @@ class Reading:
             memory=memory,
             recent=seen.messages,
             chetana=self._chetana(session_id, chetana_json),
-            last_user_model_check=_check_result(check_content, check_meta),
+            last_user_model_check=seen.check,
         )
 
     def _read_rows(self, conn: Connection, session_id: str, recent: int, last_commit: int) -> Seen:
-        """The session's working memory and last `recent` messages, read and decoded (in the
-        snapshot's transaction), and kept for the next snapshot."""
+        """The session's working memory, last `recent` messages and last user-model check,
+        read and decoded (in the snapshot's transaction), and kept for the next snapshot."""
         memory_rows = conn.execute(
             "SELECT region, entry_type, content, verb, meta, time FROM working_memory"
             " WHERE session_id = ? ORDER BY id",
@@ -226,6 +250,7 @@ class Reading:
             if recent > 0
             else []
         )
+        check = conn.execute(_LAST_CHECK, (session_id,)).fetchone()
         seen = Seen(
             last_commit,
             len(memory_rows),
@@ -234,6 +259,7 @@ class Reading:
             tuple(row[5] for row in memory_rows),
             recent,
             tuple(message_record(*r) for r in reversed(recent_rows)),
+            _check_result(check[0], decoded_meta(check[1])) if check is not None else None,
         )
         self._seen.put(session_id, seen)
         return seen
@@ -320,11 +346,10 @@ def message_record(
     return MessageRecord(layer, tag, content, step, verb, decoded_meta(meta))
 
 
-def _check_result(content: str | None, meta: str | None) -> bool | None:
-    # The runtime stores the parsed boolean as meta {"result": bool}; the text is the fallback.
-    if content is None or meta is None:
-        return None
-    result = decoded_meta(meta).get("result")
+def _check_result(content: str, meta: Any) -> bool | None:
+    """A user-model check's result from its message (`meta` decoded): the runtime stores the
+    parsed boolean as meta {"result": bool}; the text is the fallback."""
+    result = meta.get("result") if type(meta) is dict else None
     if isinstance(result, bool):
         return result
     return content.strip().lower() in ("true", "yes", "1")

@@ -9,7 +9,7 @@ from typing import Any
 
 import postgres_server
 import pytest
-from store_backends import backend  # noqa: F401 - the fixture
+from store_backends import backend, sqlite_only  # noqa: F401 - the fixture
 
 from soul.errors import StoreError
 from soul.store import migrations, postgres
@@ -278,7 +278,7 @@ def test_a_store_at_the_forks_migration_moves_on_to_field_partitions(
     from soul.store.shards import shard_of
 
     later = [m for m in MIGRATIONS if m.__name__ >= "m004"]
-    assert [m.__name__ for m in later] == ["m004_field_partitions"]
+    assert later[0].__name__ == "m004_field_partitions"
     monkeypatch.setattr(migrations, "MIGRATIONS", [m for m in MIGRATIONS if m.__name__ < "m004"])
     assert migrate(db)[-1] == "m003_forks"
     db.execute("INSERT INTO sessions (id, soul, user, created, updated) VALUES ('s1', 'claudius', 'ann', 0, 0)")
@@ -287,7 +287,7 @@ def test_a_store_at_the_forks_migration_moves_on_to_field_partitions(
     db.execute("INSERT INTO commits (session_id, turn, kind, time, meta, state, chetana)"
                " VALUES ('s1', 1, 'message', 0, '{}', '{\"n\": 1}', '{\"c\": 2}')")
     monkeypatch.setattr(migrations, "MIGRATIONS", [*migrations.MIGRATIONS, *later])
-    assert migrate(db) == ["m004_field_partitions"]
+    assert migrate(db) == [m.__name__ for m in later]
     assert tables(db) == EXPECTED
     rows = db.execute("SELECT id, shard, forked_from, forked_at, user_model_key FROM sessions ORDER BY id").fetchall()
     ann = shard_of("claudius", "ann")
@@ -312,3 +312,57 @@ def test_field_partitions_migration_gives_existing_sessions_their_shard(
     shards = dict(db.execute("SELECT id, shard FROM sessions ORDER BY id").fetchall())
     assert shards == {"s1": shard_of("claudius", "ann"), "s2": shard_of("claudius", "bob")}
     assert shards["s1"] != shards["s2"]  # these two land apart (checked once, here)
+
+
+# index -> (table, its columns, the rows it holds: None for all) on messages and commits; a
+# change must update this on purpose (each entry is written by every commit it covers)
+EXPECTED_INDEXES = {
+    "messages_session": ("messages", ["session_id"], None),
+    "messages_user_model_check": ("messages", ["session_id"], "tag = 'user_model_check'"),
+    "messages_s_loud": ("messages", ["session_id"], "tag = 'S_loud'"),
+    "commits_session": ("commits", ["session_id"], None),
+    "commits_process": ("commits", ["session_id", "process", "kind", "cycle"], "process IS NOT NULL"),
+}
+
+
+def test_messages_and_commits_are_indexed_only_for_the_rows_their_queries_ask_for(db: Any) -> None:
+    migrate(db)
+    if isinstance(db, sqlite3.Connection):
+        found = {}
+        for name, table, sql in db.execute(
+            "SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'index'"
+            " AND tbl_name IN ('messages', 'commits') AND sql IS NOT NULL"
+        ):
+            columns = [c[2] for c in db.execute(f"PRAGMA index_info({name})")]
+            where = sql.split(" WHERE ", 1)[1] if " WHERE " in sql else None
+            found[name] = (table, columns, where)
+    else:
+        found = {}
+        for name, table, definition in db.execute(
+            "SELECT indexname, tablename, indexdef FROM pg_indexes WHERE schemaname = current_schema()"
+            " AND tablename IN ('messages', 'commits') AND indexname NOT LIKE '%pkey'"
+        ):
+            columns = definition.split(" USING btree (", 1)[1].split(")", 1)[0].split(", ")
+            where = definition.split(" WHERE ", 1)[1] if " WHERE " in definition else None
+            # PostgreSQL shows the predicate as it parsed it: "(tag = 'x'::text)"
+            if where is not None:
+                where = where.strip("()").replace("::text", "")
+            found[name] = (table, columns, where)
+    assert found == EXPECTED_INDEXES
+
+
+@sqlite_only
+def test_the_queries_of_the_partial_indexes_use_them(db: Any) -> None:
+    """SQLite's planner takes a partial index only for a query whose terms imply its condition:
+    the snapshot's last check, the pending impulses and a process's commits do."""
+    from soul.store.notify import pending_impulses_query
+    from soul.store.reading import _LAST_CHECK
+
+    migrate(db)
+    impulses, _ = pending_impulses_query("s")
+    once = ("SELECT turn FROM commits WHERE session_id = ? AND process = ?"
+            " AND kind = 'cycle' AND cycle = ? ORDER BY id LIMIT 1")
+    for query, index in [(_LAST_CHECK, "messages_user_model_check"), (impulses, "messages_s_loud"),
+                         (once, "commits_process")]:
+        plan = " ".join(str(r[-1]) for r in db.execute("EXPLAIN QUERY PLAN " + query, ("s",) * query.count("?")))
+        assert f"USING INDEX {index}" in plan or f"USING COVERING INDEX {index}" in plan, plan

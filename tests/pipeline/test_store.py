@@ -239,6 +239,28 @@ def test_snapshots_after_this_stores_commits_read_what_a_fresh_store_reads(store
     assert len(store.snapshot(info.id).memory) == 21
 
 
+def test_a_snapshot_over_kept_rows_still_reads_what_changed_beside_them(store: SessionStore) -> None:
+    # the session's rows are kept (nothing committed to it since), so the snapshot reads only
+    # its head: a user model another session of the same user wrote, and a state written by
+    # hand, are what it returns
+    info = store.create_session("claudius", "ann")
+    store.commit(turn_commit(info.id, 0, 0, user_model=UserModelChange("# v1", "n")))
+    first = store.snapshot(info.id)
+    assert (first.user_model, first.user_model_version, first.state) == ("# v1", 1, {"currentTopic": "topic 0"})
+    beside = store.create_session("claudius", "ann")
+    with SessionStore.open(store.home, url=store.url) as other:
+        other.commit(turn_commit(beside.id, 0, 0, user_model=UserModelChange("# v2", "n")))
+        other._write(lambda conn: conn.execute(
+            "UPDATE state SET json = ? WHERE session_id = ?", ('{"currentTopic":"by hand"}', info.id)))
+    snap = store.snapshot(info.id)
+    assert (snap.user_model, snap.user_model_version, snap.state) == ("# v2", 2, {"currentTopic": "by hand"})
+    assert (snap.memory, snap.recent) == (first.memory, first.recent)
+    with SessionStore.open(store.home, url=store.url) as other:
+        other.delete_session(info.id)
+    with pytest.raises(SessionNotFound):
+        store.snapshot(info.id)
+
+
 def test_snapshot_reads_the_rows_another_writer_committed_or_expired(store: SessionStore) -> None:
     info = store.create_session("claudius", "ann")
     entry = MemoryEntry("default", "userMessage", "first")
@@ -359,6 +381,35 @@ def test_samantha_dreams_gate_reads_the_latest_check(store: SessionStore) -> Non
     store.commit(Commit(info.id, 3, messages=(check,)))
     assert store.snapshot(info.id).last_user_model_check is False
 
+
+
+def test_the_latest_check_follows_this_stores_commits_and_another_writers(store: SessionStore) -> None:
+    # the store keeps a session's last check with its messages, extended by its own commits
+    # (several checks in one commit: the last; a meta that is not a plain dict; none): each
+    # snapshot must say what a read from scratch says
+    info = store.create_session("claudius", "ann")
+    assert store.snapshot(info.id).last_user_model_check is None is fresh_snapshot(store, info.id).last_user_model_check
+
+    def check(content: str, meta: Any = None) -> MessageRecord:
+        return MessageRecord("internal", "user_model_check", content, "check", meta=meta)
+
+    class Meta(dict):  # type: ignore[type-arg]  # a mapping of another type, stored as its dict
+        pass
+
+    commits = [
+        (check("false", {"result": True}), check("true", {"result": False})),
+        (MessageRecord("external", "user", "no check"),),
+        (check(" Yes "),),
+        (check("no", Meta(result=True)),),
+        (check("true", {"result": "maybe"}),),
+    ]
+    for n, messages in enumerate(commits):
+        store.commit(Commit(info.id, n, messages=messages))
+        assert store.snapshot(info.id).last_user_model_check == fresh_snapshot(store, info.id).last_user_model_check
+    assert store.snapshot(info.id).last_user_model_check is True
+    with SessionStore.open(store.home, url=store.url) as other:  # another process's turn
+        other.commit(Commit(info.id, len(commits), messages=(check("false", {"result": False}),)))
+    assert store.snapshot(info.id).last_user_model_check is False
 
 def test_working_memory_in_order_with_lazy_ttl(store: SessionStore) -> None:
     info = store.create_session("claudius", "ann")
@@ -489,6 +540,8 @@ FAILURE_POINTS = [
     "SELECT coalesce(max(id), 0) FROM commits",
     "COMMIT",
 ]
+# read in the first statement on SQLite, whose write transaction holds the whole database
+SEPARATE_ON_POSTGRESQL = {"SELECT max(version)", "SELECT coalesce(max(id), 0) FROM commits"}
 
 
 def everything(store: SessionStore, session_id: str) -> tuple[Any, ...]:
@@ -508,6 +561,8 @@ def everything(store: SessionStore, session_id: str) -> tuple[Any, ...]:
 def test_a_failure_anywhere_in_commit_leaves_the_session_as_it_was(
     store: SessionStore, point: str, error: BaseException
 ) -> None:
+    if point in SEPARATE_ON_POSTGRESQL and store.backend == "sqlite":
+        pytest.skip("no statement of its own on SQLite")
     info = store.create_session("claudius", "ann", initial_state={"k": 0})
     store.commit(turn_commit(info.id, 0, 0, user_model=UserModelChange("# v1", "n")))
     before = everything(store, info.id)
@@ -609,6 +664,36 @@ def test_a_commit_of_many_messages_stores_them_all_in_order(store: SessionStore)
     assert sorted(lines, key=lambda c: int(c[1:])) == [f"m{i}" for i in range(150)]
 
 
+def test_rows_get_the_values_they_share_as_if_each_were_inserted_alone(store: SessionStore) -> None:
+    # the session, commit, turn, time and cycle are bound once for all of a commit's rows:
+    # every row still gets them, with their types (a NULL cycle too), beside its own values
+    info = store.create_session("claudius", "ann")
+    for n, cycle in enumerate((None, 7)):
+        messages = (MessageRecord("external", "user", f"hi {n}"), MessageRecord("internal", "t", "x\x00y", "s", "v", {"k": n}))
+        memory = (MemoryEntry("thread", "note", f"e{n}", None, {"a": [1.5]}), MemoryEntry("r", "t", "", "mused"))
+        store.commit(Commit(info.id, n, messages=messages, memory=memory, trace={}, process="p" if cycle else None, cycle=cycle))
+    conn = store.connection
+    commits = [tuple(r) for r in conn.execute("SELECT id, turn, time FROM commits WHERE session_id = ? ORDER BY id", (info.id,))]
+    rows = [tuple(r) for r in conn.execute(
+        "SELECT session_id, commit_id, turn, time, cycle, layer, tag, step, verb, content, meta FROM messages"
+        " WHERE session_id = ? ORDER BY id", (info.id,))]
+    assert rows == [
+        (info.id, cid, turn, at, cycle, *m)
+        for (cid, turn, at), cycle in zip(commits, (None, 7), strict=True)
+        for m in (("external", "user", None, None, f"hi {turn - 1}", "{}"),
+                  ("internal", "t", "s", "v", "x\x00y", f"{{\"k\":{turn - 1}}}"))
+    ]
+    assert all(type(r[3]) is float and type(r[2]) is int for r in rows)
+    entries = [tuple(r) for r in conn.execute(
+        "SELECT session_id, commit_id, turn, time, region, entry_type, content, verb, meta FROM working_memory"
+        " WHERE session_id = ? ORDER BY id", (info.id,))]
+    assert entries == [
+        (info.id, cid, turn, at, *e)
+        for cid, turn, at in commits
+        for e in (("thread", "note", f"e{turn - 1}", None, '{"a":[1.5]}'), ("r", "t", "", "mused", "{}"))
+    ]
+
+
 @sqlite_only
 def test_the_checkpoint_thread_is_woken_by_what_the_wal_holds_not_by_its_size(
     store: SessionStore, monkeypatch: pytest.MonkeyPatch
@@ -649,3 +734,33 @@ def test_the_checkpoint_thread_is_woken_by_what_the_wal_holds_not_by_its_size(
         store.commit(turn_commit(info.id, base, base))
     assert checkpointer._pending() < 1_500_000 < checkpointer._wal.stat().st_size
     assert woken == []  # the file is large, what it holds is not
+
+
+@sqlite_only
+def test_a_turn_is_one_write_transaction_and_a_snapshot_over_kept_rows_one_statement(store: SessionStore) -> None:
+    # what a turn costs the store in statements (each a round through the driver and SQLite):
+    # the commit reads what it checks in its first statement, writes each table once, and the
+    # logs' cursor moves after the lines are appended; the next snapshot, its rows kept, is
+    # the session's head alone
+    info = store.create_session("claudius", "ann", initial_state={"k": 0})
+    store.commit(turn_commit(info.id, 0, 0))
+    store.snapshot(info.id)
+    ran: list[str] = []
+    store.connection.set_trace_callback(ran.append)
+    try:
+        store.commit(turn_commit(
+            info.id, 1, 1, user_model=UserModelChange("# v1", "n"), chetana={"c": 1},
+            memory=(MemoryEntry("default", "userMessage", "hi"),),
+        ))
+        committed = [" ".join(sql.split()[:3]) for sql in ran]
+        ran.clear()
+        store.snapshot(info.id)
+    finally:
+        store.connection.set_trace_callback(None)
+    assert committed == [
+        "BEGIN IMMEDIATE", "SELECT turns, soul,", "INSERT INTO commits", "INSERT INTO messages",
+        "INSERT INTO state", "INSERT INTO user_models", "INSERT INTO working_memory",
+        "INSERT INTO chetana", "INSERT INTO traces", "UPDATE sessions SET", "COMMIT",
+        "UPDATE sessions SET",
+    ]
+    assert len(ran) == 1 and ran[0].startswith("SELECT id, soul, user")
