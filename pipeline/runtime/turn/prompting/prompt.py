@@ -19,7 +19,7 @@ part lies in the messages (`runtime/conversation/layout.py`): the call's context
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -27,7 +27,7 @@ from jinja2 import TemplateError
 
 from soul.compiler import PlannedStep
 from soul.errors import BlueprintError, StepError
-from soul.kinds import Section
+from soul.kinds import CONTEXT_NAMES, Section
 from soul.language import Blueprint, environment
 from soul.providers import Message
 from soul.runtime.conversation import Budget, BudgetReport, parts
@@ -58,6 +58,7 @@ def section_format(section: Section, params: Mapping[str, Any]) -> str:
 
 
 THIS_TURN = "## This Turn So Far"
+EVERY_NAME = frozenset((*CONTEXT_NAMES, "steps"))  # what templates see (a gate, only the names it reads)
 
 _PLACEHOLDER_BODY = {
     "bool": "true or false",
@@ -96,23 +97,34 @@ class PromptBuilder:
         """The persona a call of `ctx`'s turn opens with (a dialogue agent's own, or the file's)."""
         return ctx.persona.strip() if ctx.persona else self.persona
 
-    def variables(self, ctx: TurnContext, params: Mapping[str, Any] | None = None, earlier: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """The names every template and gate sees (`soul.kinds.stepkind.CONTEXT_NAMES` + steps)."""
+    def variables(self, ctx: TurnContext, params: Mapping[str, Any] | None = None, earlier: Mapping[str, Any] | None = None,
+                  names: Collection[str] = EVERY_NAME) -> dict[str, Any]:
+        """The names every template and gate sees (`soul.kinds.stepkind.CONTEXT_NAMES` and
+        `steps`), or only `names` of them (what a gate reads: one reading `steps` builds no memory, no chetana)."""
         bp = self.blueprint
-        return {
-            "soul": {"name": bp.name, "title": bp.name.replace("_", " ").replace("-", " ").title(), "description": bp.description, "persona": self.persona, "state_spec": bp.state},
-            # templates and gates never see the raw user text: it could otherwise become structure
-            "input": {"text": escape_untrusted(ctx.text), "user": ctx.user, "kind": ctx.kind},
-            "turn": {"number": ctx.number, "first": ctx.number == 1},
-            "state": dict(ctx.state),
-            "user_model": ctx.user_model,
-            # memory holds past user text too: as inert as the current message
-            "memory": {region: [escape_untrusted(e) for e in ctx.memory.get(region, ())] for region in self._regions(ctx)},
-            "chetana": dict(ctx.chetana or {}),
-            "params": dict(params or {}),
-            "steps": dict(ctx.steps if earlier is None else earlier),
-            "mind": inert_mind(ctx.mind) if ctx.mind else {},
-        }
+        found: dict[str, Any] = {}
+        if "soul" in names:
+            found["soul"] = {"name": bp.name, "title": bp.name.replace("_", " ").replace("-", " ").title(),
+                             "description": bp.description, "persona": self.persona, "state_spec": bp.state}
+        if "input" in names:  # templates and gates never see the raw user text: it could otherwise become structure
+            found["input"] = {"text": escape_untrusted(ctx.text), "user": ctx.user, "kind": ctx.kind}
+        if "turn" in names:
+            found["turn"] = {"number": ctx.number, "first": ctx.number == 1}
+        if "state" in names:
+            found["state"] = dict(ctx.state)
+        if "user_model" in names:
+            found["user_model"] = ctx.user_model
+        if "memory" in names:  # memory holds past user text too: as inert as the current message
+            found["memory"] = {region: [escape_untrusted(e) for e in ctx.memory.get(region, ())] for region in self._regions(ctx)}
+        if "chetana" in names:
+            found["chetana"] = dict(ctx.chetana or {})
+        if "params" in names:
+            found["params"] = dict(params or {})
+        if "steps" in names:
+            found["steps"] = dict(ctx.steps if earlier is None else earlier)
+        if "mind" in names:
+            found["mind"] = inert_mind(ctx.mind) if ctx.mind else {}
+        return found
 
     def _regions(self, ctx: TurnContext) -> list[str]:
         listed = list(self.blueprint.regions)
