@@ -294,6 +294,8 @@ def as_data(value: Any) -> Any:
     if kind is list:
         return [v if type(v) in _PLAIN else as_data(v) for v in value]
     if kind is tuple:
+        if not value:  # most of a trace's tuples (flags, repairs, tool calls): kept, as they cannot change
+            return value
         return tuple([v if type(v) in _PLAIN else as_data(v) for v in value])
     names = _FIELD_NAMES.get(kind)
     if names is not None:
