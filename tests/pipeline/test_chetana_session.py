@@ -59,6 +59,18 @@ def test_the_controller_lives_with_the_session(soul_home: Path) -> None:
     assert {"think", "reply", "user_check"} <= tools
 
 
+def test_a_steps_outputs_advance_the_goal_they_speak_of(soul_home: Path) -> None:
+    replies = [claudius_reply("Fixing the parser before Friday, then.", check="false"),
+               claudius_reply("Lovely weather.", check="false")]
+    s = soul.load("claudius", provider=ScriptedProvider(replies), home=soul_home)
+    session = s.session(user="ada")
+    session.turn_sync("I need to fix the parser before Friday.")  # the goal, then a reply speaking of it
+    progress = [i["progress"] for i in s.store.snapshot(session.id).chetana["intentions"]]
+    assert progress and progress[0] > 0.0
+    session.turn_sync("How are you?")
+    assert [i["progress"] for i in s.store.snapshot(session.id).chetana["intentions"]] == progress
+
+
 def soul_report(s: soul.Soul, session_id: str) -> dict:  # type: ignore[type-arg]
     from soul.runtime.bridges.chetana import session_report
 

@@ -110,9 +110,11 @@ class Cognition:
 
     def record(self, step: str, ok: bool, latency_ms: float, outputs: Mapping[str, Any]) -> None:
         """Report one step's run as a tool execution (a user correction was reported once,
-        when the turn began: `begin`)."""
+        when the turn began: `begin`); its outputs, as JSON, are the content only when an
+        intention could read them (`reads_results`: no goal, no encoding)."""
+        controller = self.controller
         with _REPORTING:
-            self.controller.after_tool_execution(step, ok, max(0.0, latency_ms), _content(outputs))
+            controller.after_tool_execution(step, ok, max(0.0, latency_ms), _content(outputs) if controller.reads_results else None)
 
     def tool(self, name: str, ok: bool, latency_ms: float, content: str | None) -> None:
         """Report one call of a blueprint tool (soul.runtime.tools): its real outcome (False
