@@ -45,7 +45,7 @@ from soul.runtime.turn.context import TurnContext, TurnState, context_for
 from soul.runtime.turn.eager import adopt, finish_waiting
 from soul.runtime.turn.gates import EXPRESSION_ERRORS, after_the_call, every_open
 from soul.runtime.turn.prompting.fitting import Prompt
-from soul.runtime.turn.prompting.prompt import MESSAGE_NOTE, MOMENT_NOTE
+from soul.runtime.turn.prompting.prompt import MESSAGE_NOTE, MOMENT_NOTE, Variables
 from soul.runtime.turn.services import Services
 from soul.sections import Instructions, instructions_of
 
@@ -255,8 +255,12 @@ class ScopeRunner:
 
     async def step_outputs(self, step: PlannedStep, ts: TurnState, seen: Seen | None = None) -> dict[str, Any]:
         """A step that makes no model call (Chetana, memory): its kind computes the outputs."""
-        variables = self.variables(ts, step.params, seen)
-        env = self.builder.env
+        # built as the kind reads them (a recall reads `chetana`), from the turn as the step found it
+        ctx = ts.ctx if seen is None else seen[0]
+        steps = {**self.not_run, **ts.outputs}
+        builder, params = self.builder, step.params
+        variables = Variables(lambda names: builder.variables(ctx, params, steps, names))
+        env = builder.env
 
         def render(source: str) -> str:
             try:

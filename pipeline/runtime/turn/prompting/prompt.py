@@ -19,7 +19,7 @@ part lies in the messages (`runtime/conversation/layout.py`): the call's context
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -27,7 +27,7 @@ from jinja2 import TemplateError
 
 from soul.compiler import PlannedStep
 from soul.errors import BlueprintError, StepError
-from soul.kinds import CONTEXT_NAMES, Section
+from soul.kinds import Section
 from soul.language import Blueprint, environment
 from soul.providers import Message
 from soul.runtime.conversation import Budget, BudgetReport, parts
@@ -58,7 +58,43 @@ def section_format(section: Section, params: Mapping[str, Any]) -> str:
 
 
 THIS_TURN = "## This Turn So Far"
-EVERY_NAME = frozenset((*CONTEXT_NAMES, "steps"))  # what templates see (a gate, only the names it reads)
+# what templates see (`soul.kinds.CONTEXT_NAMES` and `steps`), in `variables`' order
+NAMES = ("soul", "input", "turn", "state", "user_model", "memory", "chetana", "params", "steps", "mind")
+EVERY_NAME = frozenset(NAMES)  # (a gate sees only the names it reads)
+
+
+class Variables(Mapping[str, Any]):
+    """The names templates see, each built when first read (`PromptBuilder.variables` of it):
+    a step that reads `chetana` alone builds no memory and escapes no text. Iterating or
+    copying (a template rendered with it) builds the rest at once, in `variables`' order."""
+
+    __slots__ = ("_build", "_found")
+
+    def __init__(self, build: Callable[[Collection[str]], dict[str, Any]]) -> None:
+        self._build = build
+        self._found: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        found = self._found
+        if name in found:
+            return found[name]
+        if name not in EVERY_NAME:
+            raise KeyError(name)
+        value = found[name] = self._build((name,))[name]
+        return value
+
+    def _all(self) -> dict[str, Any]:
+        found = self._found
+        if len(found) < len(NAMES):
+            built = self._build(EVERY_NAME.difference(found))
+            found = self._found = {name: found[name] if name in found else built[name] for name in NAMES}
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(NAMES)
 
 _PLACEHOLDER_BODY = {
     "bool": "true or false",

@@ -1,5 +1,6 @@
-"""A `when` gate is given only the variables it reads (issue 26): the names its expression
-reads, found once per expression, decide exactly as every variable would."""
+"""Variables are built only as they are read (issue 26): a `when` gate is given the names its
+expression reads (found once per expression), a step without a model call reads them as it
+goes (`Variables`); each decides and reads exactly as with every variable built."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ import pytest
 
 import soul
 from soul.errors import StepError
+from soul.kinds import CONTEXT_NAMES
 from soul.records import MemoryEntry
 from soul.runtime.turn.context import TurnContext
 from soul.runtime.turn.gates import GateEvaluator
-from soul.runtime.turn.prompting.prompt import EVERY_NAME, PromptBuilder
+from soul.runtime.turn.prompting.prompt import EVERY_NAME, NAMES, PromptBuilder, Variables
 
 EXPRESSIONS = [
     "steps.check.result",
@@ -74,3 +76,27 @@ def test_a_gate_naming_an_unknown_variable_still_fails_on_it(soul_home: Path) ->
     expression = "nonesuch.x or steps.check.result"
     with pytest.raises(StepError, match="nonesuch"):
         gates.when_open("s", expression, builder.variables(ctx, names=gates.reads(expression)))
+
+
+def test_the_names_are_the_context_names_and_steps_in_the_order_variables_builds_them(soul_home: Path) -> None:
+    builder, ctx = _builder_and_context(soul_home)
+    assert set(NAMES) == set(CONTEXT_NAMES) | {"steps"} == EVERY_NAME
+    assert tuple(builder.variables(ctx)) == NAMES
+
+
+def test_variables_read_one_by_one_or_copied_are_every_variable(soul_home: Path) -> None:
+    builder, ctx = _builder_and_context(soul_home)
+    every = builder.variables(ctx, {"k": 4})
+    built: list[tuple[str, ...]] = []
+
+    def build(names: object) -> dict[str, object]:
+        built.append(tuple(sorted(names)))  # type: ignore[call-overload]
+        return builder.variables(ctx, {"k": 4}, None, names)  # type: ignore[arg-type]
+
+    lazy = Variables(build)
+    assert lazy.get("chetana") == every["chetana"] and built == [("chetana",)]
+    assert lazy.get("nonesuch") is None and "nonesuch" not in lazy and len(lazy) == len(NAMES)
+    copied = dict(lazy)  # as a template renders with it: the rest built at once, in order
+    assert copied == every and tuple(copied) == NAMES and len(built) == 2
+    template = builder.env.from_string("{{ input.text }} {{ memory.notes | join(',') }} {{ params.k }}")
+    assert template.render(Variables(build)) == template.render(every) == "refactor the tokenizer one,two &lt;b&gt; 4"
