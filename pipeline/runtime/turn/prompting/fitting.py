@@ -428,14 +428,16 @@ class Fitter:
 def _layout(system: parts.Piece, history: list[Message], labels: list[str], message: parts.Piece) -> dict[str, Any]:
     """Where each part lies in the messages `system`, `history` and the input `message` (a
     last history message of the user's is merged into the input, as the messages are: it is
-    popped from `history`, and the input's text is returned as "user")."""
+    popped from `history`, and the input's text is returned as "user"). `parts.Layout`'s
+    record, written row by row: a history message is one part, all of its text."""
     if history and history[-1].role == "user":  # a turn that got no reply: keep roles alternating
         last = history.pop()
         message = parts.join((parts.piece(parts.HISTORY, last.content, labels.pop()), message))
-    layout = parts.Layout()
-    layout.add(system)
+    spans = [[part, label, 0, start, end] for part, label, start, end in system.spans]
+    at = 1
     for m, label in zip(history, labels, strict=True):
-        layout.add(parts.piece(parts.HISTORY, m.content, label))
-    layout.add(message)
-    return {**layout.to_dict(), "user": message.text}
-
+        if m.content:  # an empty message has no part (as `parts.piece` makes none)
+            spans.append([parts.HISTORY, label, at, 0, len(m.content)])
+        at += 1
+    spans.extend([part, label, at, start, end] for part, label, start, end in message.spans)
+    return {"spans": spans, "messages": at + 1, "user": message.text}
