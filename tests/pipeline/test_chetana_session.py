@@ -163,6 +163,8 @@ def test_a_correction_raises_frustration_in_this_turns_prompt(write_blueprint, s
     {"tool": "recall", "calibration": 1.0, "velocity": 0.0, "turns": 3, "ok": True, "gate": None},
     {"odd": float("nan"), "big": 10**30, "text": "\udc80 é", "zero": -0.0},
     {"pair": (1, 2)}, {1: "key"}, {"nested": {"b": 1}}, {"when": Path("x")},
+    {"concepts": ["parser", "lexer"], "previous": ("tests", None, 1.5), "empty": []},
+    {"mixed": [1, {"x": 2}]}, {"deep": [[1]]}, {"odd": [float("inf"), "\udc80"]}, {"when": [Path("x")]},
 ])
 def test_an_event_is_stored_as_it_reads_back_from_json(data: dict) -> None:
     # Plain scalar events are copied rather than encoded and decoded (issue 26): what is

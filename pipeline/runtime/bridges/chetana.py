@@ -165,14 +165,27 @@ def _settings(block: Mapping[str, Any]) -> tuple[Any, Any]:
 
 _SCALARS = frozenset((str, int, float, bool, type(None)))
 _KEYS = frozenset((str,))
+_FLAT = _SCALARS | {list, tuple}
 
 
 def _json_safe(data: Mapping[str, Any]) -> dict[str, Any]:
-    """`data` as it reads back from JSON. An event of plain scalars under string keys (every
-    event Chetana sends today) reads back equal, so it is copied, not encoded and decoded
-    (told by two passes in C over its keys' and values' types)."""
-    if _KEYS.issuperset(map(type, data)) and _SCALARS.issuperset(map(type, data.values())):
-        return dict(data)
+    """`data` as it reads back from JSON. An event of plain scalars, and lists or tuples of
+    them, under string keys (every event Chetana sends today) reads back equal with its
+    sequences as lists, so it is copied so, not encoded and decoded (told by passes in C over
+    its keys' and values' types)."""
+    if _KEYS.issuperset(map(type, data)):
+        values = data.values()
+        if _SCALARS.issuperset(map(type, values)):
+            return dict(data)
+        if _FLAT.issuperset(map(type, values)):
+            copied = dict(data)
+            for key, value in copied.items():
+                if type(value) is list or type(value) is tuple:
+                    if not _SCALARS.issuperset(map(type, value)):
+                        break
+                    copied[key] = list(value)
+            else:
+                return copied
     return json.loads(json.dumps(dict(data), default=str))
 
 
