@@ -317,8 +317,10 @@ def _converter(names: tuple[str, ...]) -> Callable[[Any], dict[str, Any]]:
     calling `getattr` per field."""
     if not all(name.isidentifier() and not iskeyword(name) for name in names):  # not a class's own fields
         return lambda value: {name: as_data(getattr(value, name)) for name in names}
-    body = ", ".join(f"{name!r}: v if type(v := value.{name}) in _PLAIN else as_data(v)" for name in names)
-    scope: dict[str, Any] = {"_PLAIN": _PLAIN, "as_data": as_data}
+    # a plain value, or the empty tuple (most of a trace's tuples: flags, tool calls; one object in CPython,
+    # and any other empty tuple is converted to an equal one), is kept
+    body = ", ".join(f"{name!r}: v if type(v := value.{name}) in _PLAIN or v is _EMPTY else as_data(v)" for name in names)
+    scope: dict[str, Any] = {"_PLAIN": _PLAIN, "_EMPTY": (), "as_data": as_data}
     exec(f"def convert(value):\n    return {{{body}}}", scope)  # code made from field names (identifiers) only
     return scope["convert"]  # type: ignore[no-any-return]
 
