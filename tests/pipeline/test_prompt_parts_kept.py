@@ -1,9 +1,19 @@
-"""Working memory's prompt lines are made once per entry (issue 26): the store hands a
-session's entries back as the same objects every turn, and each keeps its labelled line."""
+"""What a prompt shows of a session's past is worked out once and kept between turns (issue
+26): working memory's labelled lines, per entry (the store hands a session's entries back as
+the same objects every turn), and what each past turn's messages cost, per way of counting."""
 
 from __future__ import annotations
 
 from soul.records import MemoryEntry
+from soul.runtime.conversation import ConversationView, HistoryTurn
+from soul.runtime.conversation.budget import (
+    ESTIMATE,
+    MESSAGE_OVERHEAD,
+    TOKENIZER,
+    Counter,
+    count_tokens,
+    estimate,
+)
 from soul.runtime.turn.prompting.fitting import Fitter, MemoryView
 
 
@@ -23,3 +33,16 @@ def test_a_memory_view_of_the_same_entries_shows_the_same_section() -> None:
     first, again = MemoryView(entries, fitter.listed, fitter.limits, fitter.line), MemoryView(entries, fitter.listed, fitter.limits, fitter.line)
     assert first.text == again.text == "## Working Memory\n### notes\n- [turn 2] fact 2\n- [turn 3] fact 3"
     assert first.regions[0][3] == 1  # one entry over the region's limit
+
+
+def test_a_past_turns_cost_is_its_messages_tokens_counted_once_per_way_of_counting() -> None:
+    fitter = Fitter([], {})
+    history = (HistoryTurn(1, "message", "ada", "I build <compilers>", "A noble way to suffer."),
+               HistoryTurn(2, "message", "ada", "Any advice?", ""))
+    rough, exact = Counter(ESTIMATE, False), Counter(TOKENIZER, True)
+    for _ in range(2):  # a second turn showing the same history finds each turn's cost kept
+        view = ConversationView(history, None, fitter._turns)
+        for counter, tokens in ((rough, estimate), (exact, count_tokens)):
+            each, whole = view.costs(counter, fitter.count)
+            assert each == tuple(sum(tokens(m.content) + MESSAGE_OVERHEAD for m in t.messages()) for t in history)
+            assert whole == sum(each)
