@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from souls import claudius_reply
 
 import soul
@@ -254,3 +256,16 @@ def test_a_state_another_writer_stored_is_restored_not_run_over(soul_home: Path,
     first.turn_sync(TALK[2])  # its kept controller is turn 1's: the stored state (turn 2's) wins
     assert restores[0] == 2
     assert s.store.snapshot(first.id).chetana["turn"] == 3
+
+
+@given(st.lists(st.sampled_from([
+    "no", "No", "NOPE", "nah", ",", ".", "!", " ", "  ", "\n", "-", "I", "i", "meant", "said", "that's", "thats", "that", "this", "it",
+    "is", "not", "what", "right", "correct", "wrong", "Wrong", "incorrect", "you", "misunderstood", "misread", "got", "are", "'re",
+    "didn't", "did", "mean", "say", "ask", "actually", "Actually,", "the", "know", "note", "ſ", "ı", "İ", "é", "misſread", "dıd",
+]), max_size=14))
+@settings(max_examples=400, deadline=None)
+def test_a_correction_is_told_as_its_search_alone_tells_it(words: list[str]) -> None:
+    from soul.runtime.bridges.chetana import _CORRECTION
+
+    for text in (" ".join(words), "".join(words)):
+        assert is_correction(text) == (bool(text) and _CORRECTION.search(text) is not None), repr(text)

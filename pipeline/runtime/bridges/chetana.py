@@ -40,9 +40,25 @@ _CORRECTION = re.compile(
 )
 
 
+# Every alternative of _CORRECTION holds one of these words ("not" and "nope" hold "no"): an
+# ASCII text holding none of them, case aside, is no correction, told without the search (which
+# tries every alternative at every character, ~0.1 us each). A text that is not ASCII is always
+# searched: case-insensitive matching also folds a few other letters (the long s, the dotless i).
+_CORRECTION_WORDS = ("no", "nah", "wrong", "incorrect", "misread", "misunderstood", "did", "actually")
+
+
 def is_correction(text: str) -> bool:
     """Whether a user message corrects the soul ("no, I meant…", "that's wrong", …)."""
-    return bool(text) and _CORRECTION.search(text) is not None
+    if not text:
+        return False
+    if text.isascii():
+        lowered = text.lower()
+        for word in _CORRECTION_WORDS:
+            if word in lowered:
+                break
+        else:
+            return False
+    return _CORRECTION.search(text) is not None
 
 
 # json.dumps(..., ensure_ascii=False, default=str) without making its encoder on every call
