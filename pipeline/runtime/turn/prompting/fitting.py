@@ -71,7 +71,7 @@ class MemoryView:
             limit = limits.get(region, DEFAULT_REGION_LIMIT)
             over = len(found) - limit if len(found) > limit else 0
             shown = found[-limit:] if limit > 0 else ()
-            lines = tuple(line_of(e) for e in shown)
+            lines = tuple(map(line_of, shown))
             title = f"### {region}"
             regions.append((region, title, lines, over, limit))
             kind = parts.RECALLED if shown and all(e.entry_type == "recollection" for e in shown) else parts.MEMORY
