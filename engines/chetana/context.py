@@ -54,12 +54,13 @@ class ChetanaContext:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-safe data (for a trace, a log or a template that wants dicts)."""
+        focus = self.focus  # read once (a live context's focus is a property)
         return {
             "affect": self.affect._asdict(),
             "focus": {
-                "concepts": [{"concept": c.name, "weight": c.weight} for c in self.focus.concepts],
-                "tools": [{"tool": t.name, "weight": t.weight} for t in self.focus.tools],
-                "messages": list(self.focus.messages),
+                "concepts": [{"concept": name, "weight": weight} for name, weight in focus.concepts],
+                "tools": [{"tool": name, "weight": weight} for name, weight in focus.tools],
+                "messages": list(focus.messages),
             },
             "self_assessment": self.self_assessment,
             "intentions": [_intention_dict(i) for i in self.intentions],

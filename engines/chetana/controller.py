@@ -236,6 +236,13 @@ class ChetanaController(Subsystem):
         if content:
             self._sankalpa.on_tool_result(tool, content)
 
+    @property
+    def reads_results(self) -> bool:
+        """Whether `after_tool_execution`'s `content` can change anything now (an active
+        intention has keywords it could hold): when not, a host may pass None instead of
+        building it, and the controller ends in the same state."""
+        return self.config.enabled and self._sankalpa.reads_results
+
     def after_turn(self) -> None:
         """Close the turn: affect decays, salience refreshes, goals age, the turn counts."""
         if not self.config.enabled:

@@ -258,6 +258,13 @@ class Sankalpa(Subsystem):
             self._forms = index
         return self._forms
 
+    @property
+    def reads_results(self) -> bool:
+        """Whether a tool result can advance a goal now: an active goal has keywords it could
+        hold (without one, `on_tool_result` changes nothing, whatever the content)."""
+        index = self._forms if self._forms is not None else self._form_index()
+        return bool(index)
+
     def on_tool_result(self, tool: str, content: str) -> None:
         """Advance every active goal whose keywords appear as words in the result."""
         if self._gate.ref is not None:  # a context handed out still reads this state

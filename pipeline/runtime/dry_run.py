@@ -73,6 +73,9 @@ class UndecidedGates:
     def when_open(self, step: str, expression: str | None, variables: Mapping[str, Any], kind: str | None = None) -> bool:
         return True
 
+    def reads(self, expression: str) -> frozenset[str]:
+        return frozenset()  # it decides on nothing
+
 
 class DryRun(ScopeRunner):
     """The turn's walk with nothing real done: placeholders for outputs, no changes."""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from keyword import iskeyword
 from typing import Any
 
 
@@ -285,7 +287,8 @@ def as_data(value: Any) -> Any:
     other values shared, not deep-copied: they are strings, numbers and plain data (a trace
     and every event a server sends, per streamed token, go through it). The usual types are
     told by their exact type first, a plain value inside a container without a call (most of
-    a trace's ~500 values are), and each dataclass's field names are looked up once."""
+    a trace's ~500 values are), and each dataclass is converted by code made for its fields
+    once (`_converter`)."""
     kind = type(value)
     if kind in _PLAIN:
         return value
@@ -294,15 +297,32 @@ def as_data(value: Any) -> Any:
     if kind is list:
         return [v if type(v) in _PLAIN else as_data(v) for v in value]
     if kind is tuple:
+        if not value:  # most of a trace's tuples (flags, repairs, tool calls): kept, as they cannot change
+            return value
         return tuple([v if type(v) in _PLAIN else as_data(v) for v in value])
-    names = _FIELD_NAMES.get(kind)
-    if names is not None:
-        return {name: v if type(v := getattr(value, name)) in _PLAIN else as_data(v) for name in names}
+    convert = _CONVERTERS.get(kind)
+    if convert is not None:
+        return convert(value)
     return _as_data(value)
 
 
 _PLAIN = frozenset({str, int, float, bool, type(None)})
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}  # each dataclass's field names, in order
+_CONVERTERS: dict[type, Callable[[Any], dict[str, Any]]] = {}  # per dataclass met: its `as_data`
+
+
+def _converter(names: tuple[str, ...]) -> Callable[[Any], dict[str, Any]]:
+    """A dataclass's conversion as one dict display reading each field by name, made once per
+    class as `dataclasses` makes its `__init__` (field names are identifiers): a trace's ~25
+    dataclasses (its calls' messages, its steps) convert ~1/3 faster than by a comprehension
+    calling `getattr` per field."""
+    if not all(name.isidentifier() and not iskeyword(name) for name in names):  # not a class's own fields
+        return lambda value: {name: as_data(getattr(value, name)) for name in names}
+    # a plain value, or the empty tuple (most of a trace's tuples: flags, tool calls; one object in CPython,
+    # and any other empty tuple is converted to an equal one), is kept
+    body = ", ".join(f"{name!r}: v if type(v := value.{name}) in _PLAIN or v is _EMPTY else as_data(v)" for name in names)
+    scope: dict[str, Any] = {"_PLAIN": _PLAIN, "_EMPTY": (), "as_data": as_data}
+    exec(f"def convert(value):\n    return {{{body}}}", scope)  # code made from field names (identifiers) only
+    return scope["convert"]  # type: ignore[no-any-return]
 
 
 def _as_data(value: Any) -> Any:
@@ -316,8 +336,8 @@ def _as_data(value: Any) -> Any:
         return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
     if is_dataclass(value) and not isinstance(value, type):
         names = tuple(f.name for f in fields(value))
-        if len(_FIELD_NAMES) < 1024:
-            _FIELD_NAMES[type(value)] = names
+        if len(_CONVERTERS) < 1024:
+            _CONVERTERS[type(value)] = _converter(names)
         return {name: as_data(getattr(value, name)) for name in names}
     return value
 

@@ -32,7 +32,6 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +59,7 @@ from soul.runtime.turn import (
     gate_config,
     gate_reply,
     memory_items,
+    reply_of,
     start_turn,
 )
 
@@ -83,6 +83,7 @@ class Session:
         self._order = tuple(plan.turn.steps)  # plan order: the order changes are committed in
         self._kept: Kept | None = None  # Chetana's controller as the last turn left it (`Cognition.keep`)
         self._warms = recalls_input(plan)  # a recall searches for the input: its vector is warmed at the start
+        self._gate = gate_config(plan.blueprint.observer)  # the observer's gate on a message's reply (None: none)
         self._background: asyncio.Task[None] | None = None
         self._writing: Future[None] | None = None  # the last turn's memories, written after it returned
         self._listeners: list[Callable[[Any], None]] = []
@@ -258,7 +259,7 @@ class Session:
         mind = self.mind
         if mind is not None:  # the mood it starts with, and the impulses drained into it
             ts.ctx = ts.ctx.changed(mind=mind.for_turn(impulses).variables())
-        gate = gate_config(plan.blueprint.observer) if kind == "message" else None
+        gate = self._gate if kind == "message" else None
         held = HeldEvents() if gate is not None else None  # a draft shows nothing before the verdict
         await ScopeRunner(plan, plan.turn, services, held if held is not None else emit).run(ts)
         gated: dict[str, Any] | None = None
@@ -279,15 +280,17 @@ class Session:
         task = asyncio.current_task()
         if task is not None and task.cancelling():
             raise asyncio.CancelledError
-        commit, reply = build_commit(snapshot, ts, self._order, kind, trace)
-        more: dict[str, Any] = {}  # what the turn adds to the Commit, in one copy of it
-        if ts.cognition is not None:
-            more.update(chetana=chetana_state, messages=commit.messages + ts.cognition.event_records())
-        if mind is not None:
-            more.update(process=mind.process, cycle=mind.cycle)
+        reply = reply_of(ts, self._order)
         items = memory_items(plan, ts, self._order, reply, kind)
         # the items go with the commit (a partition is rebuilt from them), under the lease's fence
-        commit = replace(commit, remember=tuple(items) if items else None, fence=fence, **more)
+        more: dict[str, Any] = {"remember": tuple(items) if items else None, "fence": fence}
+        if mind is not None:
+            more.update(process=mind.process, cycle=mind.cycle)
+        events: tuple[Any, ...] = ()
+        if ts.cognition is not None:
+            more["chetana"] = chetana_state
+            events = ts.cognition.event_records()
+        commit, reply = build_commit(snapshot, ts, self._order, kind, trace, reply, events, **more)
         applied = store.apply(commit)
         if ts.cognition is not None and chetana_state is not None:
             # stored: the controller goes on next turn if the state read back is this one

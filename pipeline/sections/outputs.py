@@ -77,12 +77,23 @@ def _normalise(value: str, decoration: str = " \t\r\n") -> str:
     return " ".join(value.strip(decoration).replace("_", " ").replace("-", " ").casefold().split())
 
 
+_OPTIONS: dict[tuple[str, ...], dict[str, str]] = {}  # allowed values -> {normalised: the first such value}
+
+
 def _match(value: str, allowed: Sequence[str], decoration: str = " \t\r\n") -> str | None:
+    """The first of `allowed` that reads as `value` (`_normalise`d alike), or None; the allowed
+    values of a kind's attribute (a verb's dozen) are normalised once, not on every reply."""
     wanted = _normalise(value, decoration)
-    for option in allowed:
-        if _normalise(option) == wanted:
-            return option
-    return None
+    if type(allowed) is not tuple:
+        return next((option for option in allowed if _normalise(option) == wanted), None)
+    options = _OPTIONS.get(allowed)
+    if options is None:
+        if len(_OPTIONS) >= 1024:
+            _OPTIONS.clear()
+        options = _OPTIONS[allowed] = {}
+        for option in allowed:
+            options.setdefault(_normalise(option), option)
+    return options.get(wanted)
 
 
 def _find(result: ParseResult, tag: str) -> ParsedSection | None:

@@ -4,10 +4,14 @@ typed error that says how to fix it."""
 
 from __future__ import annotations
 
+import math
+import re
 from pathlib import Path
 
 import pytest
 from conversation_souls import converse, load, reply, write_soul
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from soul.compiler import load_valid
 from soul.providers import ScriptedProvider, context_window, reply_tokens
@@ -38,6 +42,32 @@ def test_a_window_comes_from_the_slot_the_provider_the_table_or_a_safe_default()
 ])
 def test_the_estimate_never_counts_fewer_tokens_than_the_bundled_tokenizer(text: str) -> None:
     assert estimate(text) >= count_tokens(text)
+
+
+def _estimate_piece_by_piece(text: str) -> int:
+    """The estimate as its rules read (the loop it was until a turn counted its texts with one
+    `findall`): each piece in turn, a letter run one token per 3 letters."""
+    total = 0
+    for match in re.finditer(r"[ \t]?[A-Za-z]+|\s+|.", text, re.DOTALL):
+        piece = match.group()
+        if piece[-1].isascii() and piece[-1].isalpha():
+            total += math.ceil(len(piece.lstrip(" \t")) / 3)
+        elif piece.isascii():
+            total += 1
+        else:
+            total += len(piece.encode("utf-8", "surrogatepass"))
+    return math.ceil(total * 1.1)
+
+
+@pytest.mark.parametrize("text", [
+    "", " ", "a", " a", "\ta", "  a", "\na", " \u00a0a", "\u00a0 abcd", "abcdefg hij\tk  lmnop\n\nq",
+    "x = f(12, 'ab') # c\r\n", "caf\u00e9 na\u00efve \ud83d \U0001f408cat", "\x1c\x1d a\x0bb\x0cc",
+])
+@given(extra=st.text(alphabet=st.sampled_from("aZ \t\n\r\x0b\x1f\u00a0\u2003.7<&\u00e9\U0001f408\ud83d"), max_size=40))
+@settings(max_examples=60, deadline=None)
+def test_the_estimate_counts_as_its_rules_read_piece_by_piece(text: str, extra: str) -> None:
+    for sample in (text, extra, text + extra, extra + text):
+        assert estimate(sample) == _estimate_piece_by_piece(sample), repr(sample)
 
 
 def test_explain_shows_each_calls_budget(tmp_path: Path) -> None:

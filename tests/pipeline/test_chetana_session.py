@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from souls import claudius_reply
 
 import soul
@@ -57,6 +59,18 @@ def test_the_controller_lives_with_the_session(soul_home: Path) -> None:
     # every step that ran was reported as a tool execution
     tools = {row["tool"] for row in soul_report(s, session.id)["self"]["mastery"]}
     assert {"think", "reply", "user_check"} <= tools
+
+
+def test_a_steps_outputs_advance_the_goal_they_speak_of(soul_home: Path) -> None:
+    replies = [claudius_reply("Fixing the parser before Friday, then.", check="false"),
+               claudius_reply("Lovely weather.", check="false")]
+    s = soul.load("claudius", provider=ScriptedProvider(replies), home=soul_home)
+    session = s.session(user="ada")
+    session.turn_sync("I need to fix the parser before Friday.")  # the goal, then a reply speaking of it
+    progress = [i["progress"] for i in s.store.snapshot(session.id).chetana["intentions"]]
+    assert progress and progress[0] > 0.0
+    session.turn_sync("How are you?")
+    assert [i["progress"] for i in s.store.snapshot(session.id).chetana["intentions"]] == progress
 
 
 def soul_report(s: soul.Soul, session_id: str) -> dict:  # type: ignore[type-arg]
@@ -151,6 +165,8 @@ def test_a_correction_raises_frustration_in_this_turns_prompt(write_blueprint, s
     {"tool": "recall", "calibration": 1.0, "velocity": 0.0, "turns": 3, "ok": True, "gate": None},
     {"odd": float("nan"), "big": 10**30, "text": "\udc80 é", "zero": -0.0},
     {"pair": (1, 2)}, {1: "key"}, {"nested": {"b": 1}}, {"when": Path("x")},
+    {"concepts": ["parser", "lexer"], "previous": ("tests", None, 1.5), "empty": []},
+    {"mixed": [1, {"x": 2}]}, {"deep": [[1]]}, {"odd": [float("inf"), "\udc80"]}, {"when": [Path("x")]},
 ])
 def test_an_event_is_stored_as_it_reads_back_from_json(data: dict) -> None:
     # Plain scalar events are copied rather than encoded and decoded (issue 26): what is
@@ -240,3 +256,16 @@ def test_a_state_another_writer_stored_is_restored_not_run_over(soul_home: Path,
     first.turn_sync(TALK[2])  # its kept controller is turn 1's: the stored state (turn 2's) wins
     assert restores[0] == 2
     assert s.store.snapshot(first.id).chetana["turn"] == 3
+
+
+@given(st.lists(st.sampled_from([
+    "no", "No", "NOPE", "nah", ",", ".", "!", " ", "  ", "\n", "-", "I", "i", "meant", "said", "that's", "thats", "that", "this", "it",
+    "is", "not", "what", "right", "correct", "wrong", "Wrong", "incorrect", "you", "misunderstood", "misread", "got", "are", "'re",
+    "didn't", "did", "mean", "say", "ask", "actually", "Actually,", "the", "know", "note", "ſ", "ı", "İ", "é", "misſread", "dıd",
+]), max_size=14))
+@settings(max_examples=400, deadline=None)
+def test_a_correction_is_told_as_its_search_alone_tells_it(words: list[str]) -> None:
+    from soul.runtime.bridges.chetana import _CORRECTION
+
+    for text in (" ".join(words), "".join(words)):
+        assert is_correction(text) == (bool(text) and _CORRECTION.search(text) is not None), repr(text)

@@ -174,3 +174,36 @@ def test_the_calls_of_a_chained_turn_each_record_spans_covering_their_own_prompt
     parts = [[span[0] for span in call.window["spans"] if span[2] == 0] for call in second.trace.calls]
     assert "this turn so far" not in parts[0] and parts[1][-2:] == ["this turn so far", "response format"]
     s.close()
+
+
+def _layout_by_pieces(system: Any, history: list[Any], labels: list[str], message: Any) -> dict[str, Any]:
+    """The layout as `parts.Layout` records it, message by message (what `_layout` wrote
+    before it wrote the history's rows directly)."""
+    from soul.runtime.conversation import parts
+
+    if history and history[-1].role == "user":
+        last = history.pop()
+        message = parts.join((parts.piece(parts.HISTORY, last.content, labels.pop()), message))
+    layout = parts.Layout()
+    layout.add(system)
+    for m, label in zip(history, labels, strict=True):
+        layout.add(parts.piece(parts.HISTORY, m.content, label))
+    layout.add(message)
+    return {**layout.to_dict(), "user": message.text}
+
+
+def test_a_prompts_history_rows_are_the_layout_its_pieces_make() -> None:
+    import random
+
+    from soul.providers import Message
+    from soul.runtime.conversation import parts
+    from soul.runtime.turn.prompting.fitting import _layout
+
+    rng = random.Random(26)
+    impulses = parts.Piece("ab", ((parts.MESSAGE, "", 0, 1), (parts.IMPULSES, "S_loud", 1, 2)))
+    for _ in range(500):
+        history = [Message(rng.choice(["user", "assistant"]), rng.choice(["", "a", "hello there"])) for _ in range(rng.randint(0, 6))]
+        labels = [f"turn {i} · x" for i in range(len(history))]
+        system = rng.choice([parts.EMPTY, parts.join((parts.piece(parts.PERSONA, "p"), parts.piece(parts.STEERING, "s")))])
+        message = rng.choice([parts.piece(parts.MESSAGE, "hi"), impulses])
+        assert _layout(system, list(history), list(labels), message) == _layout_by_pieces(system, list(history), list(labels), message)

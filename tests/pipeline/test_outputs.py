@@ -206,3 +206,13 @@ def test_fused_reply_parses_per_kind() -> None:
     assert parse_step(InternalMonologue, {}, result).outputs == {"text": "They seem tired.", "verb": "weighed"}
     assert parse_step(ExternalDialogue, {}, result).outputs == {"text": "Long day?", "verb": "quipped"}
     assert parse_step(UserModelCheck, {}, result).outputs == {"result": True}
+
+
+@pytest.mark.parametrize("written", ["Quipped", "  RE-MARKED ", "re_marked", "pondered\n", "nonsense", "", "said"])
+def test_an_allowed_value_is_the_first_that_reads_alike_as_one_by_one(written: str) -> None:
+    from soul.sections.outputs import _match, _normalise
+
+    allowed = ("quipped", "re-marked", "Re marked", "pondered", "")
+    one_by_one = next((option for option in allowed if _normalise(option) == _normalise(written)), None)
+    for _ in range(2):  # the allowed values normalised on the first read, kept after
+        assert _match(written, allowed) == _match(written, list(allowed)) == one_by_one

@@ -59,3 +59,14 @@ def test_a_trace_as_data_copies_the_containers_and_shares_the_values() -> None:
     assert data["steps"][0]["outputs"] is not outputs  # a dict changed later is not the stored one
     assert data["steps"][0]["outputs"]["nested"]["a"] is not outputs["nested"]["a"]
     assert data["input"] is trace.input and data["calls"][0]["raw"] is trace.calls[0].raw
+
+
+def test_every_dataclass_converts_as_asdict_converts_it_the_first_time_and_after() -> None:
+    from dataclasses import make_dataclass
+
+    from soul.runtime.events import as_data
+
+    odd = make_dataclass("Odd", [("_private", int), ("value", object), ("__dunder", str)])
+    items = [odd(1, [odd(2, None, "x")], "y"), odd(3, {"k": (odd(4, 5.5, ""),)}, "z")]
+    for _ in range(2):  # met first (the general walk), then by the code made for its fields
+        assert [as_data(item) for item in items] == [dataclasses.asdict(item) for item in items]

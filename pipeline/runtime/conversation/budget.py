@@ -36,7 +36,10 @@ MESSAGE_OVERHEAD = 8  # role markers and separators a chat template adds per mes
 SAFETY = 1.1  # the estimate's margin over what the rules below count
 TOKENIZER = "SmolLM2 tokenizer (the bundled local model's)"
 ESTIMATE = "estimate (conservative: see docs/conversation.md)"
-_PIECES = re.compile(r"[ \t]?[A-Za-z]+|\s+|.", re.DOTALL)
+# The pieces the rules count one token each: a letter run's 3-letter chunks (the first with
+# the space or tab before it), a whitespace run, any other character; a match per token, so
+# the count is `findall`'s length (no Python-level step per piece) but where a piece is not ASCII
+_TOKENS = re.compile(r"[ \t]?[A-Za-z]{1,3}|\s+|.", re.DOTALL)
 _SMOLLM2 = ("local", "local/smollm2", "local/smollm2-135m")
 
 
@@ -55,15 +58,13 @@ def count_tokens(text: str) -> int:
 
 def estimate(text: str) -> int:
     """A conservative token count of `text` (linear in its length; see the module's docstring)."""
-    total = 0
-    for match in _PIECES.finditer(text):
-        piece = match.group()
-        if piece[-1].isascii() and piece[-1].isalpha():  # a word, with the space before it
-            total += math.ceil(len(piece.lstrip(" \t")) / 3)
-        elif piece.isascii():
-            total += 1
-        else:  # byte-level tokenizers take at most one token per UTF-8 byte
-            total += len(piece.encode("utf-8", "surrogatepass"))
+    pieces = _TOKENS.findall(text)
+    if text.isascii():
+        total = len(pieces)
+    else:  # byte-level tokenizers take at most one token per UTF-8 byte
+        total = 0
+        for piece in pieces:
+            total += 1 if piece.isascii() else len(piece.encode("utf-8", "surrogatepass"))
     return math.ceil(total * SAFETY)
 
 

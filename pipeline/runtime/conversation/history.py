@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from soul.providers import Message
 from soul.records import MemoryEntry
@@ -32,9 +32,10 @@ SUMMARY_REGION = "summary"
 SPONTANEOUS = "[spontaneous turn: no one had spoken; what follows you said on your own]"
 
 
-@dataclass(frozen=True)
-class HistoryTurn:
-    """One past turn: who spoke and what, and what the soul replied ("" when it kept quiet)."""
+class HistoryTurn(NamedTuple):
+    """One past turn: who spoke and what, and what the soul replied ("" when it kept quiet).
+    A named tuple: a turn rebuilds its history from the store's entries, and looks each past
+    turn's messages up by it (`view.TurnMessages`), so making, hashing and comparing it is in C."""
 
     number: int
     kind: str  # message | spontaneous

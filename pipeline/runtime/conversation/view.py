@@ -29,6 +29,8 @@ class TurnMessages:
 
     def __init__(self) -> None:
         self._known: dict[HistoryTurn, tuple[Message, ...]] = {}
+        # per turn's messages (by identity, the messages kept) and way of counting: their tokens
+        self._costs: dict[tuple[int, bool], tuple[tuple[Message, ...], int]] = {}
 
     def __call__(self, turn: HistoryTurn) -> tuple[Message, ...]:
         found = self._known.get(turn)
@@ -38,18 +40,32 @@ class TurnMessages:
             found = self._known[turn] = turn.messages()
         return found
 
+    def cost(self, messages: tuple[Message, ...], counter: Counter, count: Count) -> int:
+        """The tokens of a turn's `messages` (as this returned them), with `MESSAGE_OVERHEAD`
+        each, counted once: the same turns are shown turn after turn."""
+        key = (id(messages), counter.exact)
+        found = self._costs.get(key)
+        if found is not None and found[0] is messages:
+            return found[1]
+        if len(self._costs) >= 2 * TURN_CACHE:
+            self._costs.clear()
+        cost = sum(count(counter, m.content) + MESSAGE_OVERHEAD for m in messages)
+        self._costs[key] = (messages, cost)
+        return cost
+
 
 class ConversationView:
     """A turn's history and summary as its calls show them: the summary's section, each past
     turn's messages, and (per counter) each turn's token cost, counted once."""
 
-    __slots__ = ("_costs", "_merged", "_tail", "history", "summary", "summary_text", "turn_messages")
+    __slots__ = ("_costs", "_merged", "_tail", "_turns", "history", "summary", "summary_text", "turn_messages")
 
     def __init__(self, history: Sequence[HistoryTurn], summary: ConversationSummary | None, messages: TurnMessages) -> None:
         self.history = history
         self.summary = summary
         self.summary_text = summary.section() if summary else ""
         self.turn_messages = tuple(messages(turn) for turn in history)
+        self._turns = messages
         self._costs: dict[bool, tuple[tuple[int, ...], int]] = {}
         self._merged: list[Message] | None = None
         self._tail: tuple[str | None, tuple[Message, ...]] = (None, ())
@@ -58,7 +74,8 @@ class ConversationView:
         """Each turn's tokens (with the per-message overhead) and their sum, under `counter`."""
         found = self._costs.get(counter.exact)
         if found is None:
-            each = tuple(sum(count(counter, m.content) + MESSAGE_OVERHEAD for m in messages) for messages in self.turn_messages)
+            cost = self._turns.cost
+            each = tuple([cost(messages, counter, count) for messages in self.turn_messages])
             found = self._costs[counter.exact] = (each, sum(each))
         return found
 

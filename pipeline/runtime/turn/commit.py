@@ -18,8 +18,12 @@ def reply_of(ts: TurnState, order: Sequence[str]) -> str:
     return "\n\n".join(c.reply for c in (ts.changes.get(name) for name in order) if c is not None and c.reply)
 
 
-def build_commit(snapshot: Snapshot, ts: TurnState, order: Sequence[str], kind: str, trace: Trace) -> tuple[Commit, str]:
-    """The turn's Commit and its reply, from the accumulated changes in plan order."""
+def build_commit(snapshot: Snapshot, ts: TurnState, order: Sequence[str], kind: str, trace: Trace, reply: str | None = None,
+                 events: Sequence[MessageRecord] = (), **fields: Any) -> tuple[Commit, str]:
+    """The turn's Commit and its reply (`reply_of`, when not given), from the accumulated
+    changes in plan order; `events` (the engine's records) go after the steps' messages, and
+    `fields` are the Commit's other fields (Chetana's state, the memory items, the fence): the
+    Commit is made once, whole."""
     messages: list[MessageRecord] = []
     memory: list[MemoryEntry] = []
     number = ts.ctx.number
@@ -40,20 +44,22 @@ def build_commit(snapshot: Snapshot, ts: TurnState, order: Sequence[str], kind: 
             memory.extend(changes.memory if label is None else (labelled(e, name, label, number) for e in changes.memory))
         state_changed = state_changed or bool(changes.state)
         user_model = changes.user_model or user_model
-    reply = reply_of(ts, order)
+    if reply is None:
+        reply = reply_of(ts, order)
     if reply and kind in ("message", "spontaneous"):  # the soul's side of the conversation
         said = {"turn": number, "step": "reply", "kind": "soul"} | ({"spontaneous": True} if kind == "spontaneous" else {})
         memory.append(MemoryEntry("default", REPLY_TYPE, reply, meta=said))
     commit = Commit(
         session_id=snapshot.session.id,
         base_turn=snapshot.session.turns,
-        messages=tuple(messages),
+        messages=(*messages, *events) if events else tuple(messages),
         state=dict(ts.ctx.state) if state_changed else None,
         user_model=user_model,
         memory=tuple(memory) + tuple(ts.folded),
         trace=trace.to_dict(),
         kind=kind,  # type: ignore[arg-type]
         summaries=tuple(ts.summaries),
+        **fields,
     )
     return commit, reply
 

@@ -10,6 +10,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from soul.compiler import Gate, PlannedStep
 from soul.errors import StepError
+from soul.language import analyse_expression
 from soul.runtime.turn.context import TurnContext, TurnState
 
 # What evaluating a sandboxed expression can raise besides jinja2's own errors, e.g. comparing
@@ -28,6 +29,17 @@ class GateEvaluator:
     def __init__(self, env: ImmutableSandboxedEnvironment) -> None:
         self.env = env
         self._compiled: dict[str, Callable[..., Any]] = {}
+        self._reads: dict[str, frozenset[str] | None] = {}
+
+    def reads(self, expression: str) -> frozenset[str] | None:
+        """The names `expression` reads (`steps`, `state`, ...): the only variables it needs,
+        since a name it does not read is never looked up (None: it does not parse, so it is
+        given every variable and fails as it would with them)."""
+        found = self._reads.get(expression, False)
+        if found is False:
+            analysis = analyse_expression(expression)
+            found = self._reads[expression] = None if analysis.error is not None else analysis.names
+        return found  # type: ignore[return-value]
 
     def when_open(self, step: str, expression: str | None, variables: Mapping[str, Any], kind: str | None = None) -> bool:
         """Whether `expression` (the `when` of `step`, of kind `kind`) is true on `variables`."""
@@ -61,7 +73,8 @@ def after_the_call(builder: Any, gates: GateEvaluator, not_run: Mapping[str, Any
         if known is not None and known[0] == read:
             return known[1]
         trial = {**not_run, **ts.outputs, **{n: p.outputs for n, p in parses.items()}}
-        off = not gates.when_open(name, expression, builder.variables(ctx.changed(steps=trial)), planned[name].kind.name)
+        off = not gates.when_open(name, expression, builder.variables(ctx, None, trial, gates.reads(expression)),
+                                  planned[name].kind.name)
         decided[name] = (read, off)
         return off
 

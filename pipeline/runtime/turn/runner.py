@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from functools import partial
 from typing import Any, ClassVar
 
@@ -45,7 +45,7 @@ from soul.runtime.turn.context import TurnContext, TurnState, context_for
 from soul.runtime.turn.eager import adopt, finish_waiting
 from soul.runtime.turn.gates import EXPRESSION_ERRORS, after_the_call, every_open
 from soul.runtime.turn.prompting.fitting import Prompt
-from soul.runtime.turn.prompting.prompt import MESSAGE_NOTE, MOMENT_NOTE
+from soul.runtime.turn.prompting.prompt import MESSAGE_NOTE, MOMENT_NOTE, Variables
 from soul.runtime.turn.services import Services
 from soul.sections import Instructions, instructions_of
 
@@ -120,11 +120,20 @@ class ScopeRunner:
         # each whole unit's call plan and binding, once found (a dry run binds none)
         self.units = shared.units if self.applies_changes else {}
 
-    def variables(self, ts: TurnState, params: Mapping[str, Any] | None = None, seen: Seen | None = None) -> dict[str, Any]:
+    def variables(self, ts: TurnState, params: Mapping[str, Any] | None = None, seen: Seen | None = None,
+                  names: Collection[str] | None = None) -> dict[str, Any]:
         """What templates and gates see: the context (as the unit's layer found it, given
-        `seen`) with every step's outputs, NotRun for the steps not run."""
+        `seen`) with every step's outputs, NotRun for the steps not run; given `names` (what
+        a gate reads, `GateEvaluator.reads`), only those."""
         ctx = ts.ctx if seen is None else seen[0]
-        return self.builder.variables(ctx.changed(steps={**self.not_run, **ts.outputs}), params)
+        if names is None:
+            return self.builder.variables(ctx, params, {**self.not_run, **ts.outputs})
+        return self.builder.variables(ctx, params, {**self.not_run, **ts.outputs} if "steps" in names else None, names)
+
+    def _when_open(self, name: str, expression: str, ts: TurnState, seen: Seen | None, kind: str | None = None) -> bool:
+        """Whether `name`'s `when` is true now, given only the variables it reads."""
+        gates = self.gates
+        return gates.when_open(name, expression, self.variables(ts, seen=seen, names=gates.reads(expression)), kind)
 
     def _did(self, ts: TurnState, name: str, outputs: dict[str, Any]) -> None:
         """`name`'s outputs among the steps done, which are kept in plan order (the order
@@ -151,7 +160,7 @@ class ScopeRunner:
         if not every_open(gate, ts.ctx.number):
             return False
         name = self.scope.scope.partition(":")[2] or self.scope.scope
-        return not gate.when or self.gates.when_open(name, gate.when, self.variables(ts))
+        return not gate.when or self._when_open(name, gate.when, ts, None)
 
     async def run(self, ts: TurnState) -> None:
         units, gated = self.scope.units, self.scope.gated  # units are numbered from 1
@@ -219,8 +228,7 @@ class ScopeRunner:
                 if not every_open(gate, ts.ctx.number):
                     ts.steps.append(StepTrace(name, step.kind.name, "skipped", {}, gate=gate.describe()))
                     continue
-                if gate.when and gate.phase == "before" and not self.gates.when_open(name, gate.when, self.variables(ts, seen=seen),
-                                                                                      step.kind.name):
+                if gate.when and gate.phase == "before" and not self._when_open(name, gate.when, ts, seen, step.kind.name):
                     ts.steps.append(StepTrace(name, step.kind.name, "gated", {}, gate=gate.describe()))
                     continue
             active.append(name)
@@ -247,8 +255,12 @@ class ScopeRunner:
 
     async def step_outputs(self, step: PlannedStep, ts: TurnState, seen: Seen | None = None) -> dict[str, Any]:
         """A step that makes no model call (Chetana, memory): its kind computes the outputs."""
-        variables = self.variables(ts, step.params, seen)
-        env = self.builder.env
+        # built as the kind reads them (a recall reads `chetana`), from the turn as the step found it
+        ctx = ts.ctx if seen is None else seen[0]
+        steps = {**self.not_run, **ts.outputs}
+        builder, params = self.builder, step.params
+        variables = Variables(lambda names: builder.variables(ctx, params, steps, names))
+        env = builder.env
 
         def render(source: str) -> str:
             try:
@@ -392,7 +404,7 @@ class ScopeRunner:
             status = "fallback" if name in fallbacks else ("failed" if parse.missing else "ran")
             if after_gates:
                 expression = after_gates.get(name)
-                if expression and not self.gates.when_open(name, expression, self.variables(ts, seen=seen), kind.name):
+                if expression and not self._when_open(name, expression, ts, seen, kind.name):
                     status = "gated"
             flags = parse.flags + tuple(f"missing <{t}>" for t in parse.missing) if parse.missing else parse.flags
             if applies and (status == "ran" or status == "fallback"):

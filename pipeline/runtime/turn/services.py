@@ -51,6 +51,10 @@ class Gates(Protocol):
 
     def when_open(self, step: str, expression: str | None, variables: Mapping[str, Any], kind: str | None = None) -> bool: ...
 
+    def reads(self, expression: str) -> frozenset[str] | None:
+        """The variables `expression` needs (None: all of them)."""
+        ...
+
 
 @dataclass(frozen=True)
 class Services:

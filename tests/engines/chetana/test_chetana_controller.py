@@ -379,3 +379,26 @@ def test_a_user_correction_is_felt_in_the_context_it_returns():
 def test_a_disabled_controller_feels_no_correction():
     chetana = ChetanaController({"enabled": False})
     assert chetana.after_user_correction().affect.frustration == 0.0
+
+
+def test_a_result_content_is_read_only_while_an_intention_could_hold_it():
+    with_content, without = ChetanaController(), ChetanaController()
+    for chetana in (with_content, without):
+        chetana.before_turn("How are you today?")
+    assert not with_content.reads_results  # no goal: nothing a content holds can change
+    with_content.after_tool_execution("reply", True, 5.0, '{"text": "I fix the parser before Friday"}')
+    without.after_tool_execution("reply", True, 5.0, None)
+    assert with_content.serialize() == without.serialize()
+    for chetana in (with_content, without):
+        chetana.before_turn("I need to fix the parser before Friday")
+    assert with_content.reads_results and without.reads_results
+    with_content.after_tool_execution("reply", True, 5.0, '{"text": "I fix the parser before Friday"}')
+    without.after_tool_execution("reply", True, 5.0, None)
+    progress = [c.serialize()["intentions"][0]["progress"] for c in (with_content, without)]
+    assert progress[0] > progress[1] == 0.0  # once a goal reads results, the content moves it
+
+
+def test_a_disabled_controller_reads_no_result():
+    chetana = ChetanaController({"enabled": False})
+    chetana.before_turn("I need to fix the parser before Friday")
+    assert not chetana.reads_results

@@ -43,6 +43,7 @@ from soul.runtime.untrusted import escape_untrusted
 
 DEFAULT_REGION_LIMIT = 12  # entries a working-memory region shows unless the blueprint says
 COUNT_CACHE = 1024  # token counts remembered per counter (the same texts recur every turn)
+LINE_CACHE = 1024  # working-memory entries whose prompt lines are kept (a session's recur every turn)
 HEADING = "## Working Memory"
 # the parts of a prompt that cannot be cut, as a report names them (then the message overhead)
 FIXED = ("persona, state and user model", "steering", "this turn so far", "response format", "the current message")
@@ -54,11 +55,13 @@ Count = Callable[[Counter, str], int]
 class MemoryView:
     """Working memory as a prompt shows it, for one context's entries: per region (in the
     blueprint's order, then the others by name) its newest entries within its limit, as
-    labelled lines; the whole section's text; and, per counter, what each line costs."""
+    labelled lines (`line_of`: `Fitter.line`); the whole section's text; and, per counter,
+    what each line costs."""
 
     __slots__ = ("_costs", "kinds", "piece", "regions", "text")
 
-    def __init__(self, entries: Mapping[str, tuple[MemoryEntry, ...]], listed: Sequence[str], limits: Mapping[str, int]) -> None:
+    def __init__(self, entries: Mapping[str, tuple[MemoryEntry, ...]], listed: Sequence[str], limits: Mapping[str, int],
+                 line_of: Callable[[MemoryEntry], str]) -> None:
         order = [r for r in listed if entries.get(r)] + sorted(r for r in entries if r not in listed and entries[r])
         regions = []
         kinds = []  # each region's part of the context window: recalled memories or working memory
@@ -68,7 +71,7 @@ class MemoryView:
             limit = limits.get(region, DEFAULT_REGION_LIMIT)
             over = len(found) - limit if len(found) > limit else 0
             shown = found[-limit:] if limit > 0 else ()
-            lines = tuple(f"- {label_of(e)}{escape_untrusted(e.content)}" for e in shown)
+            lines = tuple(map(line_of, shown))
             title = f"### {region}"
             regions.append((region, title, lines, over, limit))
             kind = parts.RECALLED if shown and all(e.entry_type == "recollection" for e in shown) else parts.MEMORY
@@ -245,6 +248,20 @@ class Fitter:
         self.limits = limits
         self._counts: dict[bool, dict[str, int]] = {True: {}, False: {}}
         self._turns = TurnMessages()
+        self._lines: dict[int, tuple[MemoryEntry, str]] = {}  # id(entry) -> (entry, its labelled line)
+
+    def line(self, entry: MemoryEntry) -> str:
+        """How working memory shows `entry` — `- [turn 3 · think, internal_monologue] text`,
+        escaped — made once per entry: the store hands a session's entries back as the same
+        objects turn after turn (an entry is kept with its line, so its id is not reused)."""
+        found = self._lines.get(id(entry))
+        if found is not None and found[0] is entry:
+            return found[1]
+        if len(self._lines) >= LINE_CACHE:
+            self._lines.clear()
+        text = f"- {label_of(entry)}{escape_untrusted(entry.content)}"
+        self._lines[id(entry)] = (entry, text)
+        return text
 
     def count(self, counter: Counter, text: str) -> int:
         """The tokens of `text` under `counter`, counted once per text."""
@@ -276,7 +293,7 @@ class Fitter:
         hit = ctx.shared.get("memory")
         if hit is not None and hit[0] is entries:
             return hit[1]  # type: ignore[no-any-return]
-        view = MemoryView(entries, self.listed, self.limits)
+        view = MemoryView(entries, self.listed, self.limits, self.line)
         ctx.shared["memory"] = (entries, view)
         return view
 
@@ -411,14 +428,16 @@ class Fitter:
 def _layout(system: parts.Piece, history: list[Message], labels: list[str], message: parts.Piece) -> dict[str, Any]:
     """Where each part lies in the messages `system`, `history` and the input `message` (a
     last history message of the user's is merged into the input, as the messages are: it is
-    popped from `history`, and the input's text is returned as "user")."""
+    popped from `history`, and the input's text is returned as "user"). `parts.Layout`'s
+    record, written row by row: a history message is one part, all of its text."""
     if history and history[-1].role == "user":  # a turn that got no reply: keep roles alternating
         last = history.pop()
         message = parts.join((parts.piece(parts.HISTORY, last.content, labels.pop()), message))
-    layout = parts.Layout()
-    layout.add(system)
+    spans = [[part, label, 0, start, end] for part, label, start, end in system.spans]
+    at = 1
     for m, label in zip(history, labels, strict=True):
-        layout.add(parts.piece(parts.HISTORY, m.content, label))
-    layout.add(message)
-    return {**layout.to_dict(), "user": message.text}
-
+        if m.content:  # an empty message has no part (as `parts.piece` makes none)
+            spans.append([parts.HISTORY, label, at, 0, len(m.content)])
+        at += 1
+    spans.extend([part, label, at, start, end] for part, label, start, end in message.spans)
+    return {"spans": spans, "messages": at + 1, "user": message.text}

@@ -19,7 +19,7 @@ part lies in the messages (`runtime/conversation/layout.py`): the call's context
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -58,6 +58,43 @@ def section_format(section: Section, params: Mapping[str, Any]) -> str:
 
 
 THIS_TURN = "## This Turn So Far"
+# what templates see (`soul.kinds.CONTEXT_NAMES` and `steps`), in `variables`' order
+NAMES = ("soul", "input", "turn", "state", "user_model", "memory", "chetana", "params", "steps", "mind")
+EVERY_NAME = frozenset(NAMES)  # (a gate sees only the names it reads)
+
+
+class Variables(Mapping[str, Any]):
+    """The names templates see, each built when first read (`PromptBuilder.variables` of it):
+    a step that reads `chetana` alone builds no memory and escapes no text. Iterating or
+    copying (a template rendered with it) builds the rest at once, in `variables`' order."""
+
+    __slots__ = ("_build", "_found")
+
+    def __init__(self, build: Callable[[Collection[str]], dict[str, Any]]) -> None:
+        self._build = build
+        self._found: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        found = self._found
+        if name in found:
+            return found[name]
+        if name not in EVERY_NAME:
+            raise KeyError(name)
+        value = found[name] = self._build((name,))[name]
+        return value
+
+    def _all(self) -> dict[str, Any]:
+        found = self._found
+        if len(found) < len(NAMES):
+            built = self._build(EVERY_NAME.difference(found))
+            found = self._found = {name: found[name] if name in found else built[name] for name in NAMES}
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(NAMES)
 
 _PLACEHOLDER_BODY = {
     "bool": "true or false",
@@ -96,23 +133,34 @@ class PromptBuilder:
         """The persona a call of `ctx`'s turn opens with (a dialogue agent's own, or the file's)."""
         return ctx.persona.strip() if ctx.persona else self.persona
 
-    def variables(self, ctx: TurnContext, params: Mapping[str, Any] | None = None, earlier: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """The names every template and gate sees (`soul.kinds.stepkind.CONTEXT_NAMES` + steps)."""
+    def variables(self, ctx: TurnContext, params: Mapping[str, Any] | None = None, earlier: Mapping[str, Any] | None = None,
+                  names: Collection[str] = EVERY_NAME) -> dict[str, Any]:
+        """The names every template and gate sees (`soul.kinds.stepkind.CONTEXT_NAMES` and
+        `steps`), or only `names` of them (what a gate reads: one reading `steps` builds no memory, no chetana)."""
         bp = self.blueprint
-        return {
-            "soul": {"name": bp.name, "title": bp.name.replace("_", " ").replace("-", " ").title(), "description": bp.description, "persona": self.persona, "state_spec": bp.state},
-            # templates and gates never see the raw user text: it could otherwise become structure
-            "input": {"text": escape_untrusted(ctx.text), "user": ctx.user, "kind": ctx.kind},
-            "turn": {"number": ctx.number, "first": ctx.number == 1},
-            "state": dict(ctx.state),
-            "user_model": ctx.user_model,
-            # memory holds past user text too: as inert as the current message
-            "memory": {region: [escape_untrusted(e) for e in ctx.memory.get(region, ())] for region in self._regions(ctx)},
-            "chetana": dict(ctx.chetana or {}),
-            "params": dict(params or {}),
-            "steps": dict(ctx.steps if earlier is None else earlier),
-            "mind": inert_mind(ctx.mind) if ctx.mind else {},
-        }
+        found: dict[str, Any] = {}
+        if "soul" in names:
+            found["soul"] = {"name": bp.name, "title": bp.name.replace("_", " ").replace("-", " ").title(),
+                             "description": bp.description, "persona": self.persona, "state_spec": bp.state}
+        if "input" in names:  # templates and gates never see the raw user text: it could otherwise become structure
+            found["input"] = {"text": escape_untrusted(ctx.text), "user": ctx.user, "kind": ctx.kind}
+        if "turn" in names:
+            found["turn"] = {"number": ctx.number, "first": ctx.number == 1}
+        if "state" in names:
+            found["state"] = dict(ctx.state)
+        if "user_model" in names:
+            found["user_model"] = ctx.user_model
+        if "memory" in names:  # memory holds past user text too: as inert as the current message
+            found["memory"] = {region: [escape_untrusted(e) for e in ctx.memory.get(region, ())] for region in self._regions(ctx)}
+        if "chetana" in names:
+            found["chetana"] = dict(ctx.chetana or {})
+        if "params" in names:
+            found["params"] = dict(params or {})
+        if "steps" in names:
+            found["steps"] = dict(ctx.steps if earlier is None else earlier)
+        if "mind" in names:
+            found["mind"] = inert_mind(ctx.mind) if ctx.mind else {}
+        return found
 
     def _regions(self, ctx: TurnContext) -> list[str]:
         listed = list(self.blueprint.regions)

@@ -1,0 +1,48 @@
+"""What a prompt shows of a session's past is worked out once and kept between turns (issue
+26): working memory's labelled lines, per entry (the store hands a session's entries back as
+the same objects every turn), and what each past turn's messages cost, per way of counting."""
+
+from __future__ import annotations
+
+from soul.records import MemoryEntry
+from soul.runtime.conversation import ConversationView, HistoryTurn
+from soul.runtime.conversation.budget import (
+    ESTIMATE,
+    MESSAGE_OVERHEAD,
+    TOKENIZER,
+    Counter,
+    count_tokens,
+    estimate,
+)
+from soul.runtime.turn.prompting.fitting import Fitter, MemoryView
+
+
+def test_an_entry_is_shown_labelled_and_escaped_and_its_line_made_once() -> None:
+    fitter = Fitter(["notes"], {})
+    entry = MemoryEntry("notes", "internalMonologue", "a <b> & c", meta={"turn": 3, "step": "think", "kind": "internal_monologue"})
+    line = fitter.line(entry)
+    assert line == "- [turn 3 · think, internal_monologue] a &lt;b&gt; &amp; c"
+    assert fitter.line(entry) is line
+    twin = MemoryEntry("notes", "internalMonologue", "a <b> & c", meta={"turn": 4, "step": "think", "kind": "internal_monologue"})
+    assert fitter.line(twin) == "- [turn 4 · think, internal_monologue] a &lt;b&gt; &amp; c"  # its own label
+
+
+def test_a_memory_view_of_the_same_entries_shows_the_same_section() -> None:
+    fitter = Fitter(["notes"], {"notes": 2})
+    entries = {"notes": tuple(MemoryEntry("notes", "fact", f"fact {i}", meta={"turn": i}) for i in range(1, 4))}
+    first, again = MemoryView(entries, fitter.listed, fitter.limits, fitter.line), MemoryView(entries, fitter.listed, fitter.limits, fitter.line)
+    assert first.text == again.text == "## Working Memory\n### notes\n- [turn 2] fact 2\n- [turn 3] fact 3"
+    assert first.regions[0][3] == 1  # one entry over the region's limit
+
+
+def test_a_past_turns_cost_is_its_messages_tokens_counted_once_per_way_of_counting() -> None:
+    fitter = Fitter([], {})
+    history = (HistoryTurn(1, "message", "ada", "I build <compilers>", "A noble way to suffer."),
+               HistoryTurn(2, "message", "ada", "Any advice?", ""))
+    rough, exact = Counter(ESTIMATE, False), Counter(TOKENIZER, True)
+    for _ in range(2):  # a second turn showing the same history finds each turn's cost kept
+        view = ConversationView(history, None, fitter._turns)
+        for counter, tokens in ((rough, estimate), (exact, count_tokens)):
+            each, whole = view.costs(counter, fitter.count)
+            assert each == tuple(sum(tokens(m.content) + MESSAGE_OVERHEAD for m in t.messages()) for t in history)
+            assert whole == sum(each)
