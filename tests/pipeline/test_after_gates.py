@@ -12,9 +12,11 @@ import pytest
 from souls import claudius_reply
 
 import soul
+from soul.errors import StepError
 from soul.providers.scripted import ScriptedProvider
 from soul.runtime.turn.context import TurnContext, TurnState
-from soul.runtime.turn.gates import AfterTheCall, GateEvaluator
+from soul.runtime.turn.gates import AfterTheCall, GateEvaluator, output_path
+from soul.runtime.turn.prompting.not_run import NotRun
 from soul.sections import StepParse
 
 
@@ -125,3 +127,42 @@ def test_a_claudius_turn_evaluates_its_after_gate_once(check: str, status: str, 
     result = s.session(user="ada").turn_sync("I build compilers.")
     assert {st.step: st.status for st in result.trace.steps}["user_update"] == status
     assert evaluated == ["user_update"]  # on the reply; its application reuses the decision
+
+
+@pytest.mark.parametrize(("expression", "path"), [
+    ("steps.user_check.result", ("user_check", "result")),
+    (" steps['user_check'].result ", ("user_check", "result")),
+    ("steps.user_check['result']", ("user_check", "result")),
+    ("not steps.user_check.result", None),
+    ("steps.user_check", None),
+    ("steps.user_check.result.x", None),
+    ("steps.items.result", None),  # a dict's attribute: the sandbox reads the method
+    ("steps.user_check.keys", None),
+    ("state.user_check.result", None),
+    ("steps[input.text].result", None),
+])
+def test_a_gate_that_is_one_output_is_known_by_its_path(expression: str, path: Any, soul_home: Path) -> None:
+    _, gates, _, _ = _parts(soul_home)
+    assert output_path(gates.env, expression) == path
+
+
+@pytest.mark.parametrize("expression", ["steps.check.result", "steps['check'].result", "steps.items.result",
+                                        "steps.check.get", "not steps.check.result"])
+@pytest.mark.parametrize("steps", [
+    {"check": {"result": True}}, {"check": {"result": False}}, {"check": {"result": None}},
+    {"check": {"result": ""}}, {"check": {"result": "no"}}, {"check": {"result": 0}}, {"check": {"result": []}},
+    {"check": {"other": True}}, {"check": NotRun(["result"])}, {}, {"items": {"result": True}},
+    {"check": {"result": True, "get": False}},
+])
+def test_a_gate_read_by_its_path_decides_as_the_sandbox(expression: str, steps: dict[str, Any], soul_home: Path) -> None:
+    _, gates, _, _ = _parts(soul_home)
+    fn = gates.env.compile_expression(expression, undefined_to_none=False)
+    try:
+        expected: Any = bool(fn(steps=steps))
+    except Exception as exc:  # an undefined output read: the gate fails, as it did
+        expected = type(exc)
+    try:
+        decided: Any = gates.when_open("s", expression, {"steps": steps})
+    except StepError as exc:
+        decided = type(exc.__cause__)
+    assert decided is expected

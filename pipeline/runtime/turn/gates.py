@@ -36,6 +36,7 @@ class GateEvaluator:
         self._compiled: dict[str, Callable[..., Any]] = {}
         self._reads: dict[str, frozenset[str] | None] = {}
         self._inputs: dict[str, tuple[frozenset[str], tuple[str, ...]] | None] = {}
+        self._paths: dict[str, tuple[str, str] | None] = {}  # per compiled expression: `output_path`
 
     def reads(self, expression: str) -> frozenset[str] | None:
         """The names `expression` reads (`steps`, `state`, ...): the only variables it needs,
@@ -93,9 +94,47 @@ class GateEvaluator:
             if fn is None:
                 fn = self.env.compile_expression(expression, undefined_to_none=False)
                 self._compiled[expression] = fn
+                self._paths[expression] = output_path(self.env, expression)
+            path = self._paths[expression]
+            if path is not None:  # `steps.x.y` over a step's outputs holding `y`: what the sandbox reads
+                steps = variables.get("steps")
+                if type(steps) is dict:
+                    outputs = steps.get(path[0])
+                    if type(outputs) is dict and path[1] in outputs:
+                        return bool(outputs[path[1]])
             return bool(fn(**variables))
         except (TemplateError, *EXPRESSION_ERRORS) as exc:
             raise StepError.from_exception(exc, step=step, kind=kind, what=f"its `when` ({expression}) failed") from exc
+
+
+def output_path(env: ImmutableSandboxedEnvironment, expression: str) -> tuple[str, str] | None:
+    """`(step, output)` when `expression` is one step's output and nothing else
+    (`steps.check.result`, or with `['check']`), named by what no dict has as an attribute:
+    over a dict of outputs holding it, the sandbox reads it as `outputs[output]` (its
+    `getattr` falls back to the item only when the attribute does not exist). Anything else
+    (a NotRun, a missing output, any other expression): None, and the sandbox evaluates it."""
+    try:
+        parser = Parser(env, expression, state="variable")
+        node = parser.parse_expression()
+        if parser.stream.current.type != "eof":
+            return None
+    except TemplateSyntaxError:
+        return None
+    keys: list[str] = []
+    while isinstance(node, nodes.Getattr | nodes.Getitem):
+        if isinstance(node, nodes.Getattr):
+            keys.append(node.attr)
+        elif isinstance(node.arg, nodes.Const) and isinstance(node.arg.value, str):
+            keys.append(node.arg.value)
+        else:
+            return None
+        node = node.node
+    if not (isinstance(node, nodes.Name) and node.name == "steps" and len(keys) == 2):
+        return None
+    output, step = keys
+    if hasattr(dict, step) or hasattr(dict, output):
+        return None
+    return step, output
 
 
 def after_the_call(builder: Any, gates: GateEvaluator, not_run: Mapping[str, Any], after_gates: Mapping[str, str],
