@@ -36,6 +36,8 @@ from soul.runtime.conversation import (
     label_of,
     over_budget,
     parts,
+    pieces,
+    with_margin,
 )
 from soul.runtime.turn.context import TurnContext
 from soul.runtime.turn.prompting.blocks import cache_points
@@ -249,6 +251,9 @@ class Fitter:
         self._counts: dict[bool, dict[str, int]] = {True: {}, False: {}}
         self._turns = TurnMessages()
         self._lines: dict[int, tuple[MemoryEntry, str]] = {}  # id(entry) -> (entry, its labelled line)
+        # a line's label (through its `]`) and the rest, which the estimate counts apart
+        self._parts: dict[str, tuple[str, str]] = {}
+        self._pieces: dict[str, int] = {}  # the estimate's pieces of a label or the rest of a line
 
     def line(self, entry: MemoryEntry) -> str:
         """How working memory shows `entry` — `- [turn 3 · think, internal_monologue] text`,
@@ -259,8 +264,14 @@ class Fitter:
             return found[1]
         if len(self._lines) >= LINE_CACHE:
             self._lines.clear()
-        text = f"- {label_of(entry)}{escape_untrusted(entry.content)}"
+            self._parts.clear()
+        label = label_of(entry)  # "" or "[...] "
+        rest = escape_untrusted(entry.content)
+        text = f"- {label}{rest}"
         self._lines[id(entry)] = (entry, text)
+        # "- [turn 5 · recall, memory.recall]" and " the memory": a turn's recollections share
+        # the first, and a memory recalled again has the second counted already (`count`)
+        self._parts[text] = (f"- {label[:-1]}" if label else "-", f" {rest}")
         return text
 
     def count(self, counter: Counter, text: str) -> int:
@@ -272,7 +283,20 @@ class Fitter:
         if found is None:
             if len(known) >= COUNT_CACHE:
                 known.clear()
-            found = known[text] = counter.count(text)
+            split = None if counter.exact else self._parts.get(text)
+            if split is not None:  # a working-memory line: its label's pieces and the rest's, added up
+                found = known[text] = with_margin(self._pieces_of(split[0]) + self._pieces_of(split[1]))
+            else:
+                found = known[text] = counter.count(text)
+        return found
+
+    def _pieces_of(self, text: str) -> int:
+        """The estimate's pieces of part of a line (`budget.pieces`), counted once per text."""
+        found = self._pieces.get(text)
+        if found is None:
+            if len(self._pieces) >= COUNT_CACHE:
+                self._pieces.clear()
+            found = self._pieces[text] = pieces(text)
         return found
 
     def conversation(self, ctx: TurnContext) -> ConversationView:
