@@ -75,6 +75,6 @@ def test_a_memory_recalled_again_under_a_new_label_is_not_estimated_again() -> N
     first = fitter.line(MemoryEntry("notes", "recollection", "ada: I build compilers.", meta={"turn": 3, "step": "recall"}))
     assert fitter.count(rough, first) == estimate(first)
     again = fitter.line(MemoryEntry("notes", "recollection", "ada: I build compilers.", meta={"turn": 4, "step": "recall"}))
-    counted = len(fitter._pieces)
+    counted = len(fitter.lines._pieces)
     assert fitter.count(rough, again) == estimate(again)
-    assert len(fitter._pieces) == counted + 1  # the new label only
+    assert len(fitter.lines._pieces) == counted + 1  # the new label only
