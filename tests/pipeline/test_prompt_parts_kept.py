@@ -4,6 +4,9 @@ the same objects every turn), and what each past turn's messages cost, per way o
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from soul.records import MemoryEntry
 from soul.runtime.conversation import ConversationView, HistoryTurn
 from soul.runtime.conversation.budget import (
@@ -46,3 +49,32 @@ def test_a_past_turns_cost_is_its_messages_tokens_counted_once_per_way_of_counti
             each, whole = view.costs(counter, fitter.count)
             assert each == tuple(sum(tokens(m.content) + MESSAGE_OVERHEAD for m in t.messages()) for t in history)
             assert whole == sum(each)
+
+
+_TEXTS = st.text(alphabet=st.sampled_from("ab Z\t\n\r .,;'1<&]-[é\u00a0\U0001f600"), max_size=40)
+
+
+@settings(max_examples=400, deadline=None)
+@given(content=_TEXTS, step=_TEXTS, turn=st.one_of(st.none(), st.integers(0, 12)), labelled=st.booleans())
+def test_a_working_memory_line_is_estimated_from_its_label_and_its_memory_as_whole(content: str, step: str, turn: int | None,
+                                                                                 labelled: bool) -> None:
+    # the estimate counts a line as its label's pieces (through the `]`) and the rest's, added
+    # up: each counted once (a turn's recollections share their label, a memory recalled again
+    # its text), the line's count the one counting it whole gives
+    fitter = Fitter(["notes"], {})
+    meta = {"turn": turn, "step": step, "kind": "memory.recall"} if labelled else {}
+    line = fitter.line(MemoryEntry("notes", "recollection", content, meta=meta))
+    rough, exact = Counter(ESTIMATE, False), Counter(TOKENIZER, True)
+    assert fitter.count(rough, line) == estimate(line)
+    assert fitter.count(exact, line) == count_tokens(line)  # a tokenizer counts it whole
+
+
+def test_a_memory_recalled_again_under_a_new_label_is_not_estimated_again() -> None:
+    fitter = Fitter(["notes"], {})
+    rough = Counter(ESTIMATE, False)
+    first = fitter.line(MemoryEntry("notes", "recollection", "ada: I build compilers.", meta={"turn": 3, "step": "recall"}))
+    assert fitter.count(rough, first) == estimate(first)
+    again = fitter.line(MemoryEntry("notes", "recollection", "ada: I build compilers.", meta={"turn": 4, "step": "recall"}))
+    counted = len(fitter.lines._pieces)
+    assert fitter.count(rough, again) == estimate(again)
+    assert len(fitter.lines._pieces) == counted + 1  # the new label only

@@ -16,6 +16,8 @@ from soul.runtime.conversation.budget import (
     Counter,
     count_tokens,
     over_budget,
+    pieces,
+    with_margin,
 )
 from soul.runtime.conversation.folding import budget_for, fold_history
 from soul.runtime.conversation.history import (
@@ -69,8 +71,10 @@ __all__ = [
     "messages_of",
     "over_budget",
     "parts",
+    "pieces",
     "share_out",
     "system_prompt",
     "truncation_digest",
     "turn_window",
+    "with_margin",
 ]

@@ -58,14 +58,25 @@ def count_tokens(text: str) -> int:
 
 def estimate(text: str) -> int:
     """A conservative token count of `text` (linear in its length; see the module's docstring)."""
-    pieces = _TOKENS.findall(text)
+    return math.ceil(pieces(text) * SAFETY)
+
+
+def pieces(text: str) -> int:
+    """What `estimate` counts before its margin. A sum over parts: where `text` splits after a
+    character that is neither a letter nor whitespace (a piece of its own), the pieces of
+    the two sides add up to the whole's (`Fitter.count` counts a working-memory line so)."""
+    found = _TOKENS.findall(text)
     if text.isascii():
-        total = len(pieces)
-    else:  # byte-level tokenizers take at most one token per UTF-8 byte
-        total = 0
-        for piece in pieces:
-            total += 1 if piece.isascii() else len(piece.encode("utf-8", "surrogatepass"))
-    return math.ceil(total * SAFETY)
+        return len(found)
+    total = 0  # byte-level tokenizers take at most one token per UTF-8 byte
+    for piece in found:
+        total += 1 if piece.isascii() else len(piece.encode("utf-8", "surrogatepass"))
+    return total
+
+
+def with_margin(counted: int) -> int:
+    """`estimate`'s count of a text whose `pieces` are `counted`."""
+    return math.ceil(counted * SAFETY)
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ from soul.runtime.tools import ToolUse, tools_of
 from soul.runtime.turn.calls import BoundCall, CallOutcome, run_call
 from soul.runtime.turn.context import TurnContext, TurnState, context_for
 from soul.runtime.turn.eager import adopt, finish_waiting
-from soul.runtime.turn.gates import EXPRESSION_ERRORS, after_the_call, every_open
+from soul.runtime.turn.gates import EXPRESSION_ERRORS, AfterTheCall, after_the_call, every_open
 from soul.runtime.turn.prompting.fitting import Prompt
 from soul.runtime.turn.prompting.prompt import MESSAGE_NOTE, MOMENT_NOTE, Variables
 from soul.runtime.turn.services import Services
@@ -373,12 +373,14 @@ class ScopeRunner:
             else:  # nothing cut: every turn shown, so the turn does not fold
                 ts.whole = True
         ts.calls.append(trace)
-        self.apply(call, outcome, ts, seen)
+        self.apply(call, outcome, ts, seen, gated_off)
 
-    def apply(self, call: CallPlan, outcome: CallOutcome, ts: TurnState, seen: Seen | None = None) -> None:
+    def apply(self, call: CallPlan, outcome: CallOutcome, ts: TurnState, seen: Seen | None = None,
+              gated_off: AfterTheCall | None = None) -> None:
         """Each step of a call as its reply left it: outputs, status (ran, fallback, failed, or
         gated after the call, on the context its layer found: `seen`), its changes (labelled,
-        the state applied for later steps), trace."""
+        the state applied for later steps), trace. A gate decided on the reply (`gated_off`)
+        over the very values it reads now is not evaluated again (`AfterTheCall.decided`)."""
         state = ts.ctx.state
         change_ctx = self._change_ctx
         if change_ctx is None or change_ctx.state is not state:  # one per state the turn goes through
@@ -404,8 +406,13 @@ class ScopeRunner:
             status = "fallback" if name in fallbacks else ("failed" if parse.missing else "ran")
             if after_gates:
                 expression = after_gates.get(name)
-                if expression and not self._when_open(name, expression, ts, seen, kind.name):
-                    status = "gated"
+                if expression:
+                    off = (gated_off.decided(name, ts.ctx if seen is None else seen[0], ts.outputs)
+                           if gated_off is not None else None)
+                    if off is None:
+                        off = not self._when_open(name, expression, ts, seen, kind.name)
+                    if off:
+                        status = "gated"
             flags = parse.flags + tuple(f"missing <{t}>" for t in parse.missing) if parse.missing else parse.flags
             if applies and (status == "ran" or status == "fallback"):
                 changes = kind.changes(name, outputs, change_ctx)

@@ -7,7 +7,7 @@ regions are held to their declared size (`working_memory.limits`), oldest entrie
 What makes it cheap: every text is counted once (`Fitter.count` remembers counts by text, and
 the same texts recur every call and every turn); what a turn's calls share — the prompt's
 head, steering and input, the history's messages (`ConversationView`), working memory's
-labelled lines (`MemoryView`) and what all of them cost (`Costs`) — is a `TurnParts`, built
+labelled lines (`memory_view.py`) and what all of them cost (`Costs`) — is a `TurnParts`, built
 on the turn's first call; and when the shared parts plainly fit — their whole cost within
 what the call's own parts leave — a call counts its own two texts (this turn so far, its
 response format) and writes its record, without walking the history or the memory.
@@ -21,11 +21,10 @@ to call.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from soul.providers import Message
-from soul.records import MemoryEntry
 from soul.runtime.conversation import (
     MESSAGE_OVERHEAD,
     Budget,
@@ -33,67 +32,23 @@ from soul.runtime.conversation import (
     ConversationView,
     Counter,
     TurnMessages,
-    label_of,
     over_budget,
     parts,
 )
 from soul.runtime.turn.context import TurnContext
 from soul.runtime.turn.prompting.blocks import cache_points
-from soul.runtime.untrusted import escape_untrusted
+from soul.runtime.turn.prompting.memory_view import (
+    HEADING,
+    Count,
+    MemoryLines,
+    MemoryView,
+    limit_cut,
+)
 
-DEFAULT_REGION_LIMIT = 12  # entries a working-memory region shows unless the blueprint says
 COUNT_CACHE = 1024  # token counts remembered per counter (the same texts recur every turn)
-LINE_CACHE = 1024  # working-memory entries whose prompt lines are kept (a session's recur every turn)
-HEADING = "## Working Memory"
 # the parts of a prompt that cannot be cut, as a report names them (then the message overhead)
 FIXED = ("persona, state and user model", "steering", "this turn so far", "response format", "the current message")
 OVERHEAD = "message overhead"
-
-Count = Callable[[Counter, str], int]
-
-
-class MemoryView:
-    """Working memory as a prompt shows it, for one context's entries: per region (in the
-    blueprint's order, then the others by name) its newest entries within its limit, as
-    labelled lines (`line_of`: `Fitter.line`); the whole section's text; and, per counter,
-    what each line costs."""
-
-    __slots__ = ("_costs", "kinds", "piece", "regions", "text")
-
-    def __init__(self, entries: Mapping[str, tuple[MemoryEntry, ...]], listed: Sequence[str], limits: Mapping[str, int],
-                 line_of: Callable[[MemoryEntry], str]) -> None:
-        order = [r for r in listed if entries.get(r)] + sorted(r for r in entries if r not in listed and entries[r])
-        regions = []
-        kinds = []  # each region's part of the context window: recalled memories or working memory
-        blocks = []
-        for region in order:
-            found = entries[region]
-            limit = limits.get(region, DEFAULT_REGION_LIMIT)
-            over = len(found) - limit if len(found) > limit else 0
-            shown = found[-limit:] if limit > 0 else ()
-            lines = tuple(map(line_of, shown))
-            title = f"### {region}"
-            regions.append((region, title, lines, over, limit))
-            kind = parts.RECALLED if shown and all(e.entry_type == "recollection" for e in shown) else parts.MEMORY
-            kinds.append(kind)
-            if lines:
-                blocks.append(parts.piece(kind, f"{title}\n" + "\n".join(lines), region))
-        self.regions: tuple[tuple[str, str, tuple[str, ...], int, int], ...] = tuple(regions)
-        self.kinds: tuple[str, ...] = tuple(kinds)
-        self.piece = parts.headed(f"{HEADING}\n", parts.join(blocks))
-        self.text = self.piece.text
-        self._costs: dict[bool, tuple[tuple[tuple[int, tuple[int, ...], int], ...], int]] = {}
-
-    def costs(self, counter: Counter, count: Count) -> tuple[tuple[tuple[int, tuple[int, ...], int], ...], int]:
-        """Per region (its title's cost, each line's, all its lines'), and the whole cost."""
-        found = self._costs.get(counter.exact)
-        if found is None:
-            each = []
-            for _, title, lines, _, _ in self.regions:
-                line_costs = tuple(count(counter, line) + 1 for line in lines)
-                each.append((count(counter, title) + 1, line_costs, sum(line_costs)))
-            found = self._costs[counter.exact] = (tuple(each), sum(t + s for t, _, s in each))
-        return found
 
 
 class Prompt:
@@ -199,7 +154,7 @@ class Costs:
         memory = parts.memory
         regions, whole = memory.costs(counter, count)
         self.memory = count(counter, HEADING) + 1 + whole
-        self.limit_cuts = tuple(_limit_cut(region, over, limit) for region, _, _, over, limit in memory.regions if over)
+        self.limit_cuts = tuple(limit_cut(region, over, limit) for region, _, _, over, limit in memory.regions if over)
         self.first = {name: n for name, n in ((FIXED[0], h), (FIXED[1], s)) if n}
         self.rest = {FIXED[4]: u} if u else {}
         self.rest[OVERHEAD] = 2 * MESSAGE_OVERHEAD
@@ -234,11 +189,6 @@ class Costs:
         return room
 
 
-def _limit_cut(region: str, over: int, limit: int) -> dict[str, Any]:
-    return {"part": f"working memory: {region}", "what": f"{over} oldest entries",
-            "entries": over, "why": f"over the region's limit of {limit}"}
-
-
 class Fitter:
     """Fits the prompts of one blueprint's calls (see the module's docstring); its caches
     are bounded and keyed by what they were computed from, so any context may come."""
@@ -248,20 +198,8 @@ class Fitter:
         self.limits = limits
         self._counts: dict[bool, dict[str, int]] = {True: {}, False: {}}
         self._turns = TurnMessages()
-        self._lines: dict[int, tuple[MemoryEntry, str]] = {}  # id(entry) -> (entry, its labelled line)
-
-    def line(self, entry: MemoryEntry) -> str:
-        """How working memory shows `entry` — `- [turn 3 · think, internal_monologue] text`,
-        escaped — made once per entry: the store hands a session's entries back as the same
-        objects turn after turn (an entry is kept with its line, so its id is not reused)."""
-        found = self._lines.get(id(entry))
-        if found is not None and found[0] is entry:
-            return found[1]
-        if len(self._lines) >= LINE_CACHE:
-            self._lines.clear()
-        text = f"- {label_of(entry)}{escape_untrusted(entry.content)}"
-        self._lines[id(entry)] = (entry, text)
-        return text
+        self.lines = MemoryLines()
+        self.line = self.lines.line  # how working memory shows an entry (made once per entry)
 
     def count(self, counter: Counter, text: str) -> int:
         """The tokens of `text` under `counter`, counted once per text."""
@@ -272,7 +210,8 @@ class Fitter:
         if found is None:
             if len(known) >= COUNT_CACHE:
                 known.clear()
-            found = known[text] = counter.count(text)
+            found = None if counter.exact else self.lines.estimate(text)  # a working-memory line: in two parts
+            known[text] = found = counter.count(text) if found is None else found
         return found
 
     def conversation(self, ctx: TurnContext) -> ConversationView:
@@ -408,7 +347,7 @@ class Fitter:
         blocks = []
         for (region, title, lines, over, limit), (title_cost, line_costs, _), kind in zip(memory.regions, regions, memory.kinds, strict=True):
             if over:
-                report.cut.append(_limit_cut(region, over, limit))
+                report.cut.append(limit_cut(region, over, limit))
             available -= title_cost
             keep = 0
             for cost in reversed(line_costs):
