@@ -21,15 +21,20 @@ Count = Callable[[Counter, str], int]
 
 class MemoryLines:
     """Working-memory entries as prompt lines, each made once per entry, and the estimate of
-    a line made here from its two parts, each counted once (`Fitter.count`)."""
+    a line made here from its two parts, each counted once (`Fitter.count`). What it keeps
+    besides each line is small: the line's label, shared by the lines that have it (a turn's
+    recollections), and its memory's text as the entry already holds it."""
 
-    __slots__ = ("_lines", "_parts", "_pieces")
+    __slots__ = ("_labels", "_lines", "_parts", "_pieces", "_rest_pieces")
 
     def __init__(self) -> None:
         self._lines: dict[int, tuple[MemoryEntry, str]] = {}  # id(entry) -> (entry, its labelled line)
-        # a line's label (through its `]`) and the rest, which the estimate counts apart
+        # a line -> its label (through its `]`) and its memory's escaped text, which the
+        # estimate counts apart: the second is counted with the space before it
         self._parts: dict[str, tuple[str, str]] = {}
-        self._pieces: dict[str, int] = {}  # the estimate's pieces of a label or the rest of a line
+        self._labels: dict[str, str] = {}  # each label part, once
+        self._pieces: dict[str, int] = {}  # the estimate's pieces of a label part
+        self._rest_pieces: dict[str, int] = {}  # ... and of " " + an escaped memory text
 
     def line(self, entry: MemoryEntry) -> str:
         """How working memory shows `entry` — `- [turn 3 · think, internal_monologue] text`,
@@ -41,13 +46,15 @@ class MemoryLines:
         if len(self._lines) >= LINE_CACHE:
             self._lines.clear()
             self._parts.clear()
+            self._labels.clear()
         label = label_of(entry)  # "" or "[...] "
-        rest = escape_untrusted(entry.content)
+        rest = escape_untrusted(entry.content)  # the content itself when nothing is escaped
         text = f"- {label}{rest}"
         self._lines[id(entry)] = (entry, text)
         # "- [turn 5 · recall, memory.recall]" and " the memory": a turn's recollections share
         # the first, and a memory recalled again has the second counted already
-        self._parts[text] = (f"- {label[:-1]}" if label else "-", f" {rest}")
+        head = f"- {label[:-1]}" if label else "-"
+        self._parts[text] = (self._labels.setdefault(head, head), rest)
         return text
 
     def estimate(self, text: str) -> int | None:
@@ -57,15 +64,18 @@ class MemoryLines:
         split = self._parts.get(text)
         if split is None:
             return None
-        return with_margin(self._pieces_of(split[0]) + self._pieces_of(split[1]))
-
-    def _pieces_of(self, text: str) -> int:
-        found = self._pieces.get(text)
-        if found is None:
+        head, rest = split
+        label = self._pieces.get(head)
+        if label is None:
             if len(self._pieces) >= COUNT_CACHE:
                 self._pieces.clear()
-            found = self._pieces[text] = pieces(text)
-        return found
+            label = self._pieces[head] = pieces(head)
+        tail = self._rest_pieces.get(rest)
+        if tail is None:
+            if len(self._rest_pieces) >= COUNT_CACHE:
+                self._rest_pieces.clear()
+            tail = self._rest_pieces[rest] = pieces(f" {rest}")
+        return with_margin(label + tail)
 
 
 class MemoryView:
