@@ -32,6 +32,7 @@ from soul.language.expressions import (
     Reference,
     analyse_expression,
     analyse_template,
+    constant_key,
     environment,
 )
 from soul.language.files import ALLOW_FIELD_PATHS, field_folder
@@ -89,6 +90,7 @@ __all__ = [
     "check_schema_at",
     "column",
     "command_allowed",
+    "constant_key",
     "display_path",
     "environment",
     "field_folder",

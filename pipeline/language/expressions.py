@@ -86,15 +86,24 @@ def _env() -> Sandbox:
     return _analysis_env
 
 
+def constant_key(node: nodes.Getattr | nodes.Getitem) -> str | None:
+    """The name an attribute or item look-up reads by (`x.name`, `x['name']`); None for a
+    computed key (`x[name]`, `x[0]`)."""
+    if isinstance(node, nodes.Getattr):
+        return node.attr
+    if isinstance(node.arg, nodes.Const) and isinstance(node.arg.value, str):
+        return node.arg.value
+    return None
+
+
 def _refs(tree: nodes.Node) -> Iterator[Reference]:
     for node in tree.find_all((nodes.Getattr, nodes.Getitem)):
         chain: list[str] = []
         cur: nodes.Node = node
         while isinstance(cur, nodes.Getattr | nodes.Getitem):
-            if isinstance(cur, nodes.Getattr):
-                chain.append(cur.attr)
-            elif isinstance(cur.arg, nodes.Const) and isinstance(cur.arg.value, str):
-                chain.append(cur.arg.value)
+            key = constant_key(cur)
+            if key is not None:
+                chain.append(key)
             else:
                 chain = []  # a computed key: nothing static to check past it
                 chain.append("\0")

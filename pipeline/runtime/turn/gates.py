@@ -12,7 +12,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from soul.compiler import Gate, PlannedStep
 from soul.errors import StepError
 from soul.kinds import CONTEXT_NAMES
-from soul.language import analyse_expression
+from soul.language import analyse_expression, constant_key
 from soul.runtime.turn.context import TurnContext, TurnState
 
 # What evaluating a sandboxed expression can raise besides jinja2's own errors, e.g. comparing
@@ -74,12 +74,10 @@ class GateEvaluator:
         for node in tree.find_all((nodes.Getattr, nodes.Getitem)):
             inner = node.node
             if isinstance(inner, nodes.Name) and inner.name == "steps":
-                if isinstance(node, nodes.Getattr):
-                    steps.append(node.attr)
-                elif isinstance(node.arg, nodes.Const) and isinstance(node.arg.value, str):
-                    steps.append(node.arg.value)
-                else:
+                key = constant_key(node)
+                if key is None:
                     return None
+                steps.append(key)
         reads_steps = sum(1 for n in tree.find_all(nodes.Name) if n.name == "steps")
         if reads_steps != len(steps):  # `steps` read whole somewhere
             return None
@@ -122,12 +120,10 @@ def output_path(env: ImmutableSandboxedEnvironment, expression: str) -> tuple[st
         return None
     keys: list[str] = []
     while isinstance(node, nodes.Getattr | nodes.Getitem):
-        if isinstance(node, nodes.Getattr):
-            keys.append(node.attr)
-        elif isinstance(node.arg, nodes.Const) and isinstance(node.arg.value, str):
-            keys.append(node.arg.value)
-        else:
+        key = constant_key(node)
+        if key is None:
             return None
+        keys.append(key)
         node = node.node
     if not (isinstance(node, nodes.Name) and node.name == "steps" and len(keys) == 2):
         return None
