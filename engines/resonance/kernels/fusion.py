@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import boolean, float32, float64, int32, int64, njit, uint8, void
 
-__all__ = ["drop_deleted", "merge_candidates", "pool_relevance", "row_cosines", "row_signals", "weighted_calibrated"]
+__all__ = ["merge_candidates", "pool_relevance", "row_cosines", "row_signals", "weighted_calibrated"]
 
 
 @njit(void(float32[::1], float32[::1], float32[::1], float32[::1], float64, float64, float64,
@@ -93,16 +93,6 @@ def merge_candidates(semantic: np.ndarray, keyword: np.ndarray, keyword_scores: 
         bm25[j] = keyword_scores[r]
         coverage[j] = keyword_coverage[r]
     return n
-
-
-@njit(void(int64[::1], uint8[::1], int64, float64[::1]), cache=True)
-def drop_deleted(ids: np.ndarray, flags: np.ndarray, deleted: int,
-                 score: np.ndarray) -> None:  # pragma: no cover - compiled
-    """``score`` = -1 for each candidate whose row's flags have the ``deleted`` bit (a memory
-    forgotten since the indexes were read)."""
-    for i in range(ids.shape[0]):
-        if flags[ids[i]] & deleted:
-            score[i] = -1.0
 
 
 @njit(boolean(float64[::1], float64[::1], float64, float64[::1]), cache=True)

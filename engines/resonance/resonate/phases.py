@@ -89,7 +89,7 @@ def spread(
     joined = src.nodes.rows_of(st, graph.state, reached.nodes)
     keep = joined >= 0
     if keep.any():
-        keep[keep] = (np.frombuffer(st.flags, np.uint8)[joined[keep]] & FLAG_DELETED) == 0
+        keep[keep] = (st.flags_of(joined[keep]) & FLAG_DELETED) == 0
     joined = joined[keep]
     if joined.shape[0]:
         cands, hybrid = grow(cands, joined)

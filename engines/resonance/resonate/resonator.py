@@ -57,16 +57,6 @@ def _phases() -> Any:
     return module
 
 
-def _drop_deleted() -> Any:
-    """kernels/fusion.py's `drop_deleted`."""
-    kernel = _LAZY.get("drop_deleted")
-    if kernel is None:
-        from ..kernels.fusion import drop_deleted as kernel
-
-        _LAZY["drop_deleted"] = kernel
-    return kernel
-
-
 def _pool_relevance() -> Any:
     """kernels/fusion.py's `pool_relevance`."""
     kernel = _LAZY.get("pool_relevance")
@@ -143,8 +133,7 @@ class Resonator:
             conf = self.sources.confidence(cands.ids, now)
         score = fused_relevance(cands, self.sources.fusion, tag=tag, confidence=conf)
         if len(cands):  # a memory forgotten since the indexes were read: -1, left out
-            _drop_deleted()(np.ascontiguousarray(cands.ids, np.int64),
-                            np.frombuffer(st.flags, np.uint8), FLAG_DELETED, score)
+            score[(st.flags_of(cands.ids) & FLAG_DELETED) != 0] = -1.0
         return score
 
     # -- the query ---------------------------------------------------------------------------

@@ -95,6 +95,12 @@ class State:
         """False for a forgotten memory's tombstone."""
         return not self.flags[row] & ops.FLAG_DELETED
 
+    def flags_of(self, rows: np.ndarray) -> np.ndarray:
+        """The flags of ``rows`` (uint8), read byte by byte. Not through a numpy view of
+        ``flags``: a writer appending rows meanwhile (queries do not wait for writes) could
+        not resize a bytearray whose buffer a view holds (BufferError)."""
+        return np.fromiter(map(self.flags.__getitem__, rows.tolist()), np.uint8, rows.shape[0])
+
     def row_of(self, memory_id: str) -> int:
         """Row of a live memory; UnknownMemory if it does not exist or was forgotten."""
         row = self.rows.get(memory_id)

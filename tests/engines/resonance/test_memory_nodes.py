@@ -86,3 +86,18 @@ def test_a_graph_or_store_swapped_whole_starts_the_map_over() -> None:
     _add_row(fresh, "m2")
     assert nodes.of(fresh, other, np.array([0])).tolist() == [2]
     assert nodes.rows_of(fresh, other, np.arange(3)).tolist() == [-1, -1, 0]
+
+
+def test_flags_of_reads_the_rows_flags_and_leaves_the_state_free_to_grow() -> None:
+    # queries do not wait for writes: reading flags through a numpy view would keep a writer
+    # from extending the bytearray (BufferError) while the view lived
+    state = State()
+    for i in range(6):
+        _add_row(state, f"m{i}")
+    state.flags[2] |= ops.FLAG_DELETED
+    rows = np.array([5, 2, 0, 2])
+    got = state.flags_of(rows)
+    assert got.dtype == np.uint8 and got.tolist() == [state.flags[r] for r in rows.tolist()]
+    assert ((got & ops.FLAG_DELETED) != 0).tolist() == [False, True, False, True]
+    _add_row(state, "m6")  # the bytearray grows with nothing holding its buffer
+    assert state.flags_of(np.array([6])).tolist() == [state.flags[6]]
