@@ -30,7 +30,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..kernels.bm25 import bm25_accumulate, csr_merge, gather_slots
 from ..kernels.bm25 import search as search_kernel
-from .postings import AppendBuffer, grow
+from .postings import AppendBuffer, DenseIds, grow
 from .text import DEFAULT_TEXT, TextConfig, tokenize
 
 __all__ = ["BM25Index", "BM25Params", "KeywordResult"]
@@ -109,10 +109,7 @@ class BM25Index:
         self._vocab: dict[str, int] = {}
         self._df = np.zeros(0, dtype=np.int32)
         self._slot_of: dict[int, int] = {}
-        # the same map as an array (id -> slot, -1: none) while the ids are dense (a field's
-        # are its store rows): a query reads ~100 ids' slots with one gather; None for good
-        # once an id is far past the slots held (sparse ids keep to the dict)
-        self._slot_dense: np.ndarray | None = np.full(0, -1, np.int64)
+        self._slot_dense = DenseIds()  # the same map as an array, while the ids are dense
         self._slot_ids = np.zeros(0, dtype=np.int64)
         self._doc_len = np.zeros(0, dtype=np.float32)
         self._alive = np.zeros(0, dtype=np.uint8)
@@ -201,13 +198,7 @@ class BM25Index:
         slot = self._n_slots
         self._n_slots += 1
         self._slot_of[doc_id] = slot
-        dense = self._slot_dense
-        if dense is not None:
-            if doc_id >= dense.shape[0]:
-                dense = self._slot_dense = (grow(dense, doc_id + 1, -1) if 0 <= doc_id <= 8 * self._n_slots + 4096
-                                            else None)
-            if dense is not None:
-                dense[doc_id] = slot
+        self._slot_dense.set(np.array([doc_id], np.int64), slot, self._n_slots)
         self._slot_ids[slot] = doc_id
         self._doc_len[slot] = len(tokens)
         self._alive[slot] = 1
@@ -217,8 +208,7 @@ class BM25Index:
 
     def _remove_locked(self, doc_id: int) -> None:
         slot = self._slot_of.pop(doc_id)
-        if self._slot_dense is not None:
-            self._slot_dense[doc_id] = -1
+        self._slot_dense.drop(doc_id)
         terms, in_main = self._terms_of_slot(slot)
         self._df[terms] -= 1
         self._main_has_dead |= in_main
@@ -390,12 +380,10 @@ class BM25Index:
     def _slots(self, ids: Sequence[int] | np.ndarray) -> np.ndarray:
         """The slot of each id (-1: not indexed), read without the lock (a gather, or a dict
         look-up each)."""
-        dense = self._slot_dense
-        if dense is not None and isinstance(ids, np.ndarray) and ids.dtype == np.int64 and ids.ndim == 1:
-            if not ids.shape[0]:
-                return np.empty(0, np.int64)
-            if ids.min() >= 0 and ids.max() < dense.shape[0]:
-                return dense[ids]
+        if isinstance(ids, np.ndarray) and ids.dtype == np.int64 and ids.ndim == 1:
+            found = self._slot_dense.get(ids)
+            if found is not None:
+                return found
         wanted = ids.tolist() if isinstance(ids, np.ndarray) else [int(i) for i in ids]
         n = len(wanted)
         return np.fromiter(map(self._slot_of.get, wanted, repeat(-1, n)), np.int64, n)

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, IndexStale, SearchIndexError
-from .postings import grow
+from .postings import DenseIds, grow
 
 __all__ = ["IndexMeta", "IndexParams", "VectorIndex"]
 
@@ -119,7 +119,7 @@ class VectorIndex:
         # id -> its row in _vecs while live, -1 otherwise: `signals` reads a few hundred ids
         # a query with one numpy gather instead of a set and a dict look-up each. Kept while
         # the ids are dense (the field's are its store rows); None once one is not.
-        self._dense: np.ndarray | None = np.full(0, -1, np.int64)
+        self._dense = DenseIds()
         # Σ of live unit vectors, kept exact on add/replace/remove: its direction is the
         # field's centroid, which fusion uses to discount "hub" memories (see fusion.py).
         self._sum = np.zeros(dim, dtype=np.float64)
@@ -179,7 +179,7 @@ class VectorIndex:
                 self._index.resize_index(max(need, 2 * self._index.get_max_elements()))
             self._index.add_items(unit, ids_arr, num_threads=1 if len(ids_arr) < 64 else -1)
             self._live.update(ids_arr.tolist())
-            self._mark_dense(ids_arr, rows)
+            self._dense.set(ids_arr, rows, self._n_rows)
             self._sum += unit.sum(axis=0, dtype=np.float64)
             self._sum_version += 1
 
@@ -194,23 +194,8 @@ class VectorIndex:
             self._index.mark_deleted(doc_id)
             self._alive[row] = 0
             self._live.discard(doc_id)
-            if self._dense is not None:
-                self._dense[doc_id] = -1  # live ids are all below its length
+            self._dense.drop(doc_id)
             return True
-
-    def _mark_dense(self, ids: np.ndarray, rows: np.ndarray) -> None:
-        """`_dense` takes live ``ids`` at ``rows`` (grown by doubling; dropped for good once
-        an id is far past the rows held: sparse ids keep to the set and dict)."""
-        dense = self._dense
-        if dense is None or not ids.shape[0]:
-            return
-        top = int(ids.max()) + 1
-        if top > dense.shape[0]:
-            if top > 8 * self._n_rows + 4096:
-                self._dense = None
-                return
-            dense = self._dense = grow(dense, top, -1)
-        dense[ids] = rows
 
     # ---- reads ----------------------------------------------------------------------------
     def search(self, vector: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -314,10 +299,8 @@ class VectorIndex:
         unit = q / max(float(np.sqrt(q.dot(q))), 1e-12)  # np.linalg.norm(q), undispatched
         centroid = self._unit_centroid()
         with self._lock:
-            dense = self._dense
-            if dense is not None and ids_arr.min() >= 0 and ids_arr.max() < dense.shape[0]:
-                rows = dense[ids_arr]  # -1 where not live
-            else:
+            rows = self._dense.get(ids_arr)  # -1 where not live
+            if rows is None:
                 live, row_of = self._live, self._row_of
                 rows = np.array([row_of[i] if i in live else -1 for i in ids_arr.tolist()], np.int64)
             _kernel("row_signals")(self._vecs, rows, np.ascontiguousarray(unit, np.float32), centroid,
@@ -397,7 +380,7 @@ class VectorIndex:
         index._alive = live.astype(np.uint8)
         index._row_of = {int(i): r for r, i in enumerate(ids.tolist())}
         index._live = set(ids[live].tolist())
-        index._mark_dense(ids[live], np.flatnonzero(live))
+        index._dense.set(ids[live].astype(np.int64), np.flatnonzero(live), len(ids))
         index._sum = vecs[live].sum(axis=0, dtype=np.float64)
         if len(index._live) != meta.count:
             raise IndexStale(f"{path}: {len(index._live)} vectors, meta says {meta.count}")

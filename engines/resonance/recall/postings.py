@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["AppendBuffer", "grow"]
+__all__ = ["AppendBuffer", "DenseIds", "grow"]
 
 
 def grow(arr: np.ndarray, need: int, fill: int = 0) -> np.ndarray:
@@ -24,6 +24,46 @@ def grow(arr: np.ndarray, need: int, fill: int = 0) -> np.ndarray:
     new[: arr.shape[0]] = arr
     return new
 
+
+
+class DenseIds:
+    """A map from non-negative int ids to int64 values (-1: none) kept as one array while the
+    ids are dense (a field's ids are its store rows), so a query reads a few hundred ids with
+    one gather instead of a dict look-up each. Dropped for good once an id lands far past the
+    entries held (sparse ids: the owner keeps to its dict). Writers hold the owner's lock;
+    `get` reads without it: an array grown meanwhile is a new one, the old one unchanged."""
+
+    __slots__ = ("values",)
+
+    def __init__(self) -> None:
+        self.values: np.ndarray | None = np.full(0, -1, np.int64)
+
+    def set(self, ids: np.ndarray, values: np.ndarray | int, held: int) -> None:
+        """``ids`` map to ``values``; ``held``: how many entries the owner holds (the bound
+        past which an id is too far to keep the array for)."""
+        arr = self.values
+        if arr is None or not ids.shape[0]:
+            return
+        top = int(ids.max()) + 1
+        if int(ids.min()) < 0 or top > max(arr.shape[0], 8 * held + 4096):
+            self.values = None  # a negative id (numpy would index from the end) or one far off
+            return
+        if top > arr.shape[0]:
+            arr = self.values = grow(arr, top, -1)
+        arr[ids] = values
+
+    def drop(self, doc_id: int) -> None:
+        """``doc_id`` maps to nothing now."""
+        if self.values is not None and 0 <= doc_id < self.values.shape[0]:
+            self.values[doc_id] = -1
+
+    def get(self, ids: np.ndarray) -> np.ndarray | None:
+        """The value of each of ``ids`` (int64, -1 for none); None when the array cannot
+        answer (dropped, or an id outside it): ask the dict."""
+        arr = self.values
+        if arr is None or not ids.shape[0] or ids.min() < 0 or ids.max() >= arr.shape[0]:
+            return None if arr is None or ids.shape[0] else np.empty(0, np.int64)
+        return arr[ids]
 
 class AppendBuffer:
     """Postings (term, local term, doc slot, tf) of the documents appended since a merge."""

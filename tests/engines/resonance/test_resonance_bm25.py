@@ -209,7 +209,11 @@ def test_the_slots_of_ids_are_the_dict_lookups_through_adds_replacements_and_rem
             want = [idx._slot_of.get(int(i), -1) for i in ids.tolist()]
             assert idx._slots(ids.astype(np.int64)).tolist() == want
             assert idx._slots(ids.tolist()).tolist() == want
-    assert (idx._slot_dense is None) == sparse
+    assert (idx._slot_dense.values is None) == sparse
+    if not sparse:  # a negative id (numpy would read it from the array's end) drops the array
+        idx.add(-5, "a negative id")
+        assert idx._slot_dense.values is None
+        assert idx._slots(np.array([-5, 3], np.int64)).tolist() == [idx._slot_of[-5], idx._slot_of.get(3, -1)]
 
 
 def test_a_write_between_two_queries_is_seen() -> None:

@@ -250,7 +250,7 @@ def test_signals_are_each_rows_two_cosines_through_adds_removals_and_a_reload(
     for i in (5, 17, 250):
         idx.remove(base + i)
     idx.add([base + 17], vecs[300:301])  # re-added: a new vector at its old row
-    assert (idx._dense is None) == sparse
+    assert (idx._dense.values is None) == sparse
 
     def check(index: VectorIndex) -> None:
         for _ in range(5):
