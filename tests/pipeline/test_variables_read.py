@@ -100,3 +100,11 @@ def test_variables_read_one_by_one_or_copied_are_every_variable(soul_home: Path)
     assert copied == every and tuple(copied) == NAMES and len(built) == 2
     template = builder.env.from_string("{{ input.text }} {{ memory.notes | join(',') }} {{ params.k }}")
     assert template.render(Variables(build)) == template.render(every) == "refactor the tokenizer one,two &lt;b&gt; 4"
+
+
+def test_the_names_templates_and_gates_see_are_the_context_names_and_steps() -> None:
+    # gates decide by what they read only among these (`GateEvaluator.inputs`)
+    from soul.kinds import CONTEXT_NAMES
+    from soul.runtime.turn.prompting.prompt import EVERY_NAME, NAMES
+
+    assert len(NAMES) == len(EVERY_NAME) and {*CONTEXT_NAMES, "steps"} == EVERY_NAME

@@ -11,16 +11,13 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from soul.compiler import Gate, PlannedStep
 from soul.errors import StepError
-from soul.kinds import CONTEXT_NAMES
 from soul.language import analyse_expression, constant_key
 from soul.runtime.turn.context import TurnContext, TurnState
+from soul.runtime.turn.prompting.prompt import EVERY_NAME
 
 # What evaluating a sandboxed expression can raise besides jinja2's own errors, e.g. comparing
 # None (an output of a step that did not run) with a number: a user's mistake, never a crash.
 EXPRESSION_ERRORS: tuple[type[Exception], ...] = (TypeError, ValueError, ArithmeticError, LookupError, AttributeError)
-# the variables a gate is given (`PromptBuilder.variables`): one reading only these, and `steps`
-# only by constant names, decides by them alone (no global such as `lipsum`, no call)
-_GIVEN = frozenset((*CONTEXT_NAMES, "steps"))
 
 
 def every_open(gate: Gate | None, turn: int) -> bool:
@@ -61,7 +58,7 @@ class GateEvaluator:
 
     def _find_inputs(self, expression: str) -> tuple[frozenset[str], tuple[str, ...]] | None:
         names = self.reads(expression)
-        if names is None or not names <= _GIVEN:
+        if names is None or not names <= EVERY_NAME:  # a name no gate is given (a global such as `lipsum`)
             return None
         try:
             tree = Parser(self.env, expression, state="variable").parse_expression()
