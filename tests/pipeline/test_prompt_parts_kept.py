@@ -1,6 +1,6 @@
-"""What a prompt shows of a session's past is worked out once and kept between turns (issue
-26): working memory's labelled lines, per entry (the store hands a session's entries back as
-the same objects every turn), and what each past turn's messages cost, per way of counting."""
+"""What a prompt shows of a session's past is worked out once (issue 26): working memory's
+labelled lines once per view, its memories' estimates kept between turns while recent (and
+nothing else of them), and what each past turn's messages cost, per way of counting."""
 
 from __future__ import annotations
 
@@ -18,22 +18,22 @@ from soul.runtime.conversation.budget import (
     estimate,
 )
 from soul.runtime.turn.prompting.fitting import Fitter, MemoryView
+from soul.runtime.turn.prompting.memory_view import TEXT_CACHE, LineCosts, line_of
 
 
-def test_an_entry_is_shown_labelled_and_escaped_and_its_line_made_once() -> None:
-    fitter = Fitter(["notes"], {})
+def test_an_entry_is_shown_labelled_and_escaped() -> None:
     entry = MemoryEntry("notes", "internalMonologue", "a <b> & c", meta={"turn": 3, "step": "think", "kind": "internal_monologue"})
-    line = fitter.line(entry)
-    assert line == "- [turn 3 · think, internal_monologue] a &lt;b&gt; &amp; c"
-    assert fitter.line(entry) is line
+    assert line_of(entry) == ("- [turn 3 · think, internal_monologue] a &lt;b&gt; &amp; c",
+                              "- [turn 3 · think, internal_monologue]", "a &lt;b&gt; &amp; c")
     twin = MemoryEntry("notes", "internalMonologue", "a <b> & c", meta={"turn": 4, "step": "think", "kind": "internal_monologue"})
-    assert fitter.line(twin) == "- [turn 4 · think, internal_monologue] a &lt;b&gt; &amp; c"  # its own label
+    assert line_of(twin)[0] == "- [turn 4 · think, internal_monologue] a &lt;b&gt; &amp; c"  # its own label
+    assert line_of(MemoryEntry("notes", "fact", "plain")) == ("- plain", "-", "plain")
 
 
 def test_a_memory_view_of_the_same_entries_shows_the_same_section() -> None:
     fitter = Fitter(["notes"], {"notes": 2})
     entries = {"notes": tuple(MemoryEntry("notes", "fact", f"fact {i}", meta={"turn": i}) for i in range(1, 4))}
-    first, again = MemoryView(entries, fitter.listed, fitter.limits, fitter.line), MemoryView(entries, fitter.listed, fitter.limits, fitter.line)
+    first, again = MemoryView(entries, fitter.listed, fitter.limits, fitter.texts), MemoryView(entries, fitter.listed, fitter.limits, fitter.texts)
     assert first.text == again.text == "## Working Memory\n### notes\n- [turn 2] fact 2\n- [turn 3] fact 3"
     assert first.regions[0][3] == 1  # one entry over the region's limit
 
@@ -63,18 +63,32 @@ def test_a_working_memory_line_is_estimated_from_its_label_and_its_memory_as_who
     # its text), the line's count the one counting it whole gives
     fitter = Fitter(["notes"], {})
     meta = {"turn": turn, "step": step, "kind": "memory.recall"} if labelled else {}
-    line = fitter.line(MemoryEntry("notes", "recollection", content, meta=meta))
+    view = MemoryView({"notes": (MemoryEntry("notes", "recollection", content, meta=meta),)}, fitter.listed, fitter.limits, fitter.texts)
+    (_, _, (line,), _, _), = view.regions
     rough, exact = Counter(ESTIMATE, False), Counter(TOKENIZER, True)
-    assert fitter.count(rough, line) == estimate(line)
-    assert fitter.count(exact, line) == count_tokens(line)  # a tokenizer counts it whole
+    assert view.costs(rough, fitter.count)[0][0][1] == (estimate(line) + 1,)
+    assert view.costs(exact, fitter.count)[0][0][1] == (count_tokens(line) + 1,)  # a tokenizer counts it whole
 
 
 def test_a_memory_recalled_again_under_a_new_label_is_not_estimated_again() -> None:
     fitter = Fitter(["notes"], {})
     rough = Counter(ESTIMATE, False)
-    first = fitter.line(MemoryEntry("notes", "recollection", "ada: I build compilers.", meta={"turn": 3, "step": "recall"}))
-    assert fitter.count(rough, first) == estimate(first)
-    again = fitter.line(MemoryEntry("notes", "recollection", "ada: I build compilers.", meta={"turn": 4, "step": "recall"}))
-    counted = len(fitter.lines._pieces)
-    assert fitter.count(rough, again) == estimate(again)
-    assert len(fitter.lines._pieces) == counted + 1  # the new label only
+    for turn in (3, 4):  # each turn's view makes its own lines; the memory's text is counted once
+        entry = MemoryEntry("notes", "recollection", "ada: I build compilers.", meta={"turn": turn, "step": "recall"})
+        view = MemoryView({"notes": (entry,)}, fitter.listed, fitter.limits, fitter.texts)
+        assert view.costs(rough, fitter.count)[0][0][1] == (estimate(line_of(entry)[0]) + 1,)
+        assert list(fitter.texts._texts) == ["ada: I build compilers."]
+    assert not fitter._counts[False].keys() & {line_of(entry)[0]}  # no line is kept by the count cache
+
+
+def test_a_memory_text_stays_counted_while_views_keep_showing_it_and_goes_after_two_generations() -> None:
+    texts = LineCosts()
+    texts.estimate("- [turn 1]", "shown every turn")
+    for i in range(3 * TEXT_CACHE):
+        texts.estimate(f"- [turn {i}]", f"new {i}")
+        texts.estimate("- [turn 1]", "shown every turn")  # found, or carried over from the older generation
+    kept = texts._texts.keys() | texts._older[0].keys()
+    assert "shown every turn" in kept and "- [turn 1]" in texts._labels.keys() | texts._older[1].keys()
+    assert "new 0" not in kept
+    assert len(kept) <= 2 * TEXT_CACHE
+    assert texts.estimate("- [turn 1]", "shown every turn") == estimate("- [turn 1] shown every turn")

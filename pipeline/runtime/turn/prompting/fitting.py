@@ -40,7 +40,7 @@ from soul.runtime.turn.prompting.blocks import cache_points
 from soul.runtime.turn.prompting.memory_view import (
     HEADING,
     Count,
-    MemoryLines,
+    LineCosts,
     MemoryView,
     limit_cut,
 )
@@ -198,8 +198,7 @@ class Fitter:
         self.limits = limits
         self._counts: dict[bool, dict[str, int]] = {True: {}, False: {}}
         self._turns = TurnMessages()
-        self.lines = MemoryLines()
-        self.line = self.lines.line  # how working memory shows an entry (made once per entry)
+        self.texts = LineCosts()  # the estimates of working-memory texts, kept while recent
 
     def count(self, counter: Counter, text: str) -> int:
         """The tokens of `text` under `counter`, counted once per text."""
@@ -210,8 +209,7 @@ class Fitter:
         if found is None:
             if len(known) >= COUNT_CACHE:
                 known.clear()
-            found = None if counter.exact else self.lines.estimate(text)  # a working-memory line: in two parts
-            known[text] = found = counter.count(text) if found is None else found
+            known[text] = found = counter.count(text)
         return found
 
     def conversation(self, ctx: TurnContext) -> ConversationView:
@@ -232,7 +230,7 @@ class Fitter:
         hit = ctx.shared.get("memory")
         if hit is not None and hit[0] is entries:
             return hit[1]  # type: ignore[no-any-return]
-        view = MemoryView(entries, self.listed, self.limits, self.line)
+        view = MemoryView(entries, self.listed, self.limits, self.texts)
         ctx.shared["memory"] = (entries, view)
         return view
 

@@ -1,6 +1,12 @@
 """Working memory as a prompt shows it: per region its newest entries within the region's
-limit, as labelled lines (`Fitter.line`, made once per entry), under one heading; and what
-each line costs, per way of counting. A turn's calls share one view (`Fitter.memory`)."""
+limit, as labelled lines (`line_of`), under one heading; and what each line costs, per way of
+counting. A turn's calls share one view (`Fitter.memory`); the next turn makes its own.
+
+Nothing here keeps a line past its view: a session's working memory grows every turn and the
+prompt shows its newest entries, so lines kept between turns were kept long after they had
+scrolled out of every view (issue 26's kept-memory goal). What is kept is the estimate of each
+memory's text (`LineCosts`), the part of a line worth not counting twice, for two bounded
+generations."""
 
 from __future__ import annotations
 
@@ -13,91 +19,75 @@ from soul.runtime.untrusted import escape_untrusted
 
 DEFAULT_REGION_LIMIT = 12  # entries a working-memory region shows unless the blueprint says
 HEADING = "## Working Memory"
-LINE_CACHE = 1024  # working-memory entries whose prompt lines are kept (a session's recur every turn)
-COUNT_CACHE = 1024  # parts of lines whose estimated pieces are kept
+# labels and memory texts whose estimated pieces are kept per generation (two are kept): a
+# session's shown entries recur turn after turn, a few new ones a turn
+TEXT_CACHE = 256
 
 Count = Callable[[Counter, str], int]
 
 
-class MemoryLines:
-    """Working-memory entries as prompt lines, each made once per entry, and the estimate of
-    a line made here from its two parts, each counted once (`Fitter.count`). What it keeps
-    besides each line is small: the line's label, shared by the lines that have it (a turn's
-    recollections), and its memory's text as the entry already holds it."""
+def line_of(entry: MemoryEntry) -> tuple[str, str, str]:
+    """How working memory shows `entry` — `- [turn 3 · think, internal_monologue] text`,
+    escaped — and the line's two parts as `LineCosts.estimate` counts them: its label through
+    the `]` (a turn's recollections share it) and its memory's escaped text."""
+    label = label_of(entry)  # "" or "[...] "
+    rest = escape_untrusted(entry.content)  # the content itself when nothing is escaped
+    return f"- {label}{rest}", (f"- {label[:-1]}" if label else "-"), rest
 
-    __slots__ = ("_labels", "_lines", "_parts", "_pieces", "_rest_pieces")
+
+class LineCosts:
+    """The estimate of a working-memory line made from its two parts (`line_of`), each counted
+    once and kept while recent: a generation holds `TEXT_CACHE` labels and as many texts, and
+    one found in the older generation is carried over, so what a session's views keep showing
+    stays and the rest goes after two generations."""
+
+    __slots__ = ("_labels", "_older", "_texts")
 
     def __init__(self) -> None:
-        self._lines: dict[int, tuple[MemoryEntry, str]] = {}  # id(entry) -> (entry, its labelled line)
-        # a line -> its label (through its `]`) and its memory's escaped text, which the
-        # estimate counts apart: the second is counted with the space before it
-        self._parts: dict[str, tuple[str, str]] = {}
-        self._labels: dict[str, str] = {}  # each label part, once
-        self._pieces: dict[str, int] = {}  # the estimate's pieces of a label part
-        self._rest_pieces: dict[str, int] = {}  # ... and of " " + an escaped memory text
+        self._texts: dict[str, int] = {}  # an escaped memory text -> pieces(" " + it)
+        self._labels: dict[str, int] = {}  # a line's label through its `]` -> pieces(it)
+        self._older: tuple[dict[str, int], dict[str, int]] = ({}, {})  # the older generation: texts, labels
 
-    def line(self, entry: MemoryEntry) -> str:
-        """How working memory shows `entry` — `- [turn 3 · think, internal_monologue] text`,
-        escaped — made once per entry: the store hands a session's entries back as the same
-        objects turn after turn (an entry is kept with its line, so its id is not reused)."""
-        found = self._lines.get(id(entry))
-        if found is not None and found[0] is entry:
-            return found[1]
-        if len(self._lines) >= LINE_CACHE:
-            self._lines.clear()
-            self._parts.clear()
-            self._labels.clear()
-        label = label_of(entry)  # "" or "[...] "
-        rest = escape_untrusted(entry.content)  # the content itself when nothing is escaped
-        text = f"- {label}{rest}"
-        self._lines[id(entry)] = (entry, text)
-        # "- [turn 5 · recall, memory.recall]" and " the memory": a turn's recollections share
-        # the first, and a memory recalled again has the second counted already
-        head = f"- {label[:-1]}" if label else "-"
-        self._parts[text] = (self._labels.setdefault(head, head), rest)
-        return text
-
-    def estimate(self, text: str) -> int | None:
-        """`budget.estimate(text)` of a line made here, as its label's pieces and the rest's
-        added up (the split falls after the label's `]`, a piece of its own, so the sum is the
-        whole line's); None for any other text."""
-        split = self._parts.get(text)
-        if split is None:
-            return None
-        head, rest = split
-        label = self._pieces.get(head)
+    def estimate(self, head: str, rest: str) -> int:
+        """`estimate(line)` of a line whose label is `head` and memory `rest` (the split falls
+        after the label's `]`, a piece of its own, so the two parts' pieces add up to the whole)."""
+        label = self._labels.get(head)
         if label is None:
-            if len(self._pieces) >= COUNT_CACHE:
-                self._pieces.clear()
-            label = self._pieces[head] = pieces(head)
-        tail = self._rest_pieces.get(rest)
-        if tail is None:
-            if len(self._rest_pieces) >= COUNT_CACHE:
-                self._rest_pieces.clear()
-            tail = self._rest_pieces[rest] = pieces(f" {rest}")
-        return with_margin(label + tail)
+            label = self._older[1].get(head)
+            self._labels[head] = label = pieces(head) if label is None else label
+        text = self._texts.get(rest)
+        if text is None:
+            text = self._older[0].get(rest)
+            self._texts[rest] = text = pieces(f" {rest}") if text is None else text
+        if len(self._texts) >= TEXT_CACHE or len(self._labels) >= TEXT_CACHE:
+            self._older = (self._texts, self._labels)
+            self._texts, self._labels = {}, {}
+        return with_margin(label + text)
 
 
 class MemoryView:
     """Working memory as a prompt shows it, for one context's entries: per region (in the
     blueprint's order, then the others by name) its newest entries within its limit, as
-    labelled lines (`line_of`: `Fitter.line`); the whole section's text; and, per counter,
-    what each line costs."""
+    labelled lines (`line_of`); the whole section's text; and, per counter, what each line
+    costs (an estimate from the line's parts, `LineCosts`)."""
 
-    __slots__ = ("_costs", "kinds", "piece", "regions", "text")
+    __slots__ = ("_costs", "_split", "_texts", "kinds", "piece", "regions", "text")
 
     def __init__(self, entries: Mapping[str, tuple[MemoryEntry, ...]], listed: Sequence[str], limits: Mapping[str, int],
-                 line_of: Callable[[MemoryEntry], str]) -> None:
+                 texts: LineCosts) -> None:
         order = [r for r in listed if entries.get(r)] + sorted(r for r in entries if r not in listed and entries[r])
         regions = []
         kinds = []  # each region's part of the context window: recalled memories or working memory
         blocks = []
+        split = []  # per region, each line's label and memory text
         for region in order:
             found = entries[region]
             limit = limits.get(region, DEFAULT_REGION_LIMIT)
             over = len(found) - limit if len(found) > limit else 0
             shown = found[-limit:] if limit > 0 else ()
-            lines = tuple(map(line_of, shown))
+            made = [line_of(e) for e in shown]
+            lines = tuple(m[0] for m in made)
+            split.append([(m[1], m[2]) for m in made])
             title = f"### {region}"
             regions.append((region, title, lines, over, limit))
             kind = parts.RECALLED if shown and all(e.entry_type == "recollection" for e in shown) else parts.MEMORY
@@ -108,6 +98,8 @@ class MemoryView:
         self.kinds: tuple[str, ...] = tuple(kinds)
         self.piece = parts.headed(f"{HEADING}\n", parts.join(blocks))
         self.text = self.piece.text
+        self._split = split
+        self._texts = texts
         self._costs: dict[bool, tuple[tuple[tuple[int, tuple[int, ...], int], ...], int]] = {}
 
     def costs(self, counter: Counter, count: Count) -> tuple[tuple[tuple[int, tuple[int, ...], int], ...], int]:
@@ -115,8 +107,12 @@ class MemoryView:
         found = self._costs.get(counter.exact)
         if found is None:
             each = []
-            for _, title, lines, _, _ in self.regions:
-                line_costs = tuple(count(counter, line) + 1 for line in lines)
+            for (_, title, lines, _, _), split in zip(self.regions, self._split, strict=True):
+                if counter.exact:  # a tokenizer counts the line whole
+                    line_costs = tuple(count(counter, line) + 1 for line in lines)
+                else:  # the sum of the parts' pieces is the whole line's (`budget.pieces`)
+                    estimate = self._texts.estimate
+                    line_costs = tuple(estimate(head, rest) + 1 for head, rest in split)
                 each.append((count(counter, title) + 1, line_costs, sum(line_costs)))
             found = self._costs[counter.exact] = (tuple(each), sum(t + s for t, _, s in each))
         return found
