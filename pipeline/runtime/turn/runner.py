@@ -385,11 +385,14 @@ class ScopeRunner:
         change_ctx = self._change_ctx
         if change_ctx is None or change_ctx.state is not state:  # one per state the turn goes through
             change_ctx = self._change_ctx = ChangeContext(self.state_spec, state)
-        per_step_ms = outcome.trace.latency_ms / len(call.steps)
+        steps = call.steps
+        per_step_ms = outcome.trace.latency_ms
+        if len(steps) > 1:  # (divided by one, the same float: not made again)
+            per_step_ms /= len(steps)
         emit, applies = self.emit, self.applies_changes
         after_gates, fallbacks = call.after_gates, outcome.fallbacks
-        order, done = self.order, ts.done
-        for step in call.steps:
+        order, done, gates = self.order, ts.done, call.gates
+        for step in steps:
             name, kind = step.name, step.kind
             parse = outcome.parses[name]
             outputs = parse.outputs
@@ -423,7 +426,7 @@ class ScopeRunner:
                     flags += changes.flags
                 if changes.state:
                     ts.ctx = ts.ctx.changed(state={**ts.ctx.state, **changes.state})
-            ts.steps.append(StepTrace(name, kind.name, status, outputs, flags, call.gates[name], per_step_ms))
+            ts.steps.append(StepTrace(name, kind.name, status, outputs, flags, gates[name], per_step_ms))
             if ts.cognition is not None and status != "gated":
                 ts.cognition.record(name, status == "ran", per_step_ms, outputs)
             if emit is not None:
