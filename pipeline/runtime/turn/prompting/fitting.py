@@ -61,7 +61,12 @@ class Prompt:
 
     def __init__(self, messages: tuple[Message, ...], budget: dict[str, Any] | None = None,
                  cut: list[dict[str, Any]] | None = None, layout: dict[str, Any] | None = None, form: str = "") -> None:
-        self.messages, self.budget, self.cut, self.layout, self.form = messages, budget, cut, layout, form
+        # one store a field (a tuple assignment builds and unpacks a tuple: a prompt is made every call)
+        self.messages = messages
+        self.budget = budget
+        self.cut = cut
+        self.layout = layout
+        self.form = form
 
     @property
     def report(self) -> BudgetReport | None:
