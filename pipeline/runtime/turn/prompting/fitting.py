@@ -173,17 +173,23 @@ class Costs:
         self.shares = {**self.first, FIXED[2]: 0, FIXED[3]: 0, **self.rest}
         self.formed = {**self.first, FIXED[3]: 0, **self.rest}  # a call with nothing done before it
         self.whole = self.history + self.memory  # what the history and working memory take when shown whole
-        # `room` by budget (keyed by its id, the budget kept to tell a reused id apart): `fit` reads it inline
-        self.rooms: dict[int, tuple[Budget, int]] = {}
+        # what is kept per budget (`kept`), by its id: `fit` reads it inline
+        self.rooms: dict[int, tuple[Budget, int, dict[str, Any]]] = {}
 
     def room(self, budget: Budget) -> int:
         """The most tokens a call's own two parts may take while everything else plainly fits
         under `budget` — every turn shown (no more than its `turns`), the history within its
         `share` of what is left, working memory in the rest — and -1 when it never does; kept
         per budget (a bound call's, the same every call)."""
+        return self.kept(budget)[1]
+
+    def kept(self, budget: Budget) -> tuple[Budget, int, dict[str, Any]]:
+        """What is kept per budget: the budget itself (telling a reused id apart), its `room`,
+        and the head of a plainly fitting call's record (its window, reserve and counter, then
+        the call's own fields in their order: a copy is filled in)."""
         found = self.rooms.get(id(budget))
         if found is not None and found[0] is budget:
-            return found[1]
+            return found
         room = -1
         history, share = self.history, budget.share
         if self.turns <= budget.turns and (history == 0 or share > 0):
@@ -196,8 +202,10 @@ class Costs:
                 least += 1
             need = max(least, history + self.memory)
             room = max(-1, budget.window - budget.reserve - self.fixed - need)
-        self.rooms[id(budget)] = (budget, room)
-        return room
+        record = {"window": budget.window, "reserve": budget.reserve, "counter": budget.counter.name, "fixed": 0, "used": 0,
+                  "parts": None}
+        found = self.rooms[id(budget)] = (budget, room, record)
+        return found
 
 
 class Fitter:
@@ -262,8 +270,10 @@ class Fitter:
         known = self._counts[counter.exact]  # a text counted before is a look-up (0 only when empty)
         t = (known.get(this_turn) or self.count(counter, this_turn)) if this_turn else 0  # "": a turn's first call
         f = known.get(form) or self.count(counter, form)
-        room = costs.rooms.get(id(budget))  # `Costs.room`'s kept answer, read inline (a call costs as much)
-        if t + f <= (room[1] if room is not None and room[0] is budget else costs.room(budget)):
+        kept = costs.rooms.get(id(budget))  # `Costs.kept`, read inline (a call costs as much)
+        if kept is None or kept[0] is not budget:
+            kept = costs.kept(budget)
+        if t + f <= kept[1]:
             # it plainly fits: every turn is shown, working memory cut only to its regions' limits
             # the parts in the report's order, this call's own two among the turn's (a zero left out)
             if t and f:
@@ -284,9 +294,11 @@ class Fitter:
                 text = "\n\n".join(filter(None, (before, this_turn, form)))
             system = Message("system", text, (), None, False, turn.points)  # positionally: cheaper than a keyword
             total = costs.fixed + t + f
-            return Prompt((system, *turn.tail),
-                          {"window": budget.window, "reserve": budget.reserve, "counter": counter.name, "fixed": total,
-                           "used": total + costs.whole, "parts": shares},
+            record = kept[2].copy()  # (a copy of a made dict costs less than making it)
+            record["fixed"] = total
+            record["used"] = total + costs.whole
+            record["parts"] = shares
+            return Prompt((system, *turn.tail), record,
                           [dict(c) for c in costs.limit_cuts] if costs.limit_cuts else None, turn.layout(this_turn, form), form)
         return self._cutting(turn, this_turn, form, budget, where, costs, t, f)
 
