@@ -358,5 +358,8 @@ class PromptBuilder:
             if earlier is None and unrun is not None:
                 earlier = {**unrun, **(said or {})}
             form = self.response_format(steps, ctx, earlier)
-        return self.fitter.fit(turn, self.this_turn(ctx, earlier if said is None else said), form, budget, where)
+        listed = said if said is not None else earlier if earlier is not None else ctx.steps
+        # nothing done yet (a turn's first call, a first layer's units), or fused: no call to make
+        so_far = self.this_turn(ctx, listed) if listed and self.chained else ""
+        return self.fitter.fit(turn, so_far, form, budget, where)
 
