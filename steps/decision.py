@@ -17,6 +17,9 @@ from soul.kinds import (
 )
 from soul.records import MemoryEntry, MessageRecord
 
+ANSWERED_KEPT = 4096  # the changes of mental queries' answers kept (two per step of every soul loaded)
+_ANSWERED: dict[tuple[type, str, bool], Changes] = {}
+
 
 class Decision(StepKind):
     name = "decision"
@@ -84,9 +87,23 @@ class MentalQuery(StepKind):
         result = outputs.get("result")
         if result is None:
             return Changes()
+        if result is not True and result is not False:  # (parsed answers are booleans)
+            return cls._answered(step, result)
+        # A step's answer changes the same every time it is given: its message and working-memory
+        # entry are made once per (kind, step, answer) and shared (records are never changed once made)
+        key = (cls, step, result)
+        found = _ANSWERED.get(key)
+        if found is None:
+            if len(_ANSWERED) >= ANSWERED_KEPT:
+                _ANSWERED.clear()
+            found = _ANSWERED[key] = cls._answered(step, result)
+        return found
+
+    @classmethod
+    def _answered(cls, step: str, result: Any) -> Changes:
         meta = {"result": result}
         message = MessageRecord(cls.layer, "mental_query", "true" if result else "false", step, None, meta)
-        # positionally (messages, state, user model, memory): every chained step of a soul makes one
+        # positionally (messages, state, user model, memory)
         return Changes((message,), None, None, (MemoryEntry("default", "mentalQuery", step, None, meta),))
     params = params_schema(
         ("query",),

@@ -201,13 +201,17 @@ class CleanReader:
     any other reply (not clean, or a boolean that does not read as one): the caller then reads
     it the usual way, so nothing a tolerant read would repair or flag is decided here."""
 
-    __slots__ = ("boolean", "names", "params", "pattern", "section")
+    __slots__ = ("boolean", "close", "names", "only", "open", "params", "pattern", "section")
 
     def __init__(self, kind: type[StepKind], params: Mapping[str, Any]) -> None:
         (section,) = kind.sections  # one section (`fits` says which kinds)
         self.params, self.section = params, section
         self.pattern = clean_single(section.tag)
+        # the reply as a model usually writes it, `<tag>text</tag>` and nothing else: told by
+        # its two ends, no regex match (what the pattern reads it as, when `text` holds no markup)
+        self.open, self.close = f"<{section.tag}>", f"</{section.tag}>"
         self.names = kind.output_names()
+        self.only = self.names == (section.output,)  # the section's output is the kind's only one
         self.boolean = section.type == "bool"
 
     @staticmethod
@@ -216,18 +220,27 @@ class CleanReader:
         return len(kind.sections) == 1 and not kind.sections[0].attributes
 
     def read(self, raw: str) -> StepParse | None:
-        whole = self.pattern.fullmatch(raw)
-        if whole is None:
-            return None
-        text = whole.group(3).strip()  # (attributes written: the kind reads none)
+        if raw.startswith(self.open) and raw.endswith(self.close):  # (they cannot overlap: a tag name holds no '/')
+            text = raw[len(self.open):-len(self.close)]
+            if "<" in text or "&" in text:  # not clean: the pattern does not match either
+                return None
+        else:
+            whole = self.pattern.fullmatch(raw)
+            if whole is None:
+                return None
+            text = whole.group(3)  # (attributes written: the kind reads none)
         section = self.section
-        outputs: dict[str, Any] = dict.fromkeys(self.names)
-        if self.boolean:
-            value = parse_bool(text)
+        if self.boolean:  # parse_bool's reading, inline (a call of its own costs as much)
+            word = text.strip(_DECORATION).lower()
+            value = True if word in _TRUE else False if word in _FALSE else None
             if value is None:  # the usual read flags it (and calls it missing when required)
                 return None
+            if self.only:
+                return StepParse({section.output: value}, (), ())
+            outputs: dict[str, Any] = dict.fromkeys(self.names)
             outputs[section.output] = value
             return StepParse(outputs, (), ())
         flags: list[str] = []
-        outputs[section.output] = _value(section, text, self.params, flags)
+        outputs = dict.fromkeys(self.names)
+        outputs[section.output] = _value(section, text.strip(), self.params, flags)
         return StepParse(outputs, (), tuple(flags) if flags else ())

@@ -190,6 +190,24 @@ def test_mental_query() -> None:
     assert run(MentalQuery, "<mental_query>False</mental_query>", {"query": "q"}).outputs == {"result": False}
 
 
+def test_a_mental_querys_answer_changes_the_same_records_each_time_it_is_given() -> None:
+    from soul.kinds import ChangeContext, Changes
+    from soul.records import MemoryEntry, MessageRecord
+
+    context = ChangeContext()
+    yes = MentalQuery.changes("check", {"result": True}, context)
+    assert yes == Changes((MessageRecord("internal", "mental_query", "true", "check", None, {"result": True}),), None, None,
+                          (MemoryEntry("default", "mentalQuery", "check", None, {"result": True}),))
+    assert MentalQuery.changes("check", {"result": True}, context) is yes  # made once, shared: records are never changed
+    no = MentalQuery.changes("check", {"result": False}, context)
+    assert no.messages[0].content == "false" and no.memory[0].meta == {"result": False}
+    assert MentalQuery.changes("other", {"result": True}, context).messages[0].step == "other"
+    assert MentalQuery.changes("check", {"result": None}, context) == Changes()
+    odd = MentalQuery.changes("check", {"result": 1}, context)  # not a parsed answer: made as it reads, never shared
+    assert odd.messages[0].meta == {"result": 1} and odd.messages[0].content == "true"
+    assert MentalQuery.changes("check", {"result": 1}, context) is not odd
+
+
 def test_section_found_under_another_spelling() -> None:
     result = extract_sections("<EXTERNAL_DIALOGUE>Hi</EXTERNAL_DIALOGUE>", ["EXTERNAL_DIALOGUE"])
     assert parse_step(ExternalDialogue, {}, result).outputs["text"] == "Hi"

@@ -97,6 +97,22 @@ def test_the_clean_reader_agrees_with_parse_step(data: st.DataObject) -> None:
         assert read == parse_step(kind, {}, _scan_sections(raw, (tag,)))
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_the_clean_readers_ends_check_reads_as_its_pattern_does(data: st.DataObject) -> None:
+    """A reply that is `<tag>text</tag>` and nothing else is told by its two ends, without the
+    pattern; the same reply with a space before it goes through the pattern, which reads it
+    alike: the same outputs, or nothing in both."""
+    from soul.sections import CleanReader
+
+    kind = data.draw(st.sampled_from(_readable_kinds()))
+    tag = kind.sections[0].tag
+    body = data.draw(st.one_of(text, st.sampled_from(["true", " **No.** ", "a < b", "x &amp; y", f"</{tag}>", "- a\n- b", ""])))
+    reader = CleanReader(kind, {})
+    raw = f"<{tag}>{body}</{tag}>"
+    assert reader.read(raw) == reader.read(" " + raw)
+
+
 def test_a_clean_boolean_reply_is_read_by_the_clean_reader() -> None:
     from soul.kinds import default_registry
     from soul.sections import CleanReader

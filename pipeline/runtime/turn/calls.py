@@ -176,11 +176,13 @@ def _outcome(bound: BoundCall, prompt: Prompt, raw: str, usage: Usage, repairs: 
     tokens_in, tokens_out, cache_read, cache_write = (usage.input_tokens, usage.output_tokens,
                                                       usage.cache_read_tokens, usage.cache_write_tokens)
     budget, price = prompt.budget, bound.price
+    if price is None:  # no table of the soul's own: the data home's, read now
+        cost = call_cost(bound.provider.name, bound.model, tokens_in, tokens_out, cache_read, cache_write)
+    else:  # an unknown price's record is copied as `cost_of` copies it (a call of its own costs as much)
+        cost = cost_of(price, tokens_in, tokens_out, cache_read, cache_write) if price[0] is not None else price[1].copy()
     trace = CallTrace(bound.unit, bound.model, bound.shape.names, prompt.messages, raw, 1, tokens_in, tokens_out,
                       (ended - started) * 1000, repairs, (), budget, tuple(prompt.cut) if prompt.cut else (), (),
-                      cache_read, cache_write, prompt.layout if budget is not None else None,
-                      cost_of(price, tokens_in, tokens_out, cache_read, cache_write) if price is not None
-                      else call_cost(bound.provider.name, bound.model, tokens_in, tokens_out, cache_read, cache_write))
+                      cache_read, cache_write, prompt.layout if budget is not None else None, cost)
     return CallOutcome(parses, _NONE, trace, False, (), (started, ended))
 
 

@@ -385,12 +385,16 @@ class ScopeRunner:
         change_ctx = self._change_ctx
         if change_ctx is None or change_ctx.state is not state:  # one per state the turn goes through
             change_ctx = self._change_ctx = ChangeContext(self.state_spec, state)
-        per_step_ms = outcome.trace.latency_ms / len(call.steps)
+        steps = call.steps
+        per_step_ms = outcome.trace.latency_ms
+        if len(steps) > 1:  # (divided by one, the same float: not made again)
+            per_step_ms /= len(steps)
         emit, applies = self.emit, self.applies_changes
         after_gates, fallbacks = call.after_gates, outcome.fallbacks
-        order, done = self.order, ts.done
-        for step in call.steps:
+        order, done, gates = self.order, ts.done, call.gates
+        for step in steps:
             name, kind = step.name, step.kind
+            kind_name = kind.name
             parse = outcome.parses[name]
             outputs = parse.outputs
             ts.outputs[name] = outputs
@@ -410,20 +414,20 @@ class ScopeRunner:
                     off = (gated_off.decided(name, ts.ctx if seen is None else seen[0], ts.outputs)
                            if gated_off is not None else None)
                     if off is None:
-                        off = not self._when_open(name, expression, ts, seen, kind.name)
+                        off = not self._when_open(name, expression, ts, seen, kind_name)
                     if off:
                         status = "gated"
             flags = parse.flags + tuple(f"missing <{t}>" for t in parse.missing) if parse.missing else parse.flags
             if applies and (status == "ran" or status == "fallback"):
                 changes = kind.changes(name, outputs, change_ctx)
                 if changes.memory:  # labelled with the step, kind and turn when the commit gathers them
-                    ts.labels[name] = kind.name
+                    ts.labels[name] = kind_name
                 ts.changes[name] = changes
                 if changes.flags:
                     flags += changes.flags
                 if changes.state:
                     ts.ctx = ts.ctx.changed(state={**ts.ctx.state, **changes.state})
-            ts.steps.append(StepTrace(name, kind.name, status, outputs, flags, call.gates[name], per_step_ms))
+            ts.steps.append(StepTrace(name, kind_name, status, outputs, flags, gates[name], per_step_ms))
             if ts.cognition is not None and status != "gated":
                 ts.cognition.record(name, status == "ran", per_step_ms, outputs)
             if emit is not None:

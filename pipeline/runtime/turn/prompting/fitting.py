@@ -61,7 +61,12 @@ class Prompt:
 
     def __init__(self, messages: tuple[Message, ...], budget: dict[str, Any] | None = None,
                  cut: list[dict[str, Any]] | None = None, layout: dict[str, Any] | None = None, form: str = "") -> None:
-        self.messages, self.budget, self.cut, self.layout, self.form = messages, budget, cut, layout, form
+        # one store a field (a tuple assignment builds and unpacks a tuple: a prompt is made every call)
+        self.messages = messages
+        self.budget = budget
+        self.cut = cut
+        self.layout = layout
+        self.form = form
 
     @property
     def report(self) -> BudgetReport | None:
@@ -79,7 +84,7 @@ class TurnParts:
     lines (with its parts and cache points), the history and the input as messages, and
     (per counter) what they cost."""
 
-    __slots__ = ("_costs", "_head_rows", "_rows", "before", "ctx", "head", "head_piece", "memory", "message",
+    __slots__ = ("_at", "_costs", "_head_rows", "_messages", "_rows", "before", "ctx", "head", "head_piece", "memory", "message",
                  "persona", "piece", "points", "steering", "tail", "user", "view")
 
     def __init__(self, ctx: TurnContext, head: parts.Piece, steering: str, user: str, message: parts.Piece,
@@ -94,6 +99,10 @@ class TurnParts:
         self._costs: dict[bool, Costs] = {}
         self._rows: list[list[Any]] = []
         self._head_rows: list[list[Any]] | None = None
+        # where a call's own parts start in the system message (0: nothing before them), and
+        # how many messages a call sends: the same for every call of the turn
+        self._at = len(self.before) + 2 if self.before else 0
+        self._messages = len(self.tail) + 1
 
     def layout(self, this_turn: str, form: str) -> dict[str, Any]:
         """Where each part lies in a call's messages when the whole history is shown: the
@@ -107,14 +116,14 @@ class TurnParts:
             if head:  # as followed by a call's own part, the separator its own
                 head[-1] = [*head[-1][:4], head[-1][4] + 2]
             self._rows = _layout(parts.EMPTY, self.view.messages(), self.view.labels(), self.message)["spans"]
-        at = len(self.before)
+        at = self._at
         if at and form:  # the usual call: its list made at once, at its size
-            at += 2
             if not this_turn:
-                return {"spans": [*head, [parts.FORMAT, "", 0, at, at + len(form)], *self._rows], "messages": len(self.tail) + 1}
+                return {"spans": [*head, [parts.FORMAT, "", 0, at, at + len(form)], *self._rows], "messages": self._messages}
             mid = at + len(this_turn) + 2
             return {"spans": [*head, [parts.THIS_TURN, "", 0, at, mid], [parts.FORMAT, "", 0, mid, mid + len(form)], *self._rows],
-                    "messages": len(self.tail) + 1}
+                    "messages": self._messages}
+        at = len(self.before)
         if at and (this_turn or form):
             spans = [*head]
             at += 2
@@ -126,7 +135,7 @@ class TurnParts:
         if form:
             spans.append([parts.FORMAT, "", 0, at, at + len(form)])
         spans += self._rows
-        return {"spans": spans, "messages": len(self.tail) + 1}
+        return {"spans": spans, "messages": self._messages}
 
     def costs(self, counter: Counter, count: Count) -> Costs:
         found = self._costs.get(counter.exact)
@@ -141,8 +150,8 @@ class Costs:
     what they add to a call's report when they fit whole (in the report's order, around the
     call's own two parts), with the cuts of the regions' own limits."""
 
-    __slots__ = ("_rooms", "counts", "first", "fixed", "formed", "history", "limit_cuts", "memory", "rest", "shares", "summary", "turn_costs",
-                 "turns")
+    __slots__ = ("counts", "first", "fixed", "formed", "history", "limit_cuts", "memory", "rest", "rooms", "shares", "summary", "turn_costs",
+                 "turns", "whole")
 
     def __init__(self, parts: TurnParts, counter: Counter, count: Count) -> None:
         h, s, u = self.counts = (count(counter, parts.head), count(counter, parts.steering), count(counter, parts.user))
@@ -163,16 +172,24 @@ class Costs:
         # the report's parts with a call's own two in their places (a call copies it and sets them)
         self.shares = {**self.first, FIXED[2]: 0, FIXED[3]: 0, **self.rest}
         self.formed = {**self.first, FIXED[3]: 0, **self.rest}  # a call with nothing done before it
-        self._rooms: dict[int, tuple[Budget, int]] = {}
+        self.whole = self.history + self.memory  # what the history and working memory take when shown whole
+        # what is kept per budget (`kept`), by its id: `fit` reads it inline
+        self.rooms: dict[int, tuple[Budget, int, dict[str, Any]]] = {}
 
     def room(self, budget: Budget) -> int:
         """The most tokens a call's own two parts may take while everything else plainly fits
         under `budget` — every turn shown (no more than its `turns`), the history within its
         `share` of what is left, working memory in the rest — and -1 when it never does; kept
         per budget (a bound call's, the same every call)."""
-        found = self._rooms.get(id(budget))
+        return self.kept(budget)[1]
+
+    def kept(self, budget: Budget) -> tuple[Budget, int, dict[str, Any]]:
+        """What is kept per budget: the budget itself (telling a reused id apart), its `room`,
+        and the head of a plainly fitting call's record (its window, reserve and counter, then
+        the call's own fields in their order: a copy is filled in)."""
+        found = self.rooms.get(id(budget))
         if found is not None and found[0] is budget:
-            return found[1]
+            return found
         room = -1
         history, share = self.history, budget.share
         if self.turns <= budget.turns and (history == 0 or share > 0):
@@ -185,8 +202,10 @@ class Costs:
                 least += 1
             need = max(least, history + self.memory)
             room = max(-1, budget.window - budget.reserve - self.fixed - need)
-        self._rooms[id(budget)] = (budget, room)
-        return room
+        record = {"window": budget.window, "reserve": budget.reserve, "counter": budget.counter.name, "fixed": 0, "used": 0,
+                  "parts": None}
+        found = self.rooms[id(budget)] = (budget, room, record)
+        return found
 
 
 class Fitter:
@@ -249,10 +268,12 @@ class Fitter:
         counter = budget.counter
         costs = turn._costs.get(counter.exact) or turn.costs(counter, self.count)
         known = self._counts[counter.exact]  # a text counted before is a look-up (0 only when empty)
-        t = known.get(this_turn) or self.count(counter, this_turn)
+        t = (known.get(this_turn) or self.count(counter, this_turn)) if this_turn else 0  # "": a turn's first call
         f = known.get(form) or self.count(counter, form)
-        total = costs.fixed + t + f
-        if t + f <= costs.room(budget):
+        kept = costs.rooms.get(id(budget))  # `Costs.kept`, read inline (a call costs as much)
+        if kept is None or kept[0] is not budget:
+            kept = costs.kept(budget)
+        if t + f <= kept[1]:
             # it plainly fits: every turn is shown, working memory cut only to its regions' limits
             # the parts in the report's order, this call's own two among the turn's (a zero left out)
             if t and f:
@@ -272,9 +293,12 @@ class Fitter:
             else:
                 text = "\n\n".join(filter(None, (before, this_turn, form)))
             system = Message("system", text, (), None, False, turn.points)  # positionally: cheaper than a keyword
-            return Prompt((system, *turn.tail),
-                          {"window": budget.window, "reserve": budget.reserve, "counter": counter.name, "fixed": total,
-                           "used": total + costs.history + costs.memory, "parts": shares},
+            total = costs.fixed + t + f
+            record = kept[2].copy()  # (a copy of a made dict costs less than making it)
+            record["fixed"] = total
+            record["used"] = total + costs.whole
+            record["parts"] = shares
+            return Prompt((system, *turn.tail), record,
                           [dict(c) for c in costs.limit_cuts] if costs.limit_cuts else None, turn.layout(this_turn, form), form)
         return self._cutting(turn, this_turn, form, budget, where, costs, t, f)
 

@@ -237,7 +237,7 @@ class PromptBuilder:
         call whose steps done begin with the same ones (the same outputs) adds only the lines
         of the new ones; any other change builds it again."""
         done = ctx.steps if earlier is None else earlier
-        if not self.chained or not done:
+        if not done or not self.chained:
             return ""
         items = tuple(done.items())
         kept, text = self._so_far
@@ -246,20 +246,18 @@ class PromptBuilder:
             n, text = 0, ""
         elif n == len(items):
             return text
-        lines = [text] if text else []
-        for name, out in items[n:]:
-            if out.__class__ is NotRun or (type(out) is not dict and not isinstance(out, Mapping)):
+        lines = [text or THIS_TURN]  # (a heading over nothing would tell the model of steps that never ran: see below)
+        for name, out in items[n:] if n else items:
+            if type(out) is not dict and (out.__class__ is NotRun or not isinstance(out, Mapping)):
                 continue  # a step that has not run has nothing to list
-            if not lines:
-                lines.append(THIS_TURN)
-            if len(out) == 1:  # one output (most kinds): no list to join
-                for k, v in out.items():
-                    shown = f"{k}: {v}" if v is not None and v != "" else ""
+            if len(out) == 1:  # one output (most kinds): its line written at once, no list to join
+                for k in out:
+                    v = out[k]
+                    lines.append(f"- {name}: {k}: {v}" if v is not None and v != "" else f"- {name}: ")
             else:
-                shown = "; ".join([f"{k}: {v}" for k, v in out.items() if v is not None and v != ""])
-            lines.append(f"- {name}: {shown}")
-        # a heading over nothing would tell the model of steps that never ran
-        text = "\n".join(lines)
+                lines.append(f"- {name}: " + "; ".join([f"{k}: {v}" for k, v in out.items() if v is not None and v != ""]))
+        if len(lines) > 1:  # something listed under the heading
+            text = "\n".join(lines)
         self._so_far = (items, text)
         return text
 
@@ -360,5 +358,8 @@ class PromptBuilder:
             if earlier is None and unrun is not None:
                 earlier = {**unrun, **(said or {})}
             form = self.response_format(steps, ctx, earlier)
-        return self.fitter.fit(turn, self.this_turn(ctx, earlier if said is None else said), form, budget, where)
+        listed = said if said is not None else earlier if earlier is not None else ctx.steps
+        # nothing done yet (a turn's first call, a first layer's units), or fused: no call to make
+        so_far = self.this_turn(ctx, listed) if listed and self.chained else ""
+        return self.fitter.fit(turn, so_far, form, budget, where)
 
