@@ -51,6 +51,23 @@ class Terminal:
     def ctrl_c(self) -> None:
         self.proc.send_signal(signal.SIGINT)
 
+    def reading(self, timeout: float = 30.0) -> None:
+        """Wait until the process's main thread sleeps in its read of the terminal. CPython's
+        readline loop checks for signals only when its select() is interrupted: a Ctrl-C landing
+        between the prompt being shown and that select() is taken by Python's handler and acted
+        on only after the next line — a window no hand hits, but a test pressing Ctrl-C the
+        instant the prompt shows did, on a loaded machine (the process descheduled inside it)."""
+        stat = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/stat")
+        if not stat.exists():  # no /proc: a pause instead
+            time.sleep(0.5)
+            return
+        deadline, asleep = time.monotonic() + timeout, 0
+        while asleep < 3:  # three looks in a row, 10 ms apart: not a passing sleep
+            assert time.monotonic() < deadline, "the prompt never waited for input"
+            state = stat.read_text().rsplit(")", 1)[1].split()[0]
+            asleep = asleep + 1 if state == "S" else 0
+            time.sleep(0.01)
+
     def wait(self, timeout: float = 20.0) -> int:
         code = self.proc.wait(timeout=timeout)
         with contextlib.suppress(AssertionError):
@@ -90,6 +107,7 @@ def in_flight(wire: WireServer, timeout: float = 60.0) -> None:
 def test_ctrl_c_at_the_prompt_leaves_at_once(terminal: Callable[..., Terminal], wire: WireServer, wired_soul: Callable[..., Path]) -> None:
     term = terminal("run", str(wired_soul("openai/gpt-test", wire.openai_url)))
     term.read_until("you> ")
+    term.reading()
     started = time.monotonic()
     term.ctrl_c()
     assert term.wait() == 0
