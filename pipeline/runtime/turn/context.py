@@ -84,11 +84,15 @@ class TurnState:
     done: dict[str, dict[str, Any]]  # outputs of the steps that produced some, in plan order
     reach: int  # the place in plan order of the latest step in `done` (runner.py: `_did`)
     session: str | None  # the session's id, for engines that prime by session
-    recalled: list[str]  # memory ids recalled: touched after the commit
-    shown: list[int]  # turns of history each call that cut the history showed
+    # The next four are rare (a recall step, a call that cut the history, a fold): each starts
+    # as the shared empty tuple and becomes the turn's own list when first added to
+    # (`recalling`, `showed`; `conversation/folding.py` adds a fold's records), not four
+    # lists made and freed on every run of the graph.
+    recalled: Sequence[str]  # memory ids recalled: touched after the commit
+    shown: Sequence[int]  # turns of history each call that cut the history showed
     whole: bool  # a call showed every turn of the history (the turn does not fold)
-    summaries: list[SummaryRecord]  # history folded this turn
-    folded: list[MemoryEntry]  # the summary's working-memory entry
+    summaries: Sequence[SummaryRecord]  # history folded this turn
+    folded: Sequence[MemoryEntry]  # the summary's working-memory entry
     # the kind of each step whose changes hold working memory: its entries are labelled with
     # the step, kind and turn as the commit gathers them (`turn/commit.py`)
     labels: dict[str, str]
@@ -105,12 +109,23 @@ class TurnState:
         self.calls = []
         self.changes = {}
         self.provider_spans = []
-        self.recalled = []
-        self.shown = []
+        self.recalled = ()
+        self.shown = ()
         self.whole = False
-        self.summaries = []
-        self.folded = []
+        self.summaries = ()
+        self.folded = ()
         self.labels = {}
+
+    def recalling(self) -> list[str]:
+        """The list a memory reader adds the ids it recalls to (made on the turn's first recall)."""
+        recalled = self.recalled
+        if type(recalled) is not list:
+            recalled = self.recalled = list(recalled)
+        return recalled
+
+    def showed(self, turns: int) -> None:
+        """A call that cut the history showed `turns` of its turns (`fold_history` reads them)."""
+        self.shown = [*self.shown, turns]
 
 
 def _memory_regions(entries: tuple[MemoryEntry, ...]) -> dict[str, tuple[MemoryEntry, ...]]:

@@ -271,7 +271,7 @@ class ScopeRunner:
                 raise StepError.from_exception(exc, step=step.name, kind=step.kind.name, what="a template parameter") from exc
 
         memory = self.services.memory
-        reader = partial(memory.reader_for, ts.recalled) if memory is not None else _no_memory
+        reader = partial(memory.reader_for, ts.recalling()) if memory is not None else _no_memory
         step_env = StepEnv(variables, render, reader, self.memory_config, ts.ctx.text, ts.session)
         try:
             return await step.kind.run(step.name, step.params, step_env)
@@ -369,7 +369,7 @@ class ScopeRunner:
         if prompt.budget is not None:  # how many of the history's turns the call showed
             cut = prompt.cut
             if cut:
-                ts.shown.append(len(ts.ctx.history) - sum(c.get("turns", 0) for c in cut if c["part"] == "history"))
+                ts.showed(len(ts.ctx.history) - sum(c.get("turns", 0) for c in cut if c["part"] == "history"))
             else:  # nothing cut: every turn shown, so the turn does not fold
                 ts.whole = True
         ts.calls.append(trace)
