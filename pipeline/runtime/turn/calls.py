@@ -105,6 +105,9 @@ class BoundCall:
     grammar: str | None = None
     budget: Budget | None = None
     price: Priced | None = None
+    # the usual call, decided once: no gate after it, no tools in the run, no section that may
+    # echo the instructions or be refused (the runner then passes none of what those need)
+    usual: bool = False
 
 
 async def run_call(

@@ -4,14 +4,14 @@ that accumulates the turn's outputs, traces and changes (private to one turn).""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from soul.compiler import Plan
 from soul.kinds import Changes
 from soul.records import MemoryEntry, Snapshot, SummaryRecord
-from soul.runtime.bridges import Cognition
+from soul.runtime.bridges import Cognition, Kept
 from soul.runtime.conversation import (
     HISTORY_TYPES,
     SUMMARY_TYPE,
@@ -159,3 +159,33 @@ def context_for(plan: Plan, snapshot: Snapshot, text: str, kind: str) -> TurnCon
         history=history,
         summary=summary,
     )
+
+
+class Starting(Protocol):
+    """What starting a turn needs of its services (`Services` is one): Chetana's starter, if any."""
+
+    @property
+    def chetana(self) -> Callable[[Mapping[str, Any] | None, str, Kept | None], Cognition] | None: ...
+
+
+def start_turn(plan: Plan, services: Starting, snapshot: Snapshot, text: str, kind: str, session: str | None = None,
+               kept: Kept | None = None) -> TurnState:
+    """The state a turn starts from: its context, and Chetana's controller begun on the input
+    when the services carry Chetana (the context then holds what templates see as `chetana`;
+    `kept`: the controller the session's last turn ended with, `Cognition.begin`)."""
+    ts = TurnState(context_for(plan, snapshot, text, kind), {}, session=session)
+    if services.chetana is not None:
+        ts.cognition = services.chetana(snapshot.chetana, text, kept)
+        ts.ctx = ts.ctx.changed(chetana=ts.cognition.context)
+    return ts
+
+
+def busy_seconds(spans: Sequence[tuple[float, float]]) -> float:
+    """The length of the union of `spans`: calls that overlap (a layer's units run
+    concurrently) count once, so wall time minus this is never negative."""
+    total, reach = 0.0, float("-inf")
+    for start, end in sorted(spans):
+        if end > reach:
+            total += end - max(start, reach)
+            reach = end
+    return total

@@ -109,8 +109,10 @@ class Services:
             budget = budget_for(self.builder.blueprint, call.steps, spec, options, provider)
             # the table a soul was made with is fixed (without one, each call reads the data home's: call_cost)
             price = self.prices.price_for(provider.name, spec) if self.prices is not None else None
-            bound = self._bound[call] = BoundCall(provider, spec, options, CallShape(call.steps), call.unit.index, call.tags,
-                                                  call.stream_steps, call.attempts, grammar, budget, price)
+            shape = CallShape(call.steps)
+            usual = not (call.after_gates or self.tools is not None or shape.echoing or shape.refusing)
+            bound = self._bound[call] = BoundCall(provider, spec, options, shape, call.unit.index, call.tags,
+                                                  call.stream_steps, call.attempts, grammar, budget, price, usual)
         return bound
 
 
