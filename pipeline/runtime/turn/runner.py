@@ -69,7 +69,7 @@ class ScopeRunner:
     # a runner is made for every run of a scope (a turn's graph): its fields in slots, not an
     # instance dict filled and freed each time (a subclass may still add its own)
     __slots__ = ("_change_ctx", "builder", "emit", "folds", "gates", "last", "memory_config", "not_run", "order", "plan",
-                 "scope", "services", "state_spec", "traced", "units")
+                 "scope", "services", "state_spec", "traced", "units", "walk")
 
     def __init__(self, plan: Plan, scope: ScopePlan, services: Services, emit: Callable[[Any], None] | None = None) -> None:
         self.scope = scope
@@ -92,6 +92,7 @@ class ScopeRunner:
         self.traced = self.applies_changes and tracing.on()
         # each whole unit's call plan and binding, once found (a dry run binds none)
         self.units = shared.units if self.applies_changes else {}
+        self.walk = shared.walk
 
     def variables(self, ts: TurnState, params: Mapping[str, Any] | None = None, seen: Seen | None = None,
                   names: Collection[str] | None = None) -> dict[str, Any]:
@@ -138,13 +139,12 @@ class ScopeRunner:
     async def run(self, ts: TurnState) -> None:
         units, gated = self.scope.units, self.scope.gated  # units are numbered from 1
         traced = self.traced  # every unit in its span: through run_unit
-        for layer in self.scope.layers:
-            if len(layer) == 1:  # no task needed for a lone unit: a chain pays no scheduling
-                unit = units[layer[0] - 1]
-                if unit.model is not None and unit.index not in gated and not traced:  # a call asking for all its steps
-                    await self.run_llm_unit(unit, unit.steps, ts)
-                else:
-                    await self.run_unit(unit, ts)
+        for layer, call in self.walk:  # (a layer that is one call asking for all its steps: `ScopeRuns.walk`)
+            if call is not None and not traced:  # no task needed for a lone unit: a chain pays no scheduling
+                await self.run_llm_unit(call, call.steps, ts)
+                continue
+            if len(layer) == 1:
+                await self.run_unit(units[layer[0] - 1], ts)
                 continue
             # The units of a layer run concurrently: each is started in place and only the ones
             # that wait go to the loop (`eager.adopt`). This is `eager.start_eagerly`'s loop,
