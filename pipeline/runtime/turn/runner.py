@@ -306,7 +306,10 @@ class ScopeRunner:
             for step in call.steps:
                 emit(StepStarted(step.name, step.kind.name))
         budget = bound.budget if bound is not None else self.budget(call)
-        ctx, said = (ts.ctx, ts.done) if seen is None else seen
+        if seen is None:  # (not one line: a pair chosen by a conditional is a tuple made and unpacked)
+            ctx, said = ts.ctx, ts.done
+        else:
+            ctx, said = seen
         try:
             # templates see the steps done over NotRun for the rest, made only if one reads them
             prompt = self.builder.build(call.steps, ctx, None, budget, call.where, said, self.not_run)
