@@ -26,7 +26,7 @@ def _raise(*args: Any, **kwargs: Any) -> Any:
 
 
 POINTS = [
-    ("the turn context", soul.runtime.turn.runner, "context_for"),
+    ("the turn context", soul.runtime.turn.context, "context_for"),
     ("prompt assembly", soul.runtime.turn.prompting.prompt.PromptBuilder, "build"),
     ("the model call", ScriptedProvider, "_next"),
     ("parsing the reply", soul.runtime.turn.calls, "extract_sections"),

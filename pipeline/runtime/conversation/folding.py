@@ -116,7 +116,8 @@ async def fold_history(plan: Plan, services: SummaryServices, ts: Any) -> None:
         text, digest = truncation_digest(previous.text if previous else None, entries, noun="turn"), True
     first = previous.turn_from if previous else folded[0].number
     last = folded[-1].number
-    ts.summaries.append(SummaryRecord(SUMMARY_LAYER, text, first, last, digest))
-    ts.folded.append(MemoryEntry(SUMMARY_REGION, SUMMARY_TYPE, text, meta={
+    # a turn's fold records start as empty tuples (`TurnState`): added to by making new ones
+    ts.summaries = (*ts.summaries, SummaryRecord(SUMMARY_LAYER, text, first, last, digest))
+    ts.folded = (*ts.folded, MemoryEntry(SUMMARY_REGION, SUMMARY_TYPE, text, meta={
         "turn_from": first, "turn_to": last, "digest": digest, "step": SUMMARY_STEP, "kind": "summary",
         "turn": ts.ctx.number}))

@@ -12,7 +12,7 @@ or dialogues: they call it.
 
 from soul.runtime.turn.calls import CallOutcome
 from soul.runtime.turn.commit import build_commit, memory_items, reply_of
-from soul.runtime.turn.context import TurnState, context_for
+from soul.runtime.turn.context import TurnState, busy_seconds, context_for, start_turn
 from soul.runtime.turn.observer import (
     GateConfig,
     HeldEvents,
@@ -23,7 +23,7 @@ from soul.runtime.turn.observer import (
     transcript,
 )
 from soul.runtime.turn.prompting.fitting import Prompt
-from soul.runtime.turn.runner import GatedOff, ScopeRunner, Seen, busy_seconds, start_turn
+from soul.runtime.turn.runner import GatedOff, ScopeRunner, Seen
 from soul.runtime.turn.services import Services, services_for
 
 __all__ = [

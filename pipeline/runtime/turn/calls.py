@@ -105,6 +105,9 @@ class BoundCall:
     grammar: str | None = None
     budget: Budget | None = None
     price: Priced | None = None
+    # the usual call, decided once: no gate after it, no tools in the run, no section that may
+    # echo the instructions or be refused (the runner then passes none of what those need)
+    usual: bool = False
 
 
 async def run_call(
@@ -173,8 +176,11 @@ def _outcome(bound: BoundCall, prompt: Prompt, raw: str, usage: Usage, repairs: 
     `run_call`: the coroutine's frame stays under 512 bytes (pymalloc's largest block; a
     bigger one is the C allocator's, on every call)."""
     ended = time.perf_counter()
-    tokens_in, tokens_out, cache_read, cache_write = (usage.input_tokens, usage.output_tokens,
-                                                      usage.cache_read_tokens, usage.cache_write_tokens)
+    # one read a line (four names at once build and unpack a tuple: more than three do)
+    tokens_in = usage.input_tokens
+    tokens_out = usage.output_tokens
+    cache_read = usage.cache_read_tokens
+    cache_write = usage.cache_write_tokens
     budget, price = prompt.budget, bound.price
     if price is None:  # no table of the soul's own: the data home's, read now
         cost = call_cost(bound.provider.name, bound.model, tokens_in, tokens_out, cache_read, cache_write)

@@ -4,14 +4,14 @@ that accumulates the turn's outputs, traces and changes (private to one turn).""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from soul.compiler import Plan
 from soul.kinds import Changes
 from soul.records import MemoryEntry, Snapshot, SummaryRecord
-from soul.runtime.bridges import Cognition
+from soul.runtime.bridges import Cognition, Kept
 from soul.runtime.conversation import (
     HISTORY_TYPES,
     SUMMARY_TYPE,
@@ -84,11 +84,15 @@ class TurnState:
     done: dict[str, dict[str, Any]]  # outputs of the steps that produced some, in plan order
     reach: int  # the place in plan order of the latest step in `done` (runner.py: `_did`)
     session: str | None  # the session's id, for engines that prime by session
-    recalled: list[str]  # memory ids recalled: touched after the commit
-    shown: list[int]  # turns of history each call that cut the history showed
+    # The next four are rare (a recall step, a call that cut the history, a fold): each starts
+    # as the shared empty tuple and becomes the turn's own list when first added to
+    # (`recalling`, `showed`; `conversation/folding.py` adds a fold's records), not four
+    # lists made and freed on every run of the graph.
+    recalled: Sequence[str]  # memory ids recalled: touched after the commit
+    shown: Sequence[int]  # turns of history each call that cut the history showed
     whole: bool  # a call showed every turn of the history (the turn does not fold)
-    summaries: list[SummaryRecord]  # history folded this turn
-    folded: list[MemoryEntry]  # the summary's working-memory entry
+    summaries: Sequence[SummaryRecord]  # history folded this turn
+    folded: Sequence[MemoryEntry]  # the summary's working-memory entry
     # the kind of each step whose changes hold working memory: its entries are labelled with
     # the step, kind and turn as the commit gathers them (`turn/commit.py`)
     labels: dict[str, str]
@@ -105,12 +109,23 @@ class TurnState:
         self.calls = []
         self.changes = {}
         self.provider_spans = []
-        self.recalled = []
-        self.shown = []
+        self.recalled = ()
+        self.shown = ()
         self.whole = False
-        self.summaries = []
-        self.folded = []
+        self.summaries = ()
+        self.folded = ()
         self.labels = {}
+
+    def recalling(self) -> list[str]:
+        """The list a memory reader adds the ids it recalls to (made on the turn's first recall)."""
+        recalled = self.recalled
+        if type(recalled) is not list:
+            recalled = self.recalled = list(recalled)
+        return recalled
+
+    def showed(self, turns: int) -> None:
+        """A call that cut the history showed `turns` of its turns (`fold_history` reads them)."""
+        self.shown = [*self.shown, turns]
 
 
 def _memory_regions(entries: tuple[MemoryEntry, ...]) -> dict[str, tuple[MemoryEntry, ...]]:
@@ -144,3 +159,33 @@ def context_for(plan: Plan, snapshot: Snapshot, text: str, kind: str) -> TurnCon
         history=history,
         summary=summary,
     )
+
+
+class Starting(Protocol):
+    """What starting a turn needs of its services (`Services` is one): Chetana's starter, if any."""
+
+    @property
+    def chetana(self) -> Callable[[Mapping[str, Any] | None, str, Kept | None], Cognition] | None: ...
+
+
+def start_turn(plan: Plan, services: Starting, snapshot: Snapshot, text: str, kind: str, session: str | None = None,
+               kept: Kept | None = None) -> TurnState:
+    """The state a turn starts from: its context, and Chetana's controller begun on the input
+    when the services carry Chetana (the context then holds what templates see as `chetana`;
+    `kept`: the controller the session's last turn ended with, `Cognition.begin`)."""
+    ts = TurnState(context_for(plan, snapshot, text, kind), {}, session=session)
+    if services.chetana is not None:
+        ts.cognition = services.chetana(snapshot.chetana, text, kept)
+        ts.ctx = ts.ctx.changed(chetana=ts.cognition.context)
+    return ts
+
+
+def busy_seconds(spans: Sequence[tuple[float, float]]) -> float:
+    """The length of the union of `spans`: calls that overlap (a layer's units run
+    concurrently) count once, so wall time minus this is never negative."""
+    total, reach = 0.0, float("-inf")
+    for start, end in sorted(spans):
+        if end > reach:
+            total += end - max(start, reach)
+            reach = end
+    return total

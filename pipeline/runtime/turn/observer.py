@@ -24,7 +24,8 @@ from soul.errors import RunError, SoulError
 from soul.runtime.conversation import HistoryTurn
 from soul.runtime.events import FixyGated
 from soul.runtime.turn.commit import reply_of
-from soul.runtime.turn.runner import ScopeRunner, start_turn
+from soul.runtime.turn.context import start_turn
+from soul.runtime.turn.runner import ScopeRunner
 
 if TYPE_CHECKING:
     from soul.compiler import Plan

@@ -27,21 +27,13 @@ from jinja2 import TemplateError
 from soul.compiler import CallPlan, Plan, PlannedStep, ScopePlan, Unit
 from soul.errors import RunError, SoulError, StepError
 from soul.kinds import ChangeContext, StepEnv
-from soul.records import (
-    MemoryEntry,
-    Snapshot,
-)
+from soul.records import MemoryEntry
 from soul.runtime import tracing
-from soul.runtime.bridges import Kept
-from soul.runtime.conversation import (
-    Budget,
-    fold_history,
-    labelled,
-)
+from soul.runtime.conversation import Budget, fold_history, labelled
 from soul.runtime.events import StepFinished, StepStarted, StepTrace
 from soul.runtime.tools import ToolUse, tools_of
 from soul.runtime.turn.calls import BoundCall, CallOutcome, run_call
-from soul.runtime.turn.context import TurnContext, TurnState, context_for
+from soul.runtime.turn.context import TurnContext, TurnState, busy_seconds, context_for, start_turn  # noqa: F401 (also here)
 from soul.runtime.turn.eager import adopt, finish_waiting
 from soul.runtime.turn.gates import EXPRESSION_ERRORS, AfterTheCall, after_the_call, every_open
 from soul.runtime.turn.prompting.fitting import Prompt
@@ -55,33 +47,10 @@ GatedOff = Callable[[str, dict[str, Any]], bool]
 Seen = tuple[TurnContext, Mapping[str, Any]]
 
 
-def busy_seconds(spans: Sequence[tuple[float, float]]) -> float:
-    """The length of the union of `spans`: calls that overlap (a layer's units run
-    concurrently) count once, so wall time minus this is never negative."""
-    total, reach = 0.0, float("-inf")
-    for start, end in sorted(spans):
-        if end > reach:
-            total += end - max(start, reach)
-            reach = end
-    return total
-
-
 def _said(ctx: TurnContext, done: Mapping[str, Any]) -> tuple[str, ...]:
     """What the turn said before a call: the user's message and earlier steps' text outputs."""
     return (ctx.text, *(v for out in done.values() if isinstance(out, Mapping)
                            for v in out.values() if isinstance(v, str) and v))
-
-
-def start_turn(plan: Plan, services: Services, snapshot: Snapshot, text: str, kind: str, session: str | None = None,
-               kept: Kept | None = None) -> TurnState:
-    """The state a turn starts from: its context, and Chetana's controller begun on the input
-    when the services carry Chetana (the context then holds what templates see as `chetana`;
-    `kept`: the controller the session's last turn ended with, `Cognition.begin`)."""
-    ts = TurnState(context_for(plan, snapshot, text, kind), {}, session=session)
-    if services.chetana is not None:
-        ts.cognition = services.chetana(snapshot.chetana, text, kept)
-        ts.ctx = ts.ctx.changed(chetana=ts.cognition.context)
-    return ts
 
 
 def _no_memory() -> Any:
@@ -97,6 +66,10 @@ class ScopeRunner:
     """
 
     applies_changes: ClassVar[bool] = True
+    # a runner is made for every run of a scope (a turn's graph): its fields in slots, not an
+    # instance dict filled and freed each time (a subclass may still add its own)
+    __slots__ = ("_change_ctx", "builder", "emit", "folds", "gates", "last", "memory_config", "not_run", "order", "plan",
+                 "scope", "services", "state_spec", "traced", "units", "walk")
 
     def __init__(self, plan: Plan, scope: ScopePlan, services: Services, emit: Callable[[Any], None] | None = None) -> None:
         self.scope = scope
@@ -119,6 +92,7 @@ class ScopeRunner:
         self.traced = self.applies_changes and tracing.on()
         # each whole unit's call plan and binding, once found (a dry run binds none)
         self.units = shared.units if self.applies_changes else {}
+        self.walk = shared.walk
 
     def variables(self, ts: TurnState, params: Mapping[str, Any] | None = None, seen: Seen | None = None,
                   names: Collection[str] | None = None) -> dict[str, Any]:
@@ -165,13 +139,12 @@ class ScopeRunner:
     async def run(self, ts: TurnState) -> None:
         units, gated = self.scope.units, self.scope.gated  # units are numbered from 1
         traced = self.traced  # every unit in its span: through run_unit
-        for layer in self.scope.layers:
-            if len(layer) == 1:  # no task needed for a lone unit: a chain pays no scheduling
-                unit = units[layer[0] - 1]
-                if unit.model is not None and unit.index not in gated and not traced:  # a call asking for all its steps
-                    await self.run_llm_unit(unit, unit.steps, ts)
-                else:
-                    await self.run_unit(unit, ts)
+        for layer, call in self.walk:  # (a layer that is one call asking for all its steps: `ScopeRuns.walk`)
+            if call is not None and not traced:  # no task needed for a lone unit: a chain pays no scheduling
+                await self.run_llm_unit(call, call.steps, ts)
+                continue
+            if len(layer) == 1:
+                await self.run_unit(units[layer[0] - 1], ts)
                 continue
             # The units of a layer run concurrently: each is started in place and only the ones
             # that wait go to the loop (`eager.adopt`). This is `eager.start_eagerly`'s loop,
@@ -271,7 +244,7 @@ class ScopeRunner:
                 raise StepError.from_exception(exc, step=step.name, kind=step.kind.name, what="a template parameter") from exc
 
         memory = self.services.memory
-        reader = partial(memory.reader_for, ts.recalled) if memory is not None else _no_memory
+        reader = partial(memory.reader_for, ts.recalling()) if memory is not None else _no_memory
         step_env = StepEnv(variables, render, reader, self.memory_config, ts.ctx.text, ts.session)
         try:
             return await step.kind.run(step.name, step.params, step_env)
@@ -333,7 +306,10 @@ class ScopeRunner:
             for step in call.steps:
                 emit(StepStarted(step.name, step.kind.name))
         budget = bound.budget if bound is not None else self.budget(call)
-        ctx, said = (ts.ctx, ts.done) if seen is None else seen
+        if seen is None:  # (not one line: a pair chosen by a conditional is a tuple made and unpacked)
+            ctx, said = ts.ctx, ts.done
+        else:
+            ctx, said = seen
         try:
             # templates see the steps done over NotRun for the rest, made only if one reads them
             prompt = self.builder.build(call.steps, ctx, None, budget, call.where, said, self.not_run)
@@ -341,26 +317,13 @@ class ScopeRunner:
             raise
         except (TemplateError, *EXPRESSION_ERRORS) as exc:
             raise self.builder.render_error(call.steps, ctx, {**self.not_run, **said}, exc) from exc
-        gated_off = (after_the_call(self.builder, self.gates, self.not_run, call.after_gates, self.scope.steps, ts,
-                                    ctx) if call.after_gates else None)
-        if bound is None:  # a dry run calls no tool and parses nothing
-            started = time.perf_counter()
-            outcome = await self.ask(call, prompt, gated_off, budget)
-            outcome.span = (started, time.perf_counter())
+        if bound is not None and bound.usual and not self.traced:  # no gate after it, no tools, nothing to echo or refuse
+            gated_off = None
+            outcome = await run_call(bound, prompt, self.emit)
         else:
-            tools = tools_of(self, call, ts, seen) if self.services.tools is not None else None
-            shape = bound.shape
-            # what a section must not parrot: the persona, the response format and the notes around
-            # the input (not what was said), when a section of the call reads as text; what a kind's refusals tell a
-            # copy of, when one of the call's kinds may refuse
-            parroted = instructions_of(self.builder.persona_of(ctx), prompt.form, MESSAGE_NOTE, MOMENT_NOTE) if shape.echoing else None
-            # `run_call` itself (`ask`'s call, inline): a bound call is never a dry run's
-            asked = run_call(bound, prompt, self.emit, gated_off, tools, _said(ctx, said) if shape.refusing else (), parroted)
-            if self.traced:  # the call's span
-                attributes = tracing.call_attributes(bound.provider.name, bound.model, bound.options, call.unit.index,
-                                                     [s.name for s in call.steps], ts.session)
-                asked = tracing.call(asked, attributes)
-            outcome = await asked
+            gated_off = (after_the_call(self.builder, self.gates, self.not_run, call.after_gates, self.scope.steps, ts,
+                                        ctx) if call.after_gates else None)
+            outcome = await self._call(call, bound, prompt, gated_off, budget, ts, seen)
         ts.provider_spans.append(outcome.span)  # the call's own clock: read once
         if ts.cognition is not None:  # Chetana learns each tool's outcomes and latencies
             for run in outcome.tool_runs:
@@ -369,11 +332,35 @@ class ScopeRunner:
         if prompt.budget is not None:  # how many of the history's turns the call showed
             cut = prompt.cut
             if cut:
-                ts.shown.append(len(ts.ctx.history) - sum(c.get("turns", 0) for c in cut if c["part"] == "history"))
+                ts.showed(len(ts.ctx.history) - sum(c.get("turns", 0) for c in cut if c["part"] == "history"))
             else:  # nothing cut: every turn shown, so the turn does not fold
                 ts.whole = True
         ts.calls.append(trace)
         self.apply(call, outcome, ts, seen, gated_off)
+
+    async def _call(self, call: CallPlan, bound: BoundCall | None, prompt: Prompt, gated_off: AfterTheCall | None,
+                    budget: Budget | None, ts: TurnState, seen: Seen | None) -> CallOutcome:
+        """`run_llm_unit`'s call when it is not the usual one (`BoundCall.usual`): a dry run's,
+        one with tools, a gate after it, a section that may echo or refuse, or in a span."""
+        if bound is None:  # a dry run calls no tool and parses nothing
+            started = time.perf_counter()
+            outcome = await self.ask(call, prompt, gated_off, budget)
+            outcome.span = (started, time.perf_counter())
+            return outcome
+        ctx, said = (ts.ctx, ts.done) if seen is None else seen
+        tools = tools_of(self, call, ts, seen) if self.services.tools is not None else None
+        shape = bound.shape
+        # what a section must not parrot: the persona, the response format and the notes around
+        # the input (not what was said), when a section of the call reads as text; what a kind's refusals tell a
+        # copy of, when one of the call's kinds may refuse
+        parroted = instructions_of(self.builder.persona_of(ctx), prompt.form, MESSAGE_NOTE, MOMENT_NOTE) if shape.echoing else None
+        # `run_call` itself (`ask`'s call, inline): a bound call is never a dry run's
+        asked = run_call(bound, prompt, self.emit, gated_off, tools, _said(ctx, said) if shape.refusing else (), parroted)
+        if self.traced:  # the call's span
+            attributes = tracing.call_attributes(bound.provider.name, bound.model, bound.options, call.unit.index,
+                                                 [s.name for s in call.steps], ts.session)
+            asked = tracing.call(asked, attributes)
+        return await asked
 
     def apply(self, call: CallPlan, outcome: CallOutcome, ts: TurnState, seen: Seen | None = None,
               gated_off: AfterTheCall | None = None) -> None:

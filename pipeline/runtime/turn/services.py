@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
 
-from soul.compiler import CallPlan, Plan, ScopePlan
+from soul.compiler import CallPlan, Plan, ScopePlan, Unit
 from soul.providers import PriceTable, Provider
 from soul.runtime.bridges import Cognition, Kept, MemoryBridge
 from soul.runtime.conversation import budget_for
@@ -37,13 +37,15 @@ class ScopeRuns:
     scope may name as it reads before (or without) running — a NotRun (a subprocess also
     reads the turn's steps); `order`, each of those steps' place in plan order; and `units`,
     each unit that asks for all its steps by number, with its call plan and what that plan is
-    bound to (`Services.bind`), filled by the runner as each unit first runs. Never changed
-    but for `units`, which only grows."""
+    bound to (`Services.bind`), filled by the runner as each unit first runs; `walk`, each
+    layer with its unit when the layer is one call asking for all its steps (no gate: the
+    runner calls it straight, untraced) else None. Never changed but for `units`, which only grows."""
 
     scope: ScopePlan
     not_run: dict[str, NotRun]
     order: dict[str, int]
     units: dict[int, tuple[CallPlan, BoundCall]]
+    walk: tuple[tuple[tuple[int, ...], Unit | None], ...]
 
 
 class Gates(Protocol):
@@ -86,7 +88,10 @@ class Services:
         found = self._scopes.get(id(scope))
         if found is None or found.scope is not scope:
             steps = not_run_steps(plan.turn.steps, scope.steps) if scope is not plan.turn else not_run_steps(scope.steps)
-            found = self._scopes[id(scope)] = ScopeRuns(scope, steps, {name: i for i, name in enumerate(steps)}, {})
+            lone = [scope.units[layer[0] - 1] if len(layer) == 1 else None for layer in scope.layers]
+            walk = tuple((layer, unit if unit is not None and unit.model is not None and unit.index not in scope.gated else None)
+                         for layer, unit in zip(scope.layers, lone, strict=True))
+            found = self._scopes[id(scope)] = ScopeRuns(scope, steps, {name: i for i, name in enumerate(steps)}, {}, walk)
         return found
 
     def not_run(self, plan: Plan, scope: ScopePlan) -> dict[str, NotRun]:
@@ -109,8 +114,10 @@ class Services:
             budget = budget_for(self.builder.blueprint, call.steps, spec, options, provider)
             # the table a soul was made with is fixed (without one, each call reads the data home's: call_cost)
             price = self.prices.price_for(provider.name, spec) if self.prices is not None else None
-            bound = self._bound[call] = BoundCall(provider, spec, options, CallShape(call.steps), call.unit.index, call.tags,
-                                                  call.stream_steps, call.attempts, grammar, budget, price)
+            shape = CallShape(call.steps)
+            usual = not (call.after_gates or self.tools is not None or shape.echoing or shape.refusing)
+            bound = self._bound[call] = BoundCall(provider, spec, options, shape, call.unit.index, call.tags,
+                                                  call.stream_steps, call.attempts, grammar, budget, price, usual)
         return bound
 
 
