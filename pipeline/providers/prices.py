@@ -185,10 +185,10 @@ def call_cost(provider: str, spec: str, input_tokens: int, output_tokens: int, c
 def cost_of(priced: Priced, input_tokens: int, output_tokens: int, cache_read: int = 0, cache_write: int = 0) -> dict[str, Any]:
     """`call_cost` from what `PriceTable.price_for` found (a caller that makes the same call
     again and again looks its price up once)."""
-    price, record = priced
-    if price is None:
-        return dict(record)
-    return {"usd": price.cost(input_tokens, output_tokens, cache_read, cache_write), **record}
+    price = priced[0]
+    if price is None:  # (a copy of the record: every call's trace owns its own)
+        return priced[1].copy()
+    return {"usd": price.cost(input_tokens, output_tokens, cache_read, cache_write), **priced[1]}
 
 
 @dataclass(frozen=True)

@@ -178,9 +178,8 @@ def parse_step(kind: type[StepKind], params: Mapping[str, Any], result: ParseRes
                 continue
         if result.duplicates and parsed.tag in result.duplicates:
             flags.append(f"<{section.tag}> written more than once: the first is kept, the rest dropped")
-        if section.type == "bool":  # parse_bool's reading, inline (a call of its own costs as much)
-            word = parsed.text.strip(_DECORATION).lower()
-            value = True if word in _TRUE else False if word in _FALSE else None
+        if section.type == "bool":
+            value = parse_bool(parsed.text)
             if value is None:
                 flags.append(f"<{section.tag}> is not true or false: {parsed.text[:80]!r}")
                 if section.required:
@@ -230,9 +229,8 @@ class CleanReader:
                 return None
             text = whole.group(3)  # (attributes written: the kind reads none)
         section = self.section
-        if self.boolean:  # parse_bool's reading, inline (a call of its own costs as much)
-            word = text.strip(_DECORATION).lower()
-            value = True if word in _TRUE else False if word in _FALSE else None
+        if self.boolean:
+            value = parse_bool(text)
             if value is None:  # the usual read flags it (and calls it missing when required)
                 return None
             if self.only:

@@ -184,8 +184,8 @@ def _outcome(bound: BoundCall, prompt: Prompt, raw: str, usage: Usage, repairs: 
     budget, price = prompt.budget, bound.price
     if price is None:  # no table of the soul's own: the data home's, read now
         cost = call_cost(bound.provider.name, bound.model, tokens_in, tokens_out, cache_read, cache_write)
-    else:  # an unknown price's record is copied as `cost_of` copies it (a call of its own costs as much)
-        cost = cost_of(price, tokens_in, tokens_out, cache_read, cache_write) if price[0] is not None else price[1].copy()
+    else:
+        cost = cost_of(price, tokens_in, tokens_out, cache_read, cache_write)
     trace = CallTrace(bound.unit, bound.model, bound.shape.names, prompt.messages, raw, 1, tokens_in, tokens_out,
                       (ended - started) * 1000, repairs, (), budget, tuple(prompt.cut) if prompt.cut else (), (),
                       cache_read, cache_write, prompt.layout if budget is not None else None, cost)

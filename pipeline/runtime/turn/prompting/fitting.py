@@ -150,7 +150,7 @@ class Costs:
     what they add to a call's report when they fit whole (in the report's order, around the
     call's own two parts), with the cuts of the regions' own limits."""
 
-    __slots__ = ("counts", "first", "fixed", "formed", "history", "limit_cuts", "memory", "rest", "rooms", "shares", "summary", "turn_costs",
+    __slots__ = ("_rooms", "counts", "first", "fixed", "formed", "history", "limit_cuts", "memory", "rest", "shares", "summary", "turn_costs",
                  "turns", "whole")
 
     def __init__(self, parts: TurnParts, counter: Counter, count: Count) -> None:
@@ -173,8 +173,7 @@ class Costs:
         self.shares = {**self.first, FIXED[2]: 0, FIXED[3]: 0, **self.rest}
         self.formed = {**self.first, FIXED[3]: 0, **self.rest}  # a call with nothing done before it
         self.whole = self.history + self.memory  # what the history and working memory take when shown whole
-        # what is kept per budget (`kept`), by its id: `fit` reads it inline
-        self.rooms: dict[int, tuple[Budget, int, dict[str, Any]]] = {}
+        self._rooms: dict[int, tuple[Budget, int, dict[str, Any]]] = {}
 
     def room(self, budget: Budget) -> int:
         """The most tokens a call's own two parts may take while everything else plainly fits
@@ -187,7 +186,7 @@ class Costs:
         """What is kept per budget: the budget itself (telling a reused id apart), its `room`,
         and the head of a plainly fitting call's record (its window, reserve and counter, then
         the call's own fields in their order: a copy is filled in)."""
-        found = self.rooms.get(id(budget))
+        found = self._rooms.get(id(budget))
         if found is not None and found[0] is budget:
             return found
         room = -1
@@ -204,7 +203,7 @@ class Costs:
             room = max(-1, budget.window - budget.reserve - self.fixed - need)
         record = {"window": budget.window, "reserve": budget.reserve, "counter": budget.counter.name, "fixed": 0, "used": 0,
                   "parts": None}
-        found = self.rooms[id(budget)] = (budget, room, record)
+        found = self._rooms[id(budget)] = (budget, room, record)
         return found
 
 
@@ -270,9 +269,7 @@ class Fitter:
         known = self._counts[counter.exact]  # a text counted before is a look-up (0 only when empty)
         t = (known.get(this_turn) or self.count(counter, this_turn)) if this_turn else 0  # "": a turn's first call
         f = known.get(form) or self.count(counter, form)
-        kept = costs.rooms.get(id(budget))  # `Costs.kept`, read inline (a call costs as much)
-        if kept is None or kept[0] is not budget:
-            kept = costs.kept(budget)
+        kept = costs.kept(budget)
         if t + f <= kept[1]:
             # it plainly fits: every turn is shown, working memory cut only to its regions' limits
             # the parts in the report's order, this call's own two among the turn's (a zero left out)
