@@ -5,8 +5,8 @@ counting. A turn's calls share one view (`Fitter.memory`); the next turn makes i
 Nothing here keeps a line past its view: a session's working memory grows every turn and the
 prompt shows its newest entries, so lines kept between turns were kept long after they had
 scrolled out of every view (issue 26's kept-memory goal). What is kept is the estimate of each
-memory's text (`LineCosts`), the part of a line worth not counting twice, for two bounded
-generations."""
+line's label and memory text (`LineCosts`), the parts of a line worth not counting twice, for
+two bounded generations."""
 
 from __future__ import annotations
 
@@ -51,18 +51,27 @@ class LineCosts:
     def estimate(self, head: str, rest: str) -> int:
         """`estimate(line)` of a line whose label is `head` and memory `rest` (the split falls
         after the label's `]`, a piece of its own, so the two parts' pieces add up to the whole)."""
-        label = self._labels.get(head)
-        if label is None:
-            label = self._older[1].get(head)
-            self._labels[head] = label = pieces(head) if label is None else label
-        text = self._texts.get(rest)
-        if text is None:
-            text = self._older[0].get(rest)
-            self._texts[rest] = text = pieces(f" {rest}") if text is None else text
+        label = _recent(self._labels, self._older[1], head, pieces)
+        text = _recent(self._texts, self._older[0], rest, _spaced)
         if len(self._texts) >= TEXT_CACHE or len(self._labels) >= TEXT_CACHE:
             self._older = (self._texts, self._labels)
             self._texts, self._labels = {}, {}
         return with_margin(label + text)
+
+
+def _recent(kept: dict[str, int], older: dict[str, int], key: str, count: Callable[[str], int]) -> int:
+    """`count(key)` as `kept` holds it: found there, else carried over from the `older`
+    generation, else counted now."""
+    found = kept.get(key)
+    if found is None:
+        found = older.get(key)
+        kept[key] = found = count(key) if found is None else found
+    return found
+
+
+def _spaced(text: str) -> int:
+    """A line's memory part, counted with the space before it."""
+    return pieces(f" {text}")
 
 
 class MemoryView:
