@@ -152,7 +152,7 @@ class ZeroLatency(Provider):
 
 
 def soulgraph_series(folder: Path, runs: int, turns: int) -> list[Series]:
-    from soul.runtime.turn.runner import ScopeRunner, TurnState, context_for
+    from soul.runtime.turn import ScopeRunner, TurnState, context_for
 
     out = []
     for graph, text in (("chain", CHAIN_YAML), ("fan-out", FAN_YAML)):

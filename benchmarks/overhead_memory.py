@@ -65,7 +65,7 @@ _FIELD = os.sep + os.path.join("engines", "resonance") + os.sep  # the memory en
 def measure(folder: Path, graph_yaml: str, provider: Any, claudius_provider: Any, runs: int) -> dict[str, float]:
     """The memory figures: step peak (B) and kept per run (B) of the 3-step chain in memory;
     a claudius turn's peak and kept (B); an open session's bytes (tracemalloc, resident)."""
-    from soul.runtime.turn.runner import ScopeRunner, TurnState, context_for
+    from soul.runtime.turn import ScopeRunner, TurnState, context_for
 
     path = folder / "memory-chain.yaml"
     path.write_text(graph_yaml)

@@ -130,8 +130,8 @@ def test_a_prompt_that_plainly_fits_is_written_as_the_cutting_path_writes_it(wri
     import asyncio
 
     import soul
+    from soul.runtime.turn import ScopeRunner, TurnState, context_for
     from soul.runtime.turn.prompting import fitting
-    from soul.runtime.turn.runner import ScopeRunner, TurnState, context_for
 
     path = write_blueprint("soul: chain\nversion: 1\nmode: chained\nsteps:\n"
                            "  a: {uses: mental_query, with: {query: a?}}\n"

@@ -17,7 +17,7 @@ from soul.providers.base import Completion, Provider, Request, Usage
 from soul.providers.scripted import ScriptedProvider
 from soul.runtime.events import Token
 from soul.runtime.surrogates import replace_lone_surrogates
-from soul.runtime.turn.runner import busy_seconds
+from soul.runtime.turn import busy_seconds
 
 INVALID_UTF8 = b"caf\xe9 \xff\xfe".decode("utf-8", "surrogateescape")  # as a latin-1 terminal gives it
 

@@ -33,7 +33,7 @@ from soul.runtime.conversation import Budget, fold_history, labelled
 from soul.runtime.events import StepFinished, StepStarted, StepTrace
 from soul.runtime.tools import ToolUse, tools_of
 from soul.runtime.turn.calls import BoundCall, CallOutcome, run_call
-from soul.runtime.turn.context import TurnContext, TurnState, busy_seconds, context_for, start_turn  # noqa: F401 (also here)
+from soul.runtime.turn.context import TurnContext, TurnState
 from soul.runtime.turn.eager import adopt, finish_waiting
 from soul.runtime.turn.gates import EXPRESSION_ERRORS, AfterTheCall, after_the_call, every_open
 from soul.runtime.turn.prompting.fitting import Prompt
