@@ -7,7 +7,9 @@ Goals (issue 26; issue 3 before it asked for <= 20 us, >= 3x and >= 10x):
   <= 8 us of framework time, >= 5x under Haystack and >= 30x under LangGraph, each in its faster
   mode (sync or async), in the same run;
 - a claudius turn (recall included): <= 2 ms of framework time; its commit (SQLite
-  transaction + JSONL mirror) <= 0.5 ms;
+  transaction + JSONL mirror) <= 0.5 ms. The turn is measured on a conversation of new lines
+  (the memory field grows by a memory a turn) and again as the issue was filed (one line said
+  every turn: one memory, recall's fixed cost only), each against the goal;
 - memory (tracemalloc): a step allocates <= 4 KiB at its peak and keeps nothing (<= 64 B per
   run once the bounded caches are warm); a claudius turn (turns 2-31 of a conversation) peaks
   <= 256 KiB and keeps <= 12 KiB besides what its memory field keeps of the memory it adds; an open
@@ -196,13 +198,15 @@ def soulgraph_series(folder: Path, runs: int, turns: int) -> list[Series]:
 # -- a claudius turn -----------------------------------------------------------------------
 
 
-def claudius_turn(folder: Path, turns: int) -> tuple[dict[str, tuple[list[float], list[float]]], Any]:
+def claudius_turn(folder: Path, turns: int, *, repeated: bool = False) -> tuple[dict[str, tuple[list[float], list[float]]], Any]:
     """A full claudius turn with a zero-latency provider: framework time, split into parts.
 
     The user says something new every turn (`overhead_talk.conversation_lines`), so the memory
     field grows by a memory a turn and every recall reads a keyword index and a graph that
     changed since the last one, as in a real conversation (a repeated line measured only the
-    field's fixed cost: one memory, its query's vector cached). The embedder's time is model
+    field's fixed cost: one memory, its query's vector cached). `repeated=True` measures that
+    way all the same — the greeting said every turn, as issue 26's table was measured when it
+    was filed — so today's numbers can be read beside the filed ones. The embedder's time is model
     time, like the provider's, and is kept out of the framework's: before each timed turn the
     last turn's memory write is waited for (a model's reply takes longer than the write) and
     the query is embedded, its time reported apart ("embed").
@@ -222,9 +226,10 @@ def claudius_turn(folder: Path, turns: int) -> tuple[dict[str, tuple[list[float]
     from soul.runtime.turn.runner import ScopeRunner
 
     provider = ZeroLatency(claudius=True)
-    s = soul.load("claudius", provider=provider, home=folder / "home-claudius")
+    s = soul.load("claudius", provider=provider, home=folder / ("home-claudius-filed" if repeated else "home-claudius"))
     bridge = s.services.memory.for_user("ada")
-    lines = iter(conversation_lines(turns))
+    greeting = "Hi, I'm Ada. I build compilers."
+    lines = iter([greeting] * turns if repeated else conversation_lines(turns))
     embedded: list[float] = []  # the query's embedding, before each timed turn (model time)
     names = ("snapshot", "start", "recall", "render", "parse", "commit", "remember")
     now: dict[str, list[float]] = {n: [0.0, 0.0] for n in names}  # this turn's sums
@@ -281,7 +286,6 @@ def claudius_turn(folder: Path, turns: int) -> tuple[dict[str, tuple[list[float]
     soul.runtime.session.Session._remember = timed_async("remember", remember)  # type: ignore[method-assign]
     soul.runtime.session.write_turn = timed_write
     out: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in ("turn", *names, "other")}
-    greeting = "Hi, I'm Ada. I build compilers."
     sizes: list[int] = []  # the field's size at each timed turn
 
     async def talk() -> None:
@@ -458,40 +462,56 @@ def print_steps(series: list[Series]) -> None:
             print("- " + "; ".join(line))
 
 
-def print_claudius(parts: dict[str, tuple[list[float], list[float]]], typical: Any) -> None:
+CLAUDIUS_LABELS = {
+    "turn": "whole turn: framework time (net of provider)",
+    "snapshot": "  snapshot (the session's stores, read)",
+    "start": "  start (turn context, Chetana's controller)",
+    "recall": "  recall step (resonate, thread hand-off)",
+    "render": "  render (prompt build)",
+    "parse": "  parse (XML sections + typed outputs)",
+    "commit": "  commit (SQLite transaction + JSONL mirror)",
+    "remember": "  remember (the write handed to a thread)",
+    "other": "  the rest (call, changes, trace, ...)",
+    "embed": "before the turn: the query embedded (model)",
+    "written": "after the reply: the memory write (thread)",
+    "commit alone": "commit alone (a typical Commit, replayed)",
+}
+
+
+def _claudius_rows(parts: dict[str, tuple[list[float], list[float]]], keys: tuple[str, ...]) -> None:
+    print(f"| {'part':44} | {'wall med':>9} | {'wall p95':>9} | {'cpu med':>9} | {'goal':>8} |")
+    print(f"|{'-' * 46}|{'-' * 11}|{'-' * 11}|{'-' * 11}|{'-' * 10}|")
+    goals = {"turn": GOAL_TURN_MS, "commit alone": GOAL_COMMIT_MS}
+    for key in keys:
+        wall, cpu = parts[key]
+        goal = f"≤ {goals[key]:g} ms" if key in goals else ""
+        cpu_med = f"{statistics.median(cpu) * 1000:6.3f} ms" if key not in ("written", "embed") else "       --"
+        print(f"| {CLAUDIUS_LABELS[key]:44} | {statistics.median(wall) * 1000:6.3f} ms | {p95(wall) * 1000:6.3f} ms | {cpu_med:>9} | {goal:>8} |")
+
+
+def print_claudius(parts: dict[str, tuple[list[float], list[float]]], typical: Any,
+                   filed: dict[str, tuple[list[float], list[float]]]) -> None:
+    """The claudius turn on a conversation of new lines (`parts`), then as issue 26 was filed
+    (`filed`: one line said every turn), each against the 2 ms goal."""
     first, last = int(parts["field"][0][0]), int(parts["field"][1][0])
     print("\n## A claudius turn (fused: 4 steps in one call, the state check on every 3rd turn), zero-latency provider\n")
     print(f"A new line from the user every turn: the memory field grew from {first} to {last} memories over the timed turns.")
     print("Framework time is net of model time: the provider's, and the embedder's (the query embedded before the")
     print("turn, the last turn's memory write waited for), both reported apart.\n")
-    print(f"| {'part':44} | {'wall med':>9} | {'wall p95':>9} | {'cpu med':>9} | {'goal':>8} |")
-    print(f"|{'-' * 46}|{'-' * 11}|{'-' * 11}|{'-' * 11}|{'-' * 10}|")
-    labels = {
-        "turn": "whole turn: framework time (net of provider)",
-        "snapshot": "  snapshot (the session's stores, read)",
-        "start": "  start (turn context, Chetana's controller)",
-        "recall": "  recall step (resonate, thread hand-off)",
-        "render": "  render (prompt build)",
-        "parse": "  parse (XML sections + typed outputs)",
-        "commit": "  commit (SQLite transaction + JSONL mirror)",
-        "remember": "  remember (the write handed to a thread)",
-        "other": "  the rest (call, changes, trace, ...)",
-        "embed": "before the turn: the query embedded (model)",
-        "written": "after the reply: the memory write (thread)",
-        "commit alone": "commit alone (a typical Commit, replayed)",
-    }
-    goals = {"turn": GOAL_TURN_MS, "commit alone": GOAL_COMMIT_MS}
-    for key, label in labels.items():
-        wall, cpu = parts[key]
-        goal = f"≤ {goals[key]:g} ms" if key in goals else ""
-        cpu_med = f"{statistics.median(cpu) * 1000:6.3f} ms" if key not in ("written", "embed") else "       --"
-        print(f"| {label:44} | {statistics.median(wall) * 1000:6.3f} ms | {p95(wall) * 1000:6.3f} ms | {cpu_med:>9} | {goal:>8} |")
-    turn_ms, commit_ms = (statistics.median(parts[k][0]) * 1000 for k in ("turn", "commit alone"))
+    _claudius_rows(parts, tuple(CLAUDIUS_LABELS))
+    print("\nAs issue 26 was filed (its table: 3.18 ms at 65237f6, 4.32 ms at e775089): the greeting said every turn.")
+    print("A repeated text is stored once, so the field keeps one memory and the query's vector is cached: recall")
+    print("shows only its fixed cost, and nothing runs between turns to evict the turn's code from the caches.\n")
+    _claudius_rows(filed, ("turn", "snapshot", "start", "recall", "render", "parse", "commit", "other"))
+    turn_ms, filed_ms, commit_ms = (statistics.median(p[k][0]) * 1000 for p, k in
+                                    ((parts, "turn"), (filed, "turn"), (parts, "commit alone")))
     print(
         f"\ntypical Commit: {len(typical.messages)} messages, {len(typical.memory)} memory entries, "
         f"user model {'yes' if typical.user_model else 'no'}, state {'yes' if typical.state is not None else 'no'}, "
         f"trace {len(_json(typical.trace))} bytes of JSON. Goals (wall median): turn ≤ {GOAL_TURN_MS:g} ms: "
-        f"{'yes' if turn_ms <= GOAL_TURN_MS else 'NO'}; commit ≤ {GOAL_COMMIT_MS:g} ms: {'yes' if commit_ms <= GOAL_COMMIT_MS else 'NO'}"
+        f"{'yes' if turn_ms <= GOAL_TURN_MS else 'NO'} on a conversation of new lines ({turn_ms:.2f} ms), "
+        f"{'yes' if filed_ms <= GOAL_TURN_MS else 'NO'} as filed, one line repeated ({filed_ms:.2f} ms); "
+        f"commit ≤ {GOAL_COMMIT_MS:g} ms: {'yes' if commit_ms <= GOAL_COMMIT_MS else 'NO'}"
     )
 
 
@@ -540,10 +560,11 @@ def main() -> int:
         series += langgraph_series(runs)
         series += haystack_series(runs)
         parts, typical = claudius_turn(folder, turns)
+        filed, _ = claudius_turn(folder, turns, repeated=True)
         memory = overhead_memory.measure(folder, CHAIN_YAML, ZeroLatency(), ZeroLatency(claudius=True), runs)
 
     print_steps(series)
-    print_claudius(parts, typical)
+    print_claudius(parts, typical, filed)
     print_memory(memory)
     print(f"\n(total benchmark time {time.perf_counter() - started:.0f} s; load average now {os.getloadavg()[0]:.2f})")
     if not args.check:
