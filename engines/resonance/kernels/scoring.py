@@ -13,6 +13,8 @@ kernels loop over the rows with it, and `core` computes every such factor a quer
 one pass over the rows (what a resonance query calls: one kernel call, not seven), so both
 give the same values bit for bit. `guard_rows` and `weighted_sums` are combine's stages
 around numpy's log (kept: its SIMD log is what the scores were computed with).
+`stale_histories` and `gather_histories` are the access-history cache's bookkeeping
+(`resonate.scoring_cache`): which rows to read again, then the kept times laid end to end.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ import math
 import numpy as np
 from numba import boolean, float64, int64, njit, void
 
-__all__ = ["CORE", "base_level", "confidence", "core", "decayed", "guard", "guard_rows", "relevance",
-           "sigmoid", "spacing", "strength", "weighted_sums"]
+__all__ = ["CORE", "base_level", "confidence", "core", "decayed", "gather_histories", "guard",
+           "guard_rows", "relevance", "sigmoid", "spacing", "stale_histories", "strength",
+           "weighted_sums"]
 
 # The factors `core` computes, in the order of its ``slots`` argument.
 CORE = ("Relevance", "ActR", "Strength", "Confidence", "Kind", "Spacing", "Tier")
@@ -330,3 +333,36 @@ def core(rel: np.ndarray, numbers: np.ndarray, kind: np.ndarray, flat: np.ndarra
         if s_space >= 0:
             table[s_space, i] = _spacing_of(c, flat, start, count, ac, params[10], params[11])
         start += count
+
+
+@njit(int64(int64[::1], float64[::1], int64[::1], int64[::1]), cache=True, nogil=True)
+def stale_histories(rows: np.ndarray, counts: np.ndarray, seen: np.ndarray,
+                    out: np.ndarray) -> int:  # pragma: no cover - compiled
+    """The positions ``i`` of the rows whose kept access history is stale (the access count
+    it was read at, ``seen[rows[i]]``, is not ``counts[i]``) into ``out``; how many
+    (`scoring_cache.AccessHistories`)."""
+    m = 0
+    for i in range(rows.shape[0]):
+        if seen[rows[i]] != counts[i]:
+            out[m] = i
+            m += 1
+    return m
+
+
+@njit(int64(int64[::1], int64[::1], int64[::1], float64[:, ::1], float64[::1], int64[::1]),
+      cache=True, nogil=True)
+def gather_histories(rows: np.ndarray, slot: np.ndarray, kept: np.ndarray,
+                     times: np.ndarray, flat: np.ndarray,
+                     counts: np.ndarray) -> int:  # pragma: no cover - compiled
+    """The kept access times of ``rows`` (row r's: the first ``kept[slot[r]]`` of
+    ``times[slot[r]]``) laid end to end into ``flat``, how many per row into ``counts``;
+    returns how many in all."""
+    at = 0
+    for i in range(rows.shape[0]):
+        s = slot[rows[i]]
+        c = kept[s]
+        counts[i] = c
+        for j in range(c):
+            flat[at] = times[s, j]
+            at += 1
+    return at

@@ -37,8 +37,20 @@ __all__ = ["AccessHistories", "MetaCache"]
 _DICTS = 65_536  # decoded metas kept (their key sets' ids are kept for every row)
 _SLOTS = 65_536  # rows whose access times are kept (then started over)
 _WIDTH = ACCESS_HISTORY + 1  # a history read between a writer's append and its trim
-_COLUMNS = np.arange(_WIDTH)
 _NONE = 0  # the key-set id of a row without a meta (none, forgotten, empty, not an object)
+
+
+_KERNELS: Any = None
+
+
+def _kernels() -> Any:
+    """kernels/scoring.py (the histories' stale check and gather), imported on first use."""
+    global _KERNELS
+    if _KERNELS is None:
+        from ..kernels import scoring
+
+        _KERNELS = scoring
+    return _KERNELS
 
 
 class MetaCache:
@@ -177,31 +189,37 @@ class AccessHistories:
             if gone != self._gone:  # a forgotten row's times were dropped: read them again
                 self._gone = gone
                 self._seen[_dead_rows(state)] = -1
-            stale = np.flatnonzero(self._seen[rows] != counts)  # exact: counts < 2**53
-            if len(stale) and self._used + len(stale) > _SLOTS:
+            rows = np.ascontiguousarray(rows, np.int64)
+            counts = np.ascontiguousarray(counts, np.float64)
+            kernels = _kernels()
+            at = np.empty(len(rows), np.int64)
+            n_stale = kernels.stale_histories(rows, counts, self._seen, at)  # exact: < 2**53
+            if n_stale and self._used + n_stale > _SLOTS:
                 # full: start over, and read every row of this query again (a row read before
                 # would otherwise keep a slot the new rows are about to take)
                 self._seen[:] = -1
                 self._slot[:] = 0
                 self._used = 1
-                stale = np.arange(len(rows))
-            if len(stale):
-                # rows never accessed (most, in a field nobody recalls from) are told apart
-                # in C and take the empty slot; only the others' times are copied
-                fresh = rows[stale]
-                fresh_list = fresh.tolist()
-                has = list(compress(range(len(fresh_list)),
-                                    map(state.accessed.__contains__, fresh_list)))
-                none = np.ones(len(fresh_list), bool)
-                none[has] = False
-                self._slot[fresh[none]] = 0
-                self._seen[fresh[none]] = counts[stale[none]]
+                at, n_stale = np.arange(len(rows)), len(rows)
+            if n_stale:
+                # rows never accessed (most, in a field nobody recalls from) take the empty
+                # slot; only the others' times are copied
+                accessed = state.accessed
+                has, has_counts = [], []
+                for row, count in zip(rows[at[:n_stale]].tolist(),
+                                      counts[at[:n_stale]].tolist(), strict=True):
+                    if row in accessed:
+                        has.append(row)
+                        has_counts.append(int(count))
+                    else:
+                        self._slot[row] = 0
+                        self._seen[row] = count
                 if has:
-                    self._read(state, [fresh_list[k] for k in has],
-                               counts[stale[has]].astype(np.int64).tolist())
-            slots = self._slot[rows]
-            kept = self._n[slots]
-            return self._times[slots][kept[:, None] > _COLUMNS], kept
+                    self._read(state, has, has_counts)
+            # the rows' kept times laid end to end, one kernel call (slots gathered in C)
+            flat, kept = np.empty(len(rows) * _WIDTH), np.empty(len(rows), np.int64)
+            size = kernels.gather_histories(rows, self._slot, self._n, self._times, flat, kept)
+            return flat[:size], kept
 
     def _read(self, state: State, rows: list[int], counts: list[int]) -> None:
         accessed = state.accessed
