@@ -244,3 +244,29 @@ def test_the_pool_relevance_kernel_gives_numpys_values(seed: int) -> None:
     kept = pool_relevance(hybrid, activation, weight, out)
     assert out.tobytes() == ((1.0 - weight) * hybrid + weight * activation).tobytes()
     assert kept == bool((hybrid >= 0).all())
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_exact_scan_kernel_keeps_the_k_nearest_live_rows_ties_by_id(seed: int) -> None:
+    # the vector index's exact scan selects the k nearest as it goes (issue 26: argpartition,
+    # the tie check and lexsort after a kernel of every row's cosine cost ~3x the scan in a
+    # turn): numpy's ranking of the live rows by (-cosine, id), its first k, cosines clipped
+    from soul.engines.resonance.kernels.fusion import nearest_rows
+
+    rng = np.random.default_rng(seed)
+    n, dim = int(rng.integers(1, 300)), 16
+    # small whole numbers: every sum is exact in any order, so numpy's cosines are the
+    # kernel's to the bit, with many equal ones (and values past ±1 to clip)
+    vecs = rng.integers(-2, 3, size=(n + 5, dim)).astype(np.float32) / 4
+    alive = (rng.random(n + 5) < 0.8).astype(np.uint8)
+    ids = rng.permutation(10 * (n + 5))[: n + 5].astype(np.int64)  # ids in no row order
+    unit = rng.integers(-2, 3, size=dim).astype(np.float32) / 4
+    live = np.flatnonzero(alive[:n])
+    sims = vecs[live] @ unit
+    for k in (0, 1, 5, len(live) // 2, len(live), len(live) + 3):
+        out_ids, out_sims = np.empty(max(k, 0), np.int64), np.empty(max(k, 0), np.float32)
+        m = nearest_rows(vecs, alive, unit, n, ids, k, out_ids, out_sims)
+        order = np.lexsort((ids[live], -sims))[:k]
+        assert m == len(order)
+        assert out_ids[:m].tolist() == ids[live][order].tolist(), k
+        assert out_sims[:m].tobytes() == np.clip(sims[order], -1, 1).tobytes()
