@@ -22,10 +22,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import boolean, float64, int64, njit, void
+from numba import boolean, float64, int32, int64, njit, types, void
 
 __all__ = ["CORE", "base_level", "confidence", "core", "decayed", "gather_histories", "guard",
-           "guard_rows", "relevance", "sigmoid", "spacing", "stale_histories", "strength",
+           "guard_rows", "key_sets", "relevance", "sigmoid", "spacing", "stale_histories", "strength",
            "weighted_sums"]
 
 # The factors `core` computes, in the order of its ``slots`` argument.
@@ -366,3 +366,26 @@ def gather_histories(rows: np.ndarray, slot: np.ndarray, kept: np.ndarray,
             flat[at] = times[s, j]
             at += 1
     return at
+
+
+@njit(types.UniTuple(int64, 3)(int32[::1], int64[::1], int32[::1], int64[::1]), cache=True,
+      nogil=True)
+def key_sets(key_of: np.ndarray, rows: np.ndarray, ids: np.ndarray,
+             unread: np.ndarray) -> tuple[int, int, int]:  # pragma: no cover - compiled
+    """``ids[i] = key_of[rows[i]]`` (a row's meta key-set id, -1: not read yet), the positions
+    of the rows not read yet into ``unread``; returns (how many, the smallest id, the
+    largest; 0 and -1 for no rows) (`scoring_cache.MetaCache`)."""
+    m = 0
+    lo = 0
+    hi = -1
+    for i in range(rows.shape[0]):
+        k = key_of[rows[i]]
+        ids[i] = k
+        if k < 0:
+            unread[m] = i
+            m += 1
+        if i == 0 or k < lo:
+            lo = k
+        if i == 0 or k > hi:
+            hi = k
+    return m, lo, hi

@@ -44,7 +44,7 @@ _KERNELS: Any = None
 
 
 def _kernels() -> Any:
-    """kernels/scoring.py (the histories' stale check and gather), imported on first use."""
+    """kernels/scoring.py (the caches' gathers and checks), imported on first use."""
     global _KERNELS
     if _KERNELS is None:
         from ..kernels import scoring
@@ -72,11 +72,10 @@ class MetaCache:
     def keys(self, state: State, rows: np.ndarray) -> frozenset[str]:
         """Every key some row of ``rows`` (int64) has in its meta."""
         with self._lock:
-            ids = self._ids(state, rows)
+            ids, lo, hi = self._ids_bounds(state, rows)
             if not len(ids):
                 return frozenset()
             sets = self._sets
-            lo, hi = int(ids.min()), int(ids.max())
             if lo == hi:  # the usual case: the candidates' metas hold the same keys
                 return sets[lo]
             present = np.flatnonzero(np.bincount(ids, minlength=len(sets)))
@@ -97,6 +96,10 @@ class MetaCache:
 
     def _ids(self, state: State, rows: np.ndarray) -> np.ndarray:
         """The key-set id of each row, the rows not read before decoded first."""
+        return self._ids_bounds(state, rows)[0]
+
+    def _ids_bounds(self, state: State, rows: np.ndarray) -> tuple[np.ndarray, int, int]:
+        """`_ids`, and the smallest and largest of them (0, -1 for no rows)."""
         if state is not self._state:  # another state: its rows are others
             self._start(state)
         n = state.n_rows
@@ -108,10 +111,13 @@ class MetaCache:
             self._key_of[dead] = _NONE
             for r in dead.tolist():
                 self._dicts.pop(r, None)
-        ids = self._key_of[rows]
-        unread = np.flatnonzero(ids < 0)
-        if not len(unread):
-            return ids
+        rows = np.ascontiguousarray(rows, np.int64)
+        ids, unread = np.empty(len(rows), np.int32), np.empty(len(rows), np.int64)
+        # the gather, the rows not read yet and the bounds: one kernel call
+        n_unread, lo, hi = _kernels().key_sets(self._key_of, rows, ids, unread)
+        if not n_unread:
+            return ids, lo, hi
+        unread = unread[:n_unread]
         # rows without a meta (most, in a field written without one) are told apart in C;
         # only the others are decoded
         fresh = rows[unread]
@@ -124,7 +130,7 @@ class MetaCache:
             m = self._decode(state, row)
             if m:
                 ids[unread[k]] = self._key_of[row] = self._set_of(m)
-        return ids
+        return ids, int(ids.min()), int(ids.max())
 
     def _decode(self, state: State, row: int) -> dict[str, Any] | None:
         text = state.meta[row]

@@ -670,3 +670,33 @@ def test_a_full_history_table_starts_over_without_losing_the_rows_it_had_read(mo
     # rows 0-2 are cached; 5-9 are new and do not fit beside them: the table starts over
     assert read([0, 1, 2, 5, 6, 7, 8, 9]) == [[NOW - float(i)] for i in (0, 1, 2, 5, 6, 7, 8, 9)]
     assert read([3, 10, 11, 0]) == [[NOW - float(i)] for i in (3, 10, 11, 0)]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_cache_kernels_are_their_numpy_forms(seed: int) -> None:
+    # the scoring caches' bookkeeping runs as one kernel call each (issue 26: ~10 numpy calls
+    # over a few hundred rows, cold in a turn): numpy's gathers, masks and bounds exactly
+    from soul.engines.resonance.kernels.scoring import gather_histories, key_sets, stale_histories
+
+    rng = np.random.default_rng(seed)
+    n_rows, n = 500, int(rng.integers(0, 300))
+    rows = rng.choice(n_rows, n, replace=False).astype(np.int64)
+    seen = rng.integers(-1, 4, n_rows).astype(np.int64)
+    counts = rng.integers(-1, 4, n).astype(np.float64)
+    at = np.empty(n, np.int64)
+    m = stale_histories(rows, counts, seen, at)
+    assert at[:m].tolist() == np.flatnonzero(seen[rows] != counts).tolist()
+    width = 17
+    times = rng.uniform(0, 1e9, (64, width))
+    kept = rng.integers(0, width + 1, 64).astype(np.int64)
+    slot = rng.integers(0, 64, n_rows).astype(np.int64)
+    flat, got = np.empty(n * width), np.empty(n, np.int64)
+    size = gather_histories(rows, slot, kept, times, flat, got)
+    want = times[slot[rows]][kept[slot[rows]][:, None] > np.arange(width)]
+    assert got.tolist() == kept[slot[rows]].tolist() and flat[:size].tobytes() == want.tobytes()
+    key_of = rng.integers(-1 if seed % 2 else 0, 6, n_rows).astype(np.int32)
+    ids, unread = np.empty(n, np.int32), np.empty(n, np.int64)
+    m, lo, hi = key_sets(key_of, rows, ids, unread)
+    assert ids.tolist() == key_of[rows].tolist()
+    assert unread[:m].tolist() == np.flatnonzero(key_of[rows] < 0).tolist()
+    assert (lo, hi) == ((int(key_of[rows].min()), int(key_of[rows].max())) if n else (0, -1))
