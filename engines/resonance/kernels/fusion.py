@@ -1,6 +1,7 @@
 """Numba kernels of hybrid recall's candidates (recall/hybrid.py) and of fusion's weighted
 formula with the calibrated normalisation (recall/fusion.py): one call over the candidates
-each instead of two dozen numpy calls over arrays of a few values.
+each instead of two dozen numpy calls over arrays of a few values; and full resonance's
+relevance of its pool (`pool_relevance`) and lateral inhibition (`inhibition`).
 
 The arithmetic is numpy's, operation for operation (no fused multiply-add: numba does not
 contract without fastmath), so the values are the same bit for bit; NaN reads as numpy's
@@ -14,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import boolean, float32, float64, int32, int64, njit, uint8, void
 
-__all__ = ["merge_candidates", "nearest_rows", "pool_relevance", "row_signals", "weighted_calibrated"]
+__all__ = ["inhibition", "merge_candidates", "nearest_rows", "pool_relevance", "row_signals", "weighted_calibrated"]
 
 
 @njit(void(float32[::1], float32[::1], float32[::1], float32[::1], float64, float64, float64,
@@ -109,6 +110,27 @@ def pool_relevance(hybrid: np.ndarray, activation: np.ndarray, weight: float,
             kept = False
         out[i] = rest * h + weight * activation[i]
     return kept
+
+
+@njit(int64(float32[:, ::1], float32, float64, int64, float64[::1]), cache=True)
+def inhibition(sims: np.ndarray, threshold: float, strength: float, most: int,
+               mult: np.ndarray) -> int:  # pragma: no cover - compiled
+    """Full resonance's lateral inhibition over its window: for each pair i < j with
+    ``sims[i, j] > threshold`` (float32), in row order, while winner i has damped fewer than
+    ``most``: ``mult[j] *= 1 − strength·sims[i, j]`` (float64). Returns how many damped."""
+    n = sims.shape[0]
+    damped = 0
+    for i in range(n):
+        taken = 0
+        for j in range(i + 1, n):
+            if taken >= most:
+                break
+            s = sims[i, j]
+            if s > threshold:
+                taken += 1
+                mult[j] *= 1.0 - strength * float64(s)
+                damped += 1
+    return damped
 
 
 @njit(inline="always")

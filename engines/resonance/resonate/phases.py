@@ -167,17 +167,12 @@ def inhibit(cfg: ResonanceConfig, state: State, pool: Pool, order: np.ndarray,
     vecs = state.vectors[rows]
     sims = vecs @ vecs.T
     mult = np.ones(len(window))
-    damped = 0
-    # the near-duplicate pairs (i before j), in row order: one pass, then only those pairs
-    winners, losers = np.nonzero(sims > cfg.inhibition_threshold)
-    later = losers > winners  # the upper triangle, without np.triu's masks
-    winners, losers = winners[later], losers[later]
-    taken: dict[int, int] = {}
-    for i, j in zip(winners.tolist(), losers.tolist(), strict=True):
-        if taken.get(i, 0) < cfg.inhibition_max_competitors:
-            taken[i] = taken.get(i, 0) + 1
-            mult[j] *= 1.0 - cfg.inhibition_strength * float(sims[i, j])
-            damped += 1
+    # the near-duplicate pairs (i before j) in row order, each winner damping at most
+    # `inhibition_max_competitors` later ones: one kernel call (the threshold compared in
+    # float32, as numpy compares a float32 array with it)
+    damped = _inhibition()(np.ascontiguousarray(sims, np.float32),
+                           np.float32(cfg.inhibition_threshold), float(cfg.inhibition_strength),
+                           int(cfg.inhibition_max_competitors), mult)
     if damped:
         full = np.ones(len(pool.rows))
         full[window] = mult
@@ -187,6 +182,19 @@ def inhibit(cfg: ResonanceConfig, state: State, pool: Pool, order: np.ndarray,
         order = np.concatenate([head, order[cfg.inhibition_window:]])
     facts["inhibition"] = {"window": len(window), "damped": damped}
     return order
+
+
+_KERNELS: dict[str, Any] = {}
+
+
+def _inhibition() -> Any:
+    """kernels/fusion.py's `inhibition`, imported on first use."""
+    kernel = _KERNELS.get("inhibition")
+    if kernel is None:
+        from ..kernels.fusion import inhibition as kernel
+
+        _KERNELS["inhibition"] = kernel
+    return kernel
 
 
 @lru_cache(maxsize=4096)

@@ -270,3 +270,30 @@ def test_the_exact_scan_kernel_keeps_the_k_nearest_live_rows_ties_by_id(seed: in
         assert m == len(order)
         assert out_ids[:m].tolist() == ids[live][order].tolist(), k
         assert out_sims[:m].tobytes() == np.clip(sims[order], -1, 1).tobytes()
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_inhibition_kernel_damps_as_the_pairs_loop_did(seed: int) -> None:
+    # lateral inhibition's pass over the window's near-duplicate pairs is one kernel call
+    # (issue 26): numpy's pairs (i < j, in row order, float32 threshold), at most `most`
+    # per winner, each damping by 1 - strength·cos in float64, to the bit
+    from soul.engines.resonance.kernels.fusion import inhibition
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 60))
+    vecs = rng.normal(size=(n, 8)).astype(np.float32)
+    vecs[rng.choice(n, n // 2)] = vecs[0]  # duplicates: many pairs past the threshold
+    vecs /= np.linalg.norm(vecs, axis=1)[:, None]
+    sims = vecs @ vecs.T
+    threshold, strength, most = float(rng.uniform(0.5, 0.99)), float(rng.uniform(0, 1)), int(seed % 4)
+    want, damped = np.ones(n), 0
+    winners, losers = np.nonzero(sims > threshold)
+    taken: dict[int, int] = {}
+    for i, j in zip(winners.tolist(), losers.tolist(), strict=True):
+        if j > i and taken.get(i, 0) < most:
+            taken[i] = taken.get(i, 0) + 1
+            want[j] *= 1.0 - strength * float(sims[i, j])
+            damped += 1
+    got = np.ones(n)
+    assert inhibition(sims, np.float32(threshold), strength, most, got) == damped
+    assert got.tobytes() == want.tobytes()
