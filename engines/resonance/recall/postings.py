@@ -121,11 +121,10 @@ class AppendBuffer:
 
     def local_ids(self, terms: np.ndarray) -> np.ndarray:
         """The local id of each term id (int32; -1: the buffer holds no posting of it)."""
+        # a query's few terms: looked up one by one, not by four numpy calls over them
         local = self._local
-        out = np.full(terms.shape[0], -1, np.int32)
-        inside = terms < local.shape[0]
-        out[inside] = local[terms[inside]] - 1
-        return out
+        size = local.shape[0]
+        return np.array([local[t] - 1 if t < size else -1 for t in terms.tolist()], np.int32)
 
     def terms_of(self, slot: int) -> np.ndarray | None:
         """The distinct term ids of a buffered slot; None if the slot is not buffered."""
