@@ -1,7 +1,8 @@
 """Numba kernels of hybrid recall's candidates (recall/hybrid.py) and of fusion's weighted
 formula with the calibrated normalisation (recall/fusion.py): one call over the candidates
 each instead of two dozen numpy calls over arrays of a few values; and full resonance's
-relevance of its pool (`pool_relevance`) and lateral inhibition (`inhibition`).
+relevance of its pool (`pool_relevance`) and lateral inhibition (`inhibition`); and the
+dense id maps' gather (`dense_values`).
 
 The arithmetic is numpy's, operation for operation (no fused multiply-add: numba does not
 contract without fastmath), so the values are the same bit for bit; NaN reads as numpy's
@@ -15,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import boolean, float32, float64, int32, int64, njit, uint8, void
 
-__all__ = ["inhibition", "merge_candidates", "nearest_rows", "pool_relevance", "row_signals", "weighted_calibrated"]
+__all__ = ["dense_values", "inhibition", "merge_candidates", "nearest_rows", "pool_relevance", "row_signals", "weighted_calibrated"]
 
 
 @njit(void(float32[::1], float32[::1], float32[::1], float32[::1], float64, float64, float64,
@@ -110,6 +111,20 @@ def pool_relevance(hybrid: np.ndarray, activation: np.ndarray, weight: float,
             kept = False
         out[i] = rest * h + weight * activation[i]
     return kept
+
+
+@njit(boolean(int64[::1], int64[::1], int64[::1]), cache=True)
+def dense_values(values: np.ndarray, ids: np.ndarray,
+                 out: np.ndarray) -> bool:  # pragma: no cover - compiled
+    """``out[i] = values[ids[i]]`` (`recall.postings.DenseIds`, the candidates' slots and
+    rows); False, ``out`` unfinished, as soon as an id is outside ``values``."""
+    n = values.shape[0]
+    for i in range(ids.shape[0]):
+        d = ids[i]
+        if d < 0 or d >= n:
+            return False
+        out[i] = values[d]
+    return True
 
 
 @njit(int64(float32[:, ::1], float32, float64, int64, float64[::1]), cache=True)

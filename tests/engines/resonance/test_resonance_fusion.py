@@ -297,3 +297,22 @@ def test_the_inhibition_kernel_damps_as_the_pairs_loop_did(seed: int) -> None:
     got = np.ones(n)
     assert inhibition(sims, np.float32(threshold), strength, most, got) == damped
     assert got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_dense_ids_answer_as_the_gather_with_its_bounds_check(seed: int) -> None:
+    # DenseIds.get is one kernel call (issue 26: min, max and a gather, four times a query):
+    # the array's values where every id is inside it, None (ask the dict) when one is not
+    from soul.engines.resonance.recall.postings import DenseIds
+
+    rng = np.random.default_rng(seed)
+    dense = DenseIds()
+    ids = rng.choice(400, 200, replace=False).astype(np.int64)
+    dense.set(ids, rng.integers(-1, 1000, 200).astype(np.int64), 200)
+    arr = dense.values
+    assert arr is not None
+    asked = rng.integers(0, arr.shape[0], int(rng.integers(0, 50))).astype(np.int64)
+    got = dense.get(asked)
+    assert got is not None and got.dtype == np.int64 and got.tolist() == arr[asked].tolist()
+    for bad in (-1, arr.shape[0]):
+        assert dense.get(np.append(asked, bad)) is None
