@@ -2,7 +2,8 @@
 formula with the calibrated normalisation (recall/fusion.py): one call over the candidates
 each instead of two dozen numpy calls over arrays of a few values; and full resonance's
 relevance of its pool (`pool_relevance`) and lateral inhibition (`inhibition`); and the
-dense id maps' gather (`dense_values`).
+dense id maps' gather (`dense_values`), and the store's flags read for the candidates
+(`drop_deleted`, `live_rows`).
 
 The arithmetic is numpy's, operation for operation (no fused multiply-add: numba does not
 contract without fastmath), so the values are the same bit for bit; NaN reads as numpy's
@@ -14,9 +15,13 @@ approximate index's order of summation was never numpy's either).
 from __future__ import annotations
 
 import numpy as np
-from numba import boolean, float32, float64, int32, int64, njit, uint8, void
+from numba import boolean, float32, float64, int32, int64, njit, types, uint8, void
 
-__all__ = ["dense_values", "inhibition", "merge_candidates", "nearest_rows", "pool_relevance", "row_signals", "weighted_calibrated"]
+# a store's flags column (a bytearray, read in place: a call holds the GIL, so no writer
+# resizes it meanwhile, and no view of it outlives the call)
+_FLAGS = types.ByteArray(uint8, 1, "C")
+
+__all__ = ["dense_values", "drop_deleted", "inhibition", "live_rows", "merge_candidates", "nearest_rows", "pool_relevance", "row_signals", "weighted_calibrated"]
 
 
 @njit(void(float32[::1], float32[::1], float32[::1], float32[::1], float64, float64, float64,
@@ -111,6 +116,33 @@ def pool_relevance(hybrid: np.ndarray, activation: np.ndarray, weight: float,
             kept = False
         out[i] = rest * h + weight * activation[i]
     return kept
+
+
+@njit(void(_FLAGS, int64[::1], int64, float64[::1]), cache=True)
+def drop_deleted(flags: bytearray, rows: np.ndarray, deleted: int,
+                 score: np.ndarray) -> None:  # pragma: no cover - compiled
+    """``score[i] = -1`` where row ``rows[i]`` has the flag ``deleted`` in ``flags`` (a
+    memory forgotten since the indexes were read; a row past the flags reads as one)."""
+    n = len(flags)
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        if r < 0 or r >= n or flags[r] & deleted:
+            score[i] = -1.0
+
+
+@njit(int64(int64[::1], _FLAGS, int64, int64[::1]), cache=True)
+def live_rows(rows: np.ndarray, flags: bytearray, deleted: int,
+              out: np.ndarray) -> int:  # pragma: no cover - compiled
+    """The positions of ``rows`` that are store rows (not -1) without the flag ``deleted``
+    in ``flags``, in order, into ``out``; how many."""
+    n = len(flags)
+    m = 0
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        if 0 <= r < n and not flags[r] & deleted:
+            out[m] = i
+            m += 1
+    return m
 
 
 @njit(boolean(int64[::1], int64[::1], int64[::1]), cache=True)

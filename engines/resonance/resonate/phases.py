@@ -87,17 +87,16 @@ def spread(
     # the strongest reached memories, as store rows (one gather; -1: not in the store), the
     # forgotten ones left out, in their order
     joined = src.nodes.rows_of(st, graph.state, reached.nodes)
-    keep = joined >= 0
-    if keep.any():
-        keep[keep] = (st.flags_of(joined[keep]) & FLAG_DELETED) == 0
-    joined = joined[keep]
-    if joined.shape[0]:
-        cands, hybrid = grow(cands, joined)
+    keep = np.empty(joined.shape[0], np.int64)
+    n_joined = _fusion().live_rows(joined, st.flags, FLAG_DELETED, keep)
+    if n_joined:
+        keep = keep[:n_joined]
+        cands, hybrid = grow(cands, joined[keep])
         activation = np.concatenate([activation, reached.strengths[keep].astype(np.float64)])
         hops = np.concatenate([hops, reached.node_hops[keep].astype(np.int64)])
     counts = np.bincount(hops[hops > 0]).tolist()  # by hop, ascending
     facts["spreading"] = {"seeds": len(seeds), "reached": reached.reached,
-                          "joined": int(joined.shape[0]),
+                          "joined": n_joined,
                           "by_hop": {hop: c for hop, c in enumerate(counts) if c}}
     return cands, hybrid, activation, hops
 
@@ -170,7 +169,7 @@ def inhibit(cfg: ResonanceConfig, state: State, pool: Pool, order: np.ndarray,
     # the near-duplicate pairs (i before j) in row order, each winner damping at most
     # `inhibition_max_competitors` later ones: one kernel call (the threshold compared in
     # float32, as numpy compares a float32 array with it)
-    damped = _inhibition()(np.ascontiguousarray(sims, np.float32),
+    damped = _fusion().inhibition(np.ascontiguousarray(sims, np.float32),
                            np.float32(cfg.inhibition_threshold), float(cfg.inhibition_strength),
                            int(cfg.inhibition_max_competitors), mult)
     if damped:
@@ -187,14 +186,14 @@ def inhibit(cfg: ResonanceConfig, state: State, pool: Pool, order: np.ndarray,
 _KERNELS: dict[str, Any] = {}
 
 
-def _inhibition() -> Any:
-    """kernels/fusion.py's `inhibition`, imported on first use."""
-    kernel = _KERNELS.get("inhibition")
-    if kernel is None:
-        from ..kernels.fusion import inhibition as kernel
+def _fusion() -> Any:
+    """kernels/fusion.py (`inhibition`, `live_rows`), imported on first use."""
+    module = _KERNELS.get("fusion")
+    if module is None:
+        from ..kernels import fusion as module
 
-        _KERNELS["inhibition"] = kernel
-    return kernel
+        _KERNELS["fusion"] = module
+    return module
 
 
 @lru_cache(maxsize=4096)

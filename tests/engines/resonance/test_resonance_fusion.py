@@ -316,3 +316,29 @@ def test_dense_ids_answer_as_the_gather_with_its_bounds_check(seed: int) -> None
     assert got is not None and got.dtype == np.int64 and got.tolist() == arr[asked].tolist()
     for bad in (-1, arr.shape[0]):
         assert dense.get(np.append(asked, bad)) is None
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_flag_kernels_read_a_stores_flags_as_flags_of_did(seed: int) -> None:
+    # full resonance reads its candidates' flags in the store's bytearray, in one kernel call
+    # each (issue 26: a Python read per row, then a mask and its use): numpy's masks exactly
+    from soul.engines.resonance.kernels.fusion import drop_deleted, live_rows
+    from soul.engines.resonance.store.ops import FLAG_DELETED, FLAG_PENDING_EMBED
+
+    rng = np.random.default_rng(seed)
+    flags = bytearray(rng.choice([0, FLAG_DELETED, FLAG_PENDING_EMBED,
+                                  FLAG_DELETED | FLAG_PENDING_EMBED], 300).astype(np.uint8).tobytes())
+    as_array = np.frombuffer(bytes(flags), np.uint8)
+    rows = rng.integers(0, 300, int(rng.integers(0, 80))).astype(np.int64)
+    score = rng.uniform(0, 1, len(rows))
+    want = score.copy()
+    want[(as_array[rows] & FLAG_DELETED) != 0] = -1.0
+    drop_deleted(flags, rows, FLAG_DELETED, score)
+    assert score.tobytes() == want.tobytes()
+    joined = np.where(rng.random(len(rows)) < 0.3, -1, rows)  # -1: a node that is no row
+    keep = joined >= 0
+    keep[keep] = (as_array[joined[keep]] & FLAG_DELETED) == 0
+    out = np.empty(len(joined), np.int64)
+    m = live_rows(joined, flags, FLAG_DELETED, out)
+    assert out[:m].tolist() == np.flatnonzero(keep).tolist()
+    flags.append(0)  # no view of the flags outlives a call: the store can still grow them
