@@ -700,3 +700,28 @@ def test_the_cache_kernels_are_their_numpy_forms(seed: int) -> None:
     assert ids.tolist() == key_of[rows].tolist()
     assert unread[:m].tolist() == np.flatnonzero(key_of[rows] < 0).tolist()
     assert (lo, hi) == ((int(key_of[rows].min()), int(key_of[rows].max())) if n else (0, -1))
+
+
+def test_the_scored_rows_columns_are_read_in_the_states_arrays(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the kind and numeric columns of the scored rows are gathered by one kernel call over
+    # the State's own array('d'/'I') and bytearray columns (issue 26: a copy, frombuffer and
+    # a gather per column): the values the boxed look-up per row reads
+    from soul.engines.resonance.kernels import scoring as kernels
+
+    rng = np.random.default_rng(3)
+    state = make_state([{"created": NOW - float(rng.uniform(0, 1e6)), "n": int(rng.integers(0, 9)),
+                         "mu": float(rng.uniform(0, 1)), "var": float(rng.uniform(0, 0.1)),
+                         "kind": str(rng.choice(["belief", "episode", "correction"])),
+                         "accesses": [NOW - float(rng.uniform(0, 1e5))] * int(rng.integers(0, 4))}
+                        for _ in range(60)])
+    rows = rng.choice(60, 40, replace=False)
+    columns = (state.created, state.access_count, state.n, state.last_active, state.mu,
+               state.var)
+    want = np.array([[c[r] for r in rows.tolist()] for c in columns], np.float64)
+    calls = []
+    gather = kernels.gather_columns
+    monkeypatch.setattr(kernels, "gather_columns", lambda *a: calls.append(1) or gather(*a))
+    inputs = Inputs(state, rows, np.ones(40), NOW, Affect(), {})
+    assert inputs.numbers.tobytes() == want.tobytes() and calls == [1]
+    assert inputs.kind.tolist() == [state.kind[r] for r in rows.tolist()]
+    state.created.append(NOW)  # no view of a column outlives the call: the State can grow
