@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..graph.activation import TopSeeds
 from ..recall.fusion import Candidates
 from ..store.ops import FLAG_DELETED
 
@@ -70,19 +71,18 @@ def spread(
     """
     st = src.state
     graph = src.graph()
-    top = (-hybrid).argsort(kind="stable")[: cfg.seeds]
-    seeds = {m: h for m, h in zip(memory_ids(st, cands.ids[top]), hybrid[top].tolist(),
-                                  strict=True) if h > 0}
-    if not seeds:
-        return cands, hybrid, np.zeros(len(cands)), np.full(len(cands), -1, np.int64)
     adjacency = graph.adjacency()
+    # each candidate's graph node (-1: none; one newer than this adjacency is never reached)
     nodes = src.nodes.of(st, graph.state, cands.ids)
-    nodes[nodes >= adjacency.n_nodes] = -1  # a node newer than this adjacency
-    # the strongest reached memories that were not candidates join (bounded: association
-    # candidates below the top `join` never reach the top k, and each costs a full scoring)
-    reached = graph.reach(adjacency, seeds, nodes, cfg.entry_threshold, cfg.join,
-                          strength=cfg.spread_strength, decay=cfg.spread_decay,
-                          max_hops=cfg.max_hops, cutoff=cfg.cutoff)
+    # the seeds: the top `seeds` candidates of hybrid relevance > 0, at their nodes (picked
+    # in the kernel call that maps them); the strongest reached memories that were not
+    # candidates join (bounded: association candidates below the top `join` never reach
+    # the top k, and each costs a full scoring)
+    reached = graph.reach(adjacency, TopSeeds(hybrid, nodes, cfg.seeds), nodes,
+                          cfg.entry_threshold, cfg.join, strength=cfg.spread_strength,
+                          decay=cfg.spread_decay, max_hops=cfg.max_hops, cutoff=cfg.cutoff)
+    if not reached.seeds:
+        return cands, hybrid, np.zeros(len(cands)), np.full(len(cands), -1, np.int64)
     activation, hops = reached.activation, reached.hops
     # the strongest reached memories, as store rows (one gather; -1: not in the store), the
     # forgotten ones left out, in their order
@@ -95,7 +95,7 @@ def spread(
         activation = np.concatenate([activation, reached.strengths[keep].astype(np.float64)])
         hops = np.concatenate([hops, reached.node_hops[keep].astype(np.int64)])
     counts = np.bincount(hops[hops > 0]).tolist()  # by hop, ascending
-    facts["spreading"] = {"seeds": len(seeds), "reached": reached.reached,
+    facts["spreading"] = {"seeds": reached.seeds, "reached": reached.reached,
                           "joined": n_joined,
                           "by_hop": {hop: c for hop, c in enumerate(counts) if c}}
     return cands, hybrid, activation, hops
