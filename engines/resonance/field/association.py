@@ -182,9 +182,11 @@ class Association:
 
     def prepare(self) -> None:
         """After a write: the graph's read caches a query has built are rebuilt now
-        (`GraphReads.prepare`); a graph not opened stays closed."""
+        (`GraphReads.prepare`), and the graph nodes of the new rows looked up
+        (`MemoryNodes.catch_up`); a graph not opened stays closed."""
         if self._graph is not None:
             self._graph.prepare()
+            self.sources.nodes.catch_up(self.store.state, self._graph.state)
 
     def context_chain(self, session: str | None) -> ContextChain | None:
         """The session context for the next write in `session` (field/context.py): it starts
