@@ -1,9 +1,8 @@
 """Numba kernels of hybrid recall's candidates (recall/hybrid.py) and of fusion's weighted
 formula with the calibrated normalisation (recall/fusion.py): one call over the candidates
 each instead of two dozen numpy calls over arrays of a few values; and full resonance's
-relevance of its pool (`pool_relevance`) and lateral inhibition (`inhibition`); and the
-dense id maps' gather (`dense_values`), and the store's flags read for the candidates
-(`drop_deleted`, `live_rows`).
+relevance of its pool (`pool_relevance`) and the candidates forgotten since the indexes were
+read (`drop_deleted`, in the store's flags); and the dense id maps' gather (`dense_values`).
 
 The arithmetic is numpy's, operation for operation (no fused multiply-add: numba does not
 contract without fastmath), so the values are the same bit for bit; NaN reads as numpy's
@@ -19,9 +18,9 @@ from numba import boolean, float32, float64, int32, int64, njit, types, uint8, v
 
 # a store's flags column (a bytearray, read in place: a call holds the GIL, so no writer
 # resizes it meanwhile, and no view of it outlives the call)
-_FLAGS = types.ByteArray(uint8, 1, "C")
+FLAGS = types.ByteArray(uint8, 1, "C")
 
-__all__ = ["dense_values", "drop_deleted", "inhibition", "live_rows", "merge_candidates", "nearest_rows", "pool_relevance", "row_signals", "weighted_calibrated"]
+__all__ = ["dense_values", "drop_deleted", "merge_candidates", "nearest_rows", "pool_relevance", "row_signals", "weighted_calibrated"]
 
 
 @njit(void(float32[::1], float32[::1], float32[::1], float32[::1], float64, float64, float64,
@@ -118,7 +117,7 @@ def pool_relevance(hybrid: np.ndarray, activation: np.ndarray, weight: float,
     return kept
 
 
-@njit(void(_FLAGS, int64[::1], int64, float64[::1]), cache=True)
+@njit(void(FLAGS, int64[::1], int64, float64[::1]), cache=True)
 def drop_deleted(flags: bytearray, rows: np.ndarray, deleted: int,
                  score: np.ndarray) -> None:  # pragma: no cover - compiled
     """``score[i] = -1`` where row ``rows[i]`` has the flag ``deleted`` in ``flags`` (a
@@ -128,21 +127,6 @@ def drop_deleted(flags: bytearray, rows: np.ndarray, deleted: int,
         r = rows[i]
         if r < 0 or r >= n or flags[r] & deleted:
             score[i] = -1.0
-
-
-@njit(int64(int64[::1], _FLAGS, int64, int64[::1]), cache=True)
-def live_rows(rows: np.ndarray, flags: bytearray, deleted: int,
-              out: np.ndarray) -> int:  # pragma: no cover - compiled
-    """The positions of ``rows`` that are store rows (not -1) without the flag ``deleted``
-    in ``flags``, in order, into ``out``; how many."""
-    n = len(flags)
-    m = 0
-    for i in range(rows.shape[0]):
-        r = rows[i]
-        if 0 <= r < n and not flags[r] & deleted:
-            out[m] = i
-            m += 1
-    return m
 
 
 @njit(boolean(int64[::1], int64[::1], int64[::1]), cache=True)
@@ -157,27 +141,6 @@ def dense_values(values: np.ndarray, ids: np.ndarray,
             return False
         out[i] = values[d]
     return True
-
-
-@njit(int64(float32[:, ::1], float32, float64, int64, float64[::1]), cache=True)
-def inhibition(sims: np.ndarray, threshold: float, strength: float, most: int,
-               mult: np.ndarray) -> int:  # pragma: no cover - compiled
-    """Full resonance's lateral inhibition over its window: for each pair i < j with
-    ``sims[i, j] > threshold`` (float32), in row order, while winner i has damped fewer than
-    ``most``: ``mult[j] *= 1 − strength·sims[i, j]`` (float64). Returns how many damped."""
-    n = sims.shape[0]
-    damped = 0
-    for i in range(n):
-        taken = 0
-        for j in range(i + 1, n):
-            if taken >= most:
-                break
-            s = sims[i, j]
-            if s > threshold:
-                taken += 1
-                mult[j] *= 1.0 - strength * float64(s)
-                damped += 1
-    return damped
 
 
 @njit(inline="always")

@@ -88,7 +88,7 @@ def spread(
     # forgotten ones left out, in their order
     joined = src.nodes.rows_of(st, graph.state, reached.nodes)
     keep = np.empty(joined.shape[0], np.int64)
-    n_joined = _fusion().live_rows(joined, st.flags, FLAG_DELETED, keep)
+    n_joined = _kernels().live_rows(joined, st.flags, FLAG_DELETED, keep)
     if n_joined:
         keep = keep[:n_joined]
         cands, hybrid = grow(cands, joined[keep])
@@ -109,24 +109,20 @@ def prime(cfg: ResonanceConfig, src: Sources, pool: Pool, session: str,
     topics = src.primer.topics(session)
     if not recent and not topics:
         return
-    boost = cfg.priming_boost
-    # boost · (1 + topic_boost · share), each operation in that order (numpy's arithmetic
-    # is Python's, element by element); the recent memories by row (a memory's id and row
-    # go together), without looking up every candidate's id
-    seen = np.zeros(st.n_rows, np.bool_)  # the recent memories' rows, marked
-    seen[[r for r in map(st.rows.get, recent) if r is not None]] = True
-    primed = seen[pool.rows]
-    mult = np.where(primed, boost, 1.0)
+    # boost · (1 + topic_boost · share), each operation in that order (numpy's arithmetic,
+    # element by element), and the score times it, in one kernel call; the recent memories
+    # by row (a memory's id and row go together), without looking up every candidate's id
+    recent_rows = np.array(sorted(r for r in map(st.rows.get, recent) if r is not None),
+                           np.int64)
+    shares = _NO_SHARES
     if topics:
         graph = src.graph()
         gst = graph.state
         shares = graph.topic_shares_of(src.nodes.of(st, gst, pool.rows), topics, gst)
-        factor = mult * (1.0 + cfg.topic_boost * shares)
-        boosted = int(np.count_nonzero(factor > 1.0))
-    else:
-        boosted = int(np.count_nonzero(primed)) if boost > 1.0 else 0
-        factor = mult
-    pool.score *= factor
+    factor = np.empty(len(pool.rows))
+    boosted = _kernels().priming(np.ascontiguousarray(pool.rows, np.int64), recent_rows,
+                                 float(cfg.priming_boost), np.ascontiguousarray(shares, np.float64),
+                                 float(cfg.topic_boost), pool.score, factor)
     pool.parts["priming"] = factor
     facts["priming"] = {"recent": len(recent), "topics": sorted(topics)[:10], "boosted": boosted}
 
@@ -169,7 +165,7 @@ def inhibit(cfg: ResonanceConfig, state: State, pool: Pool, order: np.ndarray,
     # the near-duplicate pairs (i before j) in row order, each winner damping at most
     # `inhibition_max_competitors` later ones: one kernel call (the threshold compared in
     # float32, as numpy compares a float32 array with it)
-    damped = _fusion().inhibition(np.ascontiguousarray(sims, np.float32),
+    damped = _kernels().inhibition(np.ascontiguousarray(sims, np.float32),
                            np.float32(cfg.inhibition_threshold), float(cfg.inhibition_strength),
                            int(cfg.inhibition_max_competitors), mult)
     if damped:
@@ -184,15 +180,16 @@ def inhibit(cfg: ResonanceConfig, state: State, pool: Pool, order: np.ndarray,
 
 
 _KERNELS: dict[str, Any] = {}
+_NO_SHARES = np.zeros(0)
 
 
-def _fusion() -> Any:
-    """kernels/fusion.py (`inhibition`, `live_rows`), imported on first use."""
-    module = _KERNELS.get("fusion")
+def _kernels() -> Any:
+    """kernels/phases.py, imported on first use."""
+    module = _KERNELS.get("phases")
     if module is None:
-        from ..kernels import fusion as module
+        from ..kernels import phases as module
 
-        _KERNELS["fusion"] = module
+        _KERNELS["phases"] = module
     return module
 
 

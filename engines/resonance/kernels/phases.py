@@ -1,0 +1,78 @@
+"""Numba kernels of full resonance's association phases (resonate/phases.py): one call a
+phase over the candidate pool instead of a dozen numpy calls over a few hundred values, with
+numpy's arithmetic, operation for operation (no fused multiply-add: numba does not contract
+without fastmath), so the scores are the same bit for bit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import float32, float64, int64, njit, types, uint8
+
+__all__ = ["inhibition", "live_rows", "priming"]
+
+# a store's flags column (a bytearray, read in place: a call holds the GIL, so no writer
+# resizes it meanwhile, and no view of it outlives the call)
+_FLAGS = types.ByteArray(uint8, 1, "C")
+
+
+@njit(int64(int64[::1], _FLAGS, int64, int64[::1]), cache=True)
+def live_rows(rows: np.ndarray, flags: bytearray, deleted: int,
+              out: np.ndarray) -> int:  # pragma: no cover - compiled
+    """The positions of ``rows`` that are store rows (not -1) without the flag ``deleted``
+    in ``flags``, in order, into ``out``; how many."""
+    n = len(flags)
+    m = 0
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        if 0 <= r < n and not flags[r] & deleted:
+            out[m] = i
+            m += 1
+    return m
+
+
+@njit(int64(float32[:, ::1], float32, float64, int64, float64[::1]), cache=True)
+def inhibition(sims: np.ndarray, threshold: float, strength: float, most: int,
+               mult: np.ndarray) -> int:  # pragma: no cover - compiled
+    """Full resonance's lateral inhibition over its window: for each pair i < j with
+    ``sims[i, j] > threshold`` (float32), in row order, while winner i has damped fewer than
+    ``most``: ``mult[j] *= 1 − strength·sims[i, j]`` (float64). Returns how many damped."""
+    n = sims.shape[0]
+    damped = 0
+    for i in range(n):
+        taken = 0
+        for j in range(i + 1, n):
+            if taken >= most:
+                break
+            s = sims[i, j]
+            if s > threshold:
+                taken += 1
+                mult[j] *= 1.0 - strength * float64(s)
+                damped += 1
+    return damped
+
+
+@njit(int64(int64[::1], int64[::1], float64, float64[::1], float64, float64[::1],
+            float64[::1]), cache=True)
+def priming(rows: np.ndarray, recent: np.ndarray, boost: float, shares: np.ndarray,
+            topic_boost: float, score: np.ndarray,
+            factor: np.ndarray) -> int:  # pragma: no cover - compiled
+    """Session priming's factor per pool row into ``factor``, and ``score`` times it: ``boost``
+    for a row among ``recent`` (sorted), else 1, times ``1 + topic_boost · shares[i]`` when
+    the session has topics (``shares`` one per row; empty: none). Returns how many rows it
+    boosts (factor > 1 with topics; else the recent ones if boost > 1)."""
+    topics = shares.shape[0] > 0
+    boosted = 0
+    for i in range(rows.shape[0]):
+        at = np.searchsorted(recent, rows[i])
+        primed = at < recent.shape[0] and recent[at] == rows[i]
+        f = boost if primed else 1.0
+        if topics:
+            f = f * (1.0 + topic_boost * shares[i])
+            if f > 1.0:
+                boosted += 1
+        elif primed and boost > 1.0:
+            boosted += 1
+        factor[i] = f
+        score[i] *= f
+    return boosted
