@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import float32, float64, int64, njit, types, uint8
 
-__all__ = ["inhibition", "live_rows", "priming"]
+__all__ = ["boost_members", "inhibition", "live_rows"]
 
 # a store's flags column (a bytearray, read in place: a call holds the GIL, so no writer
 # resizes it meanwhile, and no view of it outlives the call)
@@ -54,21 +54,22 @@ def inhibition(sims: np.ndarray, threshold: float, strength: float, most: int,
 
 @njit(int64(int64[::1], int64[::1], float64, float64[::1], float64, float64[::1],
             float64[::1]), cache=True)
-def priming(rows: np.ndarray, recent: np.ndarray, boost: float, shares: np.ndarray,
-            topic_boost: float, score: np.ndarray,
-            factor: np.ndarray) -> int:  # pragma: no cover - compiled
-    """Session priming's factor per pool row into ``factor``, and ``score`` times it: ``boost``
-    for a row among ``recent`` (sorted), else 1, times ``1 + topic_boost · shares[i]`` when
-    the session has topics (``shares`` one per row; empty: none). Returns how many rows it
-    boosts (factor > 1 with topics; else the recent ones if boost > 1)."""
+def boost_members(rows: np.ndarray, members: np.ndarray, boost: float, shares: np.ndarray,
+                  share_boost: float, score: np.ndarray,
+                  factor: np.ndarray) -> int:  # pragma: no cover - compiled
+    """A phase's factor per pool row into ``factor``, and ``score`` times it: ``boost`` for a
+    row among ``members`` (sorted), else 1, times ``1 + share_boost · shares[i]`` when
+    ``shares`` is given (one per row; empty: none) — session priming's recent memories and
+    active topics, the attractor basin's memories. Returns how many rows it boosts (factor
+    > 1 with shares; else the members if boost > 1)."""
     topics = shares.shape[0] > 0
     boosted = 0
     for i in range(rows.shape[0]):
-        at = np.searchsorted(recent, rows[i])
-        primed = at < recent.shape[0] and recent[at] == rows[i]
+        at = np.searchsorted(members, rows[i])
+        primed = at < members.shape[0] and members[at] == rows[i]
         f = boost if primed else 1.0
         if topics:
-            f = f * (1.0 + topic_boost * shares[i])
+            f = f * (1.0 + share_boost * shares[i])
             if f > 1.0:
                 boosted += 1
         elif primed and boost > 1.0:

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
-from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,7 +24,7 @@ if TYPE_CHECKING:
     from .config import ResonanceConfig
     from .sources import Sources
 
-__all__ = ["Pool", "basin", "inhibit", "memory_ids", "prime", "query_terms", "spread"]
+__all__ = ["Pool", "basin", "inhibit", "prime", "query_terms", "spread"]
 
 _TERM = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.'-]*")
 
@@ -40,21 +39,6 @@ class Pool:
     hops: np.ndarray
     score: np.ndarray
     parts: dict[str, np.ndarray]  # phase -> per-row factor or value, for explain
-    _ids: list[str] | None = field(default=None, repr=False)
-
-    def ids(self, state: State) -> list[str]:
-        """The memory ids of the rows (looked up once)."""
-        if self._ids is None:
-            self._ids = memory_ids(state, self.rows)
-        return self._ids
-
-
-def memory_ids(state: State, rows: np.ndarray) -> list[str]:
-    """The memory ids of store rows, in order."""
-    rows_list = rows.tolist()
-    if len(rows_list) < 2:  # itemgetter of one key returns the value, not a tuple
-        return [state.ids[r] for r in rows_list]
-    return list(itemgetter(*rows_list)(state.ids))
 
 
 def spread(
@@ -120,7 +104,7 @@ def prime(cfg: ResonanceConfig, src: Sources, pool: Pool, session: str,
         gst = graph.state
         shares = graph.topic_shares_of(src.nodes.of(st, gst, pool.rows), topics, gst)
     factor = np.empty(len(pool.rows))
-    boosted = _kernels().priming(np.ascontiguousarray(pool.rows, np.int64), recent_rows,
+    boosted = _kernels().boost_members(np.ascontiguousarray(pool.rows, np.int64), recent_rows,
                                  float(cfg.priming_boost), np.ascontiguousarray(shares, np.float64),
                                  float(cfg.topic_boost), pool.score, factor)
     pool.parts["priming"] = factor
@@ -140,14 +124,18 @@ def basin(cfg: ResonanceConfig, src: Sources, pool: Pool, query: str,
             chosen = (entity, strength)
     if chosen is None:
         return
-    members = set(graph.memories_of(chosen[0]))
-    boost = cfg.basin_boost
-    mult = [boost if m in members else 1.0 for m in pool.ids(src.state)]
-    factor = np.array(mult, np.float64)
-    pool.score *= factor
+    # its memories by row (a memory's id and row go together), marked in the pool by the
+    # kernel priming uses: boost_members × basin_boost, no share
+    rows = src.state.rows
+    members = np.array(sorted({r for r in map(rows.get, graph.memories_of(chosen[0]))
+                               if r is not None}), np.int64)
+    factor = np.empty(len(pool.rows))
+    boosted = _kernels().boost_members(np.ascontiguousarray(pool.rows, np.int64), members,
+                                       float(cfg.basin_boost), _NO_SHARES, 0.0, pool.score,
+                                       factor)
     pool.parts["basin"] = factor
     facts["basin"] = {"attractor": chosen[0], "strength": round(chosen[1], 4),
-                      "boosted": mult.count(boost) if boost > 1.0 else 0}
+                      "boosted": boosted}
 
 
 def inhibit(cfg: ResonanceConfig, state: State, pool: Pool, order: np.ndarray,

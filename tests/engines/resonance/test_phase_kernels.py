@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from soul.engines.resonance.kernels.phases import inhibition, live_rows, priming
+from soul.engines.resonance.kernels.phases import boost_members, inhibition, live_rows
 from soul.engines.resonance.store.ops import FLAG_DELETED, FLAG_PENDING_EMBED
 
 
@@ -56,7 +56,8 @@ def test_the_joined_rows_kernel_keeps_the_live_store_rows(seed: int) -> None:
 def test_the_priming_kernel_is_the_boost_times_the_topic_share(seed: int) -> None:
     # session priming's factor and the score times it, in one kernel call (issue 26: a mark
     # array as long as the store, a gather, where and three array operations): numpy's
-    # boost · (1 + topic_boost · share) to the bit, and the count of rows it boosts
+    # boost · (1 + topic_boost · share) to the bit, and the count of rows it boosts; the
+    # basin's (no share) is the boost where a member, as its list of ids gave it
     rng = np.random.default_rng(seed)
     rows = rng.choice(1000, int(rng.integers(1, 300)), replace=False).astype(np.int64)
     recent = np.sort(rng.choice(1000, int(rng.integers(0, 50)), replace=False)).astype(np.int64)
@@ -72,5 +73,5 @@ def test_the_priming_kernel_is_the_boost_times_the_topic_share(seed: int) -> Non
         want, boosted = mult, int(np.count_nonzero(primed)) if boost > 1.0 else 0
     want_score = score * want
     factor = np.empty(len(rows))
-    assert priming(rows, recent, boost, shares, topic_boost, score, factor) == boosted
+    assert boost_members(rows, recent, boost, shares, topic_boost, score, factor) == boosted
     assert factor.tobytes() == want.tobytes() and score.tobytes() == want_score.tobytes()
