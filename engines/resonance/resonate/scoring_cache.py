@@ -9,6 +9,10 @@ decoded dicts are kept beside it (bounded). A row's meta is written once and cle
 when the row is forgotten: a forget since the last query (the state's tombstone count moved)
 clears the forgotten rows' entries; another `State` starts the cache over.
 
+`SourceCodes` keeps, per row, a small code for its source (the same few sources — the user,
+the model — come back query after query), and per factor params the value of each code, so
+the Epistemic factor is a gather, not a look-up per candidate.
+
 `AccessHistories` keeps the access times of the rows scored (a few hundred a query, ~7 floats
 each in a conversation, scattered Python floats that a cold cache made ~0.1 ms of a turn) in
 one matrix, row by row; a row is read again only once its access count moved (the state
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from itertools import compress
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
@@ -32,7 +37,7 @@ from ..store.state import ACCESS_HISTORY
 if TYPE_CHECKING:
     from ..store.state import State
 
-__all__ = ["AccessHistories", "MetaCache"]
+__all__ = ["AccessHistories", "MetaCache", "SourceCodes"]
 
 _DICTS = 65_536  # decoded metas kept (their key sets' ids are kept for every row)
 _SLOTS = 65_536  # rows whose access times are kept (then started over)
@@ -155,6 +160,63 @@ class MetaCache:
             i = self._set_id[keys] = len(self._sets)
             self._sets.append(keys)
         return i
+
+
+class SourceCodes:
+    """Per row of one `State`: the code of its source (-1: not read yet; a forgotten row's
+    is read again: forgetting clears it), each distinct source once, and per factor params
+    the value of each code."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._start(None)
+
+    def _start(self, state: State | None) -> None:
+        self._state = state
+        self._code_of = np.full(0, -1, np.int32)
+        self._sources: list[str | None] = []
+        self._code: dict[str | None, int] = {}
+        self._tables: dict[int, tuple[Any, list[float]]] = {}  # id(params) -> each code's value
+        self._gone = 0
+
+    def values(self, state: State, rows: np.ndarray, params: Any,
+               value_of: Callable[[str | None], float]) -> float | np.ndarray:
+        """``value_of(source)`` of each of ``rows`` (int64) under ``params`` (worked out once
+        per distinct source and params): one float when the rows all have the same source,
+        else one float64 per row."""
+        with self._lock:
+            if state is not self._state:  # another state: its rows are others
+                self._start(state)
+            n = state.n_rows
+            self._code_of = grow(self._code_of, n, -1)
+            gone = n - state.alive
+            if gone != self._gone:  # a row was forgotten: its source was cleared
+                self._gone = gone
+                self._code_of[_dead_rows(state)] = -1
+            rows = np.ascontiguousarray(rows, np.int64)
+            codes, unread = np.empty(len(rows), np.int32), np.empty(len(rows), np.int64)
+            n_unread, lo, hi = _kernels().key_sets(self._code_of, rows, codes, unread)
+            if n_unread:
+                source, code_of, known = state.source, self._code_of, self._code
+                for i in unread[:n_unread].tolist():
+                    row = int(rows[i])
+                    s = source[row]
+                    code = known.get(s)
+                    if code is None:
+                        code = known[s] = len(self._sources)
+                        self._sources.append(s)
+                    codes[i] = code_of[row] = code
+                lo, hi = int(codes.min()), int(codes.max())
+            memo = self._tables.get(id(params))
+            if memo is None or memo[0] is not params:
+                if len(self._tables) >= 64:
+                    self._tables.clear()
+                memo = self._tables[id(params)] = (params, [])
+            table = memo[1]
+            table.extend(map(value_of, self._sources[len(table):]))
+            if len(rows) and lo == hi:
+                return table[lo]
+            return np.array(table, np.float64)[codes]
 
 
 def _dead_rows(state: State) -> np.ndarray:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..memory import DAY, DECAY_RATES, PRIOR_VAR, Kind, Tier
-from .scoring_cache import AccessHistories, MetaCache
+from .scoring_cache import AccessHistories, MetaCache, SourceCodes
 
 if TYPE_CHECKING:
     from ..store.state import State
@@ -149,7 +149,8 @@ class Inputs:
     def __init__(self, state: State, rows: np.ndarray, relevance: np.ndarray, now: float,
                  affect: Affect, extra: Mapping[str, np.ndarray],
                  meta_cache: MetaCache | None = None,
-                 histories: AccessHistories | None = None) -> None:
+                 histories: AccessHistories | None = None,
+                 sources: SourceCodes | None = None) -> None:
         self.state = state
         self.rows = rows
         self.row_list: list[int] = rows.tolist()
@@ -161,6 +162,7 @@ class Inputs:
         # the rows' decoded metas and their key sets: a Scorer keeps one across calls
         self.meta_cache = MetaCache() if meta_cache is None else meta_cache
         self.histories = AccessHistories() if histories is None else histories
+        self.sources = SourceCodes() if sources is None else sources
         self._kind: np.ndarray | None = None
         self._gathered: np.ndarray | None = None
         self._history: tuple[np.ndarray, np.ndarray] | None = None

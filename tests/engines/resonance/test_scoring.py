@@ -725,3 +725,32 @@ def test_the_scored_rows_columns_are_read_in_the_states_arrays(monkeypatch: pyte
     assert inputs.numbers.tobytes() == want.tobytes() and calls == [1]
     assert inputs.kind.tolist() == [state.kind[r] for r in rows.tolist()]
     state.created.append(NOW)  # no view of a column outlives the call: the State can grow
+
+
+def test_the_source_codes_kept_across_queries_give_each_rows_own_source_value() -> None:
+    # Epistemic reads each row's source as a code kept by the Scorer (issue 26: every
+    # candidate's source looked up each query): per query, the table value of each row's
+    # own source — new rows, forgotten rows (their source cleared: "unknown"), other params
+    sources = ["user", "model", "user:alice", None, "tool", "Autonomous", "robot"]
+    state = make_state([{"source": sources[i % len(sources)]} for i in range(40)])
+    config = ScoringConfig.defaults().only("Epistemic")
+    scorer = Scorer(config=config)
+    params = config.factors[[f.name for f in config.factors].index("Epistemic")].params
+    table = {**params["values"], "": params["unknown"]}
+
+    def want(rows: list[int]) -> list[float]:
+        out = []
+        for r in rows:
+            low = (state.source[r] or "").lower()
+            out.append(float(table.get(low, table.get(low.split(":", 1)[0], params["unknown"]))))
+        return out
+
+    rng = np.random.default_rng(9)
+    for step in range(12):
+        if step == 4:
+            state.apply(ops.FORGET, memoryview(ops.encode_forget("m1", NOW)))  # "model": gone
+        if step == 8:
+            state = make_state([{"source": "model"}] * 3)  # another state: codes start over
+        rows = rng.choice(state.n_rows, int(rng.integers(1, state.n_rows + 1)), replace=False)
+        got = scorer.score(state, rows, np.ones(len(rows)), now=NOW).factors["Epistemic"]
+        assert got.tolist() == want(rows.tolist())
