@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import float32, float64, int64, njit, types, uint8
 
-__all__ = ["boost_members", "inhibition", "live_rows"]
+__all__ = ["boost_members", "inhibition", "live_rows", "top_order"]
 
 # a store's flags column (a bytearray, read in place: a call holds the GIL, so no writer
 # resizes it meanwhile, and no view of it outlives the call)
@@ -77,3 +77,65 @@ def boost_members(rows: np.ndarray, members: np.ndarray, boost: float, shares: n
         factor[i] = f
         score[i] *= f
     return boosted
+
+
+@njit(inline="always")
+def _before(si, i, sj, j):  # pragma: no cover - compiled
+    # numpy's stable argsort of -score: the larger score first, NaN last, equal ones by position
+    if si != si:
+        return sj != sj and i < j
+    if sj != sj:
+        return True
+    return si > sj or (si == sj and i < j)
+
+
+@njit(inline="always")
+def _sift_down(score, heap, size, i):  # pragma: no cover - compiled
+    """Put position i at the root of the heap heap[:size] (root: the last in order kept) and
+    sift it down to its place."""
+    s = score[i]
+    j = 0
+    while True:
+        child = 2 * j + 1
+        if child >= size:
+            break
+        c = heap[child]
+        if child + 1 < size and _before(score[c], c, score[heap[child + 1]], heap[child + 1]):
+            child += 1
+            c = heap[child]
+        if not _before(s, i, score[c], c):
+            break
+        heap[j] = c
+        j = child
+    heap[j] = i
+
+
+@njit(int64(float64[::1], int64, int64[::1]), cache=True)
+def top_order(score: np.ndarray, m: int, out: np.ndarray) -> int:  # pragma: no cover - compiled
+    """The first ``m`` positions of ``score`` in numpy's stable argsort of −score (largest
+    first, equal ones by position, NaN last) into ``out``; how many (at most len(score)):
+    a heap of m beside one pass, not a sort of every candidate when only the top are read."""
+    n = 0
+    if m <= 0:
+        return 0
+    for i in range(score.shape[0]):
+        if n < m:  # sift up
+            j = n
+            n += 1
+            while j > 0:
+                parent = (j - 1) >> 1
+                p = out[parent]
+                if not _before(score[p], p, score[i], i):
+                    break
+                out[j] = p
+                j = parent
+            out[j] = i
+        elif _before(score[i], i, score[out[0]], out[0]):
+            _sift_down(score, out, n, i)
+    end = n - 1  # heap-sort in place: the last in order to the end, in turn
+    while end > 0:
+        i = out[end]
+        out[end] = out[0]
+        _sift_down(score, out, end, i)
+        end -= 1
+    return n

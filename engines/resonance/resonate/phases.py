@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from .config import ResonanceConfig
     from .sources import Sources
 
-__all__ = ["Pool", "basin", "inhibit", "prime", "query_terms", "spread"]
+__all__ = ["Pool", "basin", "inhibit", "prime", "query_terms", "spread", "top_order"]
 
 _TERM = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.'-]*")
 
@@ -143,7 +143,8 @@ def inhibit(cfg: ResonanceConfig, state: State, pool: Pool, order: np.ndarray,
     """Lateral inhibition over the top window: near-duplicates compete, winners damp losers.
 
     Bounded: cosines among at most `inhibition_window` candidates, and each winner damps at
-    most `inhibition_max_competitors` later ones. Returns the new order.
+    most `inhibition_max_competitors` later ones. ``order``: the pool's positions by score,
+    at least the window's (`top_order`). Returns the new order.
     """
     window = order[: cfg.inhibition_window]
     rows = pool.rows[window]
@@ -153,9 +154,9 @@ def inhibit(cfg: ResonanceConfig, state: State, pool: Pool, order: np.ndarray,
     # the near-duplicate pairs (i before j) in row order, each winner damping at most
     # `inhibition_max_competitors` later ones: one kernel call (the threshold compared in
     # float32, as numpy compares a float32 array with it)
-    damped = _kernels().inhibition(np.ascontiguousarray(sims, np.float32),
-                           np.float32(cfg.inhibition_threshold), float(cfg.inhibition_strength),
-                           int(cfg.inhibition_max_competitors), mult)
+    damped = _kernels().inhibition(
+        np.ascontiguousarray(sims, np.float32), np.float32(cfg.inhibition_threshold),
+        float(cfg.inhibition_strength), int(cfg.inhibition_max_competitors), mult)
     if damped:
         full = np.ones(len(pool.rows))
         full[window] = mult
@@ -179,6 +180,12 @@ def _kernels() -> Any:
 
         _KERNELS["phases"] = module
     return module
+
+
+def top_order(score: np.ndarray, m: int, out: np.ndarray) -> int:
+    """The first ``m`` of the pool's positions by score, as numpy's stable argsort of
+    −score orders them, into ``out``; how many (`kernels.phases.top_order`)."""
+    return int(_kernels().top_order(score, m, out))
 
 
 @lru_cache(maxsize=4096)

@@ -185,8 +185,11 @@ class Resonator:
             if explain:  # the parts are only shown
                 pool.parts.update({f"factor:{n}": v for n, v in scored.factors.items()})
             pool.score = np.asarray(scored.final, np.float64)
-        order = (-pool.score).argsort(kind="stable")
-        if size > 1 and "inhibition" not in off:
+        # the order of the scores as far as it is read: the top k, or the inhibition window
+        inhibits = size > 1 and "inhibition" not in off
+        order = np.empty(min(size, max(k, cfg.inhibition_window) if inhibits else k), np.int64)
+        phases.top_order(np.ascontiguousarray(pool.score, np.float64), len(order), order)
+        if inhibits:
             order = phases.inhibit(cfg, src.state, pool, order, facts)
         hits = [self._row(pool, j, explain) for j in order[:k].tolist()]
         if "code" not in off:

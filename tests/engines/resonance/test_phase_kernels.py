@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from soul.engines.resonance.kernels.phases import boost_members, inhibition, live_rows
+from soul.engines.resonance.kernels.phases import boost_members, inhibition, live_rows, top_order
 from soul.engines.resonance.store.ops import FLAG_DELETED, FLAG_PENDING_EMBED
 
 
@@ -75,3 +75,21 @@ def test_the_priming_kernel_is_the_boost_times_the_topic_share(seed: int) -> Non
     factor = np.empty(len(rows))
     assert boost_members(rows, recent, boost, shares, topic_boost, score, factor) == boosted
     assert factor.tobytes() == want.tobytes() and score.tobytes() == want_score.tobytes()
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_top_order_kernel_is_the_head_of_numpys_stable_argsort(seed: int) -> None:
+    # full resonance reads its scores' order only as far as the top k or the inhibition
+    # window (issue 26: a negation and a stable argsort of every candidate): the head of
+    # numpy's stable argsort of -score, equal scores by position, NaN last
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 300))
+    score = np.round(rng.uniform(-1, 2, n), 1)  # many equal scores
+    if seed % 3 == 0 and n:
+        score[rng.random(n) < 0.1] = np.nan
+        score[0] = -0.0
+    want = (-score).argsort(kind="stable")
+    for m in (0, 1, 10, 50, n, n + 5):
+        out = np.empty(max(m, 0), np.int64)
+        got = top_order(score, m, out)
+        assert got == min(m, n) and out[:got].tolist() == want[:m].tolist(), m
