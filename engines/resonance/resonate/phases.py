@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -96,8 +97,8 @@ def prime(cfg: ResonanceConfig, src: Sources, pool: Pool, session: str,
     # boost · (1 + topic_boost · share), each operation in that order (numpy's arithmetic,
     # element by element), and the score times it, in one kernel call; the recent memories
     # by row (a memory's id and row go together), without looking up every candidate's id
-    recent_rows = np.array(sorted(r for r in map(st.rows.get, recent) if r is not None),
-                           np.int64)
+    recent_rows = np.sort(np.fromiter(map(st.rows.get, recent, repeat(-1)), np.int64,
+                                      len(recent)))  # -1: none, which no pool row matches
     shares = _NO_SHARES
     if topics:
         graph = src.graph()
@@ -124,11 +125,11 @@ def basin(cfg: ResonanceConfig, src: Sources, pool: Pool, query: str,
             chosen = (entity, strength)
     if chosen is None:
         return
-    # its memories by row (a memory's id and row go together), marked in the pool by the
-    # kernel priming uses: boost_members × basin_boost, no share
-    rows = src.state.rows
-    members = np.array(sorted({r for r in map(rows.get, graph.memories_of(chosen[0]))
-                               if r is not None}), np.int64)
+    # its memories by row (a memory's id and row go together; -1: none, which no pool row
+    # matches), looked up and sorted in C, marked in the pool by the kernel priming uses:
+    # boost_members × basin_boost, no share
+    ids = graph.memories_of(chosen[0])
+    members = np.sort(np.fromiter(map(src.state.rows.get, ids, repeat(-1)), np.int64, len(ids)))
     factor = np.empty(len(pool.rows))
     boosted = _kernels().boost_members(np.ascontiguousarray(pool.rows, np.int64), members,
                                        float(cfg.basin_boost), _NO_SHARES, 0.0, pool.score,
