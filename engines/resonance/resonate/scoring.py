@@ -257,6 +257,11 @@ class Scorer:
         if self._path is not None:
             self._check()
 
+    def prepare(self, state: State) -> None:
+        """After a write to ``state``: what the next query would read first of the new rows
+        (their metas' keys) is read now, in the writer's thread (`MetaCache.catch_up`)."""
+        self._meta_cache.catch_up(state)
+
     @property
     def path(self) -> Path | None:
         """The watched scoring.json, if any."""

@@ -73,6 +73,7 @@ class MetaCache:
         self._set_id: dict[frozenset[str], int] = {frozenset(): _NONE}
         self._dicts: dict[int, dict[str, Any]] = {}
         self._gone = 0  # the state's tombstones when last looked at
+        self._caught = 0 if state is None else state.n_rows  # rows a catch-up has looked at
 
     def keys(self, state: State, rows: np.ndarray) -> frozenset[str]:
         """Every key some row of ``rows`` (int64) has in its meta."""
@@ -85,6 +86,20 @@ class MetaCache:
                 return sets[lo]
             present = np.flatnonzero(np.bincount(ids, minlength=len(sets)))
             return frozenset().union(*(sets[i] for i in present.tolist()))
+
+    def catch_up(self, state: State) -> None:
+        """Read the metas of the rows written since, if a query has read ``state`` before (a
+        writer's thread calls it after a write: the next query then decodes none of them)."""
+        with self._lock:
+            if state is not self._state:
+                return
+            n = state.n_rows
+            self._key_of = key_of = grow(self._key_of, n, -1)
+            for row in range(self._caught, n):
+                if key_of[row] < 0:
+                    m = self._decode(state, row)
+                    key_of[row] = self._set_of(m) if m else _NONE
+            self._caught = n
 
     def metas(self, state: State, rows: np.ndarray) -> list[tuple[int, dict[str, Any]]]:
         """(position, meta) of the rows of ``rows`` with a non-empty meta, in order."""

@@ -559,6 +559,7 @@ _META = st.one_of(st.none(), st.just("{not json"), st.just("[1, 2]"), st.just("{
 # a conversation's life seen by one Scorer: memories written (with or without a meta),
 # forgotten, and queries over some rows
 _LIFE = st.lists(st.one_of(st.tuples(st.just("add"), _META),
+                           st.tuples(st.just("catch up"), st.just(0)),  # a writer's, issue 26
                            st.tuples(st.just("forget"), st.integers(0, 12)),
                            st.tuples(st.just("query"), st.integers(0, 2**32))), max_size=60)
 
@@ -578,6 +579,8 @@ def test_cached_meta_keys_and_metas_are_an_uncached_reads(life: list) -> None:
         if what == "add":
             _add_row(state, n, value)
             n += 1
+        elif what == "catch up":
+            cache.catch_up(state)
         elif what == "forget" and value < n:
             state.apply(ops.FORGET, memoryview(ops.encode_forget(f"m{value}", NOW)))
         elif what == "query" and n:
