@@ -182,9 +182,14 @@ class Association:
 
     def prepare(self) -> None:
         """After a write: the graph's read caches a query has built are rebuilt now
-        (`GraphReads.prepare`); a graph not opened stays closed."""
+        (`GraphReads.prepare`), the graph nodes of the new rows looked up
+        (`MemoryNodes.catch_up`) and their metas read for scoring (`Scorer.prepare`); a
+        graph or scorer not opened stays closed."""
         if self._graph is not None:
             self._graph.prepare()
+            self.sources.nodes.catch_up(self.store.state, self._graph.state)
+        if self._scorer is not None:
+            self._scorer.prepare(self.store.state)
 
     def context_chain(self, session: str | None) -> ContextChain | None:
         """The session context for the next write in `session` (field/context.py): it starts

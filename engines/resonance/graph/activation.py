@@ -20,7 +20,7 @@ from ..errors import ConfigError
 from .adjacency import Adjacency
 from .kg_state import MEMORY_PREFIX
 
-__all__ = ["Reach", "Spread", "SpreadConfig", "reach", "spread_nodes", "spread_seeds"]
+__all__ = ["Reach", "Spread", "SpreadConfig", "TopSeeds", "reach", "spread_nodes", "spread_seeds"]
 
 
 _OVERRIDDEN: dict[tuple, SpreadConfig] = {}  # (config, the overrides) -> the copy
@@ -213,6 +213,17 @@ def spread_seeds(adj: Adjacency, seeds: Mapping[str, float], cfg: SpreadConfig,
     return Spread(reached, act, hop, keys, display, extra, adj.entity)
 
 
+class TopSeeds(NamedTuple):
+    """Seeds given as full resonance has them: the ``top`` candidates of ``relevance`` > 0
+    (most relevant first, equal ones in candidate order), each starting at its relevance,
+    at the graph node ``nodes`` gives it (-1: not in the graph) — picked and mapped in one
+    kernel call, not through a memory id and a node key each."""
+
+    relevance: np.ndarray  # float64, per candidate
+    nodes: np.ndarray  # int64, per candidate
+    top: int
+
+
 class Reach(NamedTuple):
     """What full resonance reads of a spreading (`reach`)."""
 
@@ -226,6 +237,7 @@ class Reach(NamedTuple):
     node_hops: np.ndarray
     reached: int  # nodes reached, seeds not in the graph included (len of the Spread)
     keys: Sequence[str]  # the graph's node keys
+    seeds: int  # how many seeds there were (those not in the graph included)
 
     @property
     def strongest(self) -> list[tuple[str, float, int]]:
@@ -235,15 +247,26 @@ class Reach(NamedTuple):
             self.nodes.tolist(), self.strengths.tolist(), self.node_hops.tolist(), strict=True)]
 
 
-def reach(adj: Adjacency, seeds: Mapping[str, float], cfg: SpreadConfig, keys: Sequence[str],
-          candidates: np.ndarray, threshold: float, limit: int) -> Reach:
+def reach(adj: Adjacency, seeds: Mapping[str, float] | TopSeeds, cfg: SpreadConfig,
+          keys: Sequence[str], candidates: np.ndarray, threshold: float, limit: int) -> Reach:
     """Spreading activation from ``seeds`` as `spread_seeds` runs it, read as full
     resonance reads it, in one kernel call: the activation and hop of each of the graph
     nodes ``candidates`` (-1: none), as `Spread.of_nodes` gives them, and the strongest
     other memories, as `Spread.strongest_memories(threshold, limit, <the candidates' ids>,
     candidates)` gives them (with their hop) — without the Spread's arrays and sorts (at
-    100k memories, of_nodes alone sorted ~13k reached nodes a query)."""
-    nodes, vals, extra = _seed_nodes(adj, seeds, cfg)
+    100k memories, of_nodes alone sorted ~13k reached nodes a query). ``seeds``: memory
+    id -> initial activation, or full resonance's `TopSeeds`."""
+    if isinstance(seeds, TopSeeds):
+        top = max(int(seeds.top), 0)
+        nodes, vals = np.empty(top, np.int32), np.empty(top, np.float32)
+        n_seeds, in_graph = _kernels().seed_nodes(
+            np.ascontiguousarray(seeds.relevance, np.float64),
+            np.ascontiguousarray(seeds.nodes, np.int64), adj.n_nodes, top, float(cfg.strength),
+            nodes, vals)
+        nodes, vals, outside = nodes[:in_graph], vals[:in_graph], n_seeds - in_graph
+    else:
+        nodes, vals, extra = _seed_nodes(adj, seeds, cfg)
+        n_seeds, outside = len(seeds), len(extra)
     ws = _workspace(adj.n_nodes)
     k, limit = candidates.shape[0], max(int(limit), 0)
     cand_act, cand_hop = np.empty(k), np.empty(k, np.int64)
@@ -255,7 +278,8 @@ def reach(adj: Adjacency, seeds: Mapping[str, float], cfg: SpreadConfig, keys: S
         int(cfg.max_hops), np.float32(cfg.hub_power), ws.act, ws.hops, ws.touched, ws.mark,
         ws.frontier, ws.nxt, ws.values, np.ascontiguousarray(candidates, np.int64),
         np.float32(threshold), limit, cand_act, cand_hop, s_nodes, s_act, s_hop)
-    return Reach(cand_act, cand_hop, s_nodes[:m], s_act[:m], s_hop[:m], n + len(extra), keys)
+    return Reach(cand_act, cand_hop, s_nodes[:m], s_act[:m], s_hop[:m], n + outside, keys,
+                 n_seeds)
 
 
 def spread_nodes(adj: Adjacency, seed_nodes: np.ndarray, seed_values: np.ndarray, *,

@@ -23,7 +23,7 @@ import numpy as np
 from ..errors import ResonanceError
 from ..recall.postings import grow
 from . import kg_query
-from .activation import Reach, Spread, SpreadConfig, reach, spread_seeds
+from .activation import Reach, Spread, SpreadConfig, TopSeeds, reach, spread_seeds
 from .adjacency import Adjacency, build_as_of
 from .kg_state import MEMORY_PREFIX, GraphState, Triplet, entity_key
 
@@ -243,7 +243,8 @@ class GraphReads:
         return spread_seeds(self.adjacency(as_of), seeds, cfg, self.state.keys,
                             self.state.display)
 
-    def reach(self, adjacency: Adjacency, seeds: Mapping[str, float], candidates: np.ndarray,
+    def reach(self, adjacency: Adjacency, seeds: Mapping[str, float] | TopSeeds,
+              candidates: np.ndarray,
               threshold: float, limit: int, *, strength: float | None = None,
               decay: float | None = None, max_hops: int | None = None,
               cutoff: float | None = None, hub_power: float | None = None) -> Reach:

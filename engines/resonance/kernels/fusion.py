@@ -1,20 +1,26 @@
 """Numba kernels of hybrid recall's candidates (recall/hybrid.py) and of fusion's weighted
 formula with the calibrated normalisation (recall/fusion.py): one call over the candidates
-each instead of two dozen numpy calls over arrays of a few values.
+each instead of two dozen numpy calls over arrays of a few values; and full resonance's
+relevance of its pool (`pool_relevance`) and the candidates forgotten since the indexes were
+read (`drop_deleted`, in the store's flags); and the dense id maps' gather (`dense_values`).
 
 The arithmetic is numpy's, operation for operation (no fused multiply-add: numba does not
 contract without fastmath), so the values are the same bit for bit; NaN reads as numpy's
 `minimum`/`maximum` read it (it propagates), a NaN cosine is 0. The exception is
-`row_cosines`, the vector index's exact scan, whose sums are reassociated to vectorise (an
+`nearest_rows`, the vector index's exact scan, whose sums are reassociated to vectorise (an
 approximate index's order of summation was never numpy's either).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import boolean, float32, float64, int32, int64, njit, uint8, void
+from numba import boolean, float32, float64, int32, int64, njit, types, uint8, void
 
-__all__ = ["merge_candidates", "pool_relevance", "row_cosines", "row_signals", "weighted_calibrated"]
+# a store's flags column (a bytearray, read in place: a call holds the GIL, so no writer
+# resizes it meanwhile, and no view of it outlives the call)
+FLAGS = types.ByteArray(uint8, 1, "C")
+
+__all__ = ["dense_values", "drop_deleted", "merge_candidates", "nearest_rows", "pool_relevance", "row_signals", "weighted_calibrated"]
 
 
 @njit(void(float32[::1], float32[::1], float32[::1], float32[::1], float64, float64, float64,
@@ -111,27 +117,107 @@ def pool_relevance(hybrid: np.ndarray, activation: np.ndarray, weight: float,
     return kept
 
 
+@njit(void(FLAGS, int64[::1], int64, float64[::1]), cache=True)
+def drop_deleted(flags: bytearray, rows: np.ndarray, deleted: int,
+                 score: np.ndarray) -> None:  # pragma: no cover - compiled
+    """``score[i] = -1`` where row ``rows[i]`` has the flag ``deleted`` in ``flags`` (a
+    memory forgotten since the indexes were read; a row past the flags reads as one)."""
+    n = len(flags)
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        if r < 0 or r >= n or flags[r] & deleted:
+            score[i] = -1.0
+
+
+@njit(boolean(int64[::1], int64[::1], int64[::1]), cache=True)
+def dense_values(values: np.ndarray, ids: np.ndarray,
+                 out: np.ndarray) -> bool:  # pragma: no cover - compiled
+    """``out[i] = values[ids[i]]`` (`recall.postings.DenseIds`, the candidates' slots and
+    rows); False, ``out`` unfinished, as soon as an id is outside ``values``."""
+    n = values.shape[0]
+    for i in range(ids.shape[0]):
+        d = ids[i]
+        if d < 0 or d >= n:
+            return False
+        out[i] = values[d]
+    return True
+
+
+@njit(inline="always")
+def _nearer(sa, ia, sb, ib):  # pragma: no cover - compiled
+    # more similar first; equal similarities by id, the smaller first
+    return sa > sb or (sa == sb and ia < ib)
+
+
+@njit(inline="always")
+def _sift_down(sims, ids, size, s, i):  # pragma: no cover - compiled
+    """Put (s, i) at the root of the heap sims/ids[:size] (root: the least near kept) and
+    sift it down to its place."""
+    j = 0
+    while True:
+        child = 2 * j + 1
+        if child >= size:
+            break
+        if child + 1 < size and _nearer(sims[child], ids[child], sims[child + 1],
+                                        ids[child + 1]):
+            child += 1
+        if not _nearer(s, i, sims[child], ids[child]):
+            break
+        sims[j] = sims[child]
+        ids[j] = ids[child]
+        j = child
+    sims[j] = s
+    ids[j] = i
+
+
 # fastmath's reassociation only: the dot product's sum vectorises (float32 lanes, as hnswlib's
-# own SIMD distance does); NaN and inf keep their meaning (a dead row's -inf)
-@njit(float32[::1](float32[:, ::1], uint8[::1], float32[::1], int64), cache=True,
-      fastmath={"reassoc", "contract"})
-def row_cosines(vectors: np.ndarray, alive: np.ndarray, unit: np.ndarray,
-                n: int) -> np.ndarray:  # pragma: no cover
-    """The dot product of `unit` with each of the first `n` rows of `vectors` (unit rows:
-    their cosine), -inf where ``alive`` is 0: the vector index's exact scan, one pass over the
-    rows in a single thread (outside a query's `single_thread_blas`, numpy's product would hand
-    the rows to BLAS threads, which wait on a busy second core)."""
-    out = np.empty(n, np.float32)
+# own SIMD distance does); NaN and inf keep their meaning
+@njit(int64(float32[:, ::1], uint8[::1], float32[::1], int64, int64[::1], int64, int64[::1],
+            float32[::1]), cache=True, fastmath={"reassoc", "contract"})
+def nearest_rows(vectors: np.ndarray, alive: np.ndarray, unit: np.ndarray, n: int,
+                 row_ids: np.ndarray, k: int, out_ids: np.ndarray,
+                 out_sims: np.ndarray) -> int:  # pragma: no cover
+    """The vector index's exact scan: the dot product of `unit` with each of the first `n`
+    rows of `vectors` whose ``alive`` is set (unit rows: their cosine), and the `k` largest,
+    equal ones by their id (``row_ids``), into ``out_ids`` and ``out_sims`` (clipped to
+    [-1, 1]) most similar first; returns how many (at most the live rows). One pass over the
+    rows in a single thread, a heap of the k best beside it: no array of every row's cosine,
+    no partition or sort of it afterwards."""
     dim = vectors.shape[1]
-    for i in range(n):
-        if alive[i]:
-            s = float32(0.0)
-            for j in range(dim):
-                s += vectors[i, j] * unit[j]
-            out[i] = s
-        else:
-            out[i] = -np.inf
-    return out
+    m = 0
+    if k <= 0:
+        return 0
+    for r in range(n):
+        if not alive[r]:
+            continue
+        s = float32(0.0)
+        for j in range(dim):
+            s += vectors[r, j] * unit[j]
+        i = row_ids[r]
+        if m < k:  # sift up
+            j = m
+            m += 1
+            while j > 0:
+                parent = (j - 1) >> 1
+                if not _nearer(out_sims[parent], out_ids[parent], s, i):
+                    break
+                out_sims[j] = out_sims[parent]
+                out_ids[j] = out_ids[parent]
+                j = parent
+            out_sims[j] = s
+            out_ids[j] = i
+        elif _nearer(s, i, out_sims[0], out_ids[0]):
+            _sift_down(out_sims, out_ids, m, s, i)
+    end = m - 1  # heap-sort in place: the least near to the end, in turn
+    while end > 0:
+        s, i = out_sims[end], out_ids[end]
+        out_sims[end], out_ids[end] = out_sims[0], out_ids[0]
+        _sift_down(out_sims, out_ids, end, s, i)
+        end -= 1
+    for j in range(m):  # numpy's maximum/minimum: NaN stays NaN
+        s = out_sims[j]
+        out_sims[j] = float32(1.0) if s > 1.0 else (float32(-1.0) if s < -1.0 else s)
+    return m
 
 
 @njit(void(float32[:, ::1], int64[::1], float32[::1], float32[::1], float32[::1], float32[::1]),

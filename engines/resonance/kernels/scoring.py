@@ -13,6 +13,10 @@ kernels loop over the rows with it, and `core` computes every such factor a quer
 one pass over the rows (what a resonance query calls: one kernel call, not seven), so both
 give the same values bit for bit. `guard_rows` and `weighted_sums` are combine's stages
 around numpy's log (kept: its SIMD log is what the scores were computed with).
+`stale_histories` and `gather_histories` are the access-history cache's bookkeeping
+(`resonate.scoring_cache`): which rows to read again, then the kept times laid end to end;
+`key_sets` the meta cache's; `gather_columns` reads the scored rows' columns in the State's
+own arrays (`resonate.scoring_inputs.Inputs`).
 """
 
 from __future__ import annotations
@@ -20,10 +24,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import boolean, float64, int64, njit, void
+from numba import boolean, float64, int32, int64, njit, types, uint8, uint32, void
 
-__all__ = ["CORE", "base_level", "confidence", "core", "decayed", "guard", "guard_rows", "relevance",
-           "sigmoid", "spacing", "strength", "weighted_sums"]
+__all__ = ["CORE", "base_level", "confidence", "core", "decayed", "gather_columns",
+           "gather_histories", "guard", "guard_rows", "key_sets", "relevance", "sigmoid", "spacing",
+           "stale_histories", "strength", "weighted_sums"]
 
 # The factors `core` computes, in the order of its ``slots`` argument.
 CORE = ("Relevance", "ActR", "Strength", "Confidence", "Kind", "Spacing", "Tier")
@@ -330,3 +335,86 @@ def core(rel: np.ndarray, numbers: np.ndarray, kind: np.ndarray, flat: np.ndarra
         if s_space >= 0:
             table[s_space, i] = _spacing_of(c, flat, start, count, ac, params[10], params[11])
         start += count
+
+
+@njit(int64(int64[::1], float64[::1], int64[::1], int64[::1]), cache=True, nogil=True)
+def stale_histories(rows: np.ndarray, counts: np.ndarray, seen: np.ndarray,
+                    out: np.ndarray) -> int:  # pragma: no cover - compiled
+    """The positions ``i`` of the rows whose kept access history is stale (the access count
+    it was read at, ``seen[rows[i]]``, is not ``counts[i]``) into ``out``; how many
+    (`scoring_cache.AccessHistories`)."""
+    m = 0
+    for i in range(rows.shape[0]):
+        if seen[rows[i]] != counts[i]:
+            out[m] = i
+            m += 1
+    return m
+
+
+@njit(int64(int64[::1], int64[::1], int64[::1], float64[:, ::1], float64[::1], int64[::1]),
+      cache=True, nogil=True)
+def gather_histories(rows: np.ndarray, slot: np.ndarray, kept: np.ndarray,
+                     times: np.ndarray, flat: np.ndarray,
+                     counts: np.ndarray) -> int:  # pragma: no cover - compiled
+    """The kept access times of ``rows`` (row r's: the first ``kept[slot[r]]`` of
+    ``times[slot[r]]``) laid end to end into ``flat``, how many per row into ``counts``;
+    returns how many in all."""
+    at = 0
+    for i in range(rows.shape[0]):
+        s = slot[rows[i]]
+        c = kept[s]
+        counts[i] = c
+        for j in range(c):
+            flat[at] = times[s, j]
+            at += 1
+    return at
+
+
+@njit(types.UniTuple(int64, 3)(int32[::1], int64[::1], int32[::1], int64[::1]), cache=True,
+      nogil=True)
+def key_sets(key_of: np.ndarray, rows: np.ndarray, ids: np.ndarray,
+             unread: np.ndarray) -> tuple[int, int, int]:  # pragma: no cover - compiled
+    """``ids[i] = key_of[rows[i]]`` (a row's meta key-set id, -1: not read yet), the positions
+    of the rows not read yet into ``unread``; returns (how many, the smallest id, the
+    largest; 0 and -1 for no rows) (`scoring_cache.MetaCache`)."""
+    m = 0
+    lo = 0
+    hi = -1
+    for i in range(rows.shape[0]):
+        k = key_of[rows[i]]
+        ids[i] = k
+        if k < 0:
+            unread[m] = i
+            m += 1
+        if i == 0 or k < lo:
+            lo = k
+        if i == 0 or k > hi:
+            hi = k
+    return m, lo, hi
+
+
+_DOUBLES = types.PyArray(float64, 1, "C")  # a State's array("d") column, read in place
+_COUNTS = types.PyArray(uint32, 1, "C")  # its array("I") columns
+_BYTES = types.ByteArray(uint8, 1, "C")  # its bytearray columns
+
+
+@njit(boolean(_DOUBLES, _COUNTS, _COUNTS, _DOUBLES, _DOUBLES, _DOUBLES, _BYTES, int64[::1],
+              float64[:, ::1], int64[::1]), cache=True)
+def gather_columns(created, access_count, n, last_active, mu, var, kind, rows, numbers,
+                   kinds) -> bool:  # pragma: no cover - compiled
+    """The scored rows' numeric columns into the rows of ``numbers`` (created, access count,
+    observations, last active, mu, var, as float64) and their kind codes into ``kinds``;
+    False, unfinished, if a row is past a column (a writer between two appends)."""
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        if not (0 <= r < len(created) and r < len(access_count) and r < len(n)
+                and r < len(last_active) and r < len(mu) and r < len(var) and r < len(kind)):
+            return False
+        numbers[0, i] = created[r]
+        numbers[1, i] = access_count[r]
+        numbers[2, i] = n[r]
+        numbers[3, i] = last_active[r]
+        numbers[4, i] = mu[r]
+        numbers[5, i] = var[r]
+        kinds[i] = kind[r]
+    return True

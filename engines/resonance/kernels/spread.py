@@ -29,8 +29,8 @@ from __future__ import annotations
 import numpy as np
 from numba import float32, float64, int32, int64, njit, types, uint8
 
-__all__ = ["build_csr", "harvest", "node_values", "reach", "spread_activation", "strong_nodes",
-           "topic_shares"]
+__all__ = ["build_csr", "harvest", "node_values", "reach", "seed_nodes", "spread_activation",
+           "strong_nodes", "topic_shares"]
 
 
 @njit(
@@ -255,6 +255,50 @@ def reach(indptr, indices, weights, d_src, d_dst, d_w, degree, is_entity, seed_n
     for i in range(cands.shape[0]):
         if 0 <= cands[i] < size:
             mark[cands[i]] = -1
+    return n, m
+
+
+@njit(
+    types.UniTuple(int64, 2)(
+        float64[::1], int64[::1], int64, int64, float64,  # relevance, nodes, n_nodes, top, strength
+        int32[::1], float32[::1],  # out: seed nodes, their values
+    ),
+    cache=True,
+)
+def seed_nodes(relevance, nodes, n_nodes, top, strength, out_nodes,
+               out_vals):  # pragma: no cover - compiled
+    """Full resonance's seeds: the ``top`` candidates of relevance > 0, most relevant first
+    (equal ones in candidate order: numpy's stable argsort of −relevance), their graph
+    nodes (``nodes``; -1 or past ``n_nodes``: not in this adjacency, left out) into
+    ``out_nodes`` with the value ``min(max(relevance · strength, 0), 1)`` as float32 into
+    ``out_vals``. Returns (how many seeds, how many of them are in the adjacency)."""
+    if top <= 0:
+        return 0, 0
+    n = 0  # the seeds so far, by their positions, most relevant first
+    order = np.empty(top, np.int64)
+    for i in range(relevance.shape[0]):
+        r = relevance[i]
+        if not r > 0.0:
+            continue
+        if n == top and not r > relevance[order[n - 1]]:
+            continue
+        j = n if n < top else top - 1  # insert after its equals
+        while j > 0 and r > relevance[order[j - 1]]:
+            order[j] = order[j - 1]
+            j -= 1
+        order[j] = i
+        if n < top:
+            n += 1
+    m = 0
+    for k in range(n):
+        i = order[k]
+        node = nodes[i]
+        if 0 <= node < n_nodes:
+            a = relevance[i] * strength  # min(max(a, 0.0), 1.0), as Python picks
+            a = 0.0 if a < 0.0 else a
+            out_nodes[m] = node
+            out_vals[m] = 1.0 if a > 1.0 else a
+            m += 1
     return n, m
 
 

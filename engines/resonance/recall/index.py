@@ -42,7 +42,7 @@ _FORMAT = 2
 # still less with cold caches (benchmarks/exact_nearest.py; docs/memory.md); a scan's reads
 # grow with the field, a walk's barely
 EXACT_UP_TO = 4096
-_KERNELS: dict[str, Any] = {}  # kernels/fusion.py's `row_cosines` and `row_signals`, imported at first use
+_KERNELS: dict[str, Any] = {}  # kernels/fusion.py's `nearest_rows` and `row_signals`, imported at first use
 
 
 def _kernel(name: str) -> Any:
@@ -230,23 +230,11 @@ class VectorIndex:
     def _exact(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """The k nearest live ids by a scan of every row (the caller holds the lock; 1 <= k
         <= live ids): most similar first, ties by id."""
-        n = self._n_rows
         unit = (q / max(float(np.sqrt(q.dot(q))), 1e-12)).astype(np.float32, copy=False)
-        sims = _kernel("row_cosines")(self._vecs, self._alive, np.ascontiguousarray(unit), n)  # dead: -inf
-        if k < n:  # the k largest (k <= live rows: never a dead row's -inf)
-            rows = np.argpartition(sims, n - k)[n - k:]
-            top = sims[rows]
-            least = top.min()
-            if np.count_nonzero(sims == least) > np.count_nonzero(top == least):
-                # equal similarities across the k-th place: every one of them, then by id
-                rows = np.flatnonzero(sims >= least)
-                top = sims[rows]
-        else:
-            rows = np.arange(n)
-            top = sims
-        ids = self._row_ids[rows]
-        order = np.lexsort((ids, -top))[:k]
-        return ids[order], np.minimum(np.maximum(top[order], -1.0), 1.0)
+        ids, sims = np.empty(k, np.int64), np.empty(k, np.float32)
+        m = _kernel("nearest_rows")(self._vecs, self._alive, np.ascontiguousarray(unit),
+                                    self._n_rows, self._row_ids, k, ids, sims)
+        return ids[:m], sims[:m]
 
     def centroid(self) -> np.ndarray:
         """The unit direction of the mean stored vector (zeros when empty)."""

@@ -9,9 +9,21 @@ buffer holds the slots ``first .. first + n_docs - 1``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 __all__ = ["AppendBuffer", "DenseIds", "grow"]
+
+_KERNEL: Any = None
+
+
+def _dense_values() -> Any:
+    """kernels/fusion.py's `dense_values`, imported on first use (numba loads with a query)."""
+    global _KERNEL
+    if _KERNEL is None:
+        from ..kernels.fusion import dense_values as _KERNEL
+    return _KERNEL
 
 
 def grow(arr: np.ndarray, need: int, fill: int = 0) -> np.ndarray:
@@ -61,9 +73,13 @@ class DenseIds:
         """The value of each of ``ids`` (int64, -1 for none); None when the array cannot
         answer (dropped, or an id outside it): ask the dict."""
         arr = self.values
-        if arr is None or not ids.shape[0] or ids.min() < 0 or ids.max() >= arr.shape[0]:
-            return None if arr is None or ids.shape[0] else np.empty(0, np.int64)
-        return arr[ids]
+        if arr is None:
+            return None
+        out = np.empty(ids.shape[0], np.int64)
+        if not ids.shape[0]:
+            return out
+        # the bounds check and the gather: one kernel call, not min, max and a gather
+        return out if _dense_values()(arr, np.ascontiguousarray(ids, np.int64), out) else None
 
 class AppendBuffer:
     """Postings (term, local term, doc slot, tf) of the documents appended since a merge."""
@@ -121,11 +137,10 @@ class AppendBuffer:
 
     def local_ids(self, terms: np.ndarray) -> np.ndarray:
         """The local id of each term id (int32; -1: the buffer holds no posting of it)."""
+        # a query's few terms: looked up one by one, not by four numpy calls over them
         local = self._local
-        out = np.full(terms.shape[0], -1, np.int32)
-        inside = terms < local.shape[0]
-        out[inside] = local[terms[inside]] - 1
-        return out
+        size = local.shape[0]
+        return np.array([local[t] - 1 if t < size else -1 for t in terms.tolist()], np.int32)
 
     def terms_of(self, slot: int) -> np.ndarray | None:
         """The distinct term ids of a buffered slot; None if the slot is not buffered."""

@@ -116,12 +116,36 @@ def tokenize(text: str, config: TextConfig = DEFAULT_TEXT) -> list[str]:
     longer than `MAX_WORD` characters is cut to its first `MAX_WORD`."""
     if config.lowercase:
         text = text.lower()
-    stop = config.stop_words
+    kept = _TOKENS.get(id(config))  # by identity: a config's hash is a Python call
+    if kept is None or kept[0] is not config:
+        if len(_TOKENS) >= 64:
+            _TOKENS.clear()
+        kept = _TOKENS[id(config)] = (config, {})
+    known = kept[1]
     out: list[str] = []
     for word in _WORD.findall(text):
-        if len(word) > MAX_WORD:
-            word = word[:MAX_WORD]
-        if len(word) < config.min_length or word in stop:
-            continue
-        out.append(light_stem(word) if config.stem else word)
+        tok = known.get(word)  # the same words come back: each is cut, filtered, stemmed once
+        if tok is None:
+            tok = _token(word, config)
+            if len(word) <= MAX_WORD:  # only words as long as a token are kept
+                if len(known) >= _KNOWN_WORDS:
+                    known.clear()
+                known[word] = tok
+        if tok:
+            out.append(tok)
     return out
+
+
+def _token(word: str, config: TextConfig) -> str:
+    """A word's token, or "" for none (too short, a stop word; a token is never empty: a
+    word is a run of at least one character, and stemming keeps at least two)."""
+    if len(word) > MAX_WORD:
+        word = word[:MAX_WORD]
+    if len(word) < config.min_length or word in config.stop_words:
+        return ""
+    return light_stem(word) if config.stem else word
+
+
+_KNOWN_WORDS = 65_536  # words kept per config (then started over)
+# id(config) -> (config, word -> its token, "" for none)
+_TOKENS: dict[int, tuple[TextConfig, dict[str, str]]] = {}

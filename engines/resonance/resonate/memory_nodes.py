@@ -56,6 +56,15 @@ class MemoryNodes:
             out[inside] = known[nodes[inside]]
             return out
 
+    def catch_up(self, state: State, graph: GraphState) -> None:
+        """Take in the rows and nodes added since, if a query has read this store state and
+        graph state before (a writer's thread calls it after a write, so the next query
+        only gathers)."""
+        with self._lock:
+            owners = self._owners
+            if owners is not None and owners[0] is state and owners[1] is graph:
+                self._catch_up(state, graph)
+
     def _catch_up(self, state: State, graph: GraphState) -> None:
         if self._owners is None or self._owners[0] is not state or self._owners[1] is not graph:
             self._owners = (state, graph)

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
-from operator import itemgetter
+from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..graph.activation import TopSeeds
 from ..recall.fusion import Candidates
 from ..store.ops import FLAG_DELETED
 
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from .config import ResonanceConfig
     from .sources import Sources
 
-__all__ = ["Pool", "basin", "inhibit", "memory_ids", "prime", "query_terms", "spread"]
+__all__ = ["Pool", "basin", "inhibit", "prime", "query_terms", "spread", "top_order"]
 
 _TERM = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.'-]*")
 
@@ -39,21 +40,6 @@ class Pool:
     hops: np.ndarray
     score: np.ndarray
     parts: dict[str, np.ndarray]  # phase -> per-row factor or value, for explain
-    _ids: list[str] | None = field(default=None, repr=False)
-
-    def ids(self, state: State) -> list[str]:
-        """The memory ids of the rows (looked up once)."""
-        if self._ids is None:
-            self._ids = memory_ids(state, self.rows)
-        return self._ids
-
-
-def memory_ids(state: State, rows: np.ndarray) -> list[str]:
-    """The memory ids of store rows, in order."""
-    rows_list = rows.tolist()
-    if len(rows_list) < 2:  # itemgetter of one key returns the value, not a tuple
-        return [state.ids[r] for r in rows_list]
-    return list(itemgetter(*rows_list)(state.ids))
 
 
 def spread(
@@ -70,34 +56,32 @@ def spread(
     """
     st = src.state
     graph = src.graph()
-    top = (-hybrid).argsort(kind="stable")[: cfg.seeds]
-    seeds = {m: h for m, h in zip(memory_ids(st, cands.ids[top]), hybrid[top].tolist(),
-                                  strict=True) if h > 0}
-    if not seeds:
-        return cands, hybrid, np.zeros(len(cands)), np.full(len(cands), -1, np.int64)
     adjacency = graph.adjacency()
+    # each candidate's graph node (-1: none; one newer than this adjacency is never reached)
     nodes = src.nodes.of(st, graph.state, cands.ids)
-    nodes[nodes >= adjacency.n_nodes] = -1  # a node newer than this adjacency
-    # the strongest reached memories that were not candidates join (bounded: association
-    # candidates below the top `join` never reach the top k, and each costs a full scoring)
-    reached = graph.reach(adjacency, seeds, nodes, cfg.entry_threshold, cfg.join,
-                          strength=cfg.spread_strength, decay=cfg.spread_decay,
-                          max_hops=cfg.max_hops, cutoff=cfg.cutoff)
+    # the seeds: the top `seeds` candidates of hybrid relevance > 0, at their nodes (picked
+    # in the kernel call that maps them); the strongest reached memories that were not
+    # candidates join (bounded: association candidates below the top `join` never reach
+    # the top k, and each costs a full scoring)
+    reached = graph.reach(adjacency, TopSeeds(hybrid, nodes, cfg.seeds), nodes,
+                          cfg.entry_threshold, cfg.join, strength=cfg.spread_strength,
+                          decay=cfg.spread_decay, max_hops=cfg.max_hops, cutoff=cfg.cutoff)
+    if not reached.seeds:
+        return cands, hybrid, np.zeros(len(cands)), np.full(len(cands), -1, np.int64)
     activation, hops = reached.activation, reached.hops
     # the strongest reached memories, as store rows (one gather; -1: not in the store), the
     # forgotten ones left out, in their order
     joined = src.nodes.rows_of(st, graph.state, reached.nodes)
-    keep = joined >= 0
-    if keep.any():
-        keep[keep] = (st.flags_of(joined[keep]) & FLAG_DELETED) == 0
-    joined = joined[keep]
-    if joined.shape[0]:
-        cands, hybrid = grow(cands, joined)
+    keep = np.empty(joined.shape[0], np.int64)
+    n_joined = _kernels().live_rows(joined, st.flags, FLAG_DELETED, keep)
+    if n_joined:
+        keep = keep[:n_joined]
+        cands, hybrid = grow(cands, joined[keep])
         activation = np.concatenate([activation, reached.strengths[keep].astype(np.float64)])
         hops = np.concatenate([hops, reached.node_hops[keep].astype(np.int64)])
     counts = np.bincount(hops[hops > 0]).tolist()  # by hop, ascending
-    facts["spreading"] = {"seeds": len(seeds), "reached": reached.reached,
-                          "joined": int(joined.shape[0]),
+    facts["spreading"] = {"seeds": reached.seeds, "reached": reached.reached,
+                          "joined": n_joined,
                           "by_hop": {hop: c for hop, c in enumerate(counts) if c}}
     return cands, hybrid, activation, hops
 
@@ -110,24 +94,20 @@ def prime(cfg: ResonanceConfig, src: Sources, pool: Pool, session: str,
     topics = src.primer.topics(session)
     if not recent and not topics:
         return
-    boost = cfg.priming_boost
-    # boost · (1 + topic_boost · share), each operation in that order (numpy's arithmetic
-    # is Python's, element by element); the recent memories by row (a memory's id and row
-    # go together), without looking up every candidate's id
-    seen = np.zeros(st.n_rows, np.bool_)  # the recent memories' rows, marked
-    seen[[r for r in map(st.rows.get, recent) if r is not None]] = True
-    primed = seen[pool.rows]
-    mult = np.where(primed, boost, 1.0)
+    # boost · (1 + topic_boost · share), each operation in that order (numpy's arithmetic,
+    # element by element), and the score times it, in one kernel call; the recent memories
+    # by row (a memory's id and row go together), without looking up every candidate's id
+    recent_rows = np.sort(np.fromiter(map(st.rows.get, recent, repeat(-1)), np.int64,
+                                      len(recent)))  # -1: none, which no pool row matches
+    shares = _NO_SHARES
     if topics:
         graph = src.graph()
         gst = graph.state
         shares = graph.topic_shares_of(src.nodes.of(st, gst, pool.rows), topics, gst)
-        factor = mult * (1.0 + cfg.topic_boost * shares)
-        boosted = int(np.count_nonzero(factor > 1.0))
-    else:
-        boosted = int(np.count_nonzero(primed)) if boost > 1.0 else 0
-        factor = mult
-    pool.score *= factor
+    factor = np.empty(len(pool.rows))
+    boosted = _kernels().boost_members(np.ascontiguousarray(pool.rows, np.int64), recent_rows,
+                                 float(cfg.priming_boost), np.ascontiguousarray(shares, np.float64),
+                                 float(cfg.topic_boost), pool.score, factor)
     pool.parts["priming"] = factor
     facts["priming"] = {"recent": len(recent), "topics": sorted(topics)[:10], "boosted": boosted}
 
@@ -145,14 +125,18 @@ def basin(cfg: ResonanceConfig, src: Sources, pool: Pool, query: str,
             chosen = (entity, strength)
     if chosen is None:
         return
-    members = set(graph.memories_of(chosen[0]))
-    boost = cfg.basin_boost
-    mult = [boost if m in members else 1.0 for m in pool.ids(src.state)]
-    factor = np.array(mult, np.float64)
-    pool.score *= factor
+    # its memories by row (a memory's id and row go together; -1: none, which no pool row
+    # matches), looked up and sorted in C, marked in the pool by the kernel priming uses:
+    # boost_members × basin_boost, no share
+    ids = graph.memories_of(chosen[0])
+    members = np.sort(np.fromiter(map(src.state.rows.get, ids, repeat(-1)), np.int64, len(ids)))
+    factor = np.empty(len(pool.rows))
+    boosted = _kernels().boost_members(np.ascontiguousarray(pool.rows, np.int64), members,
+                                       float(cfg.basin_boost), _NO_SHARES, 0.0, pool.score,
+                                       factor)
     pool.parts["basin"] = factor
     facts["basin"] = {"attractor": chosen[0], "strength": round(chosen[1], 4),
-                      "boosted": mult.count(boost) if boost > 1.0 else 0}
+                      "boosted": boosted}
 
 
 def inhibit(cfg: ResonanceConfig, state: State, pool: Pool, order: np.ndarray,
@@ -160,24 +144,20 @@ def inhibit(cfg: ResonanceConfig, state: State, pool: Pool, order: np.ndarray,
     """Lateral inhibition over the top window: near-duplicates compete, winners damp losers.
 
     Bounded: cosines among at most `inhibition_window` candidates, and each winner damps at
-    most `inhibition_max_competitors` later ones. Returns the new order.
+    most `inhibition_max_competitors` later ones. ``order``: the pool's positions by score,
+    at least the window's (`top_order`). Returns the new order.
     """
     window = order[: cfg.inhibition_window]
     rows = pool.rows[window]
     vecs = state.vectors[rows]
     sims = vecs @ vecs.T
     mult = np.ones(len(window))
-    damped = 0
-    # the near-duplicate pairs (i before j), in row order: one pass, then only those pairs
-    winners, losers = np.nonzero(sims > cfg.inhibition_threshold)
-    later = losers > winners  # the upper triangle, without np.triu's masks
-    winners, losers = winners[later], losers[later]
-    taken: dict[int, int] = {}
-    for i, j in zip(winners.tolist(), losers.tolist(), strict=True):
-        if taken.get(i, 0) < cfg.inhibition_max_competitors:
-            taken[i] = taken.get(i, 0) + 1
-            mult[j] *= 1.0 - cfg.inhibition_strength * float(sims[i, j])
-            damped += 1
+    # the near-duplicate pairs (i before j) in row order, each winner damping at most
+    # `inhibition_max_competitors` later ones: one kernel call (the threshold compared in
+    # float32, as numpy compares a float32 array with it)
+    damped = _kernels().inhibition(
+        np.ascontiguousarray(sims, np.float32), np.float32(cfg.inhibition_threshold),
+        float(cfg.inhibition_strength), int(cfg.inhibition_max_competitors), mult)
     if damped:
         full = np.ones(len(pool.rows))
         full[window] = mult
@@ -187,6 +167,26 @@ def inhibit(cfg: ResonanceConfig, state: State, pool: Pool, order: np.ndarray,
         order = np.concatenate([head, order[cfg.inhibition_window:]])
     facts["inhibition"] = {"window": len(window), "damped": damped}
     return order
+
+
+_KERNELS: dict[str, Any] = {}
+_NO_SHARES = np.zeros(0)
+
+
+def _kernels() -> Any:
+    """kernels/phases.py, imported on first use."""
+    module = _KERNELS.get("phases")
+    if module is None:
+        from ..kernels import phases as module
+
+        _KERNELS["phases"] = module
+    return module
+
+
+def top_order(score: np.ndarray, m: int, out: np.ndarray) -> int:
+    """The first ``m`` of the pool's positions by score, as numpy's stable argsort of
+    −score orders them, into ``out``; how many (`kernels.phases.top_order`)."""
+    return int(_kernels().top_order(score, m, out))
 
 
 @lru_cache(maxsize=4096)

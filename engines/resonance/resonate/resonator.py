@@ -57,14 +57,14 @@ def _phases() -> Any:
     return module
 
 
-def _pool_relevance() -> Any:
-    """kernels/fusion.py's `pool_relevance`."""
-    kernel = _LAZY.get("pool_relevance")
-    if kernel is None:
-        from ..kernels.fusion import pool_relevance as kernel
+def _fusion() -> Any:
+    """kernels/fusion.py (`pool_relevance`, `drop_deleted`)."""
+    module = _LAZY.get("fusion")
+    if module is None:
+        from ..kernels import fusion as module
 
-        _LAZY["pool_relevance"] = kernel
-    return kernel
+        _LAZY["fusion"] = module
+    return module
 
 
 def _hybrid_searcher() -> Any:
@@ -133,7 +133,8 @@ class Resonator:
             conf = self.sources.confidence(cands.ids, now)
         score = fused_relevance(cands, self.sources.fusion, tag=tag, confidence=conf)
         if len(cands):  # a memory forgotten since the indexes were read: -1, left out
-            score[(st.flags_of(cands.ids) & FLAG_DELETED) != 0] = -1.0
+            _fusion().drop_deleted(st.flags, np.ascontiguousarray(cands.ids, np.int64),
+                                   FLAG_DELETED, score)
         return score
 
     # -- the query ---------------------------------------------------------------------------
@@ -167,7 +168,7 @@ class Resonator:
         columns = (cands.ids, hybrid, activation, hops)
         aw = cfg.activation_weight if spreading else 0.0
         score = np.empty(len(hybrid))
-        if not _pool_relevance()(hybrid, np.ascontiguousarray(activation, np.float64), aw, score):
+        if not _fusion().pool_relevance(hybrid, np.ascontiguousarray(activation, np.float64), aw, score):
             keep = hybrid >= 0  # a forgotten candidate: left out
             columns = tuple(c[keep] for c in columns)
             score = score[keep]
@@ -184,8 +185,11 @@ class Resonator:
             if explain:  # the parts are only shown
                 pool.parts.update({f"factor:{n}": v for n, v in scored.factors.items()})
             pool.score = np.asarray(scored.final, np.float64)
-        order = (-pool.score).argsort(kind="stable")
-        if size > 1 and "inhibition" not in off:
+        # the order of the scores as far as it is read: the top k, or the inhibition window
+        inhibits = size > 1 and "inhibition" not in off
+        order = np.empty(min(size, max(k, cfg.inhibition_window) if inhibits else k), np.int64)
+        phases.top_order(np.ascontiguousarray(pool.score, np.float64), len(order), order)
+        if inhibits:
             order = phases.inhibit(cfg, src.state, pool, order, facts)
         hits = [self._row(pool, j, explain) for j in order[:k].tolist()]
         if "code" not in off:

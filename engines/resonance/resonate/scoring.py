@@ -34,7 +34,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..memory import DAY, PRIOR_VAR, Kind
-from .scoring_cache import AccessHistories, MetaCache
+from .scoring_cache import AccessHistories, MetaCache, SourceCodes
 from .scoring_config import FactorConfig, ScoringConfig, ScoringConfigError, unknown_name
 from .scoring_factors import FACTORS, kind_values, tier_values
 from .scoring_inputs import EXTRA_KEYS, RATES, TIERS, Affect, Inputs, kernels
@@ -253,8 +253,14 @@ class Scorer:
         self._scaled: tuple[ScoringConfig, str, ScoringConfig] | None = None
         self._meta_cache = MetaCache()
         self._histories = AccessHistories()
+        self._sources = SourceCodes()
         if self._path is not None:
             self._check()
+
+    def prepare(self, state: State) -> None:
+        """After a write to ``state``: what the next query would read first of the new rows
+        (their metas' keys) is read now, in the writer's thread (`MetaCache.catch_up`)."""
+        self._meta_cache.catch_up(state)
 
     @property
     def path(self) -> Path | None:
@@ -346,7 +352,8 @@ class Scorer:
         if not math.isfinite(now):
             raise ConfigError(f"now must be a finite time in seconds, got {now!r}")
         inputs = Inputs(state, rows, rel, now, affect or _NEUTRAL,
-                        _extra_arrays(extra, rows.size), self._meta_cache, self._histories)
+                        _extra_arrays(extra, rows.size), self._meta_cache, self._histories,
+                        self._sources)
         row_list = inputs.row_list  # min/max of a few ints: cheaper on the list than numpy's
         if row_list and (min(row_list) < 0 or max(row_list) >= state.n_rows):
             raise ConfigError(f"row numbers must be in [0, {state.n_rows}); got "

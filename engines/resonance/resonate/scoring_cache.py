@@ -9,6 +9,10 @@ decoded dicts are kept beside it (bounded). A row's meta is written once and cle
 when the row is forgotten: a forget since the last query (the state's tombstone count moved)
 clears the forgotten rows' entries; another `State` starts the cache over.
 
+`SourceCodes` keeps, per row, a small code for its source (the same few sources — the user,
+the model — come back query after query), and per factor params the value of each code, so
+the Epistemic factor is a gather, not a look-up per candidate.
+
 `AccessHistories` keeps the access times of the rows scored (a few hundred a query, ~7 floats
 each in a conversation, scattered Python floats that a cold cache made ~0.1 ms of a turn) in
 one matrix, row by row; a row is read again only once its access count moved (the state
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from itertools import compress
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
@@ -32,13 +37,25 @@ from ..store.state import ACCESS_HISTORY
 if TYPE_CHECKING:
     from ..store.state import State
 
-__all__ = ["AccessHistories", "MetaCache"]
+__all__ = ["AccessHistories", "MetaCache", "SourceCodes"]
 
 _DICTS = 65_536  # decoded metas kept (their key sets' ids are kept for every row)
 _SLOTS = 65_536  # rows whose access times are kept (then started over)
 _WIDTH = ACCESS_HISTORY + 1  # a history read between a writer's append and its trim
-_COLUMNS = np.arange(_WIDTH)
 _NONE = 0  # the key-set id of a row without a meta (none, forgotten, empty, not an object)
+
+
+_KERNELS: Any = None
+
+
+def _kernels() -> Any:
+    """kernels/scoring.py (the caches' gathers and checks), imported on first use."""
+    global _KERNELS
+    if _KERNELS is None:
+        from ..kernels import scoring
+
+        _KERNELS = scoring
+    return _KERNELS
 
 
 class MetaCache:
@@ -56,19 +73,33 @@ class MetaCache:
         self._set_id: dict[frozenset[str], int] = {frozenset(): _NONE}
         self._dicts: dict[int, dict[str, Any]] = {}
         self._gone = 0  # the state's tombstones when last looked at
+        self._caught = 0 if state is None else state.n_rows  # rows a catch-up has looked at
 
     def keys(self, state: State, rows: np.ndarray) -> frozenset[str]:
         """Every key some row of ``rows`` (int64) has in its meta."""
         with self._lock:
-            ids = self._ids(state, rows)
+            ids, lo, hi = self._ids_bounds(state, rows)
             if not len(ids):
                 return frozenset()
             sets = self._sets
-            lo, hi = int(ids.min()), int(ids.max())
             if lo == hi:  # the usual case: the candidates' metas hold the same keys
                 return sets[lo]
             present = np.flatnonzero(np.bincount(ids, minlength=len(sets)))
             return frozenset().union(*(sets[i] for i in present.tolist()))
+
+    def catch_up(self, state: State) -> None:
+        """Read the metas of the rows written since, if a query has read ``state`` before (a
+        writer's thread calls it after a write: the next query then decodes none of them)."""
+        with self._lock:
+            if state is not self._state:
+                return
+            n = state.n_rows
+            self._key_of = key_of = grow(self._key_of, n, -1)
+            for row in range(self._caught, n):
+                if key_of[row] < 0:
+                    m = self._decode(state, row)
+                    key_of[row] = self._set_of(m) if m else _NONE
+            self._caught = n
 
     def metas(self, state: State, rows: np.ndarray) -> list[tuple[int, dict[str, Any]]]:
         """(position, meta) of the rows of ``rows`` with a non-empty meta, in order."""
@@ -85,6 +116,10 @@ class MetaCache:
 
     def _ids(self, state: State, rows: np.ndarray) -> np.ndarray:
         """The key-set id of each row, the rows not read before decoded first."""
+        return self._ids_bounds(state, rows)[0]
+
+    def _ids_bounds(self, state: State, rows: np.ndarray) -> tuple[np.ndarray, int, int]:
+        """`_ids`, and the smallest and largest of them (0, -1 for no rows)."""
         if state is not self._state:  # another state: its rows are others
             self._start(state)
         n = state.n_rows
@@ -96,10 +131,13 @@ class MetaCache:
             self._key_of[dead] = _NONE
             for r in dead.tolist():
                 self._dicts.pop(r, None)
-        ids = self._key_of[rows]
-        unread = np.flatnonzero(ids < 0)
-        if not len(unread):
-            return ids
+        rows = np.ascontiguousarray(rows, np.int64)
+        ids, unread = np.empty(len(rows), np.int32), np.empty(len(rows), np.int64)
+        # the gather, the rows not read yet and the bounds: one kernel call
+        n_unread, lo, hi = _kernels().key_sets(self._key_of, rows, ids, unread)
+        if not n_unread:
+            return ids, lo, hi
+        unread = unread[:n_unread]
         # rows without a meta (most, in a field written without one) are told apart in C;
         # only the others are decoded
         fresh = rows[unread]
@@ -112,7 +150,7 @@ class MetaCache:
             m = self._decode(state, row)
             if m:
                 ids[unread[k]] = self._key_of[row] = self._set_of(m)
-        return ids
+        return ids, int(ids.min()), int(ids.max())
 
     def _decode(self, state: State, row: int) -> dict[str, Any] | None:
         text = state.meta[row]
@@ -137,6 +175,63 @@ class MetaCache:
             i = self._set_id[keys] = len(self._sets)
             self._sets.append(keys)
         return i
+
+
+class SourceCodes:
+    """Per row of one `State`: the code of its source (-1: not read yet; a forgotten row's
+    is read again: forgetting clears it), each distinct source once, and per factor params
+    the value of each code."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._start(None)
+
+    def _start(self, state: State | None) -> None:
+        self._state = state
+        self._code_of = np.full(0, -1, np.int32)
+        self._sources: list[str | None] = []
+        self._code: dict[str | None, int] = {}
+        self._tables: dict[int, tuple[Any, list[float]]] = {}  # id(params) -> each code's value
+        self._gone = 0
+
+    def values(self, state: State, rows: np.ndarray, params: Any,
+               value_of: Callable[[str | None], float]) -> float | np.ndarray:
+        """``value_of(source)`` of each of ``rows`` (int64) under ``params`` (worked out once
+        per distinct source and params): one float when the rows all have the same source,
+        else one float64 per row."""
+        with self._lock:
+            if state is not self._state:  # another state: its rows are others
+                self._start(state)
+            n = state.n_rows
+            self._code_of = grow(self._code_of, n, -1)
+            gone = n - state.alive
+            if gone != self._gone:  # a row was forgotten: its source was cleared
+                self._gone = gone
+                self._code_of[_dead_rows(state)] = -1
+            rows = np.ascontiguousarray(rows, np.int64)
+            codes, unread = np.empty(len(rows), np.int32), np.empty(len(rows), np.int64)
+            n_unread, lo, hi = _kernels().key_sets(self._code_of, rows, codes, unread)
+            if n_unread:
+                source, code_of, known = state.source, self._code_of, self._code
+                for i in unread[:n_unread].tolist():
+                    row = int(rows[i])
+                    s = source[row]
+                    code = known.get(s)
+                    if code is None:
+                        code = known[s] = len(self._sources)
+                        self._sources.append(s)
+                    codes[i] = code_of[row] = code
+                lo, hi = int(codes.min()), int(codes.max())
+            memo = self._tables.get(id(params))
+            if memo is None or memo[0] is not params:
+                if len(self._tables) >= 64:
+                    self._tables.clear()
+                memo = self._tables[id(params)] = (params, [])
+            table = memo[1]
+            table.extend(map(value_of, self._sources[len(table):]))
+            if len(rows) and lo == hi:
+                return table[lo]
+            return np.array(table, np.float64)[codes]
 
 
 def _dead_rows(state: State) -> np.ndarray:
@@ -177,31 +272,37 @@ class AccessHistories:
             if gone != self._gone:  # a forgotten row's times were dropped: read them again
                 self._gone = gone
                 self._seen[_dead_rows(state)] = -1
-            stale = np.flatnonzero(self._seen[rows] != counts)  # exact: counts < 2**53
-            if len(stale) and self._used + len(stale) > _SLOTS:
+            rows = np.ascontiguousarray(rows, np.int64)
+            counts = np.ascontiguousarray(counts, np.float64)
+            kernels = _kernels()
+            at = np.empty(len(rows), np.int64)
+            n_stale = kernels.stale_histories(rows, counts, self._seen, at)  # exact: < 2**53
+            if n_stale and self._used + n_stale > _SLOTS:
                 # full: start over, and read every row of this query again (a row read before
                 # would otherwise keep a slot the new rows are about to take)
                 self._seen[:] = -1
                 self._slot[:] = 0
                 self._used = 1
-                stale = np.arange(len(rows))
-            if len(stale):
-                # rows never accessed (most, in a field nobody recalls from) are told apart
-                # in C and take the empty slot; only the others' times are copied
-                fresh = rows[stale]
-                fresh_list = fresh.tolist()
-                has = list(compress(range(len(fresh_list)),
-                                    map(state.accessed.__contains__, fresh_list)))
-                none = np.ones(len(fresh_list), bool)
-                none[has] = False
-                self._slot[fresh[none]] = 0
-                self._seen[fresh[none]] = counts[stale[none]]
+                at, n_stale = np.arange(len(rows)), len(rows)
+            if n_stale:
+                # rows never accessed (most, in a field nobody recalls from) take the empty
+                # slot; only the others' times are copied
+                accessed = state.accessed
+                has, has_counts = [], []
+                for row, count in zip(rows[at[:n_stale]].tolist(),
+                                      counts[at[:n_stale]].tolist(), strict=True):
+                    if row in accessed:
+                        has.append(row)
+                        has_counts.append(int(count))
+                    else:
+                        self._slot[row] = 0
+                        self._seen[row] = count
                 if has:
-                    self._read(state, [fresh_list[k] for k in has],
-                               counts[stale[has]].astype(np.int64).tolist())
-            slots = self._slot[rows]
-            kept = self._n[slots]
-            return self._times[slots][kept[:, None] > _COLUMNS], kept
+                    self._read(state, has, has_counts)
+            # the rows' kept times laid end to end, one kernel call (slots gathered in C)
+            flat, kept = np.empty(len(rows) * _WIDTH), np.empty(len(rows), np.int64)
+            size = kernels.gather_histories(rows, self._slot, self._n, self._times, flat, kept)
+            return flat[:size], kept
 
     def _read(self, state: State, rows: list[int], counts: list[int]) -> None:
         accessed = state.accessed

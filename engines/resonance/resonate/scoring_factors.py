@@ -35,7 +35,6 @@ Params = Mapping[str, Any]
 Value = np.ndarray | float
 FactorFn = Callable[[Inputs, Params], Value]
 _TABLES: dict[tuple[int, str], tuple[Params, np.ndarray]] = {}
-_SOURCES: dict[int, tuple[Params, dict[str | None, float]]] = {}  # Epistemic's, per params
 
 
 def _table(p: Params, name: str, build: Callable[[], np.ndarray]) -> np.ndarray:
@@ -144,28 +143,16 @@ def status(x: Inputs, p: Params) -> Value:
 
 def epistemic(x: Inputs, p: Params) -> Value:
     """Table lookup of the memory's source (user, tool, model, autonomous); "user:alice"
-    reads as "user"; no source or an unknown one reads as ``unknown``."""
-    sources = x.values(x.state.source)
-    # few distinct sources, the same ones query after query: each is looked up once per params
-    memo = _SOURCES.get(id(p))
-    if memo is None or memo[0] is not p:
-        if len(_SOURCES) > 64:
-            _SOURCES.clear()
-        memo = _SOURCES[id(p)] = (p, {})
-    known, value_of = memo[1], {}
-    for s in set(sources):
-        value = known.get(s)
-        if value is None:
-            low = (s or "").lower()
-            value = float(p["values"].get(low, p["values"].get(low.split(":", 1)[0],
-                                                                p["unknown"])))
-            if len(known) >= 4096:
-                known.clear()
-            known[s] = value
-        value_of[s] = value  # this query's own: another may clear the shared one meanwhile
-    if len(value_of) == 1:
-        return value_of[sources[0]]
-    return np.fromiter(map(value_of.__getitem__, sources), np.float64, len(sources))
+    reads as "user"; no source or an unknown one reads as ``unknown``. The few distinct
+    sources come back query after query: each row's is kept as a code, each code's value
+    worked out once per params (`scoring_cache.SourceCodes`)."""
+    values, unknown = p["values"], p["unknown"]
+
+    def value_of(source: str | None) -> float:
+        low = (source or "").lower()
+        return float(values.get(low, values.get(low.split(":", 1)[0], unknown)))
+
+    return x.sources.values(x.state, x.rows, p, value_of)
 
 
 def kind(x: Inputs, p: Params) -> np.ndarray:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..memory import DAY, DECAY_RATES, PRIOR_VAR, Kind, Tier
-from .scoring_cache import AccessHistories, MetaCache
+from .scoring_cache import AccessHistories, MetaCache, SourceCodes
 
 if TYPE_CHECKING:
     from ..store.state import State
@@ -48,9 +48,9 @@ EXTRA_KEYS = (
 )
 RATES = np.array([DECAY_RATES[Kind(i)] for i in range(len(Kind))])
 TIERS = (Tier.HOT, Tier.WARM, Tier.COOL, Tier.COLD)
-# Rows read through a copy of their range (`Inputs._span`): at least this many, spanning
-# fewer than max(_SPAN_MIN, _SPAN_FACTOR x their number) rows.
-_SPAN_ROWS, _SPAN_MIN, _SPAN_FACTOR = 16, 4096, 8
+# The State's numeric columns as `kernels.scoring.gather_columns` reads them in place
+_TYPECODES = ("d", "I", "I", "d", "d", "d")
+_ARRAYS = (array,) * len(_TYPECODES)
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,8 @@ class Inputs:
     def __init__(self, state: State, rows: np.ndarray, relevance: np.ndarray, now: float,
                  affect: Affect, extra: Mapping[str, np.ndarray],
                  meta_cache: MetaCache | None = None,
-                 histories: AccessHistories | None = None) -> None:
+                 histories: AccessHistories | None = None,
+                 sources: SourceCodes | None = None) -> None:
         self.state = state
         self.rows = rows
         self.row_list: list[int] = rows.tolist()
@@ -161,8 +162,8 @@ class Inputs:
         # the rows' decoded metas and their key sets: a Scorer keeps one across calls
         self.meta_cache = MetaCache() if meta_cache is None else meta_cache
         self.histories = AccessHistories() if histories is None else histories
+        self.sources = SourceCodes() if sources is None else sources
         self._kind: np.ndarray | None = None
-        self._span_of: tuple[int, ...] | None = None
         self._gathered: np.ndarray | None = None
         self._history: tuple[np.ndarray, np.ndarray] | None = None
         self._metas: list[tuple[int, dict[str, Any]]] | None = None
@@ -177,49 +178,37 @@ class Inputs:
             return (column[rows[0]],) if rows else ()
         return itemgetter(*rows)(column)
 
-    def _span(self) -> tuple[int, int] | None:
-        """(first, last) row when the rows are many and close together: their columns are
-        then read as numpy views of a copy of that range (a C copy, then one fancy index),
-        not as a boxed Python number each (150 rows: 49 -> ~8 µs). Views of the State's own
-        arrays are never taken: one held while a writer appends would fail its append."""
-        if self._span_of is None:
-            rows = self.row_list
-            lo, hi = (min(rows), max(rows)) if len(rows) >= _SPAN_ROWS else (0, -1)
-            dense = hi >= lo and hi - lo < max(_SPAN_MIN, _SPAN_FACTOR * len(rows))
-            self._span_of = (lo, hi) if dense else ()
-        return self._span_of or None
-
-    def _gather(self, column: Any, span: tuple[int, int]) -> np.ndarray:
-        """The rows' entries of an array column (array.array or bytearray), by `_span`."""
-        lo, hi = span
-        part = column[lo : hi + 1]  # a copy
-        dtype = part.typecode if isinstance(part, array) else np.uint8
-        return np.frombuffer(part, dtype)[self.rows - lo]
+    def _columns(self) -> None:
+        """Gather the rows' kind and numeric columns (`kind`, `numbers`), read in the
+        State's own arrays by one kernel call (it holds the GIL: no writer appends
+        meanwhile, and no view of them outlives it), or a boxed Python value each for
+        columns of another type or rows past them."""
+        st = self.state
+        columns = (st.created, st.access_count, st.n, st.last_active, st.mu, st.var)
+        n = len(self.row_list)
+        numbers, kind = np.empty((len(columns), n)), np.empty(n, np.int64)
+        if (not (isinstance(st.kind, bytearray) and all(map(isinstance, columns, _ARRAYS))
+                 and tuple(c.typecode for c in columns) == _TYPECODES)
+                or not kernels().gather_columns(*columns, st.kind,
+                                                np.ascontiguousarray(self.rows, np.int64),
+                                                numbers, kind)):
+            numbers = np.array([self.values(c) for c in columns], np.float64).reshape(len(columns), n)
+            kind = np.array(self.values(st.kind), np.int64)
+        self._gathered, self._kind = numbers, kind
 
     @property
     def kind(self) -> np.ndarray:
         """Each row's kind code (int64)."""
         if self._kind is None:
-            span = self._span()
-            self._kind = (np.array(self.values(self.state.kind), np.int64) if span is None
-                          else self._gather(self.state.kind, span).astype(np.int64))
+            self._columns()
         return self._kind
 
     @property
     def numbers(self) -> np.ndarray:
-        """The rows' numeric columns the factors read, gathered in one (6, rows) array (one
-        numpy call for all, not one a column): created, access count, observations, last
-        active, mu, var."""
+        """The rows' numeric columns the factors read, gathered in one (6, rows) array:
+        created, access count, observations, last active, mu, var."""
         if self._gathered is None:
-            st = self.state
-            columns = (st.created, st.access_count, st.n, st.last_active, st.mu, st.var)
-            span = self._span()
-            if span is None:
-                self._gathered = np.array([self.values(c) for c in columns], np.float64)
-            else:
-                out = self._gathered = np.empty((len(columns), len(self.row_list)))
-                for i, column in enumerate(columns):
-                    out[i] = self._gather(column, span)
+            self._columns()
         return self._gathered
 
     @property

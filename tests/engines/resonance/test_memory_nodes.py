@@ -33,8 +33,10 @@ def _row_by_key(state: State, graph: GraphState, nodes: np.ndarray) -> list[int]
 
 
 # one step of a field's life: a memory written (a store row), a graph node made (of a
-# memory written or not yet, or an entity), or a query reading some rows' nodes
+# memory written or not yet, or an entity), a writer's catch-up after a write (issue 26),
+# or a query reading some rows' nodes
 _STEP = st.one_of(st.tuples(st.just("row"), st.integers(0, 59)),
+                  st.tuples(st.just("catch up"), st.just(0)),
                   st.tuples(st.just("memory node"), st.integers(0, 59)),
                   st.tuples(st.just("entity node"), st.integers(0, 59)),
                   st.tuples(st.just("query"), st.integers(0, 2**32)),
@@ -54,6 +56,8 @@ def test_nodes_of_rows_and_rows_of_nodes_are_the_key_lookups_after_any_interleav
             graph.node(MEMORY_PREFIX + f"m{n}", f"m{n}", False)
         elif what == "entity node":
             graph.node(f"e:thing {n}", f"thing {n}", True)
+        elif what == "catch up":
+            nodes.catch_up(state, graph)
         elif what == "query" and state.n_rows:
             rows = np.random.default_rng(n).integers(0, state.n_rows, 1 + n % 40)
             assert nodes.of(state, graph, rows).tolist() == _by_key(state, graph, rows)

@@ -61,3 +61,22 @@ def test_priming_boosts_the_recent_rows_and_topics_as_the_loop_did(seed: int) ->
     assert pool.parts["priming"].tobytes() == want.tobytes()
     assert pool.score.tobytes() == (score * want).tobytes()
     assert facts["priming"]["boosted"] == boosted
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_sessions_topics_are_counters_most_common(seed: int) -> None:
+    # topics() sorts the session's counts instead of Counter.most_common's heap (issue 26):
+    # the same topics, weights and order, ties included, however many the decay keeps
+    from collections import Counter
+
+    from soul.engines.resonance.resonate.priming import SessionPrimer
+
+    rng = np.random.default_rng(seed)
+    primer = SessionPrimer()
+    names = [f"t{i}" for i in range(int(rng.integers(1, 60)))]
+    for _ in range(int(rng.integers(1, 15))):
+        primer.observe("s", ["m"], list(rng.choice(names, int(rng.integers(1, 12)))))
+    counts = Counter(primer._topics["s"])
+    for n in (1, 3, 10, 100):
+        top = counts.most_common(n)
+        assert list(primer.topics("s", n).items()) == [(k, c / top[0][1]) for k, c in top]

@@ -244,3 +244,68 @@ def test_the_pool_relevance_kernel_gives_numpys_values(seed: int) -> None:
     kept = pool_relevance(hybrid, activation, weight, out)
     assert out.tobytes() == ((1.0 - weight) * hybrid + weight * activation).tobytes()
     assert kept == bool((hybrid >= 0).all())
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_exact_scan_kernel_keeps_the_k_nearest_live_rows_ties_by_id(seed: int) -> None:
+    # the vector index's exact scan selects the k nearest as it goes (issue 26: argpartition,
+    # the tie check and lexsort after a kernel of every row's cosine cost ~3x the scan in a
+    # turn): numpy's ranking of the live rows by (-cosine, id), its first k, cosines clipped
+    from soul.engines.resonance.kernels.fusion import nearest_rows
+
+    rng = np.random.default_rng(seed)
+    n, dim = int(rng.integers(1, 300)), 16
+    # small whole numbers: every sum is exact in any order, so numpy's cosines are the
+    # kernel's to the bit, with many equal ones (and values past ±1 to clip)
+    vecs = rng.integers(-2, 3, size=(n + 5, dim)).astype(np.float32) / 4
+    alive = (rng.random(n + 5) < 0.8).astype(np.uint8)
+    ids = rng.permutation(10 * (n + 5))[: n + 5].astype(np.int64)  # ids in no row order
+    unit = rng.integers(-2, 3, size=dim).astype(np.float32) / 4
+    live = np.flatnonzero(alive[:n])
+    sims = vecs[live] @ unit
+    for k in (0, 1, 5, len(live) // 2, len(live), len(live) + 3):
+        out_ids, out_sims = np.empty(max(k, 0), np.int64), np.empty(max(k, 0), np.float32)
+        m = nearest_rows(vecs, alive, unit, n, ids, k, out_ids, out_sims)
+        order = np.lexsort((ids[live], -sims))[:k]
+        assert m == len(order)
+        assert out_ids[:m].tolist() == ids[live][order].tolist(), k
+        assert out_sims[:m].tobytes() == np.clip(sims[order], -1, 1).tobytes()
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_dense_ids_answer_as_the_gather_with_its_bounds_check(seed: int) -> None:
+    # DenseIds.get is one kernel call (issue 26: min, max and a gather, four times a query):
+    # the array's values where every id is inside it, None (ask the dict) when one is not
+    from soul.engines.resonance.recall.postings import DenseIds
+
+    rng = np.random.default_rng(seed)
+    dense = DenseIds()
+    ids = rng.choice(400, 200, replace=False).astype(np.int64)
+    dense.set(ids, rng.integers(-1, 1000, 200).astype(np.int64), 200)
+    arr = dense.values
+    assert arr is not None
+    asked = rng.integers(0, arr.shape[0], int(rng.integers(0, 50))).astype(np.int64)
+    got = dense.get(asked)
+    assert got is not None and got.dtype == np.int64 and got.tolist() == arr[asked].tolist()
+    for bad in (-1, arr.shape[0]):
+        assert dense.get(np.append(asked, bad)) is None
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_deleted_flag_kernel_reads_a_stores_flags_as_flags_of_did(seed: int) -> None:
+    # hybrid relevance reads its candidates' flags in the store's bytearray in one kernel
+    # call (issue 26: a Python read per row, then a mask and its use): numpy's mask exactly
+    from soul.engines.resonance.kernels.fusion import drop_deleted
+    from soul.engines.resonance.store.ops import FLAG_DELETED, FLAG_PENDING_EMBED
+
+    rng = np.random.default_rng(seed)
+    flags = bytearray(rng.choice([0, FLAG_DELETED, FLAG_PENDING_EMBED,
+                                  FLAG_DELETED | FLAG_PENDING_EMBED], 300).astype(np.uint8).tobytes())
+    as_array = np.frombuffer(bytes(flags), np.uint8)
+    rows = rng.integers(0, 300, int(rng.integers(0, 80))).astype(np.int64)
+    score = rng.uniform(0, 1, len(rows))
+    want = score.copy()
+    want[(as_array[rows] & FLAG_DELETED) != 0] = -1.0
+    drop_deleted(flags, rows, FLAG_DELETED, score)
+    assert score.tobytes() == want.tobytes()
+    flags.append(0)  # no view of the flags outlives a call: the store can still grow them

@@ -559,6 +559,7 @@ _META = st.one_of(st.none(), st.just("{not json"), st.just("[1, 2]"), st.just("{
 # a conversation's life seen by one Scorer: memories written (with or without a meta),
 # forgotten, and queries over some rows
 _LIFE = st.lists(st.one_of(st.tuples(st.just("add"), _META),
+                           st.tuples(st.just("catch up"), st.just(0)),  # a writer's, issue 26
                            st.tuples(st.just("forget"), st.integers(0, 12)),
                            st.tuples(st.just("query"), st.integers(0, 2**32))), max_size=60)
 
@@ -578,6 +579,8 @@ def test_cached_meta_keys_and_metas_are_an_uncached_reads(life: list) -> None:
         if what == "add":
             _add_row(state, n, value)
             n += 1
+        elif what == "catch up":
+            cache.catch_up(state)
         elif what == "forget" and value < n:
             state.apply(ops.FORGET, memoryview(ops.encode_forget(f"m{value}", NOW)))
         elif what == "query" and n:
@@ -670,3 +673,87 @@ def test_a_full_history_table_starts_over_without_losing_the_rows_it_had_read(mo
     # rows 0-2 are cached; 5-9 are new and do not fit beside them: the table starts over
     assert read([0, 1, 2, 5, 6, 7, 8, 9]) == [[NOW - float(i)] for i in (0, 1, 2, 5, 6, 7, 8, 9)]
     assert read([3, 10, 11, 0]) == [[NOW - float(i)] for i in (3, 10, 11, 0)]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_cache_kernels_are_their_numpy_forms(seed: int) -> None:
+    # the scoring caches' bookkeeping runs as one kernel call each (issue 26: ~10 numpy calls
+    # over a few hundred rows, cold in a turn): numpy's gathers, masks and bounds exactly
+    from soul.engines.resonance.kernels.scoring import gather_histories, key_sets, stale_histories
+
+    rng = np.random.default_rng(seed)
+    n_rows, n = 500, int(rng.integers(0, 300))
+    rows = rng.choice(n_rows, n, replace=False).astype(np.int64)
+    seen = rng.integers(-1, 4, n_rows).astype(np.int64)
+    counts = rng.integers(-1, 4, n).astype(np.float64)
+    at = np.empty(n, np.int64)
+    m = stale_histories(rows, counts, seen, at)
+    assert at[:m].tolist() == np.flatnonzero(seen[rows] != counts).tolist()
+    width = 17
+    times = rng.uniform(0, 1e9, (64, width))
+    kept = rng.integers(0, width + 1, 64).astype(np.int64)
+    slot = rng.integers(0, 64, n_rows).astype(np.int64)
+    flat, got = np.empty(n * width), np.empty(n, np.int64)
+    size = gather_histories(rows, slot, kept, times, flat, got)
+    want = times[slot[rows]][kept[slot[rows]][:, None] > np.arange(width)]
+    assert got.tolist() == kept[slot[rows]].tolist() and flat[:size].tobytes() == want.tobytes()
+    key_of = rng.integers(-1 if seed % 2 else 0, 6, n_rows).astype(np.int32)
+    ids, unread = np.empty(n, np.int32), np.empty(n, np.int64)
+    m, lo, hi = key_sets(key_of, rows, ids, unread)
+    assert ids.tolist() == key_of[rows].tolist()
+    assert unread[:m].tolist() == np.flatnonzero(key_of[rows] < 0).tolist()
+    assert (lo, hi) == ((int(key_of[rows].min()), int(key_of[rows].max())) if n else (0, -1))
+
+
+def test_the_scored_rows_columns_are_read_in_the_states_arrays(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the kind and numeric columns of the scored rows are gathered by one kernel call over
+    # the State's own array('d'/'I') and bytearray columns (issue 26: a copy, frombuffer and
+    # a gather per column): the values the boxed look-up per row reads
+    from soul.engines.resonance.kernels import scoring as kernels
+
+    rng = np.random.default_rng(3)
+    state = make_state([{"created": NOW - float(rng.uniform(0, 1e6)), "n": int(rng.integers(0, 9)),
+                         "mu": float(rng.uniform(0, 1)), "var": float(rng.uniform(0, 0.1)),
+                         "kind": str(rng.choice(["belief", "episode", "correction"])),
+                         "accesses": [NOW - float(rng.uniform(0, 1e5))] * int(rng.integers(0, 4))}
+                        for _ in range(60)])
+    rows = rng.choice(60, 40, replace=False)
+    columns = (state.created, state.access_count, state.n, state.last_active, state.mu,
+               state.var)
+    want = np.array([[c[r] for r in rows.tolist()] for c in columns], np.float64)
+    calls = []
+    gather = kernels.gather_columns
+    monkeypatch.setattr(kernels, "gather_columns", lambda *a: calls.append(1) or gather(*a))
+    inputs = Inputs(state, rows, np.ones(40), NOW, Affect(), {})
+    assert inputs.numbers.tobytes() == want.tobytes() and calls == [1]
+    assert inputs.kind.tolist() == [state.kind[r] for r in rows.tolist()]
+    state.created.append(NOW)  # no view of a column outlives the call: the State can grow
+
+
+def test_the_source_codes_kept_across_queries_give_each_rows_own_source_value() -> None:
+    # Epistemic reads each row's source as a code kept by the Scorer (issue 26: every
+    # candidate's source looked up each query): per query, the table value of each row's
+    # own source — new rows, forgotten rows (their source cleared: "unknown"), other params
+    sources = ["user", "model", "user:alice", None, "tool", "Autonomous", "robot"]
+    state = make_state([{"source": sources[i % len(sources)]} for i in range(40)])
+    config = ScoringConfig.defaults().only("Epistemic")
+    scorer = Scorer(config=config)
+    params = config.factors[[f.name for f in config.factors].index("Epistemic")].params
+    table = {**params["values"], "": params["unknown"]}
+
+    def want(rows: list[int]) -> list[float]:
+        out = []
+        for r in rows:
+            low = (state.source[r] or "").lower()
+            out.append(float(table.get(low, table.get(low.split(":", 1)[0], params["unknown"]))))
+        return out
+
+    rng = np.random.default_rng(9)
+    for step in range(12):
+        if step == 4:
+            state.apply(ops.FORGET, memoryview(ops.encode_forget("m1", NOW)))  # "model": gone
+        if step == 8:
+            state = make_state([{"source": "model"}] * 3)  # another state: codes start over
+        rows = rng.choice(state.n_rows, int(rng.integers(1, state.n_rows + 1)), replace=False)
+        got = scorer.score(state, rows, np.ones(len(rows)), now=NOW).factors["Epistemic"]
+        assert got.tolist() == want(rows.tolist())

@@ -273,3 +273,38 @@ def test_reached_lookups_match_their_plain_definitions(graph: KnowledgeGraph, se
             assert [(m, a) for m, a, _ in one.strongest] == list(expected.items())
             assert [h for _, _, h in one.strongest] == [by_node[adj.node_of(f"m:{m}")][1]
                                                         for m, _, _ in one.strongest]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_top_seeds_reach_as_the_seed_dict_of_the_best_candidates(seed: int) -> None:
+    # full resonance hands its candidates' relevance and graph nodes to reach (TopSeeds,
+    # issue 26), which picks the seeds in one kernel call: the Reach of the dict it built
+    # before — the top `seeds` candidates by stable argsort of -relevance, those > 0, by
+    # memory id — to the bit, seeds outside the graph (or past it) counted as before
+    from soul.engines.resonance.graph.activation import TopSeeds, reach
+
+    rng = np.random.default_rng(seed)
+    n_mem, n_ent = 60, 15
+    keys = [f"m:{i}" for i in range(n_mem)] + [f"e:{j}" for j in range(n_ent)]
+    src = rng.integers(0, n_mem, 150)
+    dst = rng.integers(n_mem, n_mem + n_ent, 150)
+    entity = np.r_[np.zeros(n_mem), np.ones(n_ent)].astype(np.uint8)
+    adj = Adjacency.from_edges(src, dst, rng.uniform(0.2, 1.0, 150), keys, entity)
+    n = int(rng.integers(0, 70))
+    memories = rng.choice(n_mem + 10, n, replace=False)  # past n_mem: not in the graph
+    relevance = np.round(rng.uniform(-0.5, 1.5, n), 1)  # ties, negatives, past 1
+    relevance[rng.random(n) < 0.1] = np.nan
+    nodes = np.array([m if m < n_mem else -1 for m in memories], np.int64)
+    if n:
+        nodes[0] = len(keys) + 3  # a node newer than this adjacency
+    cfg = SpreadConfig(strength=float(rng.choice([0.5, 1.0, 2.0])))
+    top = int(rng.integers(0, 25))
+    order = (-relevance).argsort(kind="stable")[:top]
+    ids = [str(memories[i]) if nodes[i] < len(keys) else f"new{i}" for i in order.tolist()]
+    seeds = {m: h for m, h in zip(ids, relevance[order].tolist(), strict=True) if h > 0}
+    for threshold, limit in ((0.0, 50), (0.05, 3)):
+        want = reach(adj, seeds, cfg, keys, nodes, threshold, limit)
+        got = reach(adj, TopSeeds(relevance, nodes, top), cfg, keys, nodes, threshold, limit)
+        assert got.seeds == len(seeds) and got.reached == want.reached
+        for a, b in zip(got[:5], want[:5], strict=True):
+            assert a.tobytes() == b.tobytes()

@@ -6,13 +6,20 @@ over the whole word from every split point; overlaps were checked pairwise)."""
 
 from __future__ import annotations
 
+import re
 import time
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from soul.engines.resonance.graph.entities import PhraseCounter, extract_entities
-from soul.engines.resonance.recall.text import MAX_WORD, clip_long_words, tokenize
+from soul.engines.resonance.recall.text import (
+    MAX_WORD,
+    TextConfig,
+    clip_long_words,
+    light_stem,
+    tokenize,
+)
 from soul.engines.resonance.resonate.learner import query_features
 
 SIZE = 200_000
@@ -72,3 +79,30 @@ def test_long_words_are_clipped_not_shifted() -> None:
     assert clip_long_words("k" * MAX_WORD) == "k" * MAX_WORD
     assert extract_entities(text) == ["Caroline", "parse_reply"]
     assert tokenize("q" * 1000) == ["q" * MAX_WORD]
+
+
+def _tokens_word_by_word(text: str, config: TextConfig) -> list[str]:
+    """tokenize as it read every word before its tokens were kept (issue 26)."""
+    if config.lowercase:
+        text = text.lower()
+    out = []
+    for word in re.findall(r"[^\W_]+", text):
+        word = word[:MAX_WORD]
+        if len(word) >= config.min_length and word not in config.stop_words:
+            out.append(light_stem(word) if config.stem else word)
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["The", "cats", "were", "hiking", "happy", "running", "a",
+                                 "I", "don't", "x" * (MAX_WORD + 3), "snake_case", "ÉTÉ", "42",
+                                 "boxes", "  ", ", ", "."]), max_size=40),
+       st.sampled_from([TextConfig(), TextConfig(stem=False), TextConfig(min_length=3),
+                        TextConfig(lowercase=False, stop_words=frozenset({"the"}))]))
+def test_kept_tokens_are_the_word_by_word_ones(words: list[str], config: TextConfig) -> None:
+    # each word's token is worked out once and kept (per config, bounded): the tokens of
+    # any text, read again or not, are the ones the word-by-word reading gave
+    text = " ".join(words)
+    want = _tokens_word_by_word(text, config)
+    assert tokenize(text, config) == want
+    assert tokenize(text, config) == want  # the kept ones
