@@ -200,7 +200,7 @@ class CleanReader:
     any other reply (not clean, or a boolean that does not read as one): the caller then reads
     it the usual way, so nothing a tolerant read would repair or flag is decided here."""
 
-    __slots__ = ("boolean", "close", "names", "only", "open", "params", "pattern", "section")
+    __slots__ = ("boolean", "close", "end", "names", "only", "open", "params", "pattern", "section", "start")
 
     def __init__(self, kind: type[StepKind], params: Mapping[str, Any]) -> None:
         (section,) = kind.sections  # one section (`fits` says which kinds)
@@ -209,6 +209,7 @@ class CleanReader:
         # the reply as a model usually writes it, `<tag>text</tag>` and nothing else: told by
         # its two ends, no regex match (what the pattern reads it as, when `text` holds no markup)
         self.open, self.close = f"<{section.tag}>", f"</{section.tag}>"
+        self.start, self.end = len(self.open), -len(self.close)  # the text between them: raw[start:end]
         self.names = kind.output_names()
         self.only = self.names == (section.output,)  # the section's output is the kind's only one
         self.boolean = section.type == "bool"
@@ -220,7 +221,7 @@ class CleanReader:
 
     def read(self, raw: str) -> StepParse | None:
         if raw.startswith(self.open) and raw.endswith(self.close):  # (they cannot overlap: a tag name holds no '/')
-            text = raw[len(self.open):-len(self.close)]
+            text = raw[self.start:self.end]
             if "<" in text or "&" in text:  # not clean: the pattern does not match either
                 return None
         else:

@@ -68,7 +68,7 @@ class ScopeRunner:
     applies_changes: ClassVar[bool] = True
     # a runner is made for every run of a scope (a turn's graph): its fields in slots, not an
     # instance dict filled and freed each time (a subclass may still add its own)
-    __slots__ = ("_change_ctx", "builder", "emit", "folds", "gates", "last", "memory_config", "not_run", "order", "plan",
+    __slots__ = ("_change_ctx", "builder", "emit", "folds", "gates", "last", "not_run", "order", "plan",
                  "scope", "services", "state_spec", "traced", "units", "walk")
 
     def __init__(self, plan: Plan, scope: ScopePlan, services: Services, emit: Callable[[Any], None] | None = None) -> None:
@@ -81,7 +81,6 @@ class ScopeRunner:
         self.gates = services.gates
         self.emit = emit
         self.state_spec = plan.blueprint.state
-        self.memory_config: Mapping[str, Any] = plan.blueprint.memory or {}
         # every step a template or gate may name, as it reads before (or without) running
         shared = services.scoped(plan, scope)
         self.not_run = shared.not_run
@@ -245,7 +244,8 @@ class ScopeRunner:
 
         memory = self.services.memory
         reader = partial(memory.reader_for, ts.recalling()) if memory is not None else _no_memory
-        step_env = StepEnv(variables, render, reader, self.memory_config, ts.ctx.text, ts.session)
+        # the blueprint's memory config, read here (only a step without a model call needs it), not per run
+        step_env = StepEnv(variables, render, reader, self.plan.blueprint.memory or {}, ts.ctx.text, ts.session)
         try:
             return await step.kind.run(step.name, step.params, step_env)
         except NotImplementedError as exc:
