@@ -80,13 +80,16 @@ class MemoryRecall(StepKind):
         return Changes(regions={region: tuple(h["text"] for h in hits)})
 
 
+_AFFECT_NAMES = ("valence", "arousal", "frustration", "confidence")
+_NUMBER = (int, float)  # not `int | float`: that builds a union object at every test
+
+
 def _affect(env: StepEnv) -> dict[str, float] | None:
     """The query's affect for the scoring pipeline: Chetana's when the soul has it."""
     affect = (env.variables.get("chetana") or {}).get("affect")
     if not isinstance(affect, Mapping):
         return None
-    names = ("valence", "arousal", "frustration", "confidence")
-    return {n: float(affect[n]) for n in names if isinstance(affect.get(n), int | float)}
+    return {n: float(affect[n]) for n in _AFFECT_NAMES if isinstance(affect.get(n), _NUMBER)}
 
 
 class MemoryStore(StepKind):

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
 __all__ = ["AccessQueue"]
 
+_LOGGED = 1024  # rows kept for the next write's catch-up (a flush logs at most ~`limit`)
+
 
 class AccessQueue:
     """Recalled memory ids waiting to be logged as accesses of ``store``."""
@@ -26,6 +28,9 @@ class AccessQueue:
         self._lock = lock  # the Field's: a flush is a write
         self.limit = limit
         self._queued: list[str] = []
+        # the rows logged since the last write's `take_logged`: their access histories are
+        # read for scoring in the writer's thread, not by the next query
+        self._logged: list[int] = []
 
     def __len__(self) -> int:
         return len(self._queued)
@@ -43,6 +48,19 @@ class AccessQueue:
         with self._lock:
             queued, self._queued = self._queued, []
             st = self._store.state
-            alive = [m for m in queued if (row := st.rows.get(m)) is not None and st.is_alive(row)]
+            alive, rows = [], []
+            for m in queued:
+                row = st.rows.get(m)
+                if row is not None and st.is_alive(row):
+                    alive.append(m)
+                    rows.append(row)
             if alive and not self._store.closed:
                 self._store.access(alive)
+                if len(self._logged) < _LOGGED:  # beyond: the queries read them, as before
+                    self._logged.extend(rows)
+
+    def take_logged(self) -> list[int]:
+        """The rows whose accesses were logged since the last call (at most ~`_LOGGED`)."""
+        with self._lock:
+            logged, self._logged = self._logged, []
+            return logged

@@ -21,7 +21,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import fields
 from functools import partial
 from pathlib import Path
@@ -180,16 +180,17 @@ class Association:
         if len(self._last_new) > _SESSIONS:
             self._last_new.pop(next(iter(self._last_new)))
 
-    def prepare(self) -> None:
+    def prepare(self, accessed: Sequence[int] = ()) -> None:
         """After a write: the graph's read caches a query has built are rebuilt now
         (`GraphReads.prepare`), the graph nodes of the new rows looked up
-        (`MemoryNodes.catch_up`) and their metas read for scoring (`Scorer.prepare`); a
+        (`MemoryNodes.catch_up`), their metas and the access histories of the ``accessed``
+        rows (those whose accesses were just logged) read for scoring (`Scorer.prepare`); a
         graph or scorer not opened stays closed."""
         if self._graph is not None:
             self._graph.prepare()
             self.sources.nodes.catch_up(self.store.state, self._graph.state)
         if self._scorer is not None:
-            self._scorer.prepare(self.store.state)
+            self._scorer.prepare(self.store.state, accessed)
 
     def context_chain(self, session: str | None) -> ContextChain | None:
         """The session context for the next write in `session` (field/context.py): it starts

@@ -259,11 +259,12 @@ class Field:
 
     def _prepare_reads(self) -> None:
         """After a write: the recall indexes a recall has built take in its rows, and the
-        graph's adjacency and attractors a query has read are rebuilt, now, in the writer's
-        thread, not in the next recall's."""
+        graph's adjacency and attractors a query has read are rebuilt, and the access
+        histories of the memories whose accesses were logged read for scoring, now, in the
+        writer's thread, not in the next recall's."""
         with self._lock:
             self.indexes.refresh()
-        self.association.prepare()
+        self.association.prepare(self.accesses.take_logged())
 
     def forget(self, memory_id: str) -> None:
         """Remove a memory (its content and vector are cleared from the store)."""

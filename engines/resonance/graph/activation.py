@@ -256,28 +256,31 @@ def reach(adj: Adjacency, seeds: Mapping[str, float] | TopSeeds, cfg: SpreadConf
     candidates)` gives them (with their hop) — without the Spread's arrays and sorts (at
     100k memories, of_nodes alone sorted ~13k reached nodes a query). ``seeds``: memory
     id -> initial activation, or full resonance's `TopSeeds`."""
-    if isinstance(seeds, TopSeeds):
-        top = max(int(seeds.top), 0)
-        nodes, vals = np.empty(top, np.int32), np.empty(top, np.float32)
-        n_seeds, in_graph = _kernels().seed_nodes(
-            np.ascontiguousarray(seeds.relevance, np.float64),
-            np.ascontiguousarray(seeds.nodes, np.int64), adj.n_nodes, top, float(cfg.strength),
-            nodes, vals)
-        nodes, vals, outside = nodes[:in_graph], vals[:in_graph], n_seeds - in_graph
-    else:
-        nodes, vals, extra = _seed_nodes(adj, seeds, cfg)
-        n_seeds, outside = len(seeds), len(extra)
     ws = _workspace(adj.n_nodes)
     k, limit = candidates.shape[0], max(int(limit), 0)
     cand_act, cand_hop = np.empty(k), np.empty(k, np.int64)
     s_nodes, s_act, s_hop = (np.empty(limit, np.int32), np.empty(limit, np.float32),
                              np.empty(limit, np.int32))
-    n, m = _kernels().reach(
-        adj.indptr, adj.indices, adj.weights, adj.delta_src, adj.delta_dst, adj.delta_w,
-        adj.degree, adj.entity, nodes, vals, np.float32(cfg.decay), np.float32(cfg.cutoff),
-        int(cfg.max_hops), np.float32(cfg.hub_power), ws.act, ws.hops, ws.touched, ws.mark,
-        ws.frontier, ws.nxt, ws.values, np.ascontiguousarray(candidates, np.int64),
-        np.float32(threshold), limit, cand_act, cand_hop, s_nodes, s_act, s_hop)
+    cands = np.ascontiguousarray(candidates, np.int64)
+    if isinstance(seeds, TopSeeds):  # the seeds picked and spread from in one kernel call
+        n_seeds, in_graph, n, m = _kernels().reach_top(
+            adj.indptr, adj.indices, adj.weights, adj.delta_src, adj.delta_dst, adj.delta_w,
+            adj.degree, adj.entity, np.ascontiguousarray(seeds.relevance, np.float64),
+            np.ascontiguousarray(seeds.nodes, np.int64), adj.n_nodes, max(int(seeds.top), 0),
+            float(cfg.strength), np.float32(cfg.decay), np.float32(cfg.cutoff),
+            int(cfg.max_hops), np.float32(cfg.hub_power), ws.act, ws.hops, ws.touched, ws.mark,
+            ws.frontier, ws.nxt, ws.values, cands, np.float32(threshold), limit, cand_act,
+            cand_hop, s_nodes, s_act, s_hop)
+        outside = n_seeds - in_graph
+    else:
+        nodes, vals, extra = _seed_nodes(adj, seeds, cfg)
+        n_seeds, outside = len(seeds), len(extra)
+        n, m = _kernels().reach(
+            adj.indptr, adj.indices, adj.weights, adj.delta_src, adj.delta_dst, adj.delta_w,
+            adj.degree, adj.entity, nodes, vals, np.float32(cfg.decay), np.float32(cfg.cutoff),
+            int(cfg.max_hops), np.float32(cfg.hub_power), ws.act, ws.hops, ws.touched, ws.mark,
+            ws.frontier, ws.nxt, ws.values, cands, np.float32(threshold), limit, cand_act,
+            cand_hop, s_nodes, s_act, s_hop)
     return Reach(cand_act, cand_hop, s_nodes[:m], s_act[:m], s_hop[:m], n + outside, keys,
                  n_seeds)
 

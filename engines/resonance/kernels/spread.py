@@ -29,8 +29,8 @@ from __future__ import annotations
 import numpy as np
 from numba import float32, float64, int32, int64, njit, types, uint8
 
-__all__ = ["build_csr", "harvest", "node_values", "reach", "seed_nodes", "spread_activation",
-           "strong_nodes", "topic_shares"]
+__all__ = ["build_csr", "harvest", "node_values", "reach", "reach_top", "seed_nodes",
+           "spread_activation", "strong_nodes", "topic_shares"]
 
 
 @njit(
@@ -300,6 +300,41 @@ def seed_nodes(relevance, nodes, n_nodes, top, strength, out_nodes,
             out_vals[m] = 1.0 if a > 1.0 else a
             m += 1
     return n, m
+
+
+@njit(
+    types.UniTuple(int64, 4)(
+        int64[::1], int32[::1], float32[::1],  # main CSR
+        int32[::1], int32[::1], float32[::1],  # delta: src (sorted), dst, w
+        int32[::1], uint8[::1],  # degree, is_entity (per node)
+        float64[::1], int64[::1], int64, int64, float64,  # seeds: relevance and node per
+        # candidate, n_nodes, top, strength
+        float32, float32, int64, float32,  # decay, cutoff, max_hops, hub_power
+        float32[::1], int32[::1], int32[::1],  # act (in: zeros), hops (in: -1), touched
+        int32[::1], int32[::1], int32[::1], float32[::1],  # mark (in: -1), frontier, nxt, values
+        int64[::1], float32, int64,  # candidate nodes (-1: none), threshold, limit
+        float64[::1], int64[::1],  # out: each candidate's activation and hop
+        int32[::1], float32[::1], int32[::1],  # out: the strongest others' nodes, act., hops
+    ),
+    cache=True,
+    nogil=True,
+)
+def reach_top(indptr, indices, weights, d_src, d_dst, d_w, degree, is_entity, relevance,
+              relevance_nodes, n_nodes, top, strength, decay, cutoff, max_hops, hub_power, act, hops, touched, mark, frontier,
+              nxt, values, cands, threshold, limit, cand_act, cand_hop, strong_nodes,
+              strong_act, strong_hop):  # pragma: no cover - compiled
+    """`seed_nodes` (the ``top`` of ``relevance``, at their nodes ``relevance_nodes``, in
+    an adjacency of ``n_nodes``), then `reach` from them: full resonance's spreading in one
+    call, not two. Returns (how many seeds,
+    how many of them in the adjacency, nodes reached, strongest found)."""
+    seeds, seed_vals = np.empty(max(top, 0), np.int32), np.empty(max(top, 0), np.float32)
+    n_seeds, in_graph = seed_nodes(relevance, relevance_nodes, n_nodes, top, strength, seeds,
+                                   seed_vals)
+    n, m = reach(indptr, indices, weights, d_src, d_dst, d_w, degree, is_entity,
+                 seeds[:in_graph], seed_vals[:in_graph], decay, cutoff, max_hops, hub_power,
+                 act, hops, touched, mark, frontier, nxt, values, cands, threshold, limit,
+                 cand_act, cand_hop, strong_nodes, strong_act, strong_hop)
+    return n_seeds, in_graph, n, m
 
 
 @njit(cache=True, nogil=True)  # compiled on first use: not on a query's path

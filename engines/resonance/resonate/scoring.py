@@ -25,7 +25,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -257,10 +257,14 @@ class Scorer:
         if self._path is not None:
             self._check()
 
-    def prepare(self, state: State) -> None:
+    def prepare(self, state: State, accessed: Sequence[int] = ()) -> None:
         """After a write to ``state``: what the next query would read first of the new rows
-        (their metas' keys) is read now, in the writer's thread (`MetaCache.catch_up`)."""
+        (their metas' keys) and of the ``accessed`` rows (their access histories, as the
+        accesses just logged left them) is read now, in the writer's thread
+        (`MetaCache.catch_up`, `AccessHistories.catch_up`)."""
         self._meta_cache.catch_up(state)
+        if accessed:
+            self._histories.catch_up(state, accessed)
 
     @property
     def path(self) -> Path | None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from itertools import compress
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
@@ -303,6 +303,16 @@ class AccessHistories:
             flat, kept = np.empty(len(rows) * _WIDTH), np.empty(len(rows), np.int64)
             size = kernels.gather_histories(rows, self._slot, self._n, self._times, flat, kept)
             return flat[:size], kept
+
+    def catch_up(self, state: State, rows: Sequence[int]) -> None:
+        """Read the kept times of ``rows`` (live rows whose accesses were just logged) as
+        `of` would at their access counts now: in the writer's thread after the write that
+        logged them, so the next query that scores them gathers."""
+        if not rows:
+            return
+        count = state.access_count
+        rows = sorted(set(rows))
+        self.of(state, np.array(rows, np.int64), np.array([count[r] for r in rows], np.float64))
 
     def _read(self, state: State, rows: list[int], counts: list[int]) -> None:
         accessed = state.accessed

@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from word_embedder import WordEmbedder
 
@@ -235,6 +236,27 @@ def test_a_read_does_not_wait_for_a_writer_holding_the_field_lock(field: Field) 
     t.join()
     assert hits and hits[0].text == DISTRACTORS[2]
     assert waited < 2.0
+
+
+def test_a_write_reads_the_access_histories_its_logged_accesses_changed(field: Field) -> None:
+    # issue 26: the memories a turn recalled are touched after it, their accesses logged by
+    # the next write; that write's catch-up reads their histories, so the next query that
+    # scores them copies none (and scores them as a query reading them itself would)
+    for text in DISTRACTORS:
+        field.remember(text)
+    first = field.resonate("the train to Lisbon", k=3, touch=False)
+    histories = field.association._scorer._histories
+    field.touch([h.id for h in first])
+    field.remember("a note written after the recall")  # logs the accesses, then catches up
+    read = histories.read_rows
+    assert read >= len(first)
+    field.resonate("the train to Lisbon", k=3, touch=False)
+    assert histories.read_rows == read  # nothing left for the query to copy
+    state = field.store.state
+    rows = [state.rows[h.id] for h in first]
+    flat, kept = histories.of(state, np.array(rows), np.array([state.access_count[r] for r in rows], float))
+    want = [tuple(state.accessed[r]) for r in rows]  # the times as the state keeps them
+    assert kept.tolist() == [len(t) for t in want] and flat.tolist() == [x for t in want for x in t]
 
 
 def test_code_symbols_join_the_hits_when_the_field_has_a_code_index(field: Field) -> None:

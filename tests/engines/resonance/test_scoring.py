@@ -596,10 +596,12 @@ def test_cached_meta_keys_and_metas_are_an_uncached_reads(life: list) -> None:
 
 
 # a conversation's accesses seen by one Scorer: memories written, touched (several at a
-# time, past the kept history), forgotten, and queries over some rows
+# time, past the kept history), forgotten, a writer's catch-up of some live rows (repeats
+# included), and queries over some rows
 _ACCESSES = st.lists(st.one_of(st.tuples(st.just("add"), st.just(0)),
                                st.tuples(st.just("touch"), st.integers(0, 2**32)),
                                st.tuples(st.just("forget"), st.integers(0, 4)),
+                               st.tuples(st.just("catch up"), st.integers(0, 2**32)),  # a writer's
                                st.tuples(st.just("query"), st.integers(0, 2**32))), max_size=80)
 
 
@@ -622,6 +624,10 @@ def test_cached_access_histories_are_the_states_lists(life: list) -> None:
                 state.apply(ops.ACCESS, memoryview(ops.encode_access(ids, t)))
         elif what == "forget" and value < n:
             state.apply(ops.FORGET, memoryview(ops.encode_forget(f"m{value}", NOW)))
+        elif what == "catch up" and n:  # after a write that logged these rows' accesses
+            alive = [r for r in range(n) if state.is_alive(r)]
+            histories.catch_up(state, rng.choice(alive, int(rng.integers(0, len(alive) + 1))).tolist()
+                               if alive else [])
         elif what == "query" and n:
             rows = rng.choice(n, int(rng.integers(1, n + 1)), replace=False)
             inputs = Inputs(state, rows, np.ones(len(rows)), NOW, Affect(), {}, None, histories)

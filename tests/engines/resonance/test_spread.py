@@ -302,9 +302,10 @@ def test_top_seeds_reach_as_the_seed_dict_of_the_best_candidates(seed: int) -> N
     order = (-relevance).argsort(kind="stable")[:top]
     ids = [str(memories[i]) if nodes[i] < len(keys) else f"new{i}" for i in order.tolist()]
     seeds = {m: h for m, h in zip(ids, relevance[order].tolist(), strict=True) if h > 0}
-    for threshold, limit in ((0.0, 50), (0.05, 3)):
-        want = reach(adj, seeds, cfg, keys, nodes, threshold, limit)
-        got = reach(adj, TopSeeds(relevance, nodes, top), cfg, keys, nodes, threshold, limit)
+    others = rng.permutation(np.r_[nodes, rng.integers(-1, len(keys), 5)])  # other candidates
+    for threshold, limit, cands in ((0.0, 50, nodes), (0.05, 3, nodes), (0.0, 50, others)):
+        want = reach(adj, seeds, cfg, keys, cands, threshold, limit)
+        got = reach(adj, TopSeeds(relevance, nodes, top), cfg, keys, cands, threshold, limit)
         assert got.seeds == len(seeds) and got.reached == want.reached
         for a, b in zip(got[:5], want[:5], strict=True):
             assert a.tobytes() == b.tobytes()
