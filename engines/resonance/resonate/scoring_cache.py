@@ -191,7 +191,8 @@ class SourceCodes:
         self._code_of = np.full(0, -1, np.int32)
         self._sources: list[str | None] = []
         self._code: dict[str | None, int] = {}
-        self._tables: dict[int, tuple[Any, list[float]]] = {}  # id(params) -> each code's value
+        # id(params) -> (params, each code's value, how many codes it holds)
+        self._tables: dict[int, tuple[Any, np.ndarray, int]] = {}
         self._gone = 0
 
     def values(self, state: State, rows: np.ndarray, params: Any,
@@ -226,12 +227,17 @@ class SourceCodes:
             if memo is None or memo[0] is not params:
                 if len(self._tables) >= 64:
                     self._tables.clear()
-                memo = self._tables[id(params)] = (params, [])
-            table = memo[1]
-            table.extend(map(value_of, self._sources[len(table):]))
+                memo = (params, np.zeros(0), 0)
+            _, table, known_codes = memo
+            if known_codes < len(self._sources):  # sources new since: their values, once
+                table = grow(table, len(self._sources))
+                table[known_codes:len(self._sources)] = list(map(value_of, self._sources[known_codes:]))
+                memo = (params, table, len(self._sources))
+            self._tables[id(params)] = memo
             if len(rows) and lo == hi:
-                return table[lo]
-            return np.array(table, np.float64)[codes]
+                return float(table[lo])
+            # the rows' values by their codes: as long as the rows, whatever the sources
+            return table[codes]
 
 
 def _dead_rows(state: State) -> np.ndarray:
