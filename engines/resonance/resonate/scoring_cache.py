@@ -43,6 +43,10 @@ _DICTS = 65_536  # decoded metas kept (their key sets' ids are kept for every ro
 _SLOTS = 65_536  # rows whose access times are kept (then started over)
 _WIDTH = ACCESS_HISTORY + 1  # a history read between a writer's append and its trim
 _NONE = 0  # the key-set id of a row without a meta (none, forgotten, empty, not an object)
+# new rows whose metas a writer's catch-up reads (the newest): a conversation's write adds a
+# few; a bulk import's others are read by the queries that score them, as before, not all
+# decoded and kept in the writer's thread under the cache's lock
+_CATCH_UP = 256
 
 
 _KERNELS: Any = None
@@ -89,13 +93,14 @@ class MetaCache:
 
     def catch_up(self, state: State) -> None:
         """Read the metas of the rows written since, if a query has read ``state`` before (a
-        writer's thread calls it after a write: the next query then decodes none of them)."""
+        writer's thread calls it after a write: the next query then decodes none of them);
+        the newest `_CATCH_UP` of them at most."""
         with self._lock:
             if state is not self._state:
                 return
             n = state.n_rows
             self._key_of = key_of = grow(self._key_of, n, -1)
-            for row in range(self._caught, n):
+            for row in range(max(self._caught, n - _CATCH_UP), n):
                 if key_of[row] < 0:
                     m = self._decode(state, row)
                     key_of[row] = self._set_of(m) if m else _NONE

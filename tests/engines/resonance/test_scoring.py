@@ -595,6 +595,28 @@ def test_cached_meta_keys_and_metas_are_an_uncached_reads(life: list) -> None:
             assert inputs.meta_keys == keys
 
 
+def test_a_writers_catch_up_reads_only_the_newest_metas_and_queries_read_the_rest(monkeypatch) -> None:
+    # a bulk import's metas are not all decoded in the writer's thread (issue 26): the newest
+    # `_CATCH_UP` are; a query that scores the others reads them then, with the same result
+    from soul.engines.resonance.resonate import scoring_cache
+
+    monkeypatch.setattr(scoring_cache, "_CATCH_UP", 2)
+    state, cache = State(), MetaCache()
+    _add_row(state, 0, '{"a": 1}')
+    # a query has read this state: the cache is the state's, as a writer's catch-up finds it
+    assert Inputs(state, np.array([0], np.int64), np.ones(1), NOW, Affect(), {}, cache).metas == [(0, {"a": 1})]
+    for n in range(1, 6):
+        _add_row(state, n, f'{{"b": {n}}}')
+    before = cache.decoded
+    cache.catch_up(state)
+    assert cache.decoded == before + 2  # rows 4 and 5
+    rows = list(range(6))
+    metas, keys = _metas_as_read_before(state, rows)
+    inputs = Inputs(state, np.array(rows, np.int64), np.ones(6), NOW, Affect(), {}, cache)
+    assert inputs.metas == metas and inputs.meta_keys == keys
+    assert cache.decoded == before + 5  # rows 1 to 3, by the query
+
+
 # a conversation's accesses seen by one Scorer: memories written, touched (several at a
 # time, past the kept history), forgotten, a writer's catch-up of some live rows (repeats
 # included), and queries over some rows
