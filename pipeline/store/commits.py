@@ -27,6 +27,7 @@ from soul.store.database import Checkpointer
 from soul.store.descriptors import Descriptors
 from soul.store.dialect import Dialect, dialect_of, insert_rows
 from soul.store.export import SESSION_COLUMNS
+from soul.store.heads import Head, Heads
 from soul.store.logs import dumps
 from soul.store.minds import write_cycle_rows
 from soul.store.partitions import check_fence
@@ -79,6 +80,8 @@ class Commits:
     _descriptors: Descriptors
     _chetana_written: dict[str, tuple[str, Any]]
     _seen: SeenSessions
+    _heads: Heads
+    _writes: int
     home: Path
 
     def commit(self, commit: Commit, *, once: bool = False) -> int:
@@ -133,7 +136,7 @@ class Commits:
         holds_all = dialect.serialised
         head = _head(dialect, commit.user_model is not None)
 
-        def body(conn: Connection) -> tuple[int, int, int, dict[str, Any], str, int, SessionInfo] | int:
+        def body(conn: Connection) -> tuple[int, int, int, dict[str, Any], str, int, SessionInfo, Head | None] | int:
             row = conn.execute(head, (commit.session_id,)).fetchone()
             if row is None:
                 raise SessionNotFound(f"no session {commit.session_id!r}")
@@ -248,8 +251,13 @@ class Commits:
             if dialect.name != "sqlite":  # other processes hear of it at COMMIT, ids only
                 dialect.notify(conn, notify.channel(soul), notify.Notice(sid, cid, notify.ORIGIN).payload)
             # the session as listed after it (what `SessionStore.session` would read now)
-            info = SessionInfo(listed[0], listed[1], listed[2], turn, listed[4], now, *listed[6:])
-            return cursor, previous, cid, event, event_json, turn, info
+            after = (listed[0], listed[1], listed[2], turn, listed[4], now, *listed[6:])
+            # and its snapshot head, worked out from the one kept (SQLite: soul.store.heads)
+            kept = None if not holds_all else self._heads.after_commit(
+                sid, self._writes, after, state, chetana,
+                (version, model.text) if model is not None and version is not None else None,
+                cid, len(commit.memory))
+            return cursor, previous, cid, event, event_json, turn, SessionInfo(*after), kept
 
         # The logs' folder is locked before the transaction, so the cursor it reads stays true
         # until the lines are appended (no second read); a session's first commit makes the
@@ -270,14 +278,16 @@ class Commits:
     def _mirrored(
         self,
         commit: Commit,
-        applied: tuple[int, int, int, dict[str, Any], str, int, SessionInfo],
+        applied: tuple[int, int, int, dict[str, Any], str, int, SessionInfo, Head | None],
         now: float,
         metas: list[str],
         chetana: str | None,
         writer: logs.Writer | None,
     ) -> Applied:
         """After the transaction: the checkpoint poked, the commit's lines appended."""
-        cursor, previous, cid, event, event_json, turn, info = applied
+        cursor, previous, cid, event, event_json, turn, info, head = applied
+        if head is not None:  # the next snapshot takes it unless something is written first
+            self._heads.keep(commit.session_id, head)
         if self._checkpointer is not None:
             self._checkpointer.poke()
         if chetana is not None and type(commit.chetana) is dict:

@@ -19,6 +19,7 @@ from soul.records import MemoryEntry, MessageRecord, SessionInfo, Snapshot
 from soul.store.connection import Connection
 from soul.store.database import dicts
 from soul.store.export import SESSION_COLUMNS
+from soul.store.heads import Head, Heads, data_version
 from soul.store.logs import dumps
 
 __all__ = ["Reading", "Seen", "SeenSessions", "decoded_meta", "message_record", "session_info"]
@@ -184,6 +185,9 @@ class Reading:
     _write: Callable[..., Any]
     _chetana_written: dict[str, tuple[str, Any]]
     _seen: SeenSessions
+    _heads: Heads
+    _writes: int
+    _checkpointer: Any  # SQLite's (soul.store.database.Checkpointer); None on PostgreSQL
 
     def snapshot(
         self, session_id: str, *, recent: int = 20, ttl_hours: float | None = None
@@ -202,12 +206,15 @@ class Reading:
         row = None
         if seen is not None and seen.recent == recent:
             with self._lock, self._damage_reported():
-                row = self._conn.execute(_SNAPSHOT_HEAD, (session_id,)).fetchone()
+                # the head this store's last commit left, if nothing was written since (SQLite)
+                row = self._heads.kept(self._conn, session_id, self._writes) if self._checkpointer else None
+                if row is None:
+                    row = self._head(self._conn, session_id)
             if row is not None and (row[-2], row[-1]) != (seen.commit, seen.memory_count):
                 row = None  # changed since: read it all again, in one transaction
         if row is None:
             with self._read() as conn:
-                row = conn.execute(_SNAPSHOT_HEAD, (session_id,)).fetchone()
+                row = self._head(conn, session_id)
                 if row is None:
                     raise SessionNotFound(f"no session {session_id!r}")
                 last_commit, memory_count = row[-2:]
@@ -232,6 +239,17 @@ class Reading:
             chetana=self._chetana(session_id, chetana_json),
             last_user_model_check=seen.check,
         )
+
+    def _head(self, conn: Connection, session_id: str) -> tuple[Any, ...] | None:
+        """The session's snapshot head, read (None: no such session); on SQLite kept with the
+        data version read just before it (`soul.store.heads`). Under the store's lock."""
+        if self._checkpointer is None:
+            return conn.execute(_SNAPSHOT_HEAD, (session_id,)).fetchone()  # type: ignore[no-any-return]
+        version = data_version(conn)
+        row = conn.execute(_SNAPSHOT_HEAD, (session_id,)).fetchone()
+        if row is not None:
+            self._heads.keep(session_id, Head(tuple(row), version, self._writes))
+        return row  # type: ignore[no-any-return]
 
     def _read_rows(self, conn: Connection, session_id: str, recent: int, last_commit: int) -> Seen:
         """The session's working memory, last `recent` messages and last user-model check,

@@ -44,6 +44,7 @@ from soul.store.dialect import Dialect, dialect_of
 from soul.store.due import Due
 from soul.store.export import SESSION_COLUMNS, Export
 from soul.store.forks import Forks
+from soul.store.heads import Heads
 from soul.store.migrations import migrate
 from soul.store.minds import Minds
 from soul.store.notify import Notices
@@ -77,6 +78,10 @@ class SessionStore(Reading, Commits, UserModels, Export, Transfer, Minds, Notice
         self._chetana_written: dict[str, tuple[str, Any]] = {}
         # each session's working memory and recent messages, decoded (store/reading.py: Seen)
         self._seen = SeenSessions()
+        # each session's snapshot head while nothing changed it (SQLite: store/heads.py), and
+        # the count of this store's write transactions it is checked against
+        self._heads = Heads()
+        self._writes = 0
         # WAL checkpoints are SQLite's; PostgreSQL runs its own.
         self._checkpointer = (
             Checkpointer(soul_home.db_path(home)) if isinstance(conn, sqlite3.Connection) else None
@@ -185,6 +190,7 @@ class SessionStore(Reading, Commits, UserModels, Export, Transfer, Minds, Notice
 
         def attempt() -> T:
             with self._lock:
+                self._writes += 1  # (a kept snapshot head is read again after any write)
                 self._conn.execute("BEGIN IMMEDIATE")
                 try:
                     result = body(self._conn)
@@ -287,6 +293,7 @@ class SessionStore(Reading, Commits, UserModels, Export, Transfer, Minds, Notice
         if not self._write(body):
             raise SessionNotFound(f"no session {session_id!r}")
         self._seen.drop(session_id)  # what the store kept of it, decoded
+        self._heads.drop(session_id)
         self._chetana_written.pop(session_id, None)
         if soul_home.valid_session_id(session_id):
             folder = soul_home.session_logs_dir(session_id, self.home)

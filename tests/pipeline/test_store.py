@@ -740,8 +740,9 @@ def test_the_checkpoint_thread_is_woken_by_what_the_wal_holds_not_by_its_size(
 def test_a_turn_is_one_write_transaction_and_a_snapshot_over_kept_rows_one_statement(store: SessionStore) -> None:
     # what a turn costs the store in statements (each a round through the driver and SQLite):
     # the commit reads what it checks in its first statement, writes each table once, and the
-    # logs' cursor moves after the lines are appended; the next snapshot, its rows kept, is
-    # the session's head alone
+    # logs' cursor moves after the lines are appended; the next snapshot, its rows and head
+    # kept (nothing written since the commit: soul.store.heads), asks only whether another
+    # connection wrote
     info = store.create_session("claudius", "ann", initial_state={"k": 0})
     store.commit(turn_commit(info.id, 0, 0))
     store.snapshot(info.id)
@@ -763,4 +764,54 @@ def test_a_turn_is_one_write_transaction_and_a_snapshot_over_kept_rows_one_state
         "INSERT INTO chetana", "INSERT INTO traces", "UPDATE sessions SET", "COMMIT",
         "UPDATE sessions SET",
     ]
-    assert len(ran) == 1 and ran[0].startswith("SELECT id, soul, user")
+    assert ran == ["PRAGMA data_version"]
+    # another write of the store (here a user model reverted) and the head is read again
+    store.revert_user_model("claudius", "ann", 1)
+    store.connection.set_trace_callback(ran.append)
+    ran.clear()
+    try:
+        store.snapshot(info.id)
+    finally:
+        store.connection.set_trace_callback(None)
+    assert [" ".join(sql.split()[:3]) for sql in ran] == ["PRAGMA data_version", "SELECT id, soul,"]
+
+
+def same_snapshot(mine: Any, theirs: Any) -> bool:
+    """Two snapshots of a session alike in all a turn reads of them."""
+    return all(getattr(mine, f) == getattr(theirs, f) for f in (
+        "session", "state", "user_model", "user_model_version", "memory", "recent", "chetana",
+        "last_user_model_check"))
+
+
+@sqlite_only
+def test_a_kept_head_is_what_a_fresh_read_gives_after_every_kind_of_write(store: SessionStore) -> None:
+    # a snapshot after this store's own commit takes the head the commit worked out (no read):
+    # after commits writing each part or none, a write of another session, a user model of the
+    # same user written beside it and another connection's commit, it is what a store that
+    # kept nothing reads
+    info = store.create_session("claudius", "ann", initial_state={"k": 0})
+    beside = store.create_session("claudius", "ann")
+    store.commit(turn_commit(info.id, 0, 0))
+    store.snapshot(info.id)  # (read: kept from here)
+    changes: list[dict[str, Any]] = [
+        {"user_model": UserModelChange("# v1", "n"), "chetana": {"c": 1}},
+        {"state": None},  # nothing but messages
+        {"memory": (MemoryEntry("default", "userMessage", "hi"),), "state": {"k": 2}},
+        {"chetana": {"c": 2, "f": 0.30000000000000004}},
+    ]
+    turn = 1
+    for n, change in enumerate(changes * 2):
+        store.commit(turn_commit(info.id, turn, turn, **change))
+        turn += 1
+        assert same_snapshot(store.snapshot(info.id), fresh_snapshot(store, info.id))
+        if n == 1:  # a write of this store for another session of the same user
+            store.commit(turn_commit(beside.id, 0, 0, user_model=UserModelChange("# beside", "n")))
+        if n == 3:  # another connection commits to this very session
+            with SessionStore.open(store.home) as other:
+                other.commit(turn_commit(info.id, turn, turn, user_model=UserModelChange("# other", "n")))
+            turn += 1
+        if n == 5:  # ... and to the other session, a user model of the same user again
+            with SessionStore.open(store.home) as other:
+                other.commit(turn_commit(beside.id, 1, 1, user_model=UserModelChange("# other 2", "n")))
+        assert same_snapshot(store.snapshot(info.id), fresh_snapshot(store, info.id))
+    assert store.snapshot(info.id).user_model_version == 5  # two of its own, three beside
