@@ -14,11 +14,9 @@ approximate index's order of summation was never numpy's either).
 from __future__ import annotations
 
 import numpy as np
-from numba import boolean, float32, float64, int32, int64, njit, types, uint8, void
+from numba import boolean, float32, float64, int32, int64, njit, uint8, void
 
-# a store's flags column (a bytearray, read in place: a call holds the GIL, so no writer
-# resizes it meanwhile, and no view of it outlives the call)
-FLAGS = types.ByteArray(uint8, 1, "C")
+from .columns import FLAGS  # a store's flags column, read in place
 
 __all__ = ["dense_values", "drop_deleted", "merge_candidates", "nearest_rows", "pool_relevance", "row_signals", "weighted_calibrated"]
 

@@ -7,16 +7,14 @@ without fastmath), so the scores are the same bit for bit.
 from __future__ import annotations
 
 import numpy as np
-from numba import float32, float64, int64, njit, types, uint8
+from numba import float32, float64, int64, njit
 
 __all__ = ["boost_members", "inhibition", "live_rows", "top_order"]
 
-# a store's flags column (a bytearray, read in place: a call holds the GIL, so no writer
-# resizes it meanwhile, and no view of it outlives the call)
-_FLAGS = types.ByteArray(uint8, 1, "C")
+from .columns import FLAGS  # a store's flags column, read in place
 
 
-@njit(int64(int64[::1], _FLAGS, int64, int64[::1]), cache=True)
+@njit(int64(int64[::1], FLAGS, int64, int64[::1]), cache=True)
 def live_rows(rows: np.ndarray, flags: bytearray, deleted: int,
               out: np.ndarray) -> int:  # pragma: no cover - compiled
     """The positions of ``rows`` that are store rows (not -1) without the flag ``deleted``

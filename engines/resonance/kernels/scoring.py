@@ -24,7 +24,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import boolean, float64, int32, int64, njit, types, uint8, uint32, void
+from numba import boolean, float64, int32, int64, njit, types, void
+
+from .columns import gather_columns  # (read through this module by its callers)
 
 __all__ = ["CORE", "base_level", "confidence", "core", "decayed", "gather_columns",
            "gather_histories", "guard", "guard_rows", "key_sets", "relevance", "sigmoid", "spacing",
@@ -391,30 +393,3 @@ def key_sets(key_of: np.ndarray, rows: np.ndarray, ids: np.ndarray,
         if i == 0 or k > hi:
             hi = k
     return m, lo, hi
-
-
-_DOUBLES = types.PyArray(float64, 1, "C")  # a State's array("d") column, read in place
-_COUNTS = types.PyArray(uint32, 1, "C")  # its array("I") columns
-_BYTES = types.ByteArray(uint8, 1, "C")  # its bytearray columns
-
-
-@njit(boolean(_DOUBLES, _COUNTS, _COUNTS, _DOUBLES, _DOUBLES, _DOUBLES, _BYTES, int64[::1],
-              float64[:, ::1], int64[::1]), cache=True)
-def gather_columns(created, access_count, n, last_active, mu, var, kind, rows, numbers,
-                   kinds) -> bool:  # pragma: no cover - compiled
-    """The scored rows' numeric columns into the rows of ``numbers`` (created, access count,
-    observations, last active, mu, var, as float64) and their kind codes into ``kinds``;
-    False, unfinished, if a row is past a column (a writer between two appends)."""
-    for i in range(rows.shape[0]):
-        r = rows[i]
-        if not (0 <= r < len(created) and r < len(access_count) and r < len(n)
-                and r < len(last_active) and r < len(mu) and r < len(var) and r < len(kind)):
-            return False
-        numbers[0, i] = created[r]
-        numbers[1, i] = access_count[r]
-        numbers[2, i] = n[r]
-        numbers[3, i] = last_active[r]
-        numbers[4, i] = mu[r]
-        numbers[5, i] = var[r]
-        kinds[i] = kind[r]
-    return True
