@@ -80,7 +80,7 @@ class Commits:
     _descriptors: Descriptors
     _chetana_written: dict[str, tuple[str, Any]]
     _seen: SeenSessions
-    _heads: Heads
+    _heads: Heads | None  # None on PostgreSQL
     _writes: int
     home: Path
 
@@ -135,6 +135,7 @@ class Commits:
         # the session row: three statements in one.
         holds_all = dialect.serialised
         head = _head(dialect, commit.user_model is not None)
+        heads = self._heads  # (SQLite's: the snapshot head this commit leaves, soul.store.heads)
 
         def body(conn: Connection) -> tuple[int, int, int, dict[str, Any], str, int, SessionInfo, Head | None] | int:
             row = conn.execute(head, (commit.session_id,)).fetchone()
@@ -253,7 +254,7 @@ class Commits:
             # the session as listed after it (what `SessionStore.session` would read now)
             after = (listed[0], listed[1], listed[2], turn, listed[4], now, *listed[6:])
             # and its snapshot head, worked out from the one kept (SQLite: soul.store.heads)
-            kept = None if not holds_all else self._heads.after_commit(
+            kept = None if heads is None else heads.after_commit(
                 sid, self._writes, after, state, chetana,
                 (version, model.text) if model is not None and version is not None else None,
                 cid, len(commit.memory))
@@ -286,7 +287,7 @@ class Commits:
     ) -> Applied:
         """After the transaction: the checkpoint poked, the commit's lines appended."""
         cursor, previous, cid, event, event_json, turn, info, head = applied
-        if head is not None:  # the next snapshot takes it unless something is written first
+        if head is not None and self._heads is not None:  # the next snapshot takes it unless something is written first
             self._heads.keep(commit.session_id, head)
         if self._checkpointer is not None:
             self._checkpointer.poke()

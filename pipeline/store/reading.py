@@ -185,9 +185,8 @@ class Reading:
     _write: Callable[..., Any]
     _chetana_written: dict[str, tuple[str, Any]]
     _seen: SeenSessions
-    _heads: Heads
+    _heads: Heads | None  # None on PostgreSQL
     _writes: int
-    _checkpointer: Any  # SQLite's (soul.store.database.Checkpointer); None on PostgreSQL
 
     def snapshot(
         self, session_id: str, *, recent: int = 20, ttl_hours: float | None = None
@@ -207,7 +206,8 @@ class Reading:
         if seen is not None and seen.recent == recent:
             with self._lock, self._damage_reported():
                 # the head this store's last commit left, if nothing was written since (SQLite)
-                row = self._heads.kept(self._conn, session_id, self._writes) if self._checkpointer else None
+                heads = self._heads
+                row = heads.kept(self._conn, session_id, self._writes) if heads is not None else None
                 if row is None:
                     row = self._head(self._conn, session_id)
             if row is not None and (row[-2], row[-1]) != (seen.commit, seen.memory_count):
@@ -243,12 +243,13 @@ class Reading:
     def _head(self, conn: Connection, session_id: str) -> tuple[Any, ...] | None:
         """The session's snapshot head, read (None: no such session); on SQLite kept with the
         data version read just before it (`soul.store.heads`). Under the store's lock."""
-        if self._checkpointer is None:
+        heads = self._heads
+        if heads is None:
             return conn.execute(_SNAPSHOT_HEAD, (session_id,)).fetchone()  # type: ignore[no-any-return]
         version = data_version(conn)
         row = conn.execute(_SNAPSHOT_HEAD, (session_id,)).fetchone()
         if row is not None:
-            self._heads.keep(session_id, Head(tuple(row), version, self._writes))
+            heads.keep(session_id, Head(tuple(row), version, self._writes))
         return row  # type: ignore[no-any-return]
 
     def _read_rows(self, conn: Connection, session_id: str, recent: int, last_commit: int) -> Seen:

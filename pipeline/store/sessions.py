@@ -78,9 +78,9 @@ class SessionStore(Reading, Commits, UserModels, Export, Transfer, Minds, Notice
         self._chetana_written: dict[str, tuple[str, Any]] = {}
         # each session's working memory and recent messages, decoded (store/reading.py: Seen)
         self._seen = SeenSessions()
-        # each session's snapshot head while nothing changed it (SQLite: store/heads.py), and
-        # the count of this store's write transactions it is checked against
-        self._heads = Heads()
+        # each session's snapshot head while nothing changed it (SQLite only: store/heads.py),
+        # and the count of this store's write transactions it is checked against
+        self._heads: Heads | None = Heads() if isinstance(conn, sqlite3.Connection) else None
         self._writes = 0
         # WAL checkpoints are SQLite's; PostgreSQL runs its own.
         self._checkpointer = (
@@ -293,7 +293,8 @@ class SessionStore(Reading, Commits, UserModels, Export, Transfer, Minds, Notice
         if not self._write(body):
             raise SessionNotFound(f"no session {session_id!r}")
         self._seen.drop(session_id)  # what the store kept of it, decoded
-        self._heads.drop(session_id)
+        if self._heads is not None:
+            self._heads.drop(session_id)
         self._chetana_written.pop(session_id, None)
         if soul_home.valid_session_id(session_id):
             folder = soul_home.session_logs_dir(session_id, self.home)
