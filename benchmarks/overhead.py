@@ -272,9 +272,9 @@ def claudius_turn(folder: Path, turns: int, *, repeated: bool = False) -> tuple[
 
         return wrapper
 
-    def keep(c: Any) -> Any:
+    def keep(c: Any, **how: Any) -> Any:
         commits.append(c)
-        return commit(c)
+        return commit(c, **how)
 
     builder.build = timed("render", build)  # type: ignore[method-assign]
     soul.runtime.turn.calls.extract_sections = timed("parse", extract)

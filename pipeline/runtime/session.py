@@ -291,17 +291,26 @@ class Session:
             more["chetana"] = chetana_state
             events = ts.cognition.event_records()
         commit, reply = build_commit(snapshot, ts, self._order, kind, trace, reply, events, **more)
-        applied = store.apply(commit)
-        if ts.cognition is not None and chetana_state is not None:
-            # stored: the controller goes on next turn if the state read back is this one
-            self._kept = ts.cognition.keep(chetana_state)
-        turn = applied.turn
-        self.info = applied.session or store.session(self.id)  # as the transaction left it
-        if mind is not None and self.work is not None:  # the next cycle sees what this turn said
-            mind.observe_turn(observed_in(commit.messages, reply, kind))
-            self.work.after_turn()
-        use = recall_use(plan.blueprint.memory, plan.turn.steps, ts.outputs, [c.raw for c in ts.calls], reply, text)
-        await self._remember(items, ts.recalled, use, applied.commit_id)  # written after the reply, in a worker thread
+        # the JSONL lines go with the memory writes, after the reply, when there is a memory to
+        # write to (its worker thread runs anyway); else in the commit, as every store commit does
+        applied = store.apply(commit, logs_later=services.memory is not None)
+        logs = applied.pending_logs
+        try:
+            if ts.cognition is not None and chetana_state is not None:
+                # stored: the controller goes on next turn if the state read back is this one
+                self._kept = ts.cognition.keep(chetana_state)
+            turn = applied.turn
+            self.info = applied.session or store.session(self.id)  # as the transaction left it
+            if mind is not None and self.work is not None:  # the next cycle sees what this turn said
+                mind.observe_turn(observed_in(commit.messages, reply, kind))
+                self.work.after_turn()
+            use = recall_use(plan.blueprint.memory, plan.turn.steps, ts.outputs, [c.raw for c in ts.calls], reply, text)
+            # written after the reply, in a worker thread
+            await self._remember(items, ts.recalled, use, applied.commit_id, logs)
+            logs = None  # handed to the writes
+        finally:
+            if logs is not None:  # not handed to them (an error after the commit): appended here
+                logs()
         spontaneous = kind == "spontaneous"
         if emit is not None:
             if reply or not spontaneous:  # a spontaneous turn that stays silent shows nothing
@@ -331,11 +340,12 @@ class Session:
                 emit(SubprocessFinished(name, True))
 
     async def _remember(self, items: list[dict[str, Any]], recalled: Sequence[str] = (), use: RecallUse | None = None,
-                        commit: int | None = None) -> None:
+                        commit: int | None = None, logs: Callable[[], None] | None = None) -> None:
         """Write the turn's memories and log its recalls as accesses; the turn is already
         committed, so a failure here is logged, not raised (the turn stands; the memory is
         lost and the log says so). A turn that failed never gets here: its recalls log nothing.
         With `memory.learn`, `use` (which recalled memories the turn used) is fed back too.
+        `logs`: the commit's JSONL lines, appended first (`Applied.pending_logs`).
 
         Remembering embeds and extracts entities (CPU-bound, seconds on a long text), so it
         runs in a worker thread, and the turn returns without waiting for it: every read of
@@ -346,9 +356,11 @@ class Session:
         if memory is None:
             if items:
                 log.warning("session %s: %d memory item(s) dropped: these services have no memory bridge", self.id, len(items))
+            if logs is not None:
+                logs()
             return
-        if recalled or use is not None or items:  # one trip to a worker thread for all three
-            writing = memory.writes.submit(self.id, partial(write_turn, memory, self.id, items, recalled, use, commit))
+        if recalled or use is not None or items or logs is not None:  # one trip to a worker thread for all
+            writing = memory.writes.submit(self.id, partial(write_turn, memory, self.id, items, recalled, use, commit, logs))
             if memory.leased:
                 await asyncio.wrap_future(writing)
             else:

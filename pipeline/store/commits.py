@@ -1,6 +1,7 @@
 """Committing a turn: one write transaction per `Commit`, compare-and-set on the session's turn
-count (read under SQLite's BEGIN IMMEDIATE lock, or PostgreSQL's row lock on the session), then the JSONL mirror written from the same data (and repaired from the
-database after a crash between the two). The commit side of `SessionStore` (a mixin over its
+count (read under SQLite's BEGIN IMMEDIATE lock, or PostgreSQL's row lock on the session), then
+its JSONL lines written from the same data (`soul.store.mirror`: repaired from the database
+after a crash between the two), or handed back to be written later (`logs_later`). The commit side of `SessionStore` (a mixin over its
 connection and transactions, like `UserModels` and `Export`).
 
 A background process's cycle (kind "cycle") runs beside the turns: it is not checked against
@@ -10,17 +11,15 @@ the turn count and does not advance it; it is stamped with the count read in its
 from __future__ import annotations
 
 import functools
-import logging
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from soul.errors import SessionNotFound, StaleTurn, StoreError
 from soul.records import Commit, SessionInfo
-from soul.store import home as soul_home
 from soul.store import logs, notify
 from soul.store.connection import Connection
 from soul.store.database import Checkpointer
@@ -30,11 +29,10 @@ from soul.store.export import SESSION_COLUMNS
 from soul.store.heads import Head, Heads
 from soul.store.logs import dumps
 from soul.store.minds import write_cycle_rows
+from soul.store.mirror import Mirror
 from soul.store.partitions import check_fence
 from soul.store.reading import SeenSessions
 from soul.store.redaction import could_hold_secrets, redact_commit, secrets
-
-log = logging.getLogger(__name__)
 
 COMMIT_KINDS = ("message", "spontaneous", "subprocess", "cycle")
 
@@ -68,7 +66,7 @@ def _texts(commit: Commit) -> Iterator[str]:
         yield summary.summary
 
 
-class Commits:
+class Commits(Mirror):
     """Applying turns and mirroring them to the JSONL logs."""
 
     _conn: Connection
@@ -89,14 +87,18 @@ class Commits:
         `apply`, which also says the commit's id)."""
         return self.apply(commit, once=once).turn
 
-    def apply(self, commit: Commit, *, once: bool = False) -> Applied:
+    def apply(self, commit: Commit, *, once: bool = False, logs_later: bool = False) -> Applied:
         """Apply a turn's changes in one transaction; its new turn number and commit id.
 
         Refused with StaleTurn unless the session's turn count equals `commit.base_turn`
         (subprocess commits keep the count but check it all the same). A cycle commit is not
         checked and returns the turn count it was stamped with. The JSONL logs are appended
-        after the transaction, from the same data. Every text and JSON field is redacted first
-        (`redact_commit`): a key quoted in a prompt or reply is stored nowhere.
+        after the transaction, from the same data — or, with `logs_later`, when the caller calls
+        `Applied.append_logs` (in any thread: a session does it in the worker thread that writes
+        the turn's memories, after the reply); until then they lag the database by this commit,
+        as after a crash, and any later commit of the session (or `repair_logs`, or the next open)
+        appends them. Every text and JSON field is redacted first (`redact_commit`): a key quoted
+        in a prompt or reply is stored nowhere.
 
         `once=True` (cycle commits only) makes a cycle idempotent by (session, process, cycle
         number): if that cycle is already stored, nothing is written and the turn count it was
@@ -260,6 +262,11 @@ class Commits:
                 cid, len(commit.memory))
             return cursor, previous, cid, event, event_json, turn, SessionInfo(*after), kept
 
+        if logs_later:  # the mirror takes the folder's lock and reads the cursor when it runs
+            applied = self._write(body)
+            if isinstance(applied, int):
+                return Applied(applied, 0)
+            return self._mirrored(commit, applied, now, metas, chetana, None, later=True)
         # The logs' folder is locked before the transaction, so the cursor it reads stays true
         # until the lines are appended (no second read); a session's first commit makes the
         # folder after it, and locks it then.
@@ -284,8 +291,11 @@ class Commits:
         metas: list[str],
         chetana: str | None,
         writer: logs.Writer | None,
+        *,
+        later: bool = False,
     ) -> Applied:
-        """After the transaction: the checkpoint poked, the commit's lines appended."""
+        """After the transaction: the checkpoint poked, the commit's lines appended (`later`:
+        handed back to be appended by the caller, `Applied.append_logs`)."""
         cursor, previous, cid, event, event_json, turn, info, head = applied
         if head is not None and self._heads is not None:  # the next snapshot takes it unless something is written first
             self._heads.keep(commit.session_id, head)
@@ -300,93 +310,11 @@ class Commits:
             written[commit.session_id] = (chetana, commit.chetana)
         # the session's rows as its next snapshot reads them back (`soul.store.reading.Seen`)
         self._seen.committed(commit.session_id, previous, cid, commit.memory, commit.messages, now)
-        lines = logs.commit_lines(
-            cid, turn, now, event, commit.messages,
-            cycle=commit.cycle, process=commit.process, mood=commit.mood,
-            summaries=commit.summaries,
-            # the rows' JSON, spliced into the lines (a meta that is not a dict is written as
-            # `dict(meta)` there, so only dicts' JSON is the same text)
-            metas=metas if all(type(m.meta) is dict for m in commit.messages) else None,
-            event_json=event_json,
-        )
-        try:
-            self._mirror(commit.session_id, _Just(previous, cid, lines), writer, cursor)
-        except OSError as error:
-            # The turn is committed; the mirror catches up on the next commit or open.
-            log.warning("session %s: logs not written yet (%s)", commit.session_id, error)
+        mirror = functools.partial(self._append_lines, commit, previous, cid, turn, now, event, metas, event_json)
+        if later:
+            return Applied(turn, cid, info, mirror)
+        mirror(writer, cursor)
         return Applied(turn, cid, info)
-
-    # -- the JSONL mirror ------------------------------------------------------------------
-
-    def repair_logs(self, session_id: str | None = None) -> list[str]:
-        """Write the log lines of commits not yet mirrored (after a crash); the sessions fixed."""
-        query = (
-            "SELECT id FROM sessions s WHERE logged_commit <"
-            " (SELECT coalesce(max(c.id), 0) FROM commits c WHERE c.session_id = s.id)"
-        )
-        with self._lock:
-            if session_id is None:
-                ids = [r[0] for r in self._conn.execute(query)]
-            else:
-                ids = [r[0] for r in self._conn.execute(query + " AND id = ?", (session_id,))]
-        for sid in ids:
-            self._mirror(sid)
-        return ids
-
-    def _mirror(
-        self, session_id: str, just: _Just | None = None, writer: logs.Writer | None = None,
-        cursor: int | None = None,
-    ) -> None:
-        """Append the lines of the session's commits past the logs' cursor, and move it on.
-
-        Under the folder lock, so two processes never write the same commit twice: `writer`
-        when the caller holds it already (with `cursor`, read while it held it), else taken
-        here (and the cursor read under it).
-        """
-        if writer is None:
-            held = self._descriptors.hold(self._log_folder(session_id), create=True)
-            assert held is not None  # (made on demand)
-            with held:
-                self._mirror_held(session_id, just, held, None)
-        else:
-            self._mirror_held(session_id, just, writer, cursor)
-
-    def _mirror_held(self, session_id: str, just: _Just | None, writer: logs.Writer, cursor: int | None) -> None:
-        with self._lock:
-            if cursor is None:
-                row = self._conn.execute(
-                    "SELECT logged_commit FROM sessions WHERE id = ?", (session_id,)
-                ).fetchone()
-                if row is None:  # deleted meanwhile
-                    return
-                cursor = row[0]
-            if writer.dirty:
-                writer.truncate_after(cursor)
-            if just is not None and just.previous == cursor:
-                # The usual case: everything before this commit is mirrored; no re-read.
-                lines, upto = just.lines, just.commit
-            else:
-                lines, upto = logs.pending_lines(self._conn, session_id, cursor)
-            if upto > cursor:
-                writer.mark_dirty()
-                writer.append(lines)
-                # one statement, its own transaction (the connection is in autocommit mode)
-                with self._damage_reported():
-                    dialect_of(self._conn).retry(lambda: self._conn.execute(
-                        "UPDATE sessions SET logged_commit = ? WHERE id = ? AND logged_commit < ?",
-                        (upto, session_id, upto),
-                    ))
-            writer.mark_clean()
-
-    def _log_folder(self, session_id: str) -> Path:
-        """The session's log folder (its path worked out once per session; made when locked)."""
-        folders = self._log_folders
-        found = folders.get(session_id)
-        if found is None:
-            if len(folders) >= 4096:
-                folders.clear()
-            found = folders[session_id] = soul_home.session_logs_dir(session_id, self.home)
-        return found
 
 
 _MESSAGE_COLUMNS = ("layer", "tag", "step", "verb", "content", "meta")
@@ -430,18 +358,17 @@ def _check_cycle(commit: Commit) -> None:
 @dataclass(frozen=True)
 class Applied:
     """A commit as the store applied it: the session's turn number after it, its id (0 when
-    `once=True` found the cycle stored already and wrote nothing), and the session as listed
-    after it (None when nothing was written)."""
+    `once=True` found the cycle stored already and wrote nothing), the session as listed
+    after it (None when nothing was written), and, when it was applied with `logs_later`, what
+    appends its JSONL lines (`append_logs`)."""
 
     turn: int
     commit_id: int
     session: SessionInfo | None = None
+    pending_logs: Callable[[], None] | None = field(default=None, repr=False, compare=False)
 
-
-@dataclass(frozen=True)
-class _Just:
-    """The commit just made, so its log lines need not be read back from the database."""
-
-    previous: int  # the session's commit before it (0 for none)
-    commit: int
-    lines: list[logs.LogLine]
+    def append_logs(self) -> None:
+        """Append the commit's JSONL lines, if `apply(..., logs_later=True)` left them (at
+        most once has effect: the logs' cursor says what is appended; an error is logged)."""
+        if self.pending_logs is not None:
+            self.pending_logs()

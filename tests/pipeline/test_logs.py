@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from soul.records import Commit, MessageRecord, MoodRecord, SummaryRecord
 from soul.store import logs
+from soul.store.commits import Applied
 from soul.store.home import session_logs_dir
 from soul.store.sessions import SessionStore
 
@@ -518,3 +519,54 @@ def test_a_store_dropped_without_close_leaves_no_log_descriptors_open() -> None:
         del store
     gc.collect()
     assert not any(p.startswith(str(home)) for p in open_descriptors())
+
+
+def test_logs_later_appends_a_commits_lines_only_when_asked_and_once(soul_home: Path) -> None:
+    # a commit applied with logs_later leaves its lines to `append_logs` (a session calls it in
+    # its memory writes' thread, after the reply); a commit of the session before that appends
+    # them first, from the database, and the late call then adds nothing
+    with SessionStore.open() as store:
+        info = store.create_session("claudius", "ann")
+        store.commit(a_turn(info.id, 0))
+        first = store.apply(a_turn(info.id, 1), logs_later=True)
+        assert actual_logs(info.id) != expected_logs(store, info.id)  # turn 1's lines wait
+        first.append_logs()
+        assert actual_logs(info.id) == expected_logs(store, info.id)
+        first.append_logs()  # once only
+        assert actual_logs(info.id) == expected_logs(store, info.id)
+        late = store.apply(a_turn(info.id, 2), logs_later=True)
+        store.commit(a_turn(info.id, 3))  # appends turn 2's lines with its own
+        assert actual_logs(info.id) == expected_logs(store, info.id)
+        late.append_logs()
+        assert actual_logs(info.id) == expected_logs(store, info.id)
+        assert store.commit(a_turn(info.id, 4)) == 5 and store.repair_logs() == []
+        assert Applied(1, 1).append_logs() is None  # (a commit applied at once: nothing to do)
+
+
+def test_a_sessions_turns_append_their_lines_after_the_reply_and_even_after_a_late_failure(
+    soul_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a soul with a memory hands its turn's lines to the memory writes' thread: settled, the
+    # files hold every commit's lines; an error after the commit still appends them
+    from souls import claudius_reply
+
+    import soul
+    import soul.runtime.session
+    from soul.providers.scripted import ScriptedProvider
+
+    s = soul.load("claudius", provider=ScriptedProvider([claudius_reply()] * 4), home=soul_home)
+    session = s.session(user="ada")
+    session.turn_sync("Hi, I'm Ada.")
+    session.turn_sync("I build compilers.")
+    assert s.store.session(session.id).turns == 2
+    assert actual_logs(session.id) == expected_logs(s.store, session.id)
+
+    def fail(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("after the commit")
+
+    monkeypatch.setattr(soul.runtime.session, "recall_use", fail)
+    with pytest.raises(RuntimeError, match="after the commit"):
+        session.turn_sync("And parsers.")
+    assert s.store.session(session.id).turns == 3  # committed before the failure
+    assert actual_logs(session.id) == expected_logs(s.store, session.id)
+    s.close()

@@ -124,10 +124,16 @@ def _resolve(done: Future[None], work: Callable[[], None]) -> None:
 
 
 def write_turn(memory: Any, session: str, items: list[dict[str, Any]], recalled: Sequence[str],
-               use: RecallUse | None, commit: int | None) -> None:
+               use: RecallUse | None, commit: int | None, logs: Callable[[], None] | None = None) -> None:
     """A committed turn's writes to `memory` (its `MemoryBridge`; `Session._remember` submits
-    them): its recalls logged as accesses, the use of what it recalled fed back, its memories
-    remembered. Each part's failure is logged, not raised: the turn stands."""
+    them): its JSONL lines appended (`logs`, the store's `Applied.pending_logs`), its recalls
+    logged as accesses, the use of what it recalled fed back, its memories remembered. Each
+    part's failure is logged, not raised: the turn stands."""
+    if logs is not None:
+        try:
+            logs()
+        except Exception:  # (an OSError is the store's to log: this is anything else)
+            log.exception("session %s: appending the turn's log lines failed", session)
     if recalled:
         try:
             memory.touch(recalled)
