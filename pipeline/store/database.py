@@ -8,12 +8,9 @@ checkpoints run on a thread of their own so no commit waits on their fsync.
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
-import os
 import random
 import sqlite3
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -26,9 +23,8 @@ T = TypeVar("T")
 
 BUSY_TIMEOUT_MS = 10_000
 RETRY_SECONDS = 60.0  # overall patience for a write that keeps meeting SQLITE_BUSY
-CHECKPOINT_BYTES = 4 << 20  # WAL size that wakes the checkpoint thread (SQLite's default: 4 MB)
-CHECKPOINT_EVERY = 8  # commits between two looks at the WAL (a typical turn adds ~100 KB)
-_WAL_INDEX_VERSION = 3007000  # the wal-index header's iVersion that walformat.html describes
+CHECKPOINT_BYTES = 4 << 20  # SQLite's own checkpoint (the backstop) at four times this; its default: 4 MB
+CHECKPOINT_EVERY = 32  # commits between two checkpoints (a typical turn adds ~100 KB of WAL)
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -91,11 +87,18 @@ class Checkpointer:
     A checkpoint copies the WAL back into the database and syncs it: ~1-100 ms on a real disk,
     which SQLite's automatic checkpoint would charge to every ~100th commit. PASSIVE never
     blocks writers or readers, here or in another process.
+
+    The thread is woken every `CHECKPOINT_EVERY`th commit, by count. It was woken by what the
+    wal-index header said was not yet copied back, read from the -shm file with a descriptor
+    of its own — and closing that descriptor released every POSIX lock this process held on
+    the file (fcntl locks belong to the process and the file, not the descriptor), SQLite's
+    among them: its "dead-man switch" lock tells another process that the wal-index is in use,
+    so a process opening the database next took it for unused and rebuilt it under a live
+    connection (writers died of SIGBUS on the truncated mapping, or an index lost entries:
+    https://sqlite.org/howtocorrupt.html, 2.2). The store opens none of SQLite's files itself.
     """
 
     def __init__(self, db: Path) -> None:
-        self._wal = Path(f"{db}-wal")
-        self._shm = f"{db}-shm"
         self._db = db
         self._wake = threading.Event()
         self._closed = False
@@ -103,51 +106,16 @@ class Checkpointer:
         self._pokes = 0
 
     def poke(self) -> None:
-        """After a commit: wake the thread once the WAL holds more than the threshold not yet
-        copied back (looked at every `CHECKPOINT_EVERY`th commit: a few commits more before a
-        checkpoint change nothing; SQLite's own checkpoint, at four times the threshold, stays
-        the backstop)."""
+        """After a commit: wake the thread every `CHECKPOINT_EVERY`th (~3 MB of WAL at a
+        typical turn's ~100 KB; a checkpoint with less to copy costs less; SQLite's own
+        checkpoint, at four times the threshold, stays the backstop)."""
         self._pokes += 1
-        if (self._pokes - 1) % CHECKPOINT_EVERY:  # the first, the 9th, the 17th, ...
+        if self._pokes % CHECKPOINT_EVERY or self._closed:
             return
-        pending = self._pending()
-        if pending is None:  # no wal-index to read: the WAL file's size, which only grows
-            try:
-                pending = self._wal.stat().st_size
-            except OSError:
-                return
-        if pending > CHECKPOINT_BYTES and not self._closed:
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="soul-checkpoint", daemon=True
-                )
-                self._thread.start()
-            self._wake.set()
-
-    def _pending(self) -> int | None:
-        """Bytes of WAL frames not yet copied back into the database, from the wal-index
-        header in the -shm file (https://sqlite.org/walformat.html: mxFrame less nBackfill);
-        None when it cannot be read or is not the version described there. The WAL file's
-        size cannot tell: a restarted WAL is written again from its start, and the file keeps
-        its size (up to `journal_size_limit`), so a size check wakes the thread after every
-        commit once the WAL has once grown past the threshold."""
-        try:
-            fd = os.open(self._shm, os.O_RDONLY)
-            try:
-                head = os.pread(fd, 100, 0)
-            finally:
-                os.close(fd)
-        except OSError:
-            return None
-        if len(head) < 100 or head[:48] != head[48:96]:  # not there yet, or being written
-            return None
-        number = functools.partial(int.from_bytes, byteorder=sys.byteorder)
-        if number(head[0:4]) != _WAL_INDEX_VERSION or not head[12]:  # iVersion, isInit
-            return None
-        page = number(head[14:16])  # szPage: 1 means 65536
-        page = 65536 if page == 1 else page
-        frames, backfilled = number(head[16:20]), number(head[96:100])
-        return max(0, frames - backfilled) * (page + 24)  # a frame: its 24-byte header and page
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="soul-checkpoint", daemon=True)
+            self._thread.start()
+        self._wake.set()
 
     def _run(self) -> None:
         conn = sqlite3.connect(self._db, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
