@@ -10,6 +10,7 @@ the turn count and does not advance it; it is stamped with the count read in its
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 from collections.abc import Callable, Iterator
@@ -262,23 +263,19 @@ class Commits(Mirror):
                 cid, len(commit.memory))
             return cursor, previous, cid, event, event_json, turn, SessionInfo(*after), kept
 
-        if logs_later:  # the mirror takes the folder's lock and reads the cursor when it runs
-            applied = self._write(body)
-            if isinstance(applied, int):
-                return Applied(applied, 0)
-            return self._mirrored(commit, applied, now, metas, chetana, None, later=True)
         # The logs' folder is locked before the transaction, so the cursor it reads stays true
         # until the lines are appended (no second read); a session's first commit makes the
-        # folder after it, and locks it then.
-        try:
-            writer = self._descriptors.hold(self._log_folder(commit.session_id), create=False)
-        except OSError:
-            writer = None  # the mirror tries again after the commit, and says why it cannot
+        # folder after it, and locks it then. Lines appended later (`logs_later`) take the lock
+        # and read the cursor when they are appended.
+        writer = None
+        if not logs_later:  # (an OSError: the mirror tries again after the commit, and says why it cannot)
+            with contextlib.suppress(OSError):
+                writer = self._descriptors.hold(self._log_folder(commit.session_id), create=False)
         try:
             applied = self._write(body)
             if isinstance(applied, int):  # once=True, and this cycle was already stored
                 return Applied(applied, 0)
-            return self._mirrored(commit, applied, now, metas, chetana, writer)
+            return self._mirrored(commit, applied, now, metas, chetana, writer, later=logs_later)
         finally:
             if writer is not None:
                 writer.release()
