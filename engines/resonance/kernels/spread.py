@@ -95,16 +95,27 @@ def _lower_bound(a, x):  # pragma: no cover - compiled
     return lo
 
 
+# The argument types the spreading kernels share, in their order (each kernel's signature is
+# its own: numba compiles and caches it, so every call site passes exactly these types)
+_GRAPH = (
+    int64[::1], int32[::1], float32[::1],  # main CSR
+    int32[::1], int32[::1], float32[::1],  # delta: src (sorted), dst, w
+    int32[::1], uint8[::1],  # degree, is_entity (per node)
+)
+_SPREADING = (float32, float32, int64, float32)  # decay, cutoff, max_hops, hub_power
+_WORK = (
+    float32[::1], int32[::1], int32[::1],  # act (in: zeros), hops (in: -1), touched (out)
+    int32[::1], int32[::1], int32[::1], float32[::1],  # mark (in: -1), frontier, nxt, values
+)
+_CANDIDATES = (
+    int64[::1], float32, int64,  # candidate nodes (-1: none), threshold, limit
+    float64[::1], int64[::1],  # out: each candidate's activation and hop
+    int32[::1], float32[::1], int32[::1],  # out: the strongest others' nodes, act., hops
+)
+
+
 @njit(
-    int64(
-        int64[::1], int32[::1], float32[::1],  # main CSR
-        int32[::1], int32[::1], float32[::1],  # delta: src (sorted), dst, w
-        int32[::1], uint8[::1],  # degree, is_entity (per node)
-        int32[::1], float32[::1],  # seed nodes, seed values
-        float32, float32, int64, float32,  # decay, cutoff, max_hops, hub_power
-        float32[::1], int32[::1], int32[::1],  # act (in: zeros), hops (in: -1), touched (out)
-        int32[::1], int32[::1], int32[::1], float32[::1],  # mark (in: -1), frontier, nxt, values
-    ),
+    int64(*_GRAPH, int32[::1], float32[::1], *_SPREADING, *_WORK),  # (seed nodes, seed values)
     cache=True,
     nogil=True,
 )
@@ -189,18 +200,7 @@ def spread_activation(indptr, indices, weights, d_src, d_dst, d_w, degree, is_en
 
 
 @njit(
-    types.UniTuple(int64, 2)(
-        int64[::1], int32[::1], float32[::1],  # main CSR
-        int32[::1], int32[::1], float32[::1],  # delta: src (sorted), dst, w
-        int32[::1], uint8[::1],  # degree, is_entity (per node)
-        int32[::1], float32[::1],  # seed nodes, seed values
-        float32, float32, int64, float32,  # decay, cutoff, max_hops, hub_power
-        float32[::1], int32[::1], int32[::1],  # act (in: zeros), hops (in: -1), touched
-        int32[::1], int32[::1], int32[::1], float32[::1],  # mark (in: -1), frontier, nxt, values
-        int64[::1], float32, int64,  # candidate nodes (-1: none), threshold, limit
-        float64[::1], int64[::1],  # out: each candidate's activation and hop
-        int32[::1], float32[::1], int32[::1],  # out: the strongest others' nodes, act., hops
-    ),
+    types.UniTuple(int64, 2)(*_GRAPH, int32[::1], float32[::1], *_SPREADING, *_WORK, *_CANDIDATES),
     cache=True,
     nogil=True,
 )
@@ -304,17 +304,10 @@ def seed_nodes(relevance, nodes, n_nodes, top, strength, out_nodes,
 
 @njit(
     types.UniTuple(int64, 4)(
-        int64[::1], int32[::1], float32[::1],  # main CSR
-        int32[::1], int32[::1], float32[::1],  # delta: src (sorted), dst, w
-        int32[::1], uint8[::1],  # degree, is_entity (per node)
+        *_GRAPH,
         float64[::1], int64[::1], int64, int64, float64,  # seeds: relevance and node per
         # candidate, n_nodes, top, strength
-        float32, float32, int64, float32,  # decay, cutoff, max_hops, hub_power
-        float32[::1], int32[::1], int32[::1],  # act (in: zeros), hops (in: -1), touched
-        int32[::1], int32[::1], int32[::1], float32[::1],  # mark (in: -1), frontier, nxt, values
-        int64[::1], float32, int64,  # candidate nodes (-1: none), threshold, limit
-        float64[::1], int64[::1],  # out: each candidate's activation and hop
-        int32[::1], float32[::1], int32[::1],  # out: the strongest others' nodes, act., hops
+        *_SPREADING, *_WORK, *_CANDIDATES,
     ),
     cache=True,
     nogil=True,
