@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -69,7 +70,10 @@ def coerce(var: StateVar, text: str) -> tuple[Any, str | None]:
         if var.type == "integer":
             return int(text), None
         if var.type == "number":
-            return float(text), None
+            number = float(text)
+            if not math.isfinite(number):  # `nan`, `inf`: no number a state can compare or store as JSON
+                return None, f"state key '{var.name}': {text!r} is not a finite number"
+            return number, None
         if var.type == "boolean":
             from soul.sections import parse_bool
 

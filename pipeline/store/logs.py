@@ -27,11 +27,15 @@ below the cursor before rewriting the missing commits: nothing lost, nothing dup
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, NamedTuple, Protocol
+
+import orjson
+from orjson import dumps as _ORJSON
 
 from soul.store.connection import Connection
 
@@ -102,26 +106,74 @@ def line(
     return data
 
 
-_CHECKED = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-_STRING = json.encoder.encode_basestring  # the string escaper it uses (C, when built)
+_STRING = json.encoder.encode_basestring  # the string escaper the standard library uses (C, when built)
+# The standard library's encoder, refusing NaN and the infinities (`_standard` writes them as null)
+_CHECKED = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 # The same C encoder without the check for circular references (the id of every dict and list
 # put in and taken out of a dict: ~10% of a trace's encoding); None without the accelerator.
 _CHUNKS = json.encoder.c_make_encoder and json.encoder.c_make_encoder(
-    None, json.JSONEncoder().default, _STRING, None, ":", ",", False, False, True
+    None, json.JSONEncoder().default, _STRING, None, ":", ",", False, False, False
 )
+# orjson, as strict as the standard library is (a dataclass or a datetime is not JSON to it)
+_STRICT = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
 
 
 def dumps(value: Any) -> str:
-    """Compact JSON, as every column of the store and every log line keeps it: UTF-8 text (not
-    \\u escapes), no spaces; what `json.dumps(value, ensure_ascii=False, separators=(",",
-    ":"))` writes, and raises."""
-    if _CHUNKS is None:
-        return _CHECKED(value)
-    try:
-        return "".join(_CHUNKS(value, 0))
-    except RecursionError:  # a value that holds itself: encoded checked, for its ValueError
-        return _CHECKED(value)
+    """Compact standard JSON, as every column of the store and every log line keeps it: UTF-8
+    text (not \\u escapes), no spaces; what `json.dumps(value, ensure_ascii=False,
+    separators=(",", ":"))` writes, and raises, but for two things. A NaN or an infinity (which
+    JSON has no number for: `json.dumps` writes `NaN`, which JSON.parse, jq and PostgreSQL's
+    json refuse) is written as null. A float below 1e-4 may be written in another notation of
+    the same number (`0.00001` for `1e-05`): it reads back as the very same float.
 
+    orjson writes it (a claudius turn's commit encodes ~16 KB: 3.4x faster than the standard
+    library's C encoder, which spent ~0.4 µs on every float's repr); what orjson does not take —
+    a key that is not a string, an int past 64 bits, a lone surrogate, nesting past 254 levels,
+    a value that holds itself, a type that is not JSON — the standard library's encoder writes
+    or refuses, as before."""
+    try:
+        return _ORJSON(value, option=_STRICT).decode()
+    except TypeError:  # (orjson.JSONEncodeError is one)
+        return _standard(value)
+
+
+def _standard(value: Any) -> str:
+    """`dumps` by the standard library's encoder (what orjson does not take)."""
+    try:
+        if _CHUNKS is None:
+            return _CHECKED(value)
+        try:
+            return "".join(_CHUNKS(value, 0))
+        except RecursionError:  # a value that holds itself: encoded checked, for its ValueError
+            return _CHECKED(value)
+    except ValueError as error:
+        if not str(error).startswith("Out of range float"):
+            raise
+    return _CHECKED(_finite(value, set()))
+
+
+def _finite(value: Any, path: set[int]) -> Any:
+    """`value` with every NaN and infinity in it null (a float key: its `json.dumps` name), as
+    plain dicts and lists; a value that holds itself is refused as `json.dumps` refuses it."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict | list | tuple):
+        if id(value) in path:
+            raise ValueError("Circular reference detected")
+        path.add(id(value))
+        try:
+            if isinstance(value, dict):
+                return {_finite_key(k): _finite(v, path) for k, v in value.items()}
+            return [_finite(v, path) for v in value]
+        finally:
+            path.discard(id(value))
+    return value
+
+
+def _finite_key(key: Any) -> Any:
+    if isinstance(key, float) and not math.isfinite(key):
+        return "NaN" if key != key else ("Infinity" if key > 0 else "-Infinity")
+    return key
 
 
 def encode(data: Mapping[str, Any]) -> str:

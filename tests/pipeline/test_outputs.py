@@ -234,3 +234,15 @@ def test_an_allowed_value_is_the_first_that_reads_alike_as_one_by_one(written: s
     one_by_one = next((option for option in allowed if _normalise(option) == _normalise(written)), None)
     for _ in range(2):  # the allowed values normalised on the first read, kept after
         assert _match(written, allowed) == _match(written, list(allowed)) == one_by_one
+
+
+@pytest.mark.parametrize("written", ["nan", "NaN", "inf", "-Infinity", "1e999"])
+def test_a_number_state_key_refuses_what_is_no_finite_number(written: str) -> None:
+    # float() reads these; JSON has no number for them, and no comparison in a `when:` means
+    # anything with NaN: the update is a problem, and the key keeps its value
+    from soul.language import StateVar
+    from soul.steps.soul_state import coerce
+
+    value, problem = coerce(StateVar("temperature", "number", 0.0), written)
+    assert value is None and problem == f"state key 'temperature': {written!r} is not a finite number"
+    assert coerce(StateVar("temperature", "number", 0.0), "36.6") == (36.6, None)

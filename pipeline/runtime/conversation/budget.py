@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib.resources import files
+from itertools import filterfalse
 from typing import Any
 
 from soul.errors import BudgetExceeded
@@ -68,10 +69,11 @@ def pieces(text: str) -> int:
     found = _TOKENS.findall(text)
     if text.isascii():
         return len(found)
-    total = 0  # byte-level tokenizers take at most one token per UTF-8 byte
-    for piece in found:
-        total += 1 if piece.isascii() else len(piece.encode("utf-8", "surrogatepass"))
-    return total
+    # byte-level tokenizers take at most one token per UTF-8 byte: an ASCII piece counts one,
+    # another its bytes (told and joined by passes in C: a reply with one dash in it had a
+    # Python step per piece, every turn it was in the history)
+    wide = "".join(filterfalse(str.isascii, found))
+    return sum(map(str.isascii, found)) + len(wide.encode("utf-8", "surrogatepass"))
 
 
 def with_margin(counted: int) -> int:
