@@ -123,7 +123,9 @@ class Commit:
     user_model: UserModelChange | None = None
     memory: tuple[MemoryEntry, ...] = ()
     chetana: dict[str, Any] | None = None  # the serialised Chetana controller (None: unchanged)
-    trace: dict[str, Any] = field(default_factory=dict)  # the turn's trace, JSON-safe
+    # the turn's trace: JSON data, or a dataclass of JSON data with a `to_dict()` (a turn's
+    # `soul.runtime.Trace`, whose fields the store encodes as they stand: `soul.store.logs.dumps_fields`)
+    trace: dict[str, Any] | Any = field(default_factory=dict)
     kind: Literal["message", "spontaneous", "subprocess", "cycle"] = "message"
     # A background process's cycle (kind "cycle"), or the cycle a turn saw (None: no process)
     process: str | None = None

@@ -28,7 +28,7 @@ from soul.store.descriptors import Descriptors
 from soul.store.dialect import Dialect, dialect_of, insert_rows
 from soul.store.export import SESSION_COLUMNS
 from soul.store.heads import Head, Heads
-from soul.store.logs import dumps
+from soul.store.logs import dumps, dumps_fields
 from soul.store.minds import write_cycle_rows
 from soul.store.mirror import Mirror
 from soul.store.partitions import check_fence
@@ -44,7 +44,7 @@ def _serialised(commit: Commit) -> tuple[str | None, str | None, str, list[str],
     return (
         dumps(commit.state) if commit.state is not None else None,
         dumps(commit.chetana) if commit.chetana is not None else None,
-        dumps(commit.trace),
+        dumps_fields(commit.trace),
         [dumps(m.meta) if m.meta else "{}" for m in commit.messages],
         [dumps(m.meta) if m.meta else "{}" for m in commit.memory],
         dumps(list(commit.remember)) if commit.remember is not None else None,

@@ -137,6 +137,19 @@ def dumps(value: Any) -> str:
         return _standard(value)
 
 
+def dumps_fields(value: Any) -> str:
+    """`dumps(value.to_dict())` of a dataclass of JSON data (a turn's trace, `Commit.trace`),
+    without making the dict: orjson reads the fields (nested dataclasses, tuples as arrays, as
+    `dataclasses.asdict` makes them); what it does not take is encoded from `to_dict()`. A dict
+    is `dumps`'s."""
+    if type(value) is dict:
+        return dumps(value)
+    try:
+        return _ORJSON(value).decode()
+    except TypeError:
+        return dumps(value.to_dict())
+
+
 def _standard(value: Any) -> str:
     """`dumps` by the standard library's encoder (what orjson does not take)."""
     try:

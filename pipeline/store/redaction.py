@@ -167,7 +167,7 @@ def redact_commit(commit: Commit, known: list[str] | None = None) -> Commit:
         ),
         memory=tuple(replace(m, content=text(m.content), meta=data(m.meta)) for m in commit.memory),
         chetana=data(commit.chetana),
-        trace=data(commit.trace),
+        trace=data(commit.trace if type(commit.trace) is dict else commit.trace.to_dict()),
         mood=(
             replace(commit.mood, mood=text(commit.mood.mood), criteria=text(commit.mood.criteria))
             if commit.mood is not None

@@ -608,3 +608,20 @@ def test_a_sessions_turns_append_their_lines_after_the_reply_and_even_after_a_la
     assert s.store.session(session.id).turns == 3  # committed before the failure
     assert actual_logs(session.id) == expected_logs(s.store, session.id)
     s.close()
+
+
+def test_a_trace_is_encoded_from_its_fields_as_from_its_dict() -> None:
+    # a turn's commit carries its Trace, not `to_dict()`'s copy (issue 26): the store encodes
+    # the fields as they stand, and what orjson does not take goes through the dict
+    from soul.providers.base import Message
+    from soul.runtime.events import CallTrace, StepTrace, Trace
+
+    call = CallTrace(0, "local", ("think", "reply"), (Message("system", "Be brief."), Message("user", "hi")), "<reply>yo</reply>",
+                     1, 12, 3, 0.25, budget={"window": 8000, "used": 12.5}, cut=({"part": "history", "turns": 2},))
+    step = StepTrace("reply", "external_dialogue", "ran", {"reply": "yo", "verb": None, "score": float("nan")}, ("flag",), None, 1e-05)
+    trace = Trace(3, "message", "hi", (step,), (call,), 1.5, 2.25, ({"event": "mood", "valence": 0.1},))
+    assert logs.dumps_fields(trace) == logs.dumps(trace.to_dict())
+    assert json.loads(logs.dumps_fields(trace))["steps"][0]["outputs"]["score"] is None
+    odd = Trace(4, "message", "hi", (StepTrace("a", "k", "ran", {1: 2 ** 70}),))  # a key orjson refuses
+    assert logs.dumps_fields(odd) == logs.dumps(odd.to_dict()) == json.dumps(odd.to_dict(), separators=(",", ":"))
+    assert logs.dumps_fields({"a": 1}) == '{"a":1}'

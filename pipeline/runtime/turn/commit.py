@@ -56,7 +56,7 @@ def build_commit(snapshot: Snapshot, ts: TurnState, order: Sequence[str], kind: 
         state=dict(ts.ctx.state) if state_changed else None,
         user_model=user_model,
         memory=tuple(memory) + tuple(ts.folded),
-        trace=trace.to_dict(),
+        trace=trace,  # encoded by the store as it stands (`soul.store.logs.dumps_fields`)
         kind=kind,  # type: ignore[arg-type]
         summaries=tuple(ts.summaries),
         **fields,
