@@ -383,9 +383,10 @@ def machine() -> str:
 
 
 def _json(value: Any) -> str:
-    import json
+    """The JSON the store writes of `value` (a turn's Trace, or a dict)."""
+    from soul.store.logs import dumps_fields
 
-    return json.dumps(value, ensure_ascii=False)
+    return dumps_fields(value)
 
 
 def versions() -> str:
