@@ -96,8 +96,10 @@ class Descriptors:
                     kept = self._kept.setdefault(key, fresh)
                     if kept is fresh:
                         self._trim(key)
-                if kept is not fresh:  # another thread opened it first
-                    os.close(fd)
+                if kept is not fresh:  # another thread opened it first: this one closed, once
+                    # (by `close`, not os.close: `fresh.__del__` would close the number again,
+                    # by then another file's — a memory field's write lock, as it happened)
+                    fresh.close()
             kept.mutex.acquire()
             if kept.closed:  # closed meanwhile (trimmed, deleted): look again
                 kept.mutex.release()

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -538,6 +539,59 @@ def test_a_folder_opened_while_every_kept_one_is_in_use_is_held_not_closed_at_on
     third = kept.hold(tmp_path / "c", create=True)  # now the others are free: closed down to one
     assert third is not None
     third.release()
+    kept.close()
+
+
+def test_a_folder_two_threads_open_at_once_closes_the_spare_lock_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two threads opening one folder's lock at once (a turn's logs appended in the memory
+    # worker while the next commit takes the folder): the one that lost keeps the other's and
+    # closes its own. It closed the number twice (os.close, then its Kept's __del__ as `hold`
+    # returned), the second time another file's by then: a memory field's write lock, in `soul run`.
+    import fcntl
+    import types
+
+    from soul.store import descriptors
+    from soul.store.descriptors import Descriptors
+
+    kept = Descriptors()
+    folder = tmp_path / "session"
+    open_lock = logs.open_lock
+    raced: list[logs.Writer | None] = []
+    opened: list[int] = []
+    lost: list[int] = []
+
+    def racing(at: Path, *, create: bool) -> int | None:
+        fd = open_lock(at, create=create)
+        if not raced:  # the other thread opens and keeps the folder meanwhile
+            assert fd is not None
+            lost.append(fd)
+            raced.append(None)
+            other = threading.Thread(target=lambda: raced.append(kept.hold(at, create=True)))
+            other.start()
+            other.join(timeout=10)
+            writer = raced[-1]
+            assert writer is not None
+            writer.release()
+        return fd
+
+    def flock(fd: int, how: int) -> None:
+        # once the other thread has the folder: a file opened now takes the number the loser let go of
+        if len(raced) > 1 and not opened:
+            spare = os.open(tmp_path / "another", os.O_CREAT | os.O_RDWR)  # (the lowest number free)
+            if spare != lost[0]:
+                os.dup2(spare, lost[0])
+                os.close(spare)
+            opened.append(lost[0])
+        fcntl.flock(fd, how)
+
+    monkeypatch.setattr(descriptors.logs, "open_lock", racing)
+    monkeypatch.setattr(descriptors, "fcntl", types.SimpleNamespace(flock=flock, LOCK_EX=fcntl.LOCK_EX, LOCK_UN=fcntl.LOCK_UN))
+    writer = kept.hold(folder, create=True)  # lost the race: the other's descriptors, its own closed
+    assert writer is not None
+    writer.release()
+    assert opened
+    os.fstat(opened[0])  # still open: the lost lock was closed once
+    os.close(opened[0])
     kept.close()
 
 
