@@ -293,8 +293,15 @@ class Association:
     def _credit(self, ranked: list[tuple[str, int]], draw: Draw | None) -> None:
         """Keep the draw that surfaced each memory (id, rank), the latest `_CREDITS` only:
         evicting once after the batch keeps what evicting after each one kept (the
-        least recently credited go first either way)."""
+        least recently credited go first either way). A query with no draw (the learner
+        off) credits nothing: its memories only lose the draw an earlier query kept for them
+        (`credit` pops the same nothing), and a field that never learned keeps no entries."""
         credits = self._credits
+        if draw is None:
+            if credits:
+                for memory_id, _ in ranked:
+                    credits.pop(memory_id, None)
+            return
         for memory_id, rank in ranked:
             credits[memory_id] = (draw, rank)
             credits.move_to_end(memory_id)

@@ -206,6 +206,24 @@ def test_feedback_credits_the_learners_draw(field: Field) -> None:
     assert field.get(m).confidence.n >= 1
 
 
+def test_feedback_credits_only_the_draw_of_the_last_query_that_surfaced_a_memory(field: Field) -> None:
+    # a query without a draw (the learner off) takes the earlier draw's credit away, as it
+    # always did, and keeps nothing of its own: a field that never learned keeps no entries
+    m = field.remember("The spare key hides under the third flower pot")
+    for text in DISTRACTORS:
+        field.remember(text)
+    field.resonate("where is the spare key", k=1)
+    assert not field.association._credits  # no draw, nothing kept
+    field.resonate("where is the spare key", k=1, learn=True)
+    field.resonate("where is the spare key", k=1, learn=False)
+    before = field.learner.state()
+    field.feedback(m, useful=True)
+    assert field.learner.state() == before  # the last query had no draw: nothing credited
+    field.resonate("where is the spare key", k=1, learn=True)
+    field.feedback(m, useful=True)
+    assert field.learner.state() != before
+
+
 def test_unknown_phase_or_option_is_a_config_error(field: Field) -> None:
     field.remember("The train to Lisbon leaves from platform nine")
     with pytest.raises(ConfigError, match="phase"):
