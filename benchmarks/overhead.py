@@ -384,7 +384,10 @@ def machine() -> str:
 
 def _json(value: Any) -> str:
     """The JSON the store writes of `value` (a turn's Trace, or a dict)."""
-    from soul.store.logs import dumps_fields
+    try:
+        from soul.store.logs import dumps_fields
+    except ImportError:  # a soulgraph before it (this script runs beside older commits): a dict
+        from soul.store.logs import dumps as dumps_fields
 
     return dumps_fields(value)
 
