@@ -98,7 +98,7 @@ class Descriptors:
                         self._trim(key)
                 if kept is not fresh:  # another thread opened it first: this one closed, once
                     # (by `close`, not os.close: `fresh.__del__` would close the number again,
-                    # by then another file's — a memory field's write lock, as it happened)
+                    # by then whatever file reused it: a log, a memory field's WAL lock, SQLite's)
                     fresh.close()
             kept.mutex.acquire()
             if kept.closed:  # closed meanwhile (trimmed, deleted): look again
