@@ -200,8 +200,7 @@ print(json.dumps(n))
 
 BUSY_WRITER = """
 import soul.store.database
-soul.store.database.CHECKPOINT_EVERY = 1  # every commit wakes the checkpoint thread, and
-soul.store.database.CHECKPOINT_BYTES = 0  # whatever it would look at first says "wake"
+soul.store.database.CHECKPOINT_EVERY = 1  # every commit wakes the checkpoint thread
 sid = store.create_session("claudius", name).id
 end, n = time.time() + args["seconds"], 0
 while time.time() < end:
