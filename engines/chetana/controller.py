@@ -168,6 +168,13 @@ class ChetanaController(Subsystem):
             self._steering(affect, intentions),
         )
 
+    def steering(self, affect: Affect | None = None) -> list[str]:
+        """The steering suggestions of the current state — what `context().steering` holds —
+        without building the focus and the self-assessment (a host that shows only affect and
+        steering need not pay for them). ``affect``: the state's affect, if the caller has it."""
+        return self._steering(self.bhava.state if affect is None else affect,
+                              self._sankalpa.get_active_intentions())
+
     def _eager_context(self) -> ChetanaContext:
         # The context built at once (the reference the lazy one is tested against).
         affect = self.bhava.state

@@ -54,6 +54,7 @@ class Analysis:
     constant: Any = None
     is_constant: bool = False
     includes: tuple[tuple[str, int, bool], ...] = ()  # (name, line, ignore missing): include/import/extends
+    computed_include: bool = False  # an include/import/extends whose name is computed: what it reads is not knowable
     private: tuple[tuple[str, int], ...] = ()  # (attribute, line): `__x` reads the sandbox refuses
     refused: tuple[Refusal, ...] = ()  # (line, message, hint, near): fails whenever it runs (refusals.py)
     name_lines: tuple[tuple[str, int], ...] = ()  # (name, the first line reading it), for every name read
@@ -126,6 +127,16 @@ def _includes(tree: nodes.Node) -> tuple[tuple[str, int, bool], ...]:
     return tuple(found)
 
 
+def _computed_include(tree: nodes.Node) -> bool:
+    """Whether an include/import/extends names its template by an expression (not constants)."""
+    for node in tree.find_all((nodes.Include, nodes.Import, nodes.FromImport, nodes.Extends)):
+        target = node.template
+        names = [target] if isinstance(target, nodes.Const) else list(target.items) if isinstance(target, nodes.List | nodes.Tuple) else None
+        if names is None or not all(isinstance(n, nodes.Const) and isinstance(n.value, str) for n in names):
+            return True
+    return False
+
+
 def _private(tree: nodes.Node) -> tuple[tuple[str, int], ...]:
     """Python internals the sandbox refuses (`x.__class__`): a SecurityError when rendered.
     (`x._key` may be a mapping's key, which the sandbox allows, so only `__` names count.)"""
@@ -188,7 +199,7 @@ def analyse_template(text: str) -> Analysis:
         if not (unknown and (exc.message or "").startswith(("No filter named", "No test named"))):
             return Analysis(frozenset(), (), error=exc.message or str(exc), error_line=exc.lineno or 1)
     names = _undeclared(tree, env)
-    return Analysis(names, _dedupe(_refs(tree)), includes=_includes(tree),
+    return Analysis(names, _dedupe(_refs(tree)), includes=_includes(tree), computed_include=_computed_include(tree),
                     private=_private(tree), refused=refused, name_lines=_name_lines(tree, names))
 
 

@@ -359,6 +359,21 @@ def test_a_template_reads_the_outputs_of_earlier_calls(write_blueprint, soul_hom
     assert "You were thinking (mused): cats are great" in provider.requests[1].messages[0].content
 
 
+def test_a_template_including_one_that_reads_the_turn_is_rendered_each_turn(write_blueprint, soul_home: Path) -> None:  # type: ignore[no-untyped-def]
+    # a template that reads only `soul` and `params` is rendered once a soul (issue 26); what
+    # it includes is read too: an include reading the turn made it stale from the second turn
+    path = write_blueprint(
+        "soul: t\nversion: 1\nsteps:\n  reply: {uses: external_dialogue, template: reply.j2}\n",
+        **{"reply.j2": "{% include 'part.j2' %}\n", "part.j2": "Turn number {{ turn.number }}\n"},
+    )
+    provider = ScriptedProvider(["<external_dialogue>a</external_dialogue>", "<external_dialogue>b</external_dialogue>"])
+    session = soul.load(path, provider=provider, home=soul_home).session()
+    session.turn_sync("hi")
+    session.turn_sync("again")
+    assert "Turn number 1" in provider.requests[0].messages[0].content
+    assert "Turn number 2" in provider.requests[1].messages[0].content
+
+
 def test_a_subprocess_template_reads_the_turns_steps(write_blueprint, soul_home: Path) -> None:  # type: ignore[no-untyped-def]
     path = write_blueprint(
         "soul: t\nversion: 1\nsteps:\n  reply: {uses: external_dialogue}\n"

@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from soul.errors import ChetanaError, SoulError
 from soul.records import MessageRecord
+
+if TYPE_CHECKING:
+    from soul.compiler import Plan
 
 # Phrases that mark a message as a correction of what the soul said or did.
 _CORRECTION = re.compile(
@@ -71,6 +74,55 @@ def _content(outputs: Mapping[str, Any]) -> str:
     return _ENCODE(shown)
 
 
+# The kinds of this package that run without a model and read `chetana` from their variables,
+# and the parts they read: a recall weighs its memories by the affect (steps/memory.py).
+_LOCAL_READS = {"memory.recall": frozenset({"affect"})}
+
+
+def reads_whole_context(plan: Plan, template_reads: Callable[[str], frozenset[str]]) -> bool:
+    """Whether a turn of `plan` may read more of Chetana's context than its affect and
+    steering (which the runtime reads itself: a recall's affect, the prompt's steering) —
+    anything that could: a template reading `chetana` (`template_reads`: the names a template
+    reads, its includes' too), a `when:` or a parameter naming it, a step kind without a
+    model call that is not one of this package's known readers (a plugin kind sees every
+    variable). Decided once a plan: without it, `Cognition.begin` builds neither the focus
+    nor the self-assessment."""
+    if plan.blueprint.tools or plan.blueprint.mcp:  # tool arguments are templates too
+        return True
+    for _, scope, _ in plan.scopes():
+        if scope.gate is not None and scope.gate.when and "chetana" in scope.gate.when:
+            return True
+        for step in scope.steps.values():
+            kind = step.kind
+            if step.gate is not None and step.gate.when and "chetana" in step.gate.when:
+                return True
+            if _names_chetana(step.params):
+                return True
+            if step.llm:
+                name = step.template or kind.template
+                if name is not None and "chetana" in template_reads(name):
+                    return True
+            elif not kind.__module__.startswith("soul.steps.") or (
+                    "chetana" in kind.inputs and _LOCAL_READS.get(kind.name, _EVERY_PART) - _RUNTIME_PARTS):
+                return True
+    return False
+
+
+_RUNTIME_PARTS = frozenset({"affect", "steering"})
+_EVERY_PART = frozenset({"affect", "focus", "self_assessment", "intentions", "steering"})
+
+
+def _names_chetana(value: Any) -> bool:
+    """Whether a `with:` value (a template parameter, maybe) holds the word `chetana`."""
+    if isinstance(value, str):
+        return "chetana" in value
+    if isinstance(value, Mapping):
+        return any(_names_chetana(k) or _names_chetana(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(_names_chetana(v) for v in value)
+    return False
+
+
 @dataclass(frozen=True)
 class Kept:
     """A session's controller between turns: the `chetana:` block it was built from, the
@@ -92,13 +144,17 @@ class Cognition:
     events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
     @classmethod
-    def begin(cls, block: Mapping[str, Any], state: Mapping[str, Any] | None, text: str, kept: Kept | None = None) -> Cognition:
+    def begin(cls, block: Mapping[str, Any], state: Mapping[str, Any] | None, text: str, kept: Kept | None = None,
+              *, whole: bool = True) -> Cognition:
         """Restore (or create) the controller and run `before_turn` on the input.
 
         `kept`: the controller the session's last turn ended with and the state it stored
         (`keep`); when the state read back is that state, the controller goes on instead
         of a restore (it rested: it is what the restore would build, as a property test
-        pins), which spares each turn Chetana's restore."""
+        pins), which spares each turn Chetana's restore. `whole`: the context holds focus,
+        self-assessment and intentions too; without, only affect and steering (what the
+        runtime itself reads: `reads_whole_context` says when nothing else is read), and
+        the focus and self-assessment are never built."""
         from soul.engines.chetana import ChetanaController
 
         events: list[tuple[str, dict[str, Any]]] = []
@@ -119,8 +175,13 @@ class Cognition:
         with _ChetanaErrors(doing="the turn's input"):
             context = controller.before_turn(text or None, correction=correction)
             if correction:  # felt when read: this turn's prompt is built with it
+                del context  # unread: the controller's gate need not build it before the change
                 context = controller.after_user_correction()
-        data = context.to_dict()
+        if whole:
+            data = context.to_dict()
+        else:  # the context handed out is dropped unread: the controller's gate builds nothing
+            affect = context.affect
+            data = {"affect": affect._asdict(), "steering": controller.steering(affect)}
         data["correction"] = correction
         return cls(controller, data, correction, block, events)
 

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from soul.compiler import CallPlan, Plan, ScopePlan, Unit
 from soul.providers import PriceTable, Provider
 from soul.runtime.bridges import Cognition, Kept, MemoryBridge
+from soul.runtime.bridges.chetana import reads_whole_context
 from soul.runtime.conversation import budget_for
 from soul.runtime.tools import ToolBox
 from soul.runtime.turn.calls import BoundCall, CallShape
@@ -133,6 +134,8 @@ def services_for(
     blueprint, Chetana's starter when the blueprint enables Chetana, and what is passed in."""
     builder = PromptBuilder(plan.blueprint)
     block = plan.blueprint.chetana
-    chetana = partial(Cognition.begin, block) if block is not None and block.get("enabled", True) else None
+    chetana = None
+    if block is not None and block.get("enabled", True):
+        chetana = partial(Cognition.begin, block, whole=reads_whole_context(plan, builder.template_reads))
     tools = ToolBox(plan.blueprint) if plan.blueprint.tools or plan.blueprint.mcp else None
     return Services(builder, gates or GateEvaluator(builder.env), providers, memory, chetana, tools, prices)

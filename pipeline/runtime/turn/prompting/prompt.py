@@ -61,6 +61,7 @@ THIS_TURN = "## This Turn So Far"
 # what templates see (`soul.kinds.CONTEXT_NAMES` and `steps`), in `variables`' order
 NAMES = ("soul", "input", "turn", "state", "user_model", "memory", "chetana", "params", "steps", "mind")
 EVERY_NAME = frozenset(NAMES)  # (a gate sees only the names it reads)
+_STATIC_NAMES = frozenset(("soul", "params"))  # a template reading only these renders the same every turn
 
 
 class Variables(Mapping[str, Any]):
@@ -110,7 +111,7 @@ class PromptBuilder:
         self.blueprint = blueprint
         # one loader for every template: the blueprint's folder, then the built-in templates
         self.env = environment(blueprint.folder, templates=True)
-        self._static_templates: dict[str, bool] = {}
+        self._reads: dict[str, frozenset[str]] = {}  # template name -> the names it reads, its includes' too
         self._formats: dict[int, tuple[Sequence[PlannedStep], str]] = {}
         self._user_message: tuple[tuple[str, str, str], str] = (("", "", ""), "")
         self._turn: TurnParts | None = None  # what the calls of the last context's turn share
@@ -181,16 +182,34 @@ class PromptBuilder:
     def _static(self, step: PlannedStep) -> bool:
         """Whether a step's instructions read only `soul` and `params` (fixed for the soul)."""
         name = step.template or step.kind.template
-        if name is None:
-            return True
-        static = self._static_templates.get(name)
-        if static is None:
-            from soul.language import analyse_template
+        return name is None or self.template_reads(name) <= _STATIC_NAMES
 
-            assert self.env.loader is not None
+    def template_reads(self, name: str) -> frozenset[str]:
+        """The names template `name` reads, with those of every template it includes, imports or
+        extends (they render with its context); every name when one of them is named by an
+        expression, cannot be read or does not compile (rendering it says why)."""
+        found = self._reads.get(name)
+        if found is None:
+            found = self._reads[name] = self._reads_of(name, set())
+        return found
+
+    def _reads_of(self, name: str, seen: set[str]) -> frozenset[str]:
+        from soul.language import analyse_template
+
+        seen.add(name)
+        assert self.env.loader is not None
+        try:
             source = self.env.loader.get_source(self.env, name)[0]
-            static = self._static_templates[name] = analyse_template(source).names <= {"soul", "params"}
-        return static
+        except (TemplateError, BlueprintError, OSError):
+            return EVERY_NAME
+        analysis = analyse_template(source)
+        if analysis.error is not None or analysis.computed_include:
+            return EVERY_NAME
+        names = set(analysis.names)
+        for included, _, _ in analysis.includes:
+            if included not in seen:
+                names |= self._reads_of(included, seen)
+        return frozenset(names)
 
     def response_format(self, steps: Sequence[PlannedStep], ctx: TurnContext, earlier: Mapping[str, Any] | None = None) -> str:
         """The cognitive instructions: each step's sections with its instructions.
