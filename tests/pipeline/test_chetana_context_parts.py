@@ -12,7 +12,7 @@ import soul
 import soul.runtime.turn.services as services_module
 from soul.engines.chetana import ChetanaController
 from soul.providers.scripted import ScriptedProvider
-from soul.runtime.bridges.chetana import reads_whole_context
+from soul.runtime.bridges import reads_whole_context
 
 GARBAGE = "no sections at all"  # a reply that fails to parse, twice: the steps fail, frustration grows
 LINES = ("Let's fix the parser and write a test for it.", "No, I meant the lexer, not the parser.",

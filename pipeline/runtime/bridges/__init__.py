@@ -7,7 +7,7 @@ wraps Entelgia's dialogue engine (`DialogueRules`); `snapshots` turns a field in
 of a soul bundle and back.
 """
 
-from soul.runtime.bridges.chetana import Cognition, Kept, session_report
+from soul.runtime.bridges.chetana import Cognition, Kept, reads_whole_context, session_report
 from soul.runtime.bridges.dialogue import DialogueRules, resonance_embedder
 from soul.runtime.bridges.learning import RecallUse, recall_use
 from soul.runtime.bridges.memory import MemoryBridge, MemoryReader, field_errors, uses_memory
@@ -25,6 +25,7 @@ __all__ = [
     "Writes",
     "field_errors",
     "field_files",
+    "reads_whole_context",
     "recall_use",
     "recalls_input",
     "resonance_embedder",

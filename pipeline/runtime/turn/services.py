@@ -16,8 +16,7 @@ from typing import Any, Protocol
 
 from soul.compiler import CallPlan, Plan, ScopePlan, Unit
 from soul.providers import PriceTable, Provider
-from soul.runtime.bridges import Cognition, Kept, MemoryBridge
-from soul.runtime.bridges.chetana import reads_whole_context
+from soul.runtime.bridges import Cognition, Kept, MemoryBridge, reads_whole_context
 from soul.runtime.conversation import budget_for
 from soul.runtime.tools import ToolBox
 from soul.runtime.turn.calls import BoundCall, CallShape
