@@ -28,7 +28,7 @@ class MemoryRecall(StepKind):
     name = "memory.recall"
     description = "Recalls memories related to the input into a working-memory region."
     llm = False
-    inputs = ("input", "memory", "params")
+    inputs = ("input", "memory", "params", "chetana")  # chetana: its affect weighs the memories
     outputs = (
         Output("hits", "list", "the memories recalled, best first: id, text, score, kind, tags"),
         Output("text", "text", "the hits as text, one per line"),
