@@ -77,6 +77,8 @@ def _content(outputs: Mapping[str, Any]) -> str:
 # The kinds of this package that run without a model and read `chetana` from their variables,
 # and the parts they read: a recall weighs its memories by the affect (steps/memory.py).
 _LOCAL_READS = {"memory.recall": frozenset({"affect"})}
+_RUNTIME_PARTS = frozenset({"affect", "steering"})  # what the runtime reads itself (a recall, the prompt)
+_EVERY_PART = frozenset({"affect", "focus", "self_assessment", "intentions", "steering"})
 
 
 def reads_whole_context(plan: Plan, template_reads: Callable[[str], frozenset[str]]) -> bool:
@@ -108,18 +110,21 @@ def reads_whole_context(plan: Plan, template_reads: Callable[[str], frozenset[st
     return False
 
 
-_RUNTIME_PARTS = frozenset({"affect", "steering"})
-_EVERY_PART = frozenset({"affect", "focus", "self_assessment", "intentions", "steering"})
-
-
 def _names_chetana(value: Any) -> bool:
-    """Whether a `with:` value (a template parameter, maybe) holds the word `chetana`."""
-    if isinstance(value, str):
-        return "chetana" in value
-    if isinstance(value, Mapping):
-        return any(_names_chetana(k) or _names_chetana(v) for k, v in value.items())
-    if isinstance(value, list | tuple):
-        return any(_names_chetana(v) for v in value)
+    """Whether a `with:` value (a template parameter, maybe) holds the word `chetana` in a
+    string, a key or an item at any depth (walked with a stack: a plugin's nested value may
+    be as deep as YAML allows)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "chetana" in item:
+                return True
+        elif isinstance(item, Mapping):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
     return False
 
 
