@@ -114,8 +114,10 @@ _CHECKED = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan
 _CHUNKS = json.encoder.c_make_encoder and json.encoder.c_make_encoder(
     None, json.JSONEncoder().default, _STRING, None, ":", ",", False, False, False
 )
-# orjson, as strict as the standard library is (a dataclass or a datetime is not JSON to it)
+# orjson, as strict as the standard library is (a dataclass or a datetime is not JSON to it);
+# `dumps_fields` reads dataclasses, so only datetimes pass through to its fallback
 _STRICT = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+_FIELDS = orjson.OPT_PASSTHROUGH_DATETIME
 
 
 def dumps(value: Any) -> str:
@@ -130,7 +132,8 @@ def dumps(value: Any) -> str:
     library's C encoder, which spent ~0.4 µs on every float's repr); what orjson does not take —
     a key that is not a string, an int past 64 bits, a lone surrogate, nesting past 254 levels,
     a value that holds itself, a type that is not JSON — the standard library's encoder writes
-    or refuses, as before."""
+    or refuses, as before. Two types orjson writes that the standard library refused: a UUID
+    (as its text) and an enum member (as its value)."""
     try:
         return _ORJSON(value, option=_STRICT).decode()
     except TypeError:  # (orjson.JSONEncodeError is one)
@@ -145,7 +148,7 @@ def dumps_fields(value: Any) -> str:
     if type(value) is dict:
         return dumps(value)
     try:
-        return _ORJSON(value).decode()
+        return _ORJSON(value, option=_FIELDS).decode()
     except TypeError:
         return dumps(value.to_dict())
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
 import math
 import os
@@ -679,3 +680,6 @@ def test_a_trace_is_encoded_from_its_fields_as_from_its_dict() -> None:
     odd = Trace(4, "message", "hi", (StepTrace("a", "k", "ran", {1: 2 ** 70}),))  # a key orjson refuses
     assert logs.dumps_fields(odd) == logs.dumps(odd.to_dict()) == json.dumps(odd.to_dict(), separators=(",", ":"))
     assert logs.dumps_fields({"a": 1}) == '{"a":1}'
+    dated = Trace(5, "message", "hi", (StepTrace("a", "k", "ran", {"when": datetime.datetime(2026, 11, 29)}),))
+    with pytest.raises(TypeError, match="not JSON serializable"):  # as `dumps` of its dict refuses it
+        logs.dumps_fields(dated)
