@@ -39,9 +39,12 @@ FORMS = [
     (f"password=S3CRET\\ pw host=127.0.0.1 port={PORT}", ["S3CRET"]),
     (f"sslpassword={PW} host=127.0.0.1", [PW]),
 ]
+# the ids name the port PORT: a test's id must not change between collections (pytest-xdist's
+# workers each collect the suite and refuse ids that differ)
+IDS = [locator.replace(str(PORT), "PORT") for locator, _ in FORMS]
 
 
-@pytest.mark.parametrize(("locator", "hidden"), FORMS)
+@pytest.mark.parametrize(("locator", "hidden"), FORMS, ids=IDS)
 def test_masked_hides_every_form_of_password(locator: str, hidden: list[str]) -> None:
     shown = mask_passwords(locator)
     assert not any(h in shown for h in hidden), shown
@@ -67,7 +70,7 @@ def test_masked_blanks_a_known_password_quoted_alone() -> None:
     assert PW not in mask_passwords(message, f"postgresql://ann:{PW}%zz@h/db")
 
 
-@pytest.mark.parametrize(("locator", "hidden"), FORMS)
+@pytest.mark.parametrize(("locator", "hidden"), FORMS, ids=IDS)
 def test_opening_the_store_never_shows_the_password(locator: str, hidden: list[str], tmp_path: Path) -> None:
     with pytest.raises(StoreError) as caught:
         SessionStore.open(tmp_path, url=locator)
@@ -75,7 +78,8 @@ def test_opening_the_store_never_shows_the_password(locator: str, hidden: list[s
     assert not any(h in chain for h in hidden), chain
 
 
-@pytest.mark.parametrize(("locator", "hidden"), [FORMS[3], FORMS[6], FORMS[10], FORMS[12], FORMS[14]])
+@pytest.mark.parametrize(("locator", "hidden"), [FORMS[i] for i in (3, 6, 10, 12, 14)],
+                         ids=[IDS[i] for i in (3, 6, 10, 12, 14)])
 def test_soul_debug_prints_no_password(locator: str, hidden: list[str], tmp_path: Path) -> None:
     env = {**os.environ, "SOUL_STORE": locator, "SOUL_HOME": str(tmp_path)}
     for debug in ([], ["--debug"]):

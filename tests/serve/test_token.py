@@ -23,7 +23,9 @@ GOOD = secrets.token_urlsafe(32)
 
 @pytest.mark.parametrize("token", [
     "x", " ", "1234", "short-token", "1234567890123456", "aaaaaaaaaaaaaaaaaaaaaaaa",
-    "abababababababababababab", "correct horse battery staple", " " + GOOD, GOOD + "\n",
+    "abababababababababababab", "correct horse battery staple",
+    # random tokens get fixed ids: pytest-xdist's workers must collect the same ids
+    pytest.param(" " + GOOD, id="space+random"), pytest.param(GOOD + "\n", id="random+newline"),
 ])
 def test_a_token_too_short_or_too_plain_is_refused(token: str) -> None:
     with pytest.raises(ServeError, match="SOUL_SERVE_TOKEN") as refused:
@@ -32,7 +34,10 @@ def test_a_token_too_short_or_too_plain_is_refused(token: str) -> None:
     assert token.strip() not in str(refused.value) or len(token.strip()) < 2  # and never echoes it
 
 
-@pytest.mark.parametrize("token", [GOOD, secrets.token_hex(8), secrets.token_hex(32), "Tr0ub4dor-and-3-more-words"])
+@pytest.mark.parametrize("token", [
+    pytest.param(GOOD, id="urlsafe32"), pytest.param(secrets.token_hex(8), id="hex8"),
+    pytest.param(secrets.token_hex(32), id="hex32"), "Tr0ub4dor-and-3-more-words",
+])
 def test_a_long_random_token_is_accepted(token: str) -> None:
     assert Guard("0.0.0.0", token).token == token
     assert Guard("127.0.0.1", token).token == token  # the same rule on localhost
