@@ -3,6 +3,7 @@ installed into a fresh venv works from any directory."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -41,11 +42,21 @@ def test_the_public_names_are_the_documented_ones() -> None:
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The project built as a wheel, once for the tests that install it."""
-    dist = tmp_path_factory.mktemp("dist")
-    subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(ROOT)], check=True, capture_output=True)
-    (built,) = dist.glob("soulgraph-*.whl")
-    return built
+    """The project built as a wheel, once per run for the tests that install it. Under
+    pytest-xdist the workers share it (built by the first, under a lock, in the folder their
+    temp folders share: that run's alone): two builds at once in the source tree would share its
+    build/ folder."""
+    base = tmp_path_factory.getbasetemp()
+    dist = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "soulgraph-wheel"
+    dist.mkdir(exist_ok=True)
+    with open(dist / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        built = list(dist.glob("soulgraph-*.whl"))
+        if not built:
+            subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(ROOT)], check=True, capture_output=True)
+            built = list(dist.glob("soulgraph-*.whl"))
+    (wheel,) = built
+    return wheel
 
 
 def installed_wheel(wheel: Path, tmp_path: Path, extras: str = "") -> tuple[Path, Path]:

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -81,9 +82,16 @@ def write_server(folder: Path, *, lingers: bool = False) -> Path:
     return path
 
 
-def time_server_command() -> list[str]:
-    """mcp-server-time, installed from PyPI beside this interpreter."""
-    return [str(Path(sys.executable).parent / "mcp-server-time"), "--local-timezone", "UTC"]
+def time_server_command(folder: Path | None = None) -> list[str]:
+    """mcp-server-time, installed from PyPI beside this interpreter; with `folder`, run through
+    a link in it named for this call alone, so a test finds its own server's process by that
+    name (`pgrep -f`) and never another test's (the suite runs in parallel processes)."""
+    script = Path(sys.executable).parent / "mcp-server-time"
+    if folder is not None:
+        link = folder / f"mcp-server-time-{uuid.uuid4().hex[:12]}"
+        link.symlink_to(script)
+        script = link
+    return [str(script), "--local-timezone", "UTC"]
 
 
 def soul_yaml(folder: Path, entry: str, *, steps: str = "", extra: str = "") -> Path:

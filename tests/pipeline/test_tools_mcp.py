@@ -55,14 +55,14 @@ def server_pids(name: str) -> list[int]:
 
 
 def test_mcp_server_time_from_pypi_answers_and_its_result_reaches_the_next_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    command = time_server_command()
+    command = time_server_command(tmp_path)
     allow(monkeypatch, command)
     path = soul_yaml(tmp_path, f"  clock:\n    mcp: {json.dumps(command)}\n    use: [get_current_time]\n")
     replies = ['<tool_call name="get_current_time">{"timezone": "Europe/Oslo"}</tool_call>', ANSWER, REPLY]
     provider = ScriptedProvider(replies)
     with soul.load(path, provider=provider) as s:
         result = s.session().turn_sync("What time is it in Oslo?")
-        running = [p for p in server_pids("mcp-server-time") if alive(p)]
+        running = [p for p in server_pids(Path(command[0]).name) if alive(p)]
         assert running, "the server runs while the soul is open"
     lookup = result.steps["lookup"]
     assert lookup["error"] is None and json.loads(lookup["result"])["timezone"] == "Europe/Oslo"
@@ -242,19 +242,18 @@ def test_a_server_that_fails_to_start_is_an_error_quoting_its_stderr(tmp_path: P
 def test_soul_run_with_a_script_calls_mcp_server_time_and_leaves_no_process(tmp_path: Path) -> None:
     import shlex
 
-    command = time_server_command()
+    command = time_server_command(tmp_path)
     path = soul_yaml(tmp_path, f"  clock:\n    mcp: {json.dumps(command)}\n    use: [get_current_time]\n")
     script = tmp_path / "script.yaml"
     script.write_text(json.dumps(['<tool_call name="get_current_time">{"timezone": "Asia/Tokyo"}</tool_call>', ANSWER, REPLY]))
     soul_command = [str(Path(sys.executable).parent / "soul"), "run", str(path), "--script", str(script), "-m", "time?", "--json"]
-    before = set(server_pids("mcp-server-time"))
     refused = subprocess.run(soul_command, capture_output=True, text=True, timeout=120)
     assert refused.returncode != 0 and "which you have not allowed" in refused.stderr and "Traceback" not in refused.stderr
     done = subprocess.run([*soul_command, "--allow-command", shlex.join(command)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     steps = json.loads(done.stdout)["steps"]
     assert json.loads(steps["lookup"]["result"])["timezone"] == "Asia/Tokyo" and json.loads(done.stdout)["reply"] == "Done."
-    left = [p for p in set(server_pids("mcp-server-time")) - before if alive(p)]
+    left = [p for p in server_pids(Path(command[0]).name) if alive(p)]  # this test's server only
     assert not left, "an MCP server outlived `soul run`"
 
 
