@@ -2,7 +2,8 @@
 
 Each takes the query's config, the `Sources` it reads and the candidate `Pool`, and changes
 scores in place, recording its per-row factor in `pool.parts` (what `explain=True` shows)
-and a summary in `facts`. Split from resonator.py so each phase reads on its own.
+and a summary in `facts` (None: the query is not explained, and no summary is made). Split
+from resonator.py so each phase reads on its own.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ class Pool:
 def spread(
     cfg: ResonanceConfig, src: Sources, cands: Candidates, hybrid: np.ndarray,
     grow: Callable[[Candidates, np.ndarray], tuple[Candidates, np.ndarray]],
-    facts: dict[str, Any],
+    facts: dict[str, Any] | None,
 ) -> tuple[Candidates, np.ndarray, np.ndarray, np.ndarray]:
     """Spreading activation from the top hybrid candidates through the knowledge graph.
 
@@ -79,15 +80,16 @@ def spread(
         cands, hybrid = grow(cands, joined[keep])
         activation = np.concatenate([activation, reached.strengths[keep].astype(np.float64)])
         hops = np.concatenate([hops, reached.node_hops[keep].astype(np.int64)])
-    counts = np.bincount(hops[hops > 0]).tolist()  # by hop, ascending
-    facts["spreading"] = {"seeds": reached.seeds, "reached": reached.reached,
-                          "joined": n_joined,
-                          "by_hop": {hop: c for hop, c in enumerate(counts) if c}}
+    if facts is not None:
+        counts = np.bincount(hops[hops > 0]).tolist()  # by hop, ascending
+        facts["spreading"] = {"seeds": reached.seeds, "reached": reached.reached,
+                              "joined": n_joined,
+                              "by_hop": {hop: c for hop, c in enumerate(counts) if c}}
     return cands, hybrid, activation, hops
 
 
 def prime(cfg: ResonanceConfig, src: Sources, pool: Pool, session: str,
-          facts: dict[str, Any]) -> None:
+          facts: dict[str, Any] | None) -> None:
     """Session priming: recent observations ×priming_boost; active topics a smaller boost."""
     st = src.state
     recent = src.primer.recent(session)
@@ -109,11 +111,12 @@ def prime(cfg: ResonanceConfig, src: Sources, pool: Pool, session: str,
                                  float(cfg.priming_boost), np.ascontiguousarray(shares, np.float64),
                                  float(cfg.topic_boost), pool.score, factor)
     pool.parts["priming"] = factor
-    facts["priming"] = {"recent": len(recent), "topics": sorted(topics)[:10], "boosted": boosted}
+    if facts is not None:
+        facts["priming"] = {"recent": len(recent), "topics": sorted(topics)[:10], "boosted": boosted}
 
 
 def basin(cfg: ResonanceConfig, src: Sources, pool: Pool, query: str,
-          facts: dict[str, Any]) -> None:
+          facts: dict[str, Any] | None) -> None:
     """Attractor basin: the strongest attractor a query term names lifts its memories."""
     graph = src.graph()
     terms = set(query_terms(query))
@@ -135,12 +138,13 @@ def basin(cfg: ResonanceConfig, src: Sources, pool: Pool, query: str,
                                        float(cfg.basin_boost), _NO_SHARES, 0.0, pool.score,
                                        factor)
     pool.parts["basin"] = factor
-    facts["basin"] = {"attractor": chosen[0], "strength": round(chosen[1], 4),
-                      "boosted": boosted}
+    if facts is not None:
+        facts["basin"] = {"attractor": chosen[0], "strength": round(chosen[1], 4),
+                          "boosted": boosted}
 
 
 def inhibit(cfg: ResonanceConfig, state: State, pool: Pool, order: np.ndarray,
-            facts: dict[str, Any]) -> np.ndarray:
+            facts: dict[str, Any] | None) -> np.ndarray:
     """Lateral inhibition over the top window: near-duplicates compete, winners damp losers.
 
     Bounded: cosines among at most `inhibition_window` candidates, and each winner damps at
@@ -165,7 +169,8 @@ def inhibit(cfg: ResonanceConfig, state: State, pool: Pool, order: np.ndarray,
         pool.parts["inhibition"] = full
         head = window[(-pool.score[window]).argsort(kind="stable")]
         order = np.concatenate([head, order[cfg.inhibition_window:]])
-    facts["inhibition"] = {"window": len(window), "damped": damped}
+    if facts is not None:
+        facts["inhibition"] = {"window": len(window), "damped": damped}
     return order
 
 

@@ -146,7 +146,8 @@ class Resonator:
         src, cfg = self.sources, self.config
         off = cfg.disabled  # `cfg.on(phase)` is `phase not in off`: a method call less a phase
         now = time.time()
-        facts: dict[str, Any] = {"phases": [p for p in PHASES if p not in off]}
+        # the facts are only shown (explain): without it, no phase spends time writing them
+        facts: dict[str, Any] | None = {"phases": [p for p in PHASES if p not in off]} if explain else None
         vector = None
         if "semantic" not in off:
             vectors, ok = src.embed([query])
@@ -200,7 +201,7 @@ class Resonator:
         if session:
             topics = [e for m in ids[:3] for e in (graph.entities_of(m) if graph else ())]
             src.primer.observe(session, ids[:5], topics)
-        return hits, facts
+        return hits, facts or {}
 
     def _row(self, pool: Pool, j: int, explain: bool) -> dict[str, Any]:
         st = self.sources.state
@@ -216,7 +217,7 @@ class Resonator:
         return out
 
     def _code(self, query: str, hits: list[dict[str, Any]], k: int,
-              facts: dict[str, Any]) -> list[dict[str, Any]]:
+              facts: dict[str, Any] | None) -> list[dict[str, Any]]:
         code = self.sources.code_index()
         if code is None or self.config.code_symbols <= 0:
             return hits
@@ -227,7 +228,8 @@ class Resonator:
         extra = [{"row": None, "id": f"symbol:{sym.qualified}", "kind": "symbol",
                   "symbol": sym, "score": self.config.code_relevance * s / best}
                  for sym, s in found]
-        facts["code_symbols"] = len(extra)
+        if facts is not None:
+            facts["code_symbols"] = len(extra)
         merged = sorted(hits + extra, key=lambda h: -h["score"])
         return merged[:k]
 
