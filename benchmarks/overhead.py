@@ -546,7 +546,8 @@ def print_claudius(parts: dict[str, tuple[list[float], list[float]]], typical: A
     print("no model runs between turns (the embedder — ~22 MB of weights on both cores — evicts most of the CPU")
     print("caches each time it runs, and the turn after it reloads its code and data): the conditions of the run as")
     print(f"filed, on a field that grows ({int(primed['field'][0][0])} to {int(primed['field'][1][0])} memories). "
-          f"Model runs during these turns: {runs}{'' if runs == 0 else ' (NOT primed: these rows are not what they say)'}.\n")
+          f"Model runs during these turns: {runs}{'' if runs == 0 else ' (NOT primed: these rows are not what they say)'}"
+          f" (the first run's: {int(parts['model runs'][0][0])}).\n")
     _claudius_rows(primed, ("turn", "snapshot", "start", "recall", "render", "parse", "commit", "remember", "other"))
     print("\nAs issue 26 was filed (its table: 3.18 ms at 65237f6, 4.32 ms at e775089): the greeting said every turn.")
     print("A repeated text is stored once, so the field keeps one memory and the query's vector is cached: recall")
