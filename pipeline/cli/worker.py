@@ -61,9 +61,14 @@ def worker_command(args: argparse.Namespace) -> int:
     if parts is not None:  # its users' memory partitions are owned under this executor's name
         parts.claim_as(args.executor, args.dead_after or 30.0)
     engine = Engine(soul, url, executor=args.executor, rate=rate, poll_seconds=min(args.poll, 1.0))
-    engine.launch()
     store = SessionStore.open(url=url)
     beat = Heartbeat(store, engine, args.executor, soul.name, args.dead_after) if args.dead_after else None
+    if beat is not None:
+        # its id its own again before the engine may run anything under it: a worker restarted
+        # with the id of one a survivor took over, killed between launch and its first beat,
+        # would leave what it ran pending under an id marked taken, which no survivor claims again
+        beat.claim()
+    engine.launch()
     worker = Worker(soul, engine, store, poll=args.poll, cycles=args.cycles, heartbeat=beat)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: worker.stop())

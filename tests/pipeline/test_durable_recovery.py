@@ -10,7 +10,7 @@ from pathlib import Path
 
 import postgres_server
 import pytest
-from test_durable import _cycles, _env, _pending, _worker, csd_folder
+from test_durable import _cycles, _dbos_launched, _env, _pending, _worker, csd_folder
 
 import soul
 from soul.store import SessionStore
@@ -38,8 +38,8 @@ def _pending_of(url: str, executor: str) -> int:
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as conn:
-        if conn.execute("SELECT to_regclass('dbos.workflow_status')").fetchone()[0] is None:
-            return 0  # no worker has launched DBOS yet
+        if not _dbos_launched(conn):
+            return 0
         return int(conn.execute(
             "SELECT count(*) FROM dbos.workflow_status WHERE status = 'PENDING' AND executor_id = %s",
             (executor,)).fetchone()[0])
@@ -84,3 +84,32 @@ def test_killing_one_of_two_workers_mid_cycle_leaves_every_cycle_applied_once(
     check = SessionStore.open(soul_home, url=url)
     assert {b.executor: b.taken_by for b in check.worker_beats()}[dead] == alive
     check.close()
+
+
+@needs_server
+def test_a_worker_restarted_with_a_taken_id_owns_it_before_it_runs_anything(
+        tmp_path: Path, soul_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a worker killed between its engine's launch and its first beat left what it had picked up
+    # pending under an id a survivor had claimed before (its restart never cleared the claim), and
+    # no survivor claims a taken id again: the cycles hung (seen once in CI, two suites at once).
+    # Its id is its own before the engine launches (the banner comes after the launch).
+    url = postgres_server.fresh_url()
+    monkeypatch.setenv("SOUL_STORE", url)
+    blueprint = csd_folder(tmp_path)
+    s = soul.load(blueprint, home=soul_home)
+    s.session()
+    s.close()
+    store = SessionStore.open(soul_home, url=url)
+    store.beat("restarted", "csd", now=time.time() - 60)
+    assert store.take_over("survivor", dead_before=time.time()) == ["restarted"]
+    worker = _worker(blueprint, _env(url, soul_home), "--cycles", "1", "--dead-after", "2", "--executor", "restarted")
+    try:
+        assert worker.stdout is not None
+        banner = worker.stdout.readline()
+        worker.send_signal(signal.SIGSTOP)  # nothing more of it runs while the row is read
+        assert "executor 'restarted'" in banner, banner
+        assert {b.executor: b.taken_by for b in store.worker_beats()}["restarted"] is None
+    finally:
+        worker.kill()
+        worker.communicate()
+        store.close()

@@ -21,7 +21,8 @@ seconds (30 by default). A worker that is only stalled that long (a stopped VM, 
 partition longer than that) is taken over too; when it comes back, a cycle both ran commits
 once (the store refuses the second), but its model call was made twice. Keep `dead_after` well
 above the longest pause you expect. A worker restarted with its old id owns it again (its
-beat clears `taken_by`) and DBOS recovers what is still pending under that id, as before.
+beat clears `taken_by`, before its engine launches: `Heartbeat.claim`) and DBOS recovers what
+is still pending under that id, as before.
 """
 
 from __future__ import annotations
@@ -60,6 +61,12 @@ class Heartbeat:
         if self.every <= 0:
             self.every = min(5.0, self.dead_after / 5)
 
+    def claim(self, now: float | None = None) -> None:
+        """Beat once, now: the executor's id is its own again (a survivor's claim on it is
+        cleared). Before the engine launches, so nothing runs under the id while it is marked
+        taken."""
+        self.store.beat(self.executor, self.soul, time.time() if now is None else now, dead_after=self.dead_after)
+
     def tick(self, now: float | None = None) -> list[str]:
         """Beat when it is time; the executors taken over by this call."""
         at = time.time() if now is None else now
@@ -67,7 +74,7 @@ class Heartbeat:
             return []
         self._last = at
         self.beats += 1
-        self.store.beat(self.executor, self.soul, at, dead_after=self.dead_after)
+        self.claim(at)
         parts = self.engine.soul.memory.partitions()
         if parts is not None:
             parts.renew(at)
