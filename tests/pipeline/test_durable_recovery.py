@@ -113,3 +113,53 @@ def test_a_worker_restarted_with_a_taken_id_owns_it_before_it_runs_anything(
         worker.kill()
         worker.communicate()
         store.close()
+
+
+@needs_server
+@pytest.mark.slow
+def test_what_a_taken_over_worker_runs_before_it_dies_is_recovered(
+        tmp_path: Path, soul_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a worker taken over while only stalled went on running cycles under its id and died
+    # before beating again (a beat makes the id its own): the survivor had recovered its work
+    # once, when it claimed it, and the cycles run after that stayed PENDING (seen in CI as a
+    # hung recovery test, the victim's beat late under load). Here the victim never beats
+    # (--dead-after 0): the survivor claims its id first, the victim runs, dies mid-cycle.
+    url = postgres_server.fresh_url()
+    monkeypatch.setenv("SOUL_STORE", url)
+    blueprint = csd_folder(tmp_path)
+    s = soul.load(blueprint, home=soul_home)
+    sessions = [s.session().id for _ in range(3)]
+    s.close()
+    env, target = _env(url, soul_home), 12
+    stalled, alive = "stalled", "taker"
+    store = SessionStore.open(soul_home, url=url)
+    store.beat(stalled, "csd", now=time.time() - 60)
+    survivor = _worker(blueprint, env, "--cycles", str(target), "--dead-after", "2", "--executor", alive)
+    try:
+        deadline = time.monotonic() + 60
+        while {b.executor: b.taken_by for b in store.worker_beats()}.get(stalled) != alive:
+            assert time.monotonic() < deadline and survivor.poll() is None, "the survivor never claimed the silent id"
+            time.sleep(0.05)
+        killed = False
+        for _ in range(8):  # until a kill lands inside one of the victim's cycles
+            victim = _worker(blueprint, env, "--cycles", str(target), "--dead-after", "0", "--executor", stalled)
+            deadline = time.monotonic() + 60
+            while _pending_of(url, stalled) == 0 and victim.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.01)
+            # (read before the kill: the survivor re-enqueues what is left within a beat of it)
+            killed = victim.poll() is None and _pending_of(url, stalled) > 0
+            victim.send_signal(signal.SIGKILL)
+            victim.communicate()
+            if killed:
+                break
+        assert killed, f"no kill landed inside a cycle of {stalled}"
+        _out, err = survivor.communicate(timeout=120)
+    finally:
+        if survivor.poll() is None:
+            survivor.kill()
+            survivor.communicate()
+        store.close()
+    assert survivor.returncode == 0, err
+    for sid in sessions:
+        assert _cycles(url, sid) == {n: 1 for n in range(1, target + 1)}
+    assert _pending(url, sessions) == 0

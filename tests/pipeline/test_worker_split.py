@@ -54,10 +54,12 @@ def test_workers_split_the_sessions_and_a_join_or_leave_moves_the_fewest_shards(
     assert abs(len(joined["w-c"]) - SHARDS / 3) < SHARDS / 3 * 0.2
 
     # b stops beating: dead after 10 s, claimed (its workflows would be recovered: DBOS's part,
-    # tests/pipeline/test_durable_recovery.py), and its shards move
+    # tests/pipeline/test_durable_recovery.py; claimed here by an id none of these heartbeats
+    # has, since a heartbeat recovers what its executor holds at each beat, and these engines
+    # are not launched), and its shards move
     store.beat("w-a", s.name, now + 16, dead_after=10)
     store.beat("w-c", s.name, now + 16, dead_after=10)
-    assert store.take_over("w-a", now + 6) == ["w-b"]
+    assert store.take_over("w-claimant", now + 6) == ["w-b"]
     for w in (a, c):
         w.heartbeat.tick(now + 16)
     assert "w-b" not in a.heartbeat.live + c.heartbeat.live

@@ -4,8 +4,9 @@ Each `soul worker` beats every `every` seconds: its row in the store's `soul_wor
 (`SessionStore.beat`). A worker whose last beat is older than `dead_after` seconds is dead:
 the first survivor to notice claims it (`SessionStore.take_over`, one claimant per death) and
 asks DBOS to put its PENDING workflows back on their queues as ENQUEUED (`Engine.recover`:
-DBOS's public `list_workflows` and `resume_workflows`); the queue's atomic dequeue then gives
-each to exactly one live worker. A recovered cycle re-runs its step:
+DBOS's public `list_workflows` and `resume_workflows`) — at every beat while it holds the id,
+since a worker claimed while only stalled may run more before it dies; the queue's atomic
+dequeue then gives each to exactly one live worker. A recovered cycle re-runs its step:
 a no-op if the dead worker had committed it (`once=True`), the cycle itself if not. A
 recovered spontaneous turn re-checks that it is still open. So every cycle is applied once.
 
@@ -80,12 +81,21 @@ class Heartbeat:
             parts.renew(at)
         dead = self.store.take_over(self.executor, at - self.dead_after)
         self.live = self.store.live_workers(self.soul, at)
+        # Every id this worker holds is recovered at each beat, not only those claimed now: a
+        # worker claimed while only stalled may run more under its id and then die before it
+        # beats again (the beat would have made its id its own), and that work would be left
+        # PENDING under an id no survivor claims twice. What is still PENDING under a held id
+        # is nobody's; a workflow once recovered is run under its new executor's id.
+        held = [b.executor for b in self.store.worker_beats() if b.taken_by == self.executor]
+        found = self.engine.recover(held, self._target) if held else 0
+        self.recovered += found
         if dead:
-            found = self.engine.recover(dead, self._target)
             self.taken += dead
-            self.recovered += found
             log.warning("executor %s took over %s (silent for over %.0f s): %d workflow(s) re-enqueued",
                         self.executor, ", ".join(dead), self.dead_after, found)
+        elif found:
+            log.warning("executor %s re-enqueued %d more workflow(s) of %s (run after it took them over)",
+                        self.executor, found, ", ".join(held))
         return dead
 
     def _target(self, queue: str, workflow_id: str) -> str:
