@@ -45,16 +45,29 @@ def _pending_of(url: str, executor: str) -> int:
             (executor,)).fetchone()[0])
 
 
-@needs_server
-@pytest.mark.slow
-def test_killing_one_of_two_workers_mid_cycle_leaves_every_cycle_applied_once(
-        tmp_path: Path, soul_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _csd_sessions(tmp_path: Path, soul_home: Path, monkeypatch: pytest.MonkeyPatch, n: int) -> tuple[str, Path, list[str]]:
+    """A fresh PostgreSQL schema as the store, a scripted csd soul, and `n` sessions of it."""
     url = postgres_server.fresh_url()
     monkeypatch.setenv("SOUL_STORE", url)
     blueprint = csd_folder(tmp_path)
     s = soul.load(blueprint, home=soul_home)
-    sessions = [s.session().id for _ in range(3)]
+    sessions = [s.session().id for _ in range(n)]
     s.close()
+    return url, blueprint, sessions
+
+
+def _each_cycle_once(url: str, sessions: list[str], target: int) -> None:
+    """Every session has cycles 1..target, each applied once, and nothing is left PENDING."""
+    for sid in sessions:
+        assert _cycles(url, sid) == {n: 1 for n in range(1, target + 1)}
+    assert _pending(url, sessions) == 0
+
+
+@needs_server
+@pytest.mark.slow
+def test_killing_one_of_two_workers_mid_cycle_leaves_every_cycle_applied_once(
+        tmp_path: Path, soul_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    url, blueprint, sessions = _csd_sessions(tmp_path, soul_home, monkeypatch, 3)
     env, target = _env(url, soul_home), 30
     args = ("--cycles", str(target), "--dead-after", "2")
     dead, alive = "recovery-dead", "recovery-alive"  # DBOS's tables are shared by every test
@@ -78,9 +91,7 @@ def test_killing_one_of_two_workers_mid_cycle_leaves_every_cycle_applied_once(
             survivor.kill()
             survivor.communicate()
     assert survivor.returncode == 0, err
-    for sid in sessions:
-        assert _cycles(url, sid) == {n: 1 for n in range(1, target + 1)}
-    assert _pending(url, sessions) == 0
+    _each_cycle_once(url, sessions, target)
     check = SessionStore.open(soul_home, url=url)
     assert {b.executor: b.taken_by for b in check.worker_beats()}[dead] == alive
     check.close()
@@ -93,12 +104,7 @@ def test_a_worker_restarted_with_a_taken_id_owns_it_before_it_runs_anything(
     # pending under an id a survivor had claimed before (its restart never cleared the claim), and
     # no survivor claims a taken id again: the cycles hung (seen once in CI, two suites at once).
     # Its id is its own before the engine launches (the banner comes after the launch).
-    url = postgres_server.fresh_url()
-    monkeypatch.setenv("SOUL_STORE", url)
-    blueprint = csd_folder(tmp_path)
-    s = soul.load(blueprint, home=soul_home)
-    s.session()
-    s.close()
+    url, blueprint, _sessions = _csd_sessions(tmp_path, soul_home, monkeypatch, 1)
     store = SessionStore.open(soul_home, url=url)
     store.beat("restarted", "csd", now=time.time() - 60)
     assert store.take_over("survivor", dead_before=time.time()) == ["restarted"]
@@ -124,12 +130,7 @@ def test_what_a_taken_over_worker_runs_before_it_dies_is_recovered(
     # once, when it claimed it, and the cycles run after that stayed PENDING (seen in CI as a
     # hung recovery test, the victim's beat late under load). Here the victim never beats
     # (--dead-after 0): the survivor claims its id first, the victim runs, dies mid-cycle.
-    url = postgres_server.fresh_url()
-    monkeypatch.setenv("SOUL_STORE", url)
-    blueprint = csd_folder(tmp_path)
-    s = soul.load(blueprint, home=soul_home)
-    sessions = [s.session().id for _ in range(3)]
-    s.close()
+    url, blueprint, sessions = _csd_sessions(tmp_path, soul_home, monkeypatch, 3)
     env, target = _env(url, soul_home), 12
     stalled, alive = "stalled", "taker"
     store = SessionStore.open(soul_home, url=url)
@@ -160,6 +161,4 @@ def test_what_a_taken_over_worker_runs_before_it_dies_is_recovered(
             survivor.communicate()
         store.close()
     assert survivor.returncode == 0, err
-    for sid in sessions:
-        assert _cycles(url, sid) == {n: 1 for n in range(1, target + 1)}
-    assert _pending(url, sessions) == 0
+    _each_cycle_once(url, sessions, target)
