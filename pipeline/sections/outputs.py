@@ -21,6 +21,7 @@ __all__ = ["CleanReader", "StepParse", "parse_bool", "parse_list", "parse_mappin
 
 _TRUE = frozenset({"true", "yes", "1", "y", "on"})
 _FALSE = frozenset({"false", "no", "0", "n", "off"})
+_PLAIN_BOOLS = {"true": True, "false": False}  # `parse_bool`'s reading of the two usual answers
 # Markdown emphasis, quotes and sentence punctuation models put around a bare answer.
 _DECORATION = " \t\r\n\"'`*_.,;:!?()[]{}<>~"
 _BULLET = re.compile(r"^\s*(?:[-*+•‣◦▪]|\d{1,3}[.)])\s+(.*)$")
@@ -231,7 +232,9 @@ class CleanReader:
             text = whole.group(3)  # (attributes written: the kind reads none)
         section = self.section
         if self.boolean:
-            value = parse_bool(text)
+            value = _PLAIN_BOOLS.get(text)  # the answer as models mostly write it: no call to strip and fold
+            if value is None:
+                value = parse_bool(text)
             if value is None:  # the usual read flags it (and calls it missing when required)
                 return None
             if self.only:

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from soul.compiler import CallPlan, Plan, ScopePlan, Unit
 from soul.providers import PriceTable, Provider
 from soul.runtime.bridges import Cognition, Kept, MemoryBridge, reads_whole_context
-from soul.runtime.conversation import budget_for
+from soul.runtime.conversation import Budget, budget_for
 from soul.runtime.tools import ToolBox
 from soul.runtime.turn.calls import BoundCall, CallShape
 from soul.runtime.turn.gates import GateEvaluator
@@ -74,6 +74,9 @@ class Services:
     _bound: dict[CallPlan, BoundCall] = field(default_factory=dict, init=False, repr=False, compare=False)
     # what every run of a scope shares (see `scoped`)
     _scopes: dict[int, ScopeRuns] = field(default_factory=dict, init=False, repr=False, compare=False)
+    # one object per distinct budget: the calls of a turn on one slot share it, and the prompt
+    # fitter works out what a budget leaves once per turn and budget object (`Fitter.fit`)
+    _budgets: dict[Budget, Budget] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def provider(self, model: str) -> tuple[Provider, str, dict[str, Any]]:
         """The provider, provider spec and options of a model slot name or spec."""
@@ -112,6 +115,7 @@ class Services:
                 # sections of steps whose gate is decided after the call may be left out
                 grammar = call_grammar([(s.kind, s.params) for s in call.steps], set(call.optional))
             budget = budget_for(self.builder.blueprint, call.steps, spec, options, provider)
+            budget = self._budgets.setdefault(budget, budget)
             # the table a soul was made with is fixed (without one, each call reads the data home's: call_cost)
             price = self.prices.price_for(provider.name, spec) if self.prices is not None else None
             shape = CallShape(call.steps)

@@ -84,7 +84,7 @@ class TurnParts:
     lines (with its parts and cache points), the history and the input as messages, and
     (per counter) what they cost."""
 
-    __slots__ = ("_at", "_costs", "_head_rows", "_messages", "_rows", "before", "ctx", "head", "head_piece", "memory", "message",
+    __slots__ = ("_at", "_costs", "_head_rows", "_last", "_messages", "_rows", "before", "ctx", "head", "head_piece", "memory", "message",
                  "persona", "piece", "points", "steering", "tail", "user", "view")
 
     def __init__(self, ctx: TurnContext, head: parts.Piece, steering: str, user: str, message: parts.Piece,
@@ -97,6 +97,9 @@ class TurnParts:
         self.points = cache_points(persona, head.text, view.summary_text)
         self.tail = view.tail(user)
         self._costs: dict[bool, Costs] = {}
+        # the last budget fitted to, with its costs, its counter's counts and what `Costs.kept`
+        # keeps of it: a turn's calls mostly share one budget, so `fit` looks them up once
+        self._last: tuple[Budget, Costs, dict[str, int], tuple[Budget, int, dict[str, Any]]] | None = None
         self._rows: list[list[Any]] = []
         self._head_rows: list[list[Any]] | None = None
         # where a call's own parts start in the system message (0: nothing before them), and
@@ -264,12 +267,14 @@ class Fitter:
         if budget is None:
             return Prompt((Message("system", "\n\n".join(filter(None, (turn.before, this_turn, form))), cache_points=turn.points), *turn.tail),
                           form=form)
-        counter = budget.counter
-        costs = turn._costs.get(counter.exact) or turn.costs(counter, self.count)
-        known = self._counts[counter.exact]  # a text counted before is a look-up (0 only when empty)
-        t = (known.get(this_turn) or self.count(counter, this_turn)) if this_turn else 0  # "": a turn's first call
-        f = known.get(form) or self.count(counter, form)
-        kept = costs.kept(budget)
+        last = turn._last
+        if last is None or last[0] is not budget:
+            counter = budget.counter
+            costs = turn._costs.get(counter.exact) or turn.costs(counter, self.count)
+            last = turn._last = (budget, costs, self._counts[counter.exact], costs.kept(budget))
+        _, costs, known, kept = last  # known: a text counted before is a look-up (0 only when empty)
+        t = (known.get(this_turn) or self.count(budget.counter, this_turn)) if this_turn else 0  # "": a turn's first call
+        f = known.get(form) or self.count(budget.counter, form)
         if t + f <= kept[1]:
             # it plainly fits: every turn is shown, working memory cut only to its regions' limits
             # the parts in the report's order, this call's own two among the turn's (a zero left out)
