@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -93,11 +92,14 @@ class CallPlan:
     after_gates: dict[str, str]  # step -> its `when`, decided on the parsed reply
     gates: dict[str, str | None]  # each step's gate, described for the trace
     optional: frozenset[int]  # positions of steps whose sections a reply may leave out
+    # The call as errors name it: `the call of steps think, reply on main`. Set when made, not a
+    # `cached_property`: that writes the instance's `__dict__`, after which CPython 3.11 reads
+    # none of the plan's fields by its fast path (the runtime reads them on every call).
+    where: str = field(init=False, repr=False)
 
-    @cached_property
-    def where(self) -> str:
-        """The call as errors name it: `the call of steps think, reply on main`."""
-        return f"the call of step{'s' if len(self.steps) > 1 else ''} {', '.join(s.name for s in self.steps)} on {self.unit.model}"
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "where", f"the call of step{'s' if len(self.steps) > 1 else ''} "
+                                          f"{', '.join(s.name for s in self.steps)} on {self.unit.model}")
 
 
 @dataclass(frozen=True)
@@ -113,14 +115,16 @@ class ScopePlan:
     # call plans by (unit, steps that run): a pure function of the plan, worked out once
     _calls: dict[tuple[int, tuple[str, ...]], CallPlan] = field(default_factory=dict, init=False, repr=False, compare=False)
     _whole: dict[int, CallPlan] = field(default_factory=dict, init=False, repr=False, compare=False)
+    # the units with a step that has a gate (the others run every step, every turn)
+    gated: frozenset[int] = field(init=False, repr=False, compare=False)
 
     def calls(self) -> list[Unit]:
         return [u for u in self.units if u.is_call]
 
-    @cached_property
-    def gated(self) -> frozenset[int]:
-        """The units with a step that has a gate (the others run every step, every turn)."""
-        return frozenset(u.index for u in self.units if any(self.steps[name].gate is not None for name in u.steps))
+    def __post_init__(self) -> None:
+        # set when made, not a `cached_property` (see `CallPlan.where`)
+        object.__setattr__(self, "gated", frozenset(u.index for u in self.units
+                                                    if any(self.steps[name].gate is not None for name in u.steps)))
 
     def unit(self, index: int) -> Unit:
         """The unit numbered `index` (units are numbered from 1 in order)."""

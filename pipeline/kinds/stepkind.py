@@ -173,10 +173,12 @@ class ChangeContext:
     state: Mapping[str, Any] = field(default_factory=dict)
 
     def __init__(self, state_spec: Mapping[str, StateVar] | None = None, state: Mapping[str, Any] | None = None) -> None:
-        # straight into __dict__: the generated frozen __init__ costs a call per field (every runner builds one)
-        fields = self.__dict__
-        fields["state_spec"] = {} if state_spec is None else state_spec
-        fields["state"] = {} if state is None else state
+        # its own: the generated frozen __init__ tests each field for a default factory first (every
+        # runner builds one). Not through `__dict__`, which would make CPython 3.11 read the fields
+        # by its slow path from then on (`changes` reads them for every step).
+        setattr_ = object.__setattr__
+        setattr_(self, "state_spec", {} if state_spec is None else state_spec)
+        setattr_(self, "state", {} if state is None else state)
 
 
 # each kind's output names, by kind (with the outputs they were read from)

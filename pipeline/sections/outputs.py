@@ -201,7 +201,7 @@ class CleanReader:
     any other reply (not clean, or a boolean that does not read as one): the caller then reads
     it the usual way, so nothing a tolerant read would repair or flag is decided here."""
 
-    __slots__ = ("boolean", "close", "end", "names", "only", "open", "params", "pattern", "section", "start")
+    __slots__ = ("answers", "boolean", "close", "end", "names", "only", "open", "params", "pattern", "section", "start")
 
     def __init__(self, kind: type[StepKind], params: Mapping[str, Any]) -> None:
         (section,) = kind.sections  # one section (`fits` says which kinds)
@@ -214,6 +214,8 @@ class CleanReader:
         self.names = kind.output_names()
         self.only = self.names == (section.output,)  # the section's output is the kind's only one
         self.boolean = section.type == "bool"
+        # a boolean's two usual replies, each read whole as `parse_bool` reads its text
+        self.answers = {f"{self.open}true{self.close}": True, f"{self.open}false{self.close}": False} if self.boolean else {}
 
     @staticmethod
     def fits(kind: type[StepKind]) -> bool:
@@ -221,28 +223,29 @@ class CleanReader:
         return len(kind.sections) == 1 and not kind.sections[0].attributes
 
     def read(self, raw: str) -> StepParse | None:
-        if raw.startswith(self.open) and raw.endswith(self.close):  # (they cannot overlap: a tag name holds no '/')
-            text = raw[self.start:self.end]
-            if "<" in text or "&" in text:  # not clean: the pattern does not match either
-                return None
-        else:
-            whole = self.pattern.fullmatch(raw)
-            if whole is None:
-                return None
-            text = whole.group(3)  # (attributes written: the kind reads none)
-        section = self.section
-        if self.boolean:
-            value = _PLAIN_BOOLS.get(text)  # the answer as models mostly write it: no call to strip and fold
+        value = self.answers.get(raw)  # a boolean's reply as models mostly write it, whole: one look-up
+        if value is None:
+            if raw.startswith(self.open) and raw.endswith(self.close):  # (they cannot overlap: a tag name holds no '/')
+                text = raw[self.start:self.end]
+                if "<" in text or "&" in text:  # not clean: the pattern does not match either
+                    return None
+            else:
+                whole = self.pattern.fullmatch(raw)
+                if whole is None:
+                    return None
+                text = whole.group(3)  # (attributes written: the kind reads none)
+            if not self.boolean:
+                flags: list[str] = []
+                outputs = dict.fromkeys(self.names)
+                outputs[self.section.output] = _value(self.section, text.strip(), self.params, flags)
+                return StepParse(outputs, (), tuple(flags) if flags else ())
+            value = _PLAIN_BOOLS.get(text)  # the usual answers: no call to strip and fold
             if value is None:
                 value = parse_bool(text)
             if value is None:  # the usual read flags it (and calls it missing when required)
                 return None
-            if self.only:
-                return StepParse({section.output: value}, (), ())
-            outputs: dict[str, Any] = dict.fromkeys(self.names)
-            outputs[section.output] = value
-            return StepParse(outputs, (), ())
-        flags: list[str] = []
+        if self.only:
+            return StepParse({self.section.output: value}, (), ())
         outputs = dict.fromkeys(self.names)
-        outputs[section.output] = _value(section, text.strip(), self.params, flags)
-        return StepParse(outputs, (), tuple(flags) if flags else ())
+        outputs[self.section.output] = value
+        return StepParse(outputs, (), ())

@@ -123,3 +123,20 @@ def test_a_clean_boolean_reply_is_read_by_the_clean_reader() -> None:
     assert reader.read("<mental_query> True. </mental_query>\n") is not None
     assert reader.read("<mental_query>perhaps</mental_query>") is None  # unreadable: the usual read flags it
     assert reader.read("<mental_query>true") is None  # unclosed: the scanner repairs it
+
+
+def test_a_booleans_two_usual_replies_are_read_whole_as_parse_step_reads_them() -> None:
+    """`<tag>true</tag>` and `<tag>false</tag>`, the whole reply, are one look-up each: the
+    same outputs as the scanner and parse_step give, for every boolean kind the reader takes."""
+    from soul.sections import CleanReader, parse_step
+
+    booleans = [kind for kind in _readable_kinds() if kind.sections[0].type == "bool"]
+    assert booleans
+    for kind in booleans:
+        tag = kind.sections[0].tag
+        reader = CleanReader(kind, {})
+        for answer, value in (("true", True), ("false", False)):
+            raw = f"<{tag}>{answer}</{tag}>"
+            read = reader.read(raw)
+            assert read is not None and read.outputs[kind.sections[0].output] is value
+            assert read == parse_step(kind, {}, _scan_sections(raw, (tag,)))

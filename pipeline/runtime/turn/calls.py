@@ -188,8 +188,9 @@ def _outcome(bound: BoundCall, prompt: Prompt, raw: str, usage: Usage, repairs: 
         cost = price[1].copy()
     else:
         cost = cost_of(price, tokens_in, tokens_out, cache_read, cache_write)
+    # (the latency times 1000.0, not 1000: a float times a float is CPython 3.11's fast path)
     trace = CallTrace(bound.unit, bound.model, bound.shape.names, prompt.messages, raw, 1, tokens_in, tokens_out,
-                      (ended - started) * 1000, repairs, (), budget, tuple(prompt.cut) if prompt.cut else (), (),
+                      (ended - started) * 1000.0, repairs, (), budget, tuple(prompt.cut) if prompt.cut else (), (),
                       cache_read, cache_write, prompt.layout if budget is not None else None, cost)
     return CallOutcome(parses, _NONE, trace, False, (), (started, ended))
 

@@ -68,15 +68,18 @@ class ScopeRunner:
     applies_changes: ClassVar[bool] = True
     # a runner is made for every run of a scope (a turn's graph): its fields in slots, not an
     # instance dict filled and freed each time (a subclass may still add its own)
-    __slots__ = ("_change_ctx", "builder", "emit", "folds", "gates", "last", "not_run", "order", "plan",
+    __slots__ = ("_change_ctx", "applies", "builder", "emit", "folds", "gates", "last", "not_run", "order", "plan",
                  "scope", "services", "state_spec", "traced", "units", "walk")
 
     def __init__(self, plan: Plan, scope: ScopePlan, services: Services, emit: Callable[[Any], None] | None = None) -> None:
         self.scope = scope
         self.plan = plan
         self.services = services
+        # the class's choice read once into a field (CPython 3.11 reads a class attribute through
+        # an instance by its slow path: the runner reads it on every call)
+        applies = self.applies = self.applies_changes
         # only a turn's own history folds (not a subprocess's or a cycle's view of it)
-        self.folds = self.applies_changes and scope is plan.turn
+        self.folds = applies and scope is plan.turn
         self.builder = services.builder
         self.gates = services.gates
         self.emit = emit
@@ -88,9 +91,9 @@ class ScopeRunner:
         self.last = len(self.order)
         self._change_ctx: ChangeContext | None = None
         # whether units and calls run in spans (decided per run: `tracing.reset` decides again)
-        self.traced = self.applies_changes and tracing.on()
+        self.traced = applies and tracing.on()
         # each whole unit's call plan and binding, once found (a dry run binds none)
-        self.units = shared.units if self.applies_changes else {}
+        self.units = shared.units if applies else {}
         self.walk = shared.walk
 
     def variables(self, ts: TurnState, params: Mapping[str, Any] | None = None, seen: Seen | None = None,
@@ -276,7 +279,7 @@ class ScopeRunner:
         ts.outputs[name] = outputs
         self._did(ts, name, outputs)
         flags: tuple[str, ...] = ()
-        if self.applies_changes:
+        if self.applies:
             changes = kind.changes(name, outputs, ChangeContext(self.state_spec, ts.ctx.state))
             if changes.memory:  # labelled with the step, kind and turn when the commit gathers them
                 ts.labels[name] = kind.name
@@ -298,7 +301,7 @@ class ScopeRunner:
             call, bound = found
         else:  # what the call plan is bound to (a dry run binds no provider: its budget is the blueprint's)
             call = self.scope.call_plan(unit, active)
-            bound = self.services.bind(call) if self.applies_changes else None
+            bound = self.services.bind(call) if self.applies else None
             if bound is not None and active is unit.steps:
                 self.units[unit.index] = (call, bound)
         emit = self.emit
@@ -376,7 +379,7 @@ class ScopeRunner:
         per_step_ms = outcome.trace.latency_ms
         if len(steps) > 1:  # (divided by one, the same float: not made again)
             per_step_ms /= len(steps)
-        emit, applies = self.emit, self.applies_changes
+        emit, applies = self.emit, self.applies
         after_gates, fallbacks = call.after_gates, outcome.fallbacks
         order, done, gates = self.order, ts.done, call.gates
         for step in steps:

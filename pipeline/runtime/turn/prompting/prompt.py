@@ -20,7 +20,6 @@ part lies in the messages (`runtime/conversation/layout.py`): the call's context
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from functools import cached_property
 from typing import Any
 
 from jinja2 import TemplateError
@@ -121,14 +120,23 @@ class PromptBuilder:
         self.limits: Mapping[str, int] = getattr(blueprint, "region_limits", None) or {}
         self.chained = blueprint.mode == "chained"
         self.fitter = Fitter(blueprint.regions, self.limits)  # the budget's cuts, shared work done once
+        self._persona: str | None = None  # the persona's text, once read (`persona`)
 
-    @cached_property
+    @property
     def persona(self) -> str:
-        """The persona file's text (confined to the blueprint's folder, at most 1 MiB)."""
-        text = self.blueprint.persona_text()
+        """The persona file's text (confined to the blueprint's folder, at most 1 MiB), read
+        on first use. Kept in a field set in `__init__`, not a `cached_property`: that writes
+        the instance's `__dict__`, after which CPython 3.11 reads none of the builder's
+        attributes by its fast path (each read on every call then costs four times as much)."""
+        text = self._persona
         if text is None:
-            return f"You are {self.blueprint.name}." + (f" {self.blueprint.description}" if self.blueprint.description else "")
-        return text.strip()
+            read = self.blueprint.persona_text()
+            if read is None:
+                text = f"You are {self.blueprint.name}." + (f" {self.blueprint.description}" if self.blueprint.description else "")
+            else:
+                text = read.strip()
+            self._persona = text
+        return text
 
     def persona_of(self, ctx: TurnContext) -> str:
         """The persona a call of `ctx`'s turn opens with (a dialogue agent's own, or the file's)."""
