@@ -36,7 +36,7 @@ steps:
 def _read_path(obj: Any, field: str) -> str:
     """The instruction a warm `obj.field` read was specialized to."""
     space: dict[str, Any] = {}
-    exec(f"def read(o):\n    return o.{field}\n", space)  # noqa: S102 - a fixed one-line function
+    exec(f"def read(o):\n    return o.{field}\n", space)  # a fixed one-line function of a field name
     read = space["read"]
     for _ in range(200):
         read(obj)
