@@ -131,11 +131,14 @@ def test_what_a_taken_over_worker_runs_before_it_dies_is_recovered(
     # hung recovery test, the victim's beat late under load). Here the victim never beats
     # (--dead-after 0): the survivor claims its id first, the victim runs, dies mid-cycle.
     url, blueprint, sessions = _csd_sessions(tmp_path, soul_home, monkeypatch, 3)
-    env, target = _env(url, soul_home), 12
+    # the cycles paced (at most `rate` a second across the workers), so the survivor cannot run
+    # them all before a victim has started, however slow the machine is (seen in CI: under
+    # load every victim found nothing left to run)
+    env, target, rate = _env(url, soul_home), 16, ("--rate", "6/1")
     stalled, alive = "stalled", "taker"
     store = SessionStore.open(soul_home, url=url)
     store.beat(stalled, "csd", now=time.time() - 60)
-    survivor = _worker(blueprint, env, "--cycles", str(target), "--dead-after", "2", "--executor", alive)
+    survivor = _worker(blueprint, env, "--cycles", str(target), "--dead-after", "2", "--executor", alive, *rate)
     try:
         deadline = time.monotonic() + 60
         while {b.executor: b.taken_by for b in store.worker_beats()}.get(stalled) != alive:
@@ -143,7 +146,7 @@ def test_what_a_taken_over_worker_runs_before_it_dies_is_recovered(
             time.sleep(0.05)
         killed = False
         for _ in range(8):  # until a kill lands inside one of the victim's cycles
-            victim = _worker(blueprint, env, "--cycles", str(target), "--dead-after", "0", "--executor", stalled)
+            victim = _worker(blueprint, env, "--cycles", str(target), "--dead-after", "0", "--executor", stalled, *rate)
             deadline = time.monotonic() + 60
             while _pending_of(url, stalled) == 0 and victim.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.01)

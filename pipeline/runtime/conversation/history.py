@@ -80,34 +80,81 @@ def history_of(entries: Sequence[MemoryEntry], user: str) -> tuple[tuple[History
     """The turns after the latest summary, and that summary, from working-memory entries in
     the order they were stored. Entries written before turns were labelled (no `turn` in
     their meta) are paired in order: a message starts a turn, a reply answers it."""
-    summary: ConversationSummary | None = None
-    for entry in entries:
-        if entry.entry_type == SUMMARY_TYPE:
+    reading = HistoryReading(user)
+    reading.read(entries)
+    return reading.result()
+
+
+class HistoryReading:
+    """`history_of` as a reading that can go on: `read` takes entries in the order they were
+    stored, and may be called again with the entries stored since (a session's next turn reads
+    only what the last commit added: `runtime/turn/memory_reading.py`); `copy` is an
+    independent reading to go on from. Only the last turn can still change (a reply answers
+    it): the turns before it are closed, kept as made, and those after the summary kept apart."""
+
+    __slots__ = ("after", "closed", "counter", "last", "shown", "summary", "user")
+
+    def __init__(self, user: str) -> None:
+        self.user = user
+        self.summary: ConversationSummary | None = None
+        self.after = 0  # the turns shown are those numbered after it (the summary's last)
+        self.closed: list[HistoryTurn] = []  # every turn but the last, in order
+        self.shown: list[HistoryTurn] = []  # those of them after the summary
+        self.last: list[Any] | None = None  # the last turn: [number, kind, user, text, reply]
+        self.counter = 0
+
+    def copy(self) -> HistoryReading:
+        other = HistoryReading.__new__(HistoryReading)
+        other.user, other.summary, other.after, other.counter = self.user, self.summary, self.after, self.counter
+        other.closed, other.shown = self.closed.copy(), self.shown.copy()
+        other.last = self.last.copy() if self.last is not None else None
+        return other
+
+    def read(self, entries: Sequence[MemoryEntry]) -> None:
+        """Go on with `entries`, stored after those read so far."""
+        user, last, counter = self.user, self.last, self.counter
+        for entry in entries:
+            kind = entry.entry_type
+            if kind == SUMMARY_TYPE:
+                meta = entry.meta
+                self.summary = ConversationSummary(entry.content, _int(meta.get("turn_from")) or 1,
+                                                   _int(meta.get("turn_to")) or 0, bool(meta.get("digest")))
+                after = self.after = self.summary.turn_to
+                self.shown = [turn for turn in self.closed if turn.number > after]
+                continue
+            if kind not in HISTORY_TYPES:
+                continue
             meta = entry.meta
-            summary = ConversationSummary(entry.content, _int(meta.get("turn_from")) or 1,
-                                          _int(meta.get("turn_to")) or 0, bool(meta.get("digest")))
-    after = summary.turn_to if summary else 0
-    turns: list[list[Any]] = []  # [number, kind, user, text, reply]
-    counter = 0
-    for entry in entries:
-        if entry.entry_type not in HISTORY_TYPES:
-            continue
-        meta = entry.meta
-        number = _int(meta.get("turn"))
-        if entry.entry_type == USER_TYPE:
-            counter = number or counter + 1
-            turns.append([counter, "message", str(meta.get("user") or user), entry.content, ""])
-            continue
-        number = number or counter
-        last = turns[-1] if turns else None
-        if last is not None and last[0] == number and not last[4]:
-            last[4] = entry.content
-        elif last is not None and last[0] == number:
-            last[4] += "\n\n" + entry.content
-        else:
-            counter = number if _int(meta.get("turn")) else counter + 1
-            turns.append([counter, "spontaneous", user, "", entry.content])
-    return tuple(HistoryTurn(*t) for t in turns if t[0] > after), summary
+            labelled = _int(meta.get("turn"))
+            if kind == USER_TYPE:
+                counter = labelled or counter + 1
+                last = self._close(last, [counter, "message", str(meta.get("user") or user), entry.content, ""])
+                continue
+            number = labelled or counter
+            if last is not None and last[0] == number and not last[4]:
+                last[4] = entry.content
+            elif last is not None and last[0] == number:
+                last[4] += "\n\n" + entry.content
+            else:
+                counter = number if labelled else counter + 1
+                last = self._close(last, [counter, "spontaneous", user, "", entry.content])
+        self.last, self.counter = last, counter
+
+    def _close(self, last: list[Any] | None, opened: list[Any]) -> list[Any]:
+        """`opened` starts a turn: the last one is closed."""
+        if last is not None:
+            turn = HistoryTurn(*last)
+            self.closed.append(turn)
+            if turn.number > self.after:
+                self.shown.append(turn)
+        return opened
+
+    def result(self) -> tuple[tuple[HistoryTurn, ...], ConversationSummary | None]:
+        """The turns after the latest summary read so far, and that summary."""
+        last = self.last
+        if last is not None and last[0] > self.after:
+            return (*self.shown, HistoryTurn(*last)), self.summary
+        return tuple(self.shown), self.summary
 
 
 def messages_of(turns: Sequence[HistoryTurn]) -> list[Message]:

@@ -12,14 +12,9 @@ from soul.compiler import Plan
 from soul.kinds import Changes
 from soul.records import MemoryEntry, Snapshot, SummaryRecord
 from soul.runtime.bridges import Cognition, Kept
-from soul.runtime.conversation import (
-    HISTORY_TYPES,
-    SUMMARY_TYPE,
-    ConversationSummary,
-    HistoryTurn,
-    history_of,
-)
+from soul.runtime.conversation import ConversationSummary, HistoryTurn
 from soul.runtime.events import StepTrace
+from soul.runtime.turn.memory_reading import memory_reading
 
 
 @dataclass(frozen=True)
@@ -128,24 +123,16 @@ class TurnState:
         self.shown = [*self.shown, turns]
 
 
-def _memory_regions(entries: tuple[MemoryEntry, ...]) -> dict[str, tuple[MemoryEntry, ...]]:
-    """Working memory by region, without the conversation's own entries (its turns and their
-    summary reach the prompt as messages and as the summary)."""
-    regions: dict[str, list[MemoryEntry]] = {}
-    for entry in entries:
-        if entry.entry_type not in HISTORY_TYPES and entry.entry_type != SUMMARY_TYPE:
-            regions.setdefault(entry.region, []).append(entry)
-    return {region: tuple(found) for region, found in regions.items()}
-
-
 def context_for(plan: Plan, snapshot: Snapshot, text: str, kind: str) -> TurnContext:
     """The TurnContext a turn starts from."""
     number = snapshot.session.turns + 1
     state = plan.initial_state(snapshot.state)
     # Samantha-Dreams: the user model goes in on the first turn, then only after a true check
     inject = snapshot.session.turns == 0 or snapshot.last_user_model_check is True
-    entries = _memory_regions(snapshot.memory)
-    history, summary = history_of(snapshot.memory, snapshot.session.user) if kind != "cycle" else ((), None)
+    # what the session's last turn read of its working memory, read on by what was added since
+    reading = memory_reading(snapshot.session.id, snapshot.memory, snapshot.session.user)
+    entries = dict(reading.regions)
+    history, summary = reading.turns() if kind != "cycle" else ((), None)
     return TurnContext(
         text=text,
         user=snapshot.session.user,
@@ -154,7 +141,7 @@ def context_for(plan: Plan, snapshot: Snapshot, text: str, kind: str) -> TurnCon
         state=state,
         user_model=snapshot.user_model,
         inject_user_model=inject,
-        memory={region: [e.content for e in found] for region, found in entries.items()},
+        memory={region: list(texts) for region, texts in reading.texts.items()},
         entries=entries,
         history=history,
         summary=summary,
