@@ -16,21 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_context_window import CHAINED
 
 import soul
 from soul.kinds.stepkind import ChangeContext
 from soul.providers.scripted import ScriptedProvider
 
 pytestmark = pytest.mark.skipif(sys.version_info[:2] != (3, 11), reason="reads CPython 3.11's specialized instruction names")
-
-CHAIN = """\
-soul: chain
-version: 1
-mode: chained
-steps:
-  a: {uses: mental_query, with: {query: Is the sky blue?}}
-  b: {uses: mental_query, after: [a], with: {query: Is water wet?}}
-"""
 
 
 def _read_path(obj: Any, field: str) -> str:
@@ -44,13 +36,13 @@ def _read_path(obj: Any, field: str) -> str:
 
 
 def test_the_objects_a_call_reads_keep_their_fields_on_the_fast_path(tmp_path: Path) -> None:
-    path = tmp_path / "chain.yaml"
-    path.write_text(CHAIN)
-    replies = ["<mental_query>true</mental_query>"] * 2
+    path = tmp_path / "chained.yaml"
+    path.write_text(CHAINED)
+    replies = ["<mental_query>true</mental_query>"] * 3
     s = soul.load(path, provider=ScriptedProvider(replies), home=tmp_path / "home")
     try:
         result = s.session(user="ada").turn_sync("Is everything fine?")
-        assert result.steps == {"a": {"result": True}, "b": {"result": True}}
+        assert result.steps == {name: {"result": True} for name in "abc"}
         # after a turn: the persona was read, each call plan named, the gated units found
         scope = s.plan.turn
         call = scope.call_plan(scope.units[0], scope.units[0].steps)
