@@ -9,7 +9,13 @@ from hypothesis import strategies as st
 from soul.records import MemoryEntry
 from soul.runtime.conversation import HISTORY_TYPES, REPLY_TYPE, SUMMARY_TYPE, USER_TYPE, history_of
 from soul.runtime.conversation.history import HistoryReading
-from soul.runtime.turn.memory_reading import KEPT_SESSIONS, MemoryReading, memory_reading
+from soul.runtime.turn.memory_reading import (
+    KEPT_ENTRIES,
+    KEPT_SESSIONS,
+    MemoryReading,
+    kept_reading,
+    memory_reading,
+)
 
 _metas = st.fixed_dictionaries({}, optional={
     "turn": st.one_of(st.integers(-2, 9), st.booleans(), st.text(max_size=2)),
@@ -78,6 +84,21 @@ def test_readings_are_kept_for_a_bounded_number_of_sessions() -> None:
     # the first session's reading was dropped: the next one is made again, and still right
     again = memory_reading("session-0", memory, "ada")
     assert again is not first and _read(again) == _whole(memory, "ada")
+
+
+def test_readings_are_kept_within_a_budget_of_entries() -> None:
+    """The readings kept hold at most KEPT_ENTRIES entries in all: a session with more is read
+    from the start each turn, and sessions kept earlier make room for a later one."""
+    note = MemoryEntry("notes", "note", "kept", None, {})
+    huge = (note,) * (KEPT_ENTRIES + 1)
+    reading = memory_reading("huge-session", huge, "ada")
+    assert _read(reading) == _whole(huge, "ada") and kept_reading("huge-session") is None
+    memory_reading("small-session", (note,), "ada")
+    half = (note,) * (KEPT_ENTRIES // 2 + 1)
+    memory_reading("half-1", half, "ada")
+    memory_reading("half-2", half, "ada")  # the two halves do not fit together: the older goes
+    assert kept_reading("half-2") is not None and kept_reading("half-1") is None
+    assert kept_reading("small-session") is None  # the least recently used went first
 
 
 def test_a_history_reading_goes_on_from_a_copy_without_changing_the_original() -> None:

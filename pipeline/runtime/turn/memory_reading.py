@@ -12,7 +12,8 @@ whole snapshot (tests/pipeline/test_memory_reading.py holds them to it).
 
 A reading is never changed once made (each extension is a new one sharing the unchanged
 parts), so sessions on several threads may read at once; at most `KEPT_SESSIONS` readings
-are kept, the least recently used dropped first.
+holding `KEPT_ENTRIES` entries in all are kept, the least recently used dropped first (the
+store keeps the same entries decoded within a like budget: `store/reading.py`'s `SEEN_ROWS`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from soul.runtime.conversation import (
     HistoryTurn,
 )
 
-KEPT_SESSIONS = 256
+KEPT_SESSIONS = 1024  # at most this many sessions' readings are kept,
+KEPT_ENTRIES = 16384  # holding at most this many working-memory entries in all
 
 
 class MemoryReading:
@@ -83,6 +85,7 @@ class MemoryReading:
 
 
 _kept: dict[str, MemoryReading] = {}
+_held = [0]  # the entries the kept readings hold, in all
 _lock = threading.Lock()
 
 
@@ -96,9 +99,18 @@ def memory_reading(session: str, memory: tuple[MemoryEntry, ...], user: str) -> 
     the session (see the module's docstring)."""
     with _lock:
         last = _kept.pop(session, None)
+        if last is not None:
+            _held[0] -= len(last.memory)
     reading = (last or MemoryReading(user)).extended(memory, user)
+    size = len(reading.memory)
+    if size > KEPT_ENTRIES:  # more than the whole budget: read from the start each turn
+        return reading
     with _lock:
+        old = _kept.pop(session, None)  # (kept meanwhile by a turn on another thread)
+        if old is not None:
+            _held[0] -= len(old.memory)
         _kept[session] = reading  # the most recently used, last
-        while len(_kept) > KEPT_SESSIONS:
-            del _kept[next(iter(_kept))]
+        _held[0] += size
+        while _held[0] > KEPT_ENTRIES or len(_kept) > KEPT_SESSIONS:
+            _held[0] -= len(_kept.pop(next(iter(_kept))).memory)
     return reading
