@@ -5,7 +5,7 @@ kept between turns, so a turn reads only the entries the commits added since the
 A session's working memory only grows between turns (a commit appends its entries; the store
 hands the next snapshot the same entries and the new ones after them), so what the last turn
 read is extended: the turn's start costs what the last commit added, not the conversation's
-length (a 200-turn conversation read every entry again: ~120 µs a turn, and growing). Anything
+length (`benchmarks/long_conversation.py`; docs/benchmarks.md). Anything
 else — entries expired by the TTL, another store's session of the same id, a different user —
 is read from the start, so the reading is always exactly `history_of` and the regions of the
 whole snapshot (tests/pipeline/test_memory_reading.py holds them to it).
