@@ -21,7 +21,6 @@ __all__ = ["CleanReader", "StepParse", "parse_bool", "parse_list", "parse_mappin
 
 _TRUE = frozenset({"true", "yes", "1", "y", "on"})
 _FALSE = frozenset({"false", "no", "0", "n", "off"})
-_PLAIN_BOOLS = {"true": True, "false": False}  # `parse_bool`'s reading of the two usual answers
 # Markdown emphasis, quotes and sentence punctuation models put around a bare answer.
 _DECORATION = " \t\r\n\"'`*_.,;:!?()[]{}<>~"
 _BULLET = re.compile(r"^\s*(?:[-*+•‣◦▪]|\d{1,3}[.)])\s+(.*)$")
@@ -239,9 +238,7 @@ class CleanReader:
                 outputs = dict.fromkeys(self.names)
                 outputs[self.section.output] = _value(self.section, text.strip(), self.params, flags)
                 return StepParse(outputs, (), tuple(flags) if flags else ())
-            value = _PLAIN_BOOLS.get(text)  # the usual answers: no call to strip and fold
-            if value is None:
-                value = parse_bool(text)
+            value = parse_bool(text)
             if value is None:  # the usual read flags it (and calls it missing when required)
                 return None
         if self.only:

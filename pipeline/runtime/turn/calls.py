@@ -184,8 +184,6 @@ def _outcome(bound: BoundCall, prompt: Prompt, raw: str, usage: Usage, repairs: 
     budget, price = prompt.budget, bound.price
     if price is None:  # no table of the soul's own: the data home's, read now
         cost = call_cost(bound.provider.name, bound.model, tokens_in, tokens_out, cache_read, cache_write)
-    elif price[0] is None:  # an unpriced model: `cost_of`'s copy of its record, inline
-        cost = price[1].copy()
     else:
         cost = cost_of(price, tokens_in, tokens_out, cache_read, cache_write)
     # (the latency times 1000.0, not 1000: a float times a float is CPython 3.11's fast path)
