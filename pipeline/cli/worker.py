@@ -62,6 +62,7 @@ def worker_command(args: argparse.Namespace) -> int:
         parts.claim_as(args.executor, args.dead_after or 30.0)
     engine = Engine(soul, url, executor=args.executor, rate=rate, poll_seconds=min(args.poll, 1.0))
     store = SessionStore.open(url=url)
+    engine.prepare()  # DBOS's tables made before this worker is seen live (its first beat)
     beat = Heartbeat(store, engine, args.executor, soul.name, args.dead_after) if args.dead_after else None
     if beat is not None:
         # its id its own again before the engine may run anything under it: a worker restarted

@@ -122,6 +122,31 @@ def test_a_worker_restarted_with_a_taken_id_owns_it_before_it_runs_anything(
 
 
 @needs_server
+def test_a_worker_is_seen_live_only_once_turns_can_be_enqueued_to_it(
+        tmp_path: Path, soul_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a process sending turns enqueues them with DBOS's client as soon as it sees a live worker,
+    # and the client creates no tables: a worker that beat before its launch had made them was
+    # sent a turn into a missing table on a fresh database (seen in CI: test_two_machines)
+    import psycopg
+
+    url, blueprint, _sessions = _csd_sessions(tmp_path, soul_home, monkeypatch, 1)
+    store = SessionStore.open(soul_home, url=url)
+    worker = _worker(blueprint, _env(url, soul_home), "--cycles", "1", "--dead-after", "2", "--executor", "fresh")
+    try:
+        deadline = time.monotonic() + 60
+        while "fresh" not in store.live_workers("csd"):
+            assert time.monotonic() < deadline and worker.poll() is None, "the worker never beat"
+            time.sleep(0.005)
+        worker.send_signal(signal.SIGSTOP)  # nothing more of it runs while the tables are looked for
+        with psycopg.connect(url, autocommit=True) as conn:
+            assert _dbos_launched(conn), "the worker was live before DBOS's tables were made"
+    finally:
+        worker.kill()
+        worker.communicate()
+        store.close()
+
+
+@needs_server
 @pytest.mark.slow
 def test_what_a_taken_over_worker_runs_before_it_dies_is_recovered(
         tmp_path: Path, soul_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -185,6 +185,27 @@ class Engine:
         self.queue: Any = None
         self.owned: dict[str, Any] = {}  # this worker's own queues, by shared queue name
 
+    def prepare(self) -> None:
+        """Create DBOS's tables in the store's database (or bring them up to date) without
+        launching it. A worker does this before it first beats: a process that sends turns
+        enqueues them through DBOS's client, which creates no tables, as soon as it sees a
+        live worker — on a fresh database, before that worker's launch had made them."""
+        dbos = _dbos()
+        quiet = logging.getLogger("dbos")
+        quiet.disabled = True  # (as `launch`: a failure is one line)
+        try:
+            dbos.DBOS.migrate(self.url)
+        except Exception as exc:
+            raise self._could_not_start(exc) from exc
+        finally:
+            quiet.disabled = False
+
+    def _could_not_start(self, exc: Exception) -> RunError:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return RunError(f"soul worker: DBOS could not start on the session store's database"
+                        f" {mask_passwords(self.url)}: {mask_passwords(reason, self.url)}; check that the server runs and"
+                        " the URL's user may create tables there")
+
     def launch(self) -> None:
         """Register the workflow and queue and launch DBOS; recovers this executor's
         unfinished cycles (a killed worker's) before returning."""
@@ -205,10 +226,7 @@ class Engine:
             dbos.DBOS.launch()  # recovery starts here; a recovered cycle's queue is registered next
         except Exception as exc:  # the database is unreachable or refuses: one line, no traceback
             dbos.DBOS.destroy()
-            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise RunError(f"soul worker: DBOS could not start on the session store's database"
-                           f" {mask_passwords(self.url)}: {mask_passwords(reason, self.url)}; check that the server runs and"
-                           " the URL's user may create tables there") from exc
+            raise self._could_not_start(exc) from exc
         finally:
             quiet.disabled = False
         limiter = {"limit": self.rate[0], "period": self.rate[1]} if self.rate else None
